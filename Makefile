@@ -1,0 +1,49 @@
+# Every go command needs this toolchain (the Temporal server needs Go >= 1.26.10).
+export GOTOOLCHAIN := go1.27.3
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+# The workflow code that workflowcheck verifies for determinism.
+WORKFLOW_PKGS := ./internal/session/...
+FUZZTIME ?= 10s
+
+.PHONY: all build dev test test-unit fuzz bench proto lint clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/dex-agent-worker ./cmd/dex-agent-worker
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/dex-runner-stepwise ./plugins/stepwise/cmd/dex-runner-stepwise
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/dex-runner-orders ./examples/orders
+
+# Runs the demo on the embedded engine: no API key, no other service.
+dev: build
+	./bin/dex-agent-worker dev --config configs/dev.yaml --data-dir .dex
+
+# The whole suite: vet, unit and integration tests (kill tests included),
+# replay of recorded histories, and a short run of every fuzz target.
+test: build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+test-unit:
+	$(GO) test -count=1 -short ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
+
+bench: build
+	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
+
+proto:
+	bash proto/generate.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.3.0 $(WORKFLOW_PKGS)
+
+clean:
+	rm -rf bin

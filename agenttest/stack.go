@@ -1,0 +1,357 @@
+package agenttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/devserver"
+)
+
+// Stack is a private engine for one test, and the worker processes that
+// serve it. The engine runs in the test process on a SQLite file in Dir; each
+// worker runs in a child process in its own process group, so the test can
+// SIGKILL it (and its runner plugins) at an exact moment.
+type Stack struct {
+	t          testing.TB
+	Dir        string
+	ConfigPath string
+	server     *devserver.Server
+	port       int
+	Client     temporalclient.Client
+	Sessions   *client.AgentSessionClient
+	mu         sync.Mutex
+	workers    []*Worker
+}
+
+// NewStack starts a private engine and writes configYAML to Dir/config.yaml.
+// In configYAML, {{DIR}} stands for Dir. The stack stops at test cleanup.
+func NewStack(t testing.TB, configYAML string) *Stack {
+	t.Helper()
+	dir := t.TempDir()
+	s := &Stack{t: t, Dir: dir, ConfigPath: filepath.Join(dir, "config.yaml")}
+	if err := os.WriteFile(s.ConfigPath, []byte(strings.ReplaceAll(configYAML, "{{DIR}}", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.StartEngine()
+	t.Cleanup(s.close)
+	return s
+}
+
+// StartEngine starts (or restarts, on the same file and port) the engine.
+func (s *Stack) StartEngine() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{
+		DataDir:                     filepath.Join(s.Dir, "engine"),
+		FrontendPort:                s.port,
+		KeywordListSearchAttributes: []string{client.SearchAttributeActiveStepTypes},
+		Logger:                      slog.New(slog.NewTextHandler(s.logFile("engine.log"), &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		s.t.Fatalf("start the engine: %v", err)
+	}
+	s.server = srv
+	s.port = srv.FrontendPort()
+	if s.Client == nil {
+		c, err := temporalclient.DialContext(ctx, temporalclient.Options{
+			HostPort: srv.FrontendAddress(),
+			Logger:   log.NewStructuredLogger(slog.New(slog.NewTextHandler(s.logFile("client.log"), nil))),
+		})
+		if err != nil {
+			s.t.Fatalf("connect to the engine: %v", err)
+		}
+		s.Client = c
+		s.Sessions = client.New(c, "default", client.DefaultTaskQueue)
+	}
+}
+
+// StopEngine stops the engine; StartEngine brings it back.
+func (s *Stack) StopEngine() {
+	s.t.Helper()
+	if err := s.server.Stop(); err != nil {
+		s.t.Fatalf("stop the engine: %v", err)
+	}
+}
+
+// Address is the engine's frontend address.
+func (s *Stack) Address() string { return s.server.FrontendAddress() }
+
+func (s *Stack) logFile(name string) *os.File {
+	f, err := os.OpenFile(filepath.Join(s.Dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func (s *Stack) close() {
+	s.mu.Lock()
+	workers := s.workers
+	s.mu.Unlock()
+	for _, w := range workers {
+		w.Kill()
+	}
+	if s.Client != nil {
+		s.Client.Close()
+	}
+	if s.server != nil {
+		_ = s.server.Stop()
+	}
+	if s.t.Failed() {
+		for _, name := range []string{"worker-1.log", "worker-2.log", "worker-3.log", "engine.log"} {
+			if b, err := os.ReadFile(filepath.Join(s.Dir, name)); err == nil && len(b) > 0 {
+				s.t.Logf("--- %s (last 4 KiB) ---\n%s", name, tail(b, 4096))
+			}
+		}
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// Gate returns the FileGate of that name in the stack's directory. Worker
+// children and the test plugin use the same directory.
+func (s *Stack) Gate(name string) FileGate { return FileGate{Dir: s.Dir, Name: name} }
+
+// Log returns the stack's InvocationLog.
+func (s *Stack) Log() *InvocationLog {
+	return &InvocationLog{Path: filepath.Join(s.Dir, "invocations.log")}
+}
+
+// Worker is a worker child process.
+type Worker struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+}
+
+// Environment of a worker child.
+const (
+	envChild   = "DEX_AGENTTEST_CHILD"
+	envConfig  = "DEX_AGENTTEST_CONFIG"
+	envAddress = "DEX_AGENTTEST_ADDRESS"
+	envDir     = "DEX_AGENTTEST_DIR"
+	envReady   = "DEX_AGENTTEST_READY"
+)
+
+// StartWorker starts a worker child: the test binary itself, which runs the
+// worker when TestMain calls RunWorkerIfChild. It returns once the worker
+// polls its task queue.
+func (s *Stack) StartWorker() *Worker {
+	s.t.Helper()
+	s.mu.Lock()
+	n := len(s.workers) + 1
+	s.mu.Unlock()
+	ready := filepath.Join(s.Dir, fmt.Sprintf("worker-%d.ready", n))
+	logf := s.logFile(fmt.Sprintf("worker-%d.log", n))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		envChild+"=worker",
+		envConfig+"="+s.ConfigPath,
+		envAddress+"="+s.Address(),
+		envDir+"="+s.Dir,
+		envReady+"="+ready,
+	)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start a worker: %v", err)
+	}
+	w := &Worker{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	s.mu.Lock()
+	s.workers = append(s.workers, w)
+	s.mu.Unlock()
+	err := WaitFor(context.Background(), "worker start", time.Minute, func() (bool, error) {
+		select {
+		case <-w.done:
+			b, _ := os.ReadFile(logf.Name())
+			return false, fmt.Errorf("the worker exited: %s", tail(b, 2048))
+		default:
+		}
+		_, err := os.Stat(ready)
+		return err == nil, nil
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return w
+}
+
+// Kill SIGKILLs the worker's process group (the worker and its plugins) and
+// waits for the worker to exit.
+func (w *Worker) Kill() {
+	w.once.Do(func() {
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		<-w.done
+	})
+}
+
+// Stop asks the worker to stop (SIGTERM) and waits.
+func (w *Worker) Stop() {
+	w.once.Do(func() {
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+			<-w.done
+		}
+	})
+}
+
+// WaitFor polls probe until it reports true, returns an error, or timeout
+// passes. It never sleeps longer than 20 ms between probes.
+func WaitFor(ctx context.Context, description string, timeout time.Duration, probe func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := probe()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			var perm permanent
+			if errors.As(err, &perm) {
+				return fmt.Errorf("waiting for %s: %w", description, err)
+			}
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s: timed out after %s; last error: %w", description, timeout, last)
+			}
+			return fmt.Errorf("waiting for %s: timed out after %s", description, timeout)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+type permanent struct{ error }
+
+// Permanent marks a probe error that WaitFor returns at once.
+func Permanent(err error) error { return permanent{err} }
+
+// WaitForSnapshot waits until cond holds for the session's snapshot.
+func (s *Stack) WaitForSnapshot(description, sessionID string, cond func(client.Snapshot) bool) client.Snapshot {
+	s.t.Helper()
+	var snap client.Snapshot
+	err := WaitFor(context.Background(), description, 90*time.Second, func() (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := s.Sessions.GetAgentSnapshot(ctx, sessionID)
+		if err != nil {
+			return false, err
+		}
+		snap = got
+		return cond(got), nil
+	})
+	if err != nil {
+		s.t.Fatalf("%v\nlast snapshot: %+v", err, snap)
+	}
+	return snap
+}
+
+// StepHistoryEntry is one finished activity (Step) of a session.
+type StepHistoryEntry struct {
+	// EventType is "completed", "failed", "timed_out" or "canceled".
+	EventType  string
+	StepType   string
+	ActivityID string
+	Attempt    int32
+}
+
+// StepHistory lists the finished Steps of a session from its workflow
+// history (every run of it), oldest first.
+func (s *Stack) StepHistory(sessionID string) ([]StepHistoryEntry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := s.Client.GetWorkflowHistory(ctx, sessionID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64][2]string{}
+	var out []StepHistoryEntry
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[e.GetEventId()] = [2]string{a.GetActivityType().GetName(), a.GetActivityId()}
+		}
+		add := func(kind string, schedID int64, attempt int32) {
+			sc := scheduled[schedID]
+			out = append(out, StepHistoryEntry{EventType: kind, StepType: sc[0], ActivityID: sc[1], Attempt: attempt})
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil {
+			add("completed", a.GetScheduledEventId(), 0)
+		}
+		if a := e.GetActivityTaskFailedEventAttributes(); a != nil {
+			add("failed", a.GetScheduledEventId(), 0)
+		}
+		if a := e.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			add("timed_out", a.GetScheduledEventId(), 0)
+		}
+		if a := e.GetActivityTaskCanceledEventAttributes(); a != nil {
+			add("canceled", a.GetScheduledEventId(), 0)
+		}
+	}
+	return out, nil
+}
+
+// BuildBinary builds a main package of this module into a directory shared
+// by the test process and returns the binary's path. Builds are cached per
+// process.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p
+	}
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "agenttest-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildDir = d
+	}
+	out := filepath.Join(buildDir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, stderr.String())
+	}
+	built[pkg] = out
+	return out
+}
+
+var (
+	buildMu  sync.Mutex
+	buildDir string
+	built    = map[string]string{}
+)

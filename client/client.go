@@ -1,0 +1,152 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+)
+
+// AgentSessionClient starts agent sessions and calls their updates and
+// queries with typed arguments. The session ID is the workflow ID.
+//
+//	sessions := client.New(temporalClient, "dex-agents")
+//	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "refund order 7"})
+//	snap, err := sessions.GetAgentSnapshot(ctx, id)
+//	for _, in := range snap.PendingInterrupts {
+//		sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true})
+//	}
+type AgentSessionClient struct {
+	c         temporalclient.Client
+	namespace string
+	taskQueue string
+}
+
+// New wraps a connected Temporal client. taskQueue is the workers' task
+// queue ("" means DefaultTaskQueue). The caller keeps ownership of c.
+func New(c temporalclient.Client, namespace, taskQueue string) *AgentSessionClient {
+	if taskQueue == "" {
+		taskQueue = DefaultTaskQueue
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	return &AgentSessionClient{c: c, namespace: namespace, taskQueue: taskQueue}
+}
+
+// StartSessionOptions name the session to start.
+type StartSessionOptions struct {
+	// FlowType is the agent's flow_type (its workflow type). Required.
+	FlowType string
+	// SessionID is the workflow ID; empty generates "session-<uuid>".
+	SessionID string
+	// InitialMessage starts the first turn when it is not blank.
+	InitialMessage string
+	// RequestID makes the start idempotent: a retried start with the same
+	// request ID returns the same session instead of an error. Empty
+	// generates one (no idempotency across calls).
+	RequestID string
+}
+
+// ErrSessionExists reports a session ID that is already in use by another start.
+var ErrSessionExists = errors.New("session already exists")
+
+// StartSession starts one session and returns its ID.
+func (s *AgentSessionClient) StartSession(ctx context.Context, opts StartSessionOptions) (string, error) {
+	if opts.FlowType == "" {
+		return "", errors.New("start session: flow type is required")
+	}
+	id := opts.SessionID
+	if id == "" {
+		id = "session-" + uuid.NewString()
+	}
+	reqID := opts.RequestID
+	if reqID == "" {
+		reqID = uuid.NewString()
+	}
+	input, err := converter.GetDefaultDataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage})
+	if err != nil {
+		return "", err
+	}
+	_, err = s.c.WorkflowService().StartWorkflowExecution(ctx, &workflowservice.StartWorkflowExecutionRequest{
+		Namespace:                s.namespace,
+		WorkflowId:               id,
+		WorkflowType:             &commonpb.WorkflowType{Name: opts.FlowType},
+		TaskQueue:                &taskqueuepb.TaskQueue{Name: s.taskQueue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+		Input:                    input,
+		Identity:                 "dex-agent-worker client",
+		RequestId:                reqID,
+		WorkflowIdReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIdConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	})
+	var exists *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &exists) {
+		return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("start session %s: %w", id, err)
+	}
+	return id, nil
+}
+
+// SendUserMessage queues one user message. It returns false for blank text.
+func (s *AgentSessionClient) SendUserMessage(ctx context.Context, sessionID, text string) (bool, error) {
+	return s.update(ctx, sessionID, UpdateSendUserMessage, SendUserMessageRequest{Text: text})
+}
+
+// ResolveInterrupt approves or rejects a pending interrupt. It returns
+// false when the interrupt is unknown, already resolved, or past its deadline.
+func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID string, req ResolveInterruptRequest) (bool, error) {
+	return s.update(ctx, sessionID, UpdateResolveInterrupt, req)
+}
+
+func (s *AgentSessionClient) update(ctx context.Context, sessionID, name string, arg any) (bool, error) {
+	h, err := s.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+		WorkflowID:   sessionID,
+		UpdateName:   name,
+		Args:         []any{arg},
+		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+	}
+	var ok bool
+	if err := h.Get(ctx, &ok); err != nil {
+		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+	}
+	return ok, nil
+}
+
+// GetAgentSnapshot returns the snapshot a UI renders. Closed sessions are
+// served while a worker runs.
+func (s *AgentSessionClient) GetAgentSnapshot(ctx context.Context, sessionID string) (Snapshot, error) {
+	var snap Snapshot
+	err := s.query(ctx, sessionID, QueryAgentSnapshot, &snap)
+	return snap, err
+}
+
+// ListAgentMessages returns one page of stored messages, oldest first.
+func (s *AgentSessionClient) ListAgentMessages(ctx context.Context, sessionID string, req ListMessagesRequest) (MessagesPage, error) {
+	var page MessagesPage
+	err := s.query(ctx, sessionID, QueryListAgentMessages, &page, req)
+	return page, err
+}
+
+func (s *AgentSessionClient) query(ctx context.Context, sessionID, name string, out any, args ...any) error {
+	v, err := s.c.QueryWorkflow(ctx, sessionID, "", name, args...)
+	if err != nil {
+		return fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+	}
+	if err := v.Get(out); err != nil {
+		return fmt.Errorf("%s on session %s: decode: %w", name, sessionID, err)
+	}
+	return nil
+}

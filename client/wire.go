@@ -1,0 +1,123 @@
+package client
+
+import "github.com/dex-agents/dex-agent-worker/pluginapi"
+
+// Names on the wire. A session is driven with plain JSON payloads through
+// these names, so a Temporal client in any language can start and drive one.
+const (
+	// DefaultTaskQueue is the task queue sessions run on unless the config names another.
+	DefaultTaskQueue = "dex-agents"
+
+	// UpdateSendUserMessage queues one user message: SendUserMessageRequest -> bool.
+	UpdateSendUserMessage = "send_user_message"
+	// UpdateResolveInterrupt approves or rejects a pending interrupt:
+	// ResolveInterruptRequest -> bool.
+	UpdateResolveInterrupt = "resolve_interrupt"
+	// QueryAgentSnapshot returns the Snapshot.
+	QueryAgentSnapshot = "get_agent_snapshot"
+	// QueryListAgentMessages returns a MessagesPage for a ListMessagesRequest.
+	QueryListAgentMessages = "list_agent_messages"
+
+	// SearchAttributeActiveStepTypes is the KeywordList search attribute that
+	// lists the Steps a session waits in, such as "AwaitToolApproval".
+	SearchAttributeActiveStepTypes = "ActiveStepTypes"
+)
+
+// Step names, as listed in ActiveStepTypes and as activity types.
+const (
+	StepAwaitUserMessage      = "AwaitUserMessage"
+	StepRunModel              = "RunModel"
+	StepAwaitToolApproval     = "AwaitToolApproval"
+	StepCallTool              = "CallTool"
+	StepCallSingleAttemptTool = "CallSingleAttemptTool"
+	StepResumeTurn            = "ResumeTurn"
+	StepRecordTurnFailure     = "RecordTurnFailure"
+	StepBuildUserMessage      = "BuildUserMessage"
+)
+
+// StartInput is the workflow input of a session.
+type StartInput struct {
+	// InitialMessage starts the first turn when it is not blank.
+	InitialMessage string `json:"initial_message,omitempty"`
+}
+
+// SendUserMessageRequest is the input of send_user_message.
+type SendUserMessageRequest struct {
+	Text string `json:"text"`
+}
+
+// ResolveInterruptRequest is the input of resolve_interrupt.
+type ResolveInterruptRequest struct {
+	InterruptID      string `json:"interrupt_id"`
+	Approved         bool   `json:"approved"`
+	RejectionMessage string `json:"rejection_message,omitempty"`
+}
+
+// ListMessagesRequest is the input of list_agent_messages. A zero
+// BeforeSequence asks for the newest page.
+type ListMessagesRequest struct {
+	BeforeSequence int64 `json:"before_sequence,omitempty"`
+	Limit          int   `json:"limit,omitempty"`
+}
+
+// MessagesPage is one page of stored messages, oldest first.
+type MessagesPage struct {
+	Messages []pluginapi.Message `json:"messages"`
+	// FirstSequence is the oldest stored sequence (0 when none is stored).
+	FirstSequence int64 `json:"first_sequence"`
+	// HasMore reports older messages before this page; pass
+	// NextBeforeSequence as before_sequence to read them.
+	HasMore            bool  `json:"has_more"`
+	NextBeforeSequence int64 `json:"next_before_sequence,omitempty"`
+}
+
+// Session statuses.
+const (
+	StatusWaitingForUserMessage = "waiting_for_user_message"
+	StatusRunningModel          = "running_model"
+	StatusRunningTools          = "running_tools"
+)
+
+// SessionState is the session's position.
+type SessionState struct {
+	Status        string `json:"status"`
+	ActiveTurnID  string `json:"active_turn_id,omitempty"`
+	LastTurnError string `json:"last_turn_error,omitempty"`
+	TurnCount     int    `json:"turn_count"`
+}
+
+// Interrupt is a pending interrupt that resolve_interrupt can answer.
+type Interrupt struct {
+	InterruptID string `json:"interrupt_id"`
+	ToolCallID  string `json:"tool_call_id"`
+	ToolName    string `json:"tool_name"`
+	Arguments   string `json:"arguments,omitempty"`
+	// Kind is "approval".
+	Kind string `json:"kind"`
+	// Deadline is an RFC 3339 UTC time, or empty without a deadline.
+	Deadline string `json:"deadline,omitempty"`
+}
+
+// Interrupt kinds.
+const (
+	InterruptKindApproval = "approval"
+)
+
+// QueuedMessage is a user message waiting for its turn.
+type QueuedMessage struct {
+	MessageID string `json:"message_id"`
+	Text      string `json:"text"`
+}
+
+// Snapshot is what get_agent_snapshot returns: everything a UI renders.
+type Snapshot struct {
+	SessionID         string               `json:"session_id"`
+	Agent             string               `json:"agent"`
+	State             *SessionState        `json:"state"`
+	Messages          []pluginapi.Message  `json:"messages"`
+	PendingInterrupts []Interrupt          `json:"pending_interrupts"`
+	ToolCalls         []pluginapi.ToolCall `json:"tool_calls"`
+	Usage             pluginapi.Usage      `json:"usage"`
+	QueuedMessages    []QueuedMessage      `json:"queued_messages"`
+	QueuedCount       int                  `json:"queued_message_count"`
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/devserver"
+)
+
+func newDevCmd(g *globals) *cobra.Command {
+	var (
+		cfgPath      string
+		dataDir      string
+		temporalPort int
+		uiPort       int
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run an embedded Temporal server on SQLite, its Web UI, and the worker",
+		Long: "dev runs everything on one machine: a Temporal server on a SQLite file in the data dir,\n" +
+			"the Temporal Web UI, and the worker with the config's agents. Starting it again on the\n" +
+			"same data dir resumes every running session where it stopped.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			logger := configuredLogger(g, cmd, cfg)
+			abs, err := filepath.Abs(dataDir)
+			if err != nil {
+				return err
+			}
+			started := time.Now()
+			srv, err := devserver.Start(ctx, devserver.Options{
+				DataDir:                     abs,
+				Namespace:                   cfg.Temporal.Namespace,
+				FrontendPort:                temporalPort,
+				UIPort:                      uiPort,
+				KeywordListSearchAttributes: []string{client.SearchAttributeActiveStepTypes},
+				Logger:                      logger.With("component", "devserver"),
+			})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if err := srv.Stop(); err != nil {
+					logger.Warn("stop the dev server", "error", err)
+				}
+			}()
+			d, err := daemon.Start(ctx, daemon.Options{Config: cfg, Logger: logger, TemporalAddress: srv.FrontendAddress()})
+			if err != nil {
+				return err
+			}
+			defer d.Stop()
+			printBanner(g, cfg, srv, abs, cfgPath, time.Since(started))
+			<-ctx.Done()
+			logger.Info("stopping")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "configs/dev.yaml", "config file")
+	cmd.Flags().StringVar(&dataDir, "data-dir", ".dex", "directory of the SQLite file and other state")
+	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
+	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
+	return cmd
+}
+
+func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir, cfgPath string, took time.Duration) {
+	w := g.stdout
+	fmt.Fprintf(w, "\ndex-agent-worker %s is running (started in %s)\n\n", version, took.Round(time.Millisecond))
+	fmt.Fprintf(w, "  Temporal frontend  %s  (namespace %s, task queue %s)\n", srv.FrontendAddress(), srv.Namespace(), cfg.Temporal.TaskQueue)
+	if ui := srv.UIAddress(); ui != "" {
+		fmt.Fprintf(w, "  Temporal Web UI    %s\n", ui)
+	}
+	fmt.Fprintf(w, "  Data directory     %s\n", dataDir)
+	fmt.Fprintf(w, "  Config             %s\n", cfgPath)
+	fmt.Fprintf(w, "  Agents            ")
+	for _, a := range cfg.Agents {
+		fmt.Fprintf(w, " %s (%s)", a.Name, a.FlowType)
+	}
+	fmt.Fprintln(w)
+	if len(cfg.Agents) > 0 {
+		self, _ := os.Executable()
+		if self == "" {
+			self = "dex-agent-worker"
+		}
+		addr := ""
+		if srv.FrontendAddress() != "127.0.0.1:7233" {
+			addr = " --address " + srv.FrontendAddress()
+		}
+		fmt.Fprintf(w, "\nTry, in another shell:\n\n")
+		fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"refund order 7\")\n", self, addr, cfg.Agents[0].Name)
+		fmt.Fprintf(w, "  %s session snapshot%s $ID\n", self, addr)
+		fmt.Fprintf(w, "  %s session approve%s $ID <interrupt_id>\n\n", self, addr)
+	}
+	fmt.Fprintf(w, "Stop with Ctrl-C; starting again on %s resumes every running session.\n\n", dataDir)
+}

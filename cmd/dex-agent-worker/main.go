@@ -1,0 +1,6 @@
+// Command dex-agent-worker runs durable AI-agent sessions on Temporal.
+package main
+
+import "os"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+)
+
+// Config is the orders agent's runner_config.
+type Config struct {
+	// StorePath is the JSON file of orders; it is created with demo orders.
+	StorePath string `json:"store_path"`
+	// Instructions override the default instructions.
+	Instructions string `json:"instructions,omitempty"`
+	// MaxModelCallsPerTurn overrides the limit of model calls per turn.
+	MaxModelCallsPerTurn int `json:"max_model_calls_per_turn,omitempty"`
+}
+
+const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up and refund them when asked."
+
+type lookupArgs struct {
+	OrderID string `json:"order_id" description:"The order's ID, such as \"7\"."`
+}
+
+type refundArgs struct {
+	OrderID     string `json:"order_id" description:"The order's ID."`
+	AmountCents int64  `json:"amount_cents,omitempty" description:"Cents to refund; the whole remaining amount when omitted."`
+}
+
+func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
+	var cfg Config
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("orders runner_config: %w", err)
+	}
+	store, err := OpenStore(cfg.StorePath)
+	if err != nil {
+		return nil, fmt.Errorf("orders runner_config: %w", err)
+	}
+	lookup, err := stepwise.FunctionTool("lookup_order", "Look up an order by its ID.",
+		func(ctx context.Context, tc stepwise.ToolCallContext, a lookupArgs) (Order, error) {
+			o, err := store.Get(a.OrderID)
+			if errors.Is(err, ErrNoOrder) {
+				return Order{}, &pluginapi.ToolExecutionError{Message: err.Error()}
+			}
+			return o, err
+		}, stepwise.WithEffect(pluginapi.EffectRead))
+	if err != nil {
+		return nil, err
+	}
+	refund, err := stepwise.FunctionTool("refund_order", "Refund an order, in whole or in part.",
+		func(ctx context.Context, tc stepwise.ToolCallContext, a refundArgs) (string, error) {
+			o, r, err := store.Refund(a.OrderID, a.AmountCents, tc.IdempotencyKey)
+			if err != nil {
+				return "", &pluginapi.ToolExecutionError{Message: err.Error()}
+			}
+			return fmt.Sprintf("Refunded %s of order %s (%s); order status: %s.", dollars(r.AmountCents), o.ID, o.Item, o.Status), nil
+		}, stepwise.WithEffect(pluginapi.EffectNonIdempotentWrite), stepwise.RequiresApproval(true))
+	if err != nil {
+		return nil, err
+	}
+	instructions := cfg.Instructions
+	if instructions == "" {
+		instructions = defaultInstructions
+	}
+	return &stepwise.AgentDefinition{
+		Name:                 agent,
+		Instructions:         instructions,
+		Model:                stepwise.NewScriptedModelClient(script),
+		ModelName:            "orders-demo-script",
+		Tools:                []*stepwise.Tool{lookup, refund},
+		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
+	}, nil
+}
+
+var (
+	refundRe = regexp.MustCompile(`(?i)\brefund\s+order\s+#?(\w+)`)
+	lookupRe = regexp.MustCompile(`(?i)\b(?:look\s*up|find|show|check)\s+order\s+#?(\w+)`)
+)
+
+// script is the demo model: a deterministic function of the request.
+// "refund order <n>" looks the order up, asks to refund it, then reports.
+func script(_ context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+	texts := stepwise.UserTexts(req)
+	if len(texts) == 0 {
+		return stepwise.ScriptedReply{Text: "Hello! How can I help with your orders?"}, nil
+	}
+	text := texts[len(texts)-1]
+	results := stepwise.ToolResults(req)
+	if m := refundRe.FindStringSubmatch(text); m != nil {
+		return refundScript(m[1], results), nil
+	}
+	if m := lookupRe.FindStringSubmatch(text); m != nil {
+		if len(results) == 0 {
+			return call("lookup_order", lookupArgs{OrderID: m[1]}), nil
+		}
+		return stepwise.ScriptedReply{Text: describeLookup(m[1], results[0])}, nil
+	}
+	return stepwise.ScriptedReply{Text: `I can look up and refund orders. Try "look up order 3" or "refund order 7".`}, nil
+}
+
+func refundScript(id string, results []stepwise.ToolResult) stepwise.ScriptedReply {
+	switch {
+	case len(results) == 0:
+		return call("lookup_order", lookupArgs{OrderID: id})
+	case len(results) == 1:
+		lookup := results[0]
+		if lookup.Status != string(pluginapi.ToolCallSucceeded) {
+			return stepwise.ScriptedReply{Text: describeLookup(id, lookup)}
+		}
+		var o Order
+		if err := json.Unmarshal([]byte(lookup.Output), &o); err != nil {
+			return stepwise.ScriptedReply{Text: "I could not read order " + id + "."}
+		}
+		remaining := o.TotalCents - o.RefundedCents
+		if remaining <= 0 {
+			return stepwise.ScriptedReply{Text: fmt.Sprintf("Order %s (%s) is already fully refunded.", o.ID, o.Item)}
+		}
+		return stepwise.ScriptedReply{
+			Text:      fmt.Sprintf("Order %s (%s) has %s left to refund. I'll ask to refund it.", o.ID, o.Item, dollars(remaining)),
+			ToolCalls: []stepwise.ScriptedToolCall{{Name: "refund_order", Arguments: refundArgs{OrderID: o.ID, AmountCents: remaining}}},
+		}
+	default:
+		r := results[len(results)-1]
+		switch pluginapi.ToolCallStatus(r.Status) {
+		case pluginapi.ToolCallSucceeded:
+			return stepwise.ScriptedReply{Text: "Done. " + r.Output}
+		case pluginapi.ToolCallRejected:
+			return stepwise.ScriptedReply{Text: "OK, I did not refund order " + id + ". (" + r.Output + ")"}
+		default:
+			return stepwise.ScriptedReply{Text: "The refund of order " + id + " did not go through: " + r.Output}
+		}
+	}
+}
+
+func describeLookup(id string, r stepwise.ToolResult) string {
+	if r.Status != string(pluginapi.ToolCallSucceeded) {
+		return "I could not look up order " + id + ": " + r.Output
+	}
+	var o Order
+	if err := json.Unmarshal([]byte(r.Output), &o); err != nil {
+		return "Order " + id + ": " + r.Output
+	}
+	return fmt.Sprintf("Order %s: %s for %s, %s, %s refunded.", o.ID, o.Item, o.Customer, o.Status, dollars(o.RefundedCents))
+}
+
+func call(name string, args any) stepwise.ScriptedReply {
+	return stepwise.ScriptedReply{ToolCalls: []stepwise.ScriptedToolCall{{Name: name, Arguments: args}}}
+}
+
+func dollars(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }

@@ -1,0 +1,18 @@
+// Command dex-runner-orders is the orders demo agent: a runner plugin built
+// on the stepwise library the way a user builds theirs. Its tools,
+// lookup_order (read) and refund_order (non_idempotent_write, approval
+// required), work on a JSON file of orders named by runner_config.store_path;
+// a scripted model drives them, so it needs no model key.
+package main
+
+import (
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+)
+
+// version is set by the build.
+var version = "dev"
+
+func main() {
+	pluginapi.Serve(stepwise.NewRunner("orders", version, buildAgent))
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+)
+
+func TestRefundIsAppliedOncePerIdempotencyKey(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := s.Refund("7", 500, "s/turn-1/call"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	o, err := s.Get("7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Refunds) != 1 || o.RefundedCents != 500 || o.Status != "partially_refunded" {
+		t.Fatalf("order after 8 refunds with one key: %+v", o)
+	}
+	if _, _, err := s.Refund("7", 1_000_000, "other"); err == nil || !strings.Contains(err.Error(), "remain refundable") {
+		t.Errorf("over-refund: %v", err)
+	}
+	if _, err := s.Get("nope"); err == nil {
+		t.Errorf("unknown order found")
+	}
+}
+
+type nopWriter struct{}
+
+func (nopWriter) WriteTextDelta(string)          {}
+func (nopWriter) WriteReasoningDelta(string)     {}
+func (nopWriter) WriteEvent(string, any) error   { return nil }
+func (nopWriter) Heartbeat()                     {}
+func (nopWriter) SaveHeartbeatCheckpoint(string) {}
+
+// TestRefundConversation drives the scripted model through the runner the
+// way the session does: lookup, approval-gated refund, final answer.
+func TestRefundConversation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(dir, "orders.json")})
+	if _, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []pluginapi.Message
+	store := func(ms []pluginapi.FrameworkMessage) {
+		for _, m := range ms {
+			msgs = append(msgs, pluginapi.Message{Sequence: int64(len(msgs) + 1), Role: m.Role, Text: m.Text, Item: m.Item})
+		}
+	}
+	u, _ := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: "orders", Text: "please refund order 7"})
+	store([]pluginapi.FrameworkMessage{u.Message})
+	turn := pluginapi.TurnContext{Agent: "orders", SessionID: "s", TurnID: "turn-1"}
+	var records []pluginapi.ToolCall
+	wantTools := []string{"lookup_order", "refund_order"}
+	for i := 0; ; i++ {
+		turn.Messages = msgs
+		turn.ToolCalls = records
+		resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn, Events: nopWriter{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.TurnCompleted != nil {
+			store(resp.TurnCompleted.NewMessages)
+			break
+		}
+		req := resp.ToolCallsRequested
+		if i >= len(wantTools) || len(req.ToolCalls) != 1 || req.ToolCalls[0].ToolName != wantTools[i] {
+			t.Fatalf("model call %d asked for %+v", i, req.ToolCalls)
+		}
+		c := req.ToolCalls[0]
+		if c.ToolName == "refund_order" && !c.Policy.ApprovalRequired() {
+			t.Errorf("refund_order does not require approval: %+v", c.Policy)
+		}
+		store(req.NewMessages)
+		turn.RunState = req.RunState
+		out, err := r.ExecuteDeferredToolCall(ctx, &pluginapi.ExecuteToolRequest{Agent: "orders", IdempotencyKey: "s/turn-1/" + c.ToolCallID,
+			ToolCall: pluginapi.ToolCall{ToolCallID: c.ToolCallID, ToolName: c.ToolName, Arguments: c.Arguments}, Events: nopWriter{}})
+		if err != nil || out.Result == nil {
+			t.Fatalf("%s: %+v %v", c.ToolName, out, err)
+		}
+		records = append(records, pluginapi.ToolCall{ToolCallID: c.ToolCallID, ToolName: c.ToolName, Status: pluginapi.ToolCallSucceeded, Output: out.Result.Output})
+	}
+	final := msgs[len(msgs)-1].Text
+	if !strings.HasPrefix(final, "Done. Refunded $62.50 of order 7") {
+		t.Errorf("final answer = %q", final)
+	}
+}
+
+func TestBadRunnerConfig(t *testing.T) {
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	for _, cfg := range []string{`{"store_pth":"x"}`, `{}`, `null`} {
+		_, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: []byte(cfg)})
+		if err == nil {
+			t.Errorf("config %s accepted", cfg)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Order is one order in the demo store.
+type Order struct {
+	ID            string   `json:"id"`
+	Customer      string   `json:"customer"`
+	Item          string   `json:"item"`
+	TotalCents    int64    `json:"total_cents"`
+	RefundedCents int64    `json:"refunded_cents"`
+	Status        string   `json:"status"`
+	Refunds       []Refund `json:"refunds,omitempty"`
+}
+
+// Refund is one applied refund, keyed by the tool call's idempotency key.
+type Refund struct {
+	IdempotencyKey string `json:"idempotency_key"`
+	AmountCents    int64  `json:"amount_cents"`
+	At             string `json:"at"`
+}
+
+// Store is a JSON file of orders. Every operation holds an exclusive file
+// lock, so plugin processes that overlap (a relaunch) never lose a write.
+type Store struct {
+	path string
+}
+
+type storeFile struct {
+	Orders map[string]*Order `json:"orders"`
+}
+
+// OpenStore opens (and seeds, when missing) the store at path.
+func OpenStore(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store_path is required")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store_path %s: %w", path, err)
+	}
+	s := &Store{path: path}
+	err := s.update(func(f *storeFile) error { return nil })
+	return s, err
+}
+
+func seed() *storeFile {
+	items := []string{"", "desk lamp", "keyboard", "monitor arm", "headphones", "webcam", "standing mat", "office chair", "notebook set", "usb hub"}
+	f := &storeFile{Orders: map[string]*Order{}}
+	for i := 1; i <= 9; i++ {
+		id := strconv.Itoa(i)
+		f.Orders[id] = &Order{ID: id, Customer: "customer-" + id, Item: items[i], TotalCents: int64(1000 + 750*i), Status: "delivered"}
+	}
+	return f
+}
+
+// update runs fn on the file's contents under an exclusive lock and writes
+// the result atomically.
+func (s *Store) update(fn func(*storeFile) error) error {
+	lock, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", s.path, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+
+	f := seed()
+	data, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		f = &storeFile{}
+		if err := json.Unmarshal(data, f); err != nil {
+			return fmt.Errorf("store %s is not valid JSON: %w", s.path, err)
+		}
+		if f.Orders == nil {
+			f.Orders = map[string]*Order{}
+		}
+	}
+	if err := fn(f); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.path)
+}
+
+// Get returns one order.
+func (s *Store) Get(id string) (Order, error) {
+	var o Order
+	err := s.update(func(f *storeFile) error {
+		got, ok := f.Orders[id]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoOrder, id)
+		}
+		o = *got
+		return nil
+	})
+	return o, err
+}
+
+// ErrNoOrder reports an order ID the store does not have.
+var ErrNoOrder = errors.New("no such order")
+
+// Refund refunds amount (the whole remaining amount when 0) of an order. A
+// repeated idempotency key returns the refund it applied before, unchanged.
+func (s *Store) Refund(id string, amount int64, key string) (Order, Refund, error) {
+	var o Order
+	var r Refund
+	err := s.update(func(f *storeFile) error {
+		got, ok := f.Orders[id]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoOrder, id)
+		}
+		for _, prev := range got.Refunds {
+			if prev.IdempotencyKey == key {
+				o, r = *got, prev
+				return nil
+			}
+		}
+		remaining := got.TotalCents - got.RefundedCents
+		if amount == 0 {
+			amount = remaining
+		}
+		if amount <= 0 || amount > remaining {
+			return fmt.Errorf("cannot refund %d cents of order %s: %d cents remain refundable", amount, id, remaining)
+		}
+		r = Refund{IdempotencyKey: key, AmountCents: amount, At: time.Now().UTC().Format(time.RFC3339)}
+		got.Refunds = append(got.Refunds, r)
+		got.RefundedCents += amount
+		got.Status = "refunded"
+		if got.RefundedCents < got.TotalCents {
+			got.Status = "partially_refunded"
+		}
+		o = *got
+		return nil
+	})
+	return o, r, err
+}
+
+// IDs lists the order IDs, sorted.
+func (s *Store) IDs() ([]string, error) {
+	var ids []string
+	err := s.update(func(f *storeFile) error {
+		for id := range f.Orders {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	sort.Strings(ids)
+	return ids, err
+}

@@ -1,0 +1,376 @@
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the resolved configuration of a dex-agent-worker daemon. Load
+// and LoadBytes return it with defaults applied and Validate passed; code
+// outside this package only reads it.
+type Config struct {
+	Temporal Temporal          `yaml:"temporal"`
+	Logging  Logging           `yaml:"logging"`
+	Plugins  map[string]Plugin `yaml:"plugins,omitempty"`
+	Agents   []Agent           `yaml:"agents"`
+
+	// fromEnv holds the key paths of the values that came from ${VAR}
+	// expansion; Redacted hides those passed to plugins.
+	fromEnv map[string]bool
+}
+
+// Temporal says how the worker reaches the Temporal frontend.
+type Temporal struct {
+	Address   string `yaml:"address"`    // host:port; default localhost:7233
+	Namespace string `yaml:"namespace"`  // default "default"
+	TaskQueue string `yaml:"task_queue"` // default "dex-agents"
+	// APIKey authenticates with Temporal Cloud; empty means none.
+	APIKey Secret `yaml:"api_key,omitempty"`
+	// TLS is nil when the file has no tls key. Any tls mapping, even an
+	// empty one, enables TLS (an empty one verifies the server with the
+	// system roots).
+	TLS *TLS `yaml:"tls,omitempty"`
+}
+
+// TLS configures the client side of TLS to the Temporal frontend. Relative
+// file paths are resolved against the config file's directory.
+type TLS struct {
+	CertFile   string `yaml:"cert_file,omitempty"` // client certificate (mTLS); set with KeyFile
+	KeyFile    string `yaml:"key_file,omitempty"`  // client key (mTLS); set with CertFile
+	CAFile     string `yaml:"ca_file,omitempty"`   // roots that verify the server; system roots when empty
+	ServerName string `yaml:"server_name,omitempty"`
+}
+
+// Logging configures the daemon's slog handler.
+type Logging struct {
+	Level  string `yaml:"level"`  // debug, info, warn or error; default info
+	Format string `yaml:"format"` // text or json; default text
+}
+
+// SlogLevel returns the slog level named by Level (info for an unknown one,
+// which Validate rejects).
+func (l Logging) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// Plugin is a runner plugin binary that the worker launches with
+// hashicorp/go-plugin. Config.Plugins maps plugin names to plugins.
+type Plugin struct {
+	// Command is the executable. A relative path that contains a path
+	// separator has been resolved against the config file's directory; a
+	// bare name is kept as is and looked up on PATH at launch time.
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args,omitempty" redact:"env"`
+	// SHA256 is the expected checksum of Command in lowercase hex, or empty
+	// to skip the check.
+	SHA256 string `yaml:"sha256,omitempty"`
+	// Env names the environment variables the plugin process may see.
+	Env []string `yaml:"env,omitempty"`
+}
+
+// Agent declares one agent: its Temporal workflow type, the runner plugin
+// that drives its model loop, and its tool policies.
+type Agent struct {
+	Name     string `yaml:"name"`
+	FlowType string `yaml:"flow_type"` // workflow type name, unique across agents
+	Runner   string `yaml:"runner"`    // a key of Config.Plugins
+	// RunnerConfig is handed to the runner plugin as JSON; see
+	// RunnerConfigJSON. It must not hold secrets: give the plugin the name
+	// of an environment variable listed in Plugin.Env instead.
+	RunnerConfig      map[string]any        `yaml:"runner_config,omitempty" redact:"env"`
+	DefaultToolEffect Effect                `yaml:"default_tool_effect"` // default unclassified
+	ToolPolicies      map[string]ToolPolicy `yaml:"tool_policies,omitempty"`
+	// InterruptDeadline bounds how long an approval or a question waits;
+	// zero means no deadline.
+	InterruptDeadline time.Duration `yaml:"interrupt_deadline,omitempty"`
+	RunModelLimit     RunModelLimit `yaml:"run_model_limit"`
+	// ToolLimit bounds the tool Steps (CallTool, CallSingleAttemptTool).
+	ToolLimit ToolLimit `yaml:"tool_limit"`
+}
+
+// ToolLimit holds the timeouts of one tool Step attempt and the attempts of
+// CallTool (read and idempotent_write calls; the others get one attempt).
+type ToolLimit struct {
+	StartToCloseTimeout time.Duration `yaml:"start_to_close_timeout"` // one attempt; default 15m
+	// HeartbeatTimeout is how soon a lost worker is noticed; the tool Step
+	// heartbeats in the background every third of it (at most every 20s).
+	HeartbeatTimeout time.Duration `yaml:"heartbeat_timeout"` // default 1m
+	MaximumAttempts  int32         `yaml:"maximum_attempts"`  // CallTool attempts; default 3
+}
+
+// ToolPolicy overrides the defaults for one tool name.
+type ToolPolicy struct {
+	Effect Effect `yaml:"effect"`
+	// RequiresApproval overrides the effect's default approval when set.
+	RequiresApproval *bool `yaml:"requires_approval,omitempty"`
+}
+
+// ApprovalRequired reports whether a call under p waits for approval:
+// RequiresApproval when set, otherwise the effect's default.
+func (p ToolPolicy) ApprovalRequired() bool {
+	if p.RequiresApproval != nil {
+		return *p.RequiresApproval
+	}
+	return p.Effect.DefaultApproval()
+}
+
+// RunModelLimit holds the timeouts and retry budget of the RunModel step.
+type RunModelLimit struct {
+	StartToCloseTimeout    time.Duration `yaml:"start_to_close_timeout"`    // one attempt; default 15m
+	HeartbeatTimeout       time.Duration `yaml:"heartbeat_timeout"`         // default 2m
+	MaximumAttempts        int32         `yaml:"maximum_attempts"`          // default 3
+	ScheduleToCloseTimeout time.Duration `yaml:"schedule_to_close_timeout"` // all attempts; default 30m
+}
+
+// Effect is the effect class of a tool. It decides the tool step's retries
+// and its default approval.
+type Effect string
+
+// The effect classes.
+const (
+	EffectRead               Effect = "read"
+	EffectIdempotentWrite    Effect = "idempotent_write"
+	EffectNonIdempotentWrite Effect = "non_idempotent_write"
+	EffectUnclassified       Effect = "unclassified"
+)
+
+// Valid reports whether e is one of the four effect classes.
+func (e Effect) Valid() bool {
+	switch e {
+	case EffectRead, EffectIdempotentWrite, EffectNonIdempotentWrite, EffectUnclassified:
+		return true
+	}
+	return false
+}
+
+// DefaultApproval reports whether a tool of effect e needs approval when its
+// policy does not say: writes that may not be repeated and unclassified
+// tools do (so does an invalid effect).
+func (e Effect) DefaultApproval() bool {
+	return e != EffectRead && e != EffectIdempotentWrite
+}
+
+// Defaults.
+const (
+	DefaultAddress                = "localhost:7233"
+	DefaultNamespace              = "default"
+	DefaultTaskQueue              = "dex-agents"
+	DefaultStartToCloseTimeout    = 15 * time.Minute
+	DefaultHeartbeatTimeout       = 2 * time.Minute
+	DefaultMaximumAttempts        = 3
+	DefaultScheduleToCloseTimeout = 30 * time.Minute
+	DefaultToolHeartbeatTimeout   = time.Minute
+)
+
+// The decoder calls setDefaults on every struct it creates before it fills
+// in the keys that the file sets, so an explicit zero is kept (and then
+// rejected by Validate) rather than replaced by the default.
+
+func (c *Config) setDefaults() {
+	c.Temporal = Temporal{Address: DefaultAddress, Namespace: DefaultNamespace, TaskQueue: DefaultTaskQueue}
+	c.Logging = Logging{Level: "info", Format: "text"}
+}
+
+func (a *Agent) setDefaults() {
+	a.DefaultToolEffect = EffectUnclassified
+	a.RunModelLimit = RunModelLimit{
+		StartToCloseTimeout:    DefaultStartToCloseTimeout,
+		HeartbeatTimeout:       DefaultHeartbeatTimeout,
+		MaximumAttempts:        DefaultMaximumAttempts,
+		ScheduleToCloseTimeout: DefaultScheduleToCloseTimeout,
+	}
+	a.ToolLimit = ToolLimit{
+		StartToCloseTimeout: DefaultStartToCloseTimeout,
+		HeartbeatTimeout:    DefaultToolHeartbeatTimeout,
+		MaximumAttempts:     DefaultMaximumAttempts,
+	}
+}
+
+// Agent returns the agent with the given name.
+func (c *Config) Agent(name string) (*Agent, bool) {
+	for i := range c.Agents {
+		if c.Agents[i].Name == name {
+			return &c.Agents[i], true
+		}
+	}
+	return nil, false
+}
+
+// AgentByFlowType returns the agent whose workflow type is ft.
+func (c *Config) AgentByFlowType(ft string) (*Agent, bool) {
+	for i := range c.Agents {
+		if c.Agents[i].FlowType == ft {
+			return &c.Agents[i], true
+		}
+	}
+	return nil, false
+}
+
+// RunnerConfigJSON returns RunnerConfig as a JSON object with sorted keys
+// ({} when it is empty), the bytes the runner plugin receives.
+func (a *Agent) RunnerConfigJSON() ([]byte, error) {
+	if len(a.RunnerConfig) == 0 {
+		return []byte("{}"), nil
+	}
+	// encoding/json writes map keys in sorted order.
+	b, err := json.Marshal(a.RunnerConfig)
+	if err != nil {
+		return nil, fmt.Errorf("config: agent %q: runner_config: %w", a.Name, err)
+	}
+	return b, nil
+}
+
+// ResolveToolPolicy returns the policy for a tool: the agent's explicit
+// policy for the name, else frameworkEffect when the runner knows one
+// (pass "" when it does not), else DefaultToolEffect.
+func (a *Agent) ResolveToolPolicy(tool string, frameworkEffect Effect) ToolPolicy {
+	if p, ok := a.ToolPolicies[tool]; ok {
+		return p
+	}
+	if frameworkEffect != "" {
+		return ToolPolicy{Effect: frameworkEffect}
+	}
+	return ToolPolicy{Effect: a.DefaultToolEffect}
+}
+
+// Load reads the YAML file at path, expands ${VAR} references from the
+// environment, decodes it strictly, applies defaults, resolves relative file
+// paths against the file's directory and validates the result. Problems with
+// the file's content come back as a *ValidationError that lists them all,
+// each with its key path and line.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return load(data, dir, path)
+}
+
+// LoadBytes is Load for a document in memory. Relative paths are joined
+// with baseDir; when baseDir is empty they are kept relative to the working
+// directory.
+func LoadBytes(data []byte, baseDir string) (*Config, error) {
+	return load(data, baseDir, "")
+}
+
+func load(data []byte, baseDir, file string) (*Config, error) {
+	root, ferr := parseDocument(data)
+	if ferr != nil {
+		return nil, &ValidationError{File: file, Errors: []*FieldError{ferr}}
+	}
+	d := newDecoder(os.LookupEnv)
+	cfg := new(Config)
+	cfg.setDefaults()
+	d.decode("", root, reflect.ValueOf(cfg).Elem())
+	cfg.fromEnv = d.fromEnv
+	cfg.resolve(baseDir)
+
+	// Validate even when decoding failed, so the user sees every problem at
+	// once, but drop what Validate says about a key that failed to decode
+	// (or one below it): that is the same problem again.
+	errs := d.errs
+	if err := cfg.Validate(); err != nil {
+		for _, fe := range err.(*ValidationError).Errors {
+			if !d.failedAt(fe.Path) {
+				fe.Line = d.line(fe.Path)
+				errs = append(errs, fe)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return cfg, nil
+	}
+	// Report in file order, problems without a line last.
+	slices.SortStableFunc(errs, func(a, b *FieldError) int {
+		return cmp.Compare(uint(a.Line-1), uint(b.Line-1))
+	})
+	if len(errs) > maxErrors {
+		errs = append(errs[:maxErrors], &FieldError{Message: fmt.Sprintf("too many problems; showing the first %d", maxErrors)})
+	}
+	return nil, &ValidationError{File: file, Errors: errs}
+}
+
+// parseDocument parses exactly one YAML document whose top level is a
+// mapping; an empty document is an empty mapping.
+func parseDocument(data []byte) (*yaml.Node, *FieldError) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &FieldError{Line: extra.Line, Message: "only one YAML document is allowed"}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1}, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: root.Line}, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &FieldError{Line: root.Line, Message: "the top level must be a mapping, got " + describe(root, "")}
+	}
+	return root, nil
+}
+
+// yamlError turns a YAML syntax error into a FieldError, moving its line
+// number into Line.
+func yamlError(err error) *FieldError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
+		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
+	}
+	return &FieldError{Line: line, Message: "invalid YAML: " + msg}
+}
+
+// resolve makes file paths absolute against baseDir and normalizes the
+// checksums to lowercase.
+func (c *Config) resolve(baseDir string) {
+	join := func(p string) string {
+		if p == "" || baseDir == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(baseDir, p)
+	}
+	for name, p := range c.Plugins {
+		if strings.ContainsRune(p.Command, '/') || strings.ContainsRune(p.Command, filepath.Separator) {
+			p.Command = join(p.Command)
+		}
+		p.SHA256 = strings.ToLower(p.SHA256)
+		c.Plugins[name] = p
+	}
+	if t := c.Temporal.TLS; t != nil {
+		t.CertFile, t.KeyFile, t.CAFile = join(t.CertFile), join(t.KeyFile), join(t.CAFile)
+	}
+}

@@ -1,0 +1,48 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Secret is a string that never shows its value when it is printed,
+// marshalled to JSON or YAML, or logged with slog: all of them give
+// "<secret>" (or "" for an empty Secret). Call Reveal to use the value.
+type Secret string
+
+const redacted = "<secret>"
+
+// Reveal returns the secret value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns "<secret>", or "" when s is empty.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// GoString hides the value from the %#v verb.
+func (s Secret) GoString() string { return fmt.Sprintf("config.Secret(%q)", s.String()) }
+
+// MarshalJSON encodes s as the JSON string "<secret>".
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// MarshalYAML encodes s as the YAML string "<secret>".
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// LogValue hides the value from slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// Interface guards
+var (
+	_ fmt.Stringer   = Secret("")
+	_ fmt.GoStringer = Secret("")
+	_ json.Marshaler = Secret("")
+	_ yaml.Marshaler = Secret("")
+	_ slog.LogValuer = Secret("")
+)

@@ -1,0 +1,219 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+var (
+	agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	flowTypeRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+	sha256RE    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+)
+
+const effectList = "read, idempotent_write, non_idempotent_write or unclassified"
+
+// problems collects FieldErrors.
+type problems []*FieldError
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, &FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *problems) required(path, value string) bool {
+	if value == "" {
+		p.add(path, "is required")
+		return false
+	}
+	return true
+}
+
+// Validate checks the whole configuration and returns a *ValidationError
+// listing every problem, or nil. It does not touch the file system: files
+// named by the config are opened by the code that uses them.
+func (c *Config) Validate() error {
+	var p problems
+	c.Temporal.validate(&p, "temporal")
+	c.Logging.validate(&p, "logging")
+
+	names := make([]string, 0, len(c.Plugins))
+	for name := range c.Plugins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		path := keyPath("plugins", name)
+		if name == "" {
+			p.add(path, "plugin name must not be empty")
+		}
+		c.Plugins[name].validate(&p, path)
+	}
+
+	if len(c.Agents) == 0 {
+		p.add("agents", "at least one agent is required")
+	}
+	byName := make(map[string]int)
+	byFlowType := make(map[string]int)
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		path := indexPath("agents", i)
+		if p.required(path+".name", a.Name) {
+			if !agentNameRE.MatchString(a.Name) {
+				p.add(path+".name", `invalid name %q: want lowercase letters, digits, "_" and "-", starting with a letter or digit`, a.Name)
+			} else if j, dup := byName[a.Name]; dup {
+				p.add(path+".name", "duplicate agent name %q (also agents[%d])", a.Name, j)
+			} else {
+				byName[a.Name] = i
+			}
+		}
+		if p.required(path+".flow_type", a.FlowType) {
+			if !flowTypeRE.MatchString(a.FlowType) {
+				p.add(path+".flow_type", `invalid flow type %q: want a letter, then letters, digits or "_"`, a.FlowType)
+			} else if j, dup := byFlowType[a.FlowType]; dup {
+				p.add(path+".flow_type", "duplicate flow type %q (also agents[%d])", a.FlowType, j)
+			} else {
+				byFlowType[a.FlowType] = i
+			}
+		}
+		if p.required(path+".runner", a.Runner) {
+			if _, ok := c.Plugins[a.Runner]; !ok {
+				p.add(path+".runner", "unknown plugin %q%s", a.Runner, pluginHint(a.Runner, names))
+			}
+		}
+		a.validate(&p, path)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: p}
+}
+
+func (t *Temporal) validate(p *problems, path string) {
+	if p.required(path+".address", t.Address) && !strings.Contains(t.Address, "://") {
+		if _, _, err := net.SplitHostPort(t.Address); err != nil {
+			p.add(path+".address", "invalid address %q: want host:port, such as localhost:7233", t.Address)
+		}
+	}
+	p.required(path+".namespace", t.Namespace)
+	p.required(path+".task_queue", t.TaskQueue)
+	if t.TLS != nil {
+		tp := path + ".tls"
+		switch {
+		case t.TLS.CertFile != "" && t.TLS.KeyFile == "":
+			p.add(tp+".key_file", "is required when cert_file is set")
+		case t.TLS.KeyFile != "" && t.TLS.CertFile == "":
+			p.add(tp+".cert_file", "is required when key_file is set")
+		}
+	}
+}
+
+func (l *Logging) validate(p *problems, path string) {
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		p.add(path+".level", "unknown level %q (want debug, info, warn or error)", l.Level)
+	}
+	switch l.Format {
+	case "text", "json":
+	default:
+		p.add(path+".format", "unknown format %q (want text or json)", l.Format)
+	}
+}
+
+func (pl Plugin) validate(p *problems, path string) {
+	p.required(path+".command", pl.Command)
+	if pl.SHA256 != "" && !sha256RE.MatchString(pl.SHA256) {
+		p.add(path+".sha256", "want 64 hexadecimal digits (a SHA-256 checksum), got %d characters", len(pl.SHA256))
+	}
+	seen := make(map[string]int)
+	for i, name := range pl.Env {
+		ep := indexPath(path+".env", i)
+		if !isEnvName(name) {
+			p.add(ep, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
+		} else if j, dup := seen[name]; dup {
+			p.add(ep, "duplicate environment variable %s (also env[%d])", name, j)
+		} else {
+			seen[name] = i
+		}
+	}
+}
+
+func (a *Agent) validate(p *problems, path string) {
+	if !a.DefaultToolEffect.Valid() {
+		p.add(path+".default_tool_effect", "unknown effect %q (want %s)", a.DefaultToolEffect, effectList)
+	}
+	tools := make([]string, 0, len(a.ToolPolicies))
+	for tool := range a.ToolPolicies {
+		tools = append(tools, tool)
+	}
+	slices.Sort(tools)
+	for _, tool := range tools {
+		tp := keyPath(path+".tool_policies", tool)
+		if strings.TrimSpace(tool) == "" {
+			p.add(tp, "tool name must not be empty")
+		}
+		switch e := a.ToolPolicies[tool].Effect; {
+		case e == "":
+			p.add(tp+".effect", "is required (want %s)", effectList)
+		case !e.Valid():
+			p.add(tp+".effect", "unknown effect %q (want %s)", e, effectList)
+		}
+	}
+	if a.InterruptDeadline < 0 {
+		p.add(path+".interrupt_deadline", "must be > 0 (leave it out for no deadline), got %s", formatDuration(a.InterruptDeadline))
+	}
+	a.RunModelLimit.validate(p, path+".run_model_limit")
+	a.ToolLimit.validate(p, path+".tool_limit")
+}
+
+func (l *ToolLimit) validate(p *problems, path string) {
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"start_to_close_timeout", l.StartToCloseTimeout}, {"heartbeat_timeout", l.HeartbeatTimeout}} {
+		if d.v <= 0 {
+			p.add(path+"."+d.key, "must be > 0, got %s", formatDuration(d.v))
+		}
+	}
+	if l.MaximumAttempts < 1 {
+		p.add(path+".maximum_attempts", "must be >= 1, got %d", l.MaximumAttempts)
+	}
+}
+
+func (l *RunModelLimit) validate(p *problems, path string) {
+	positive := func(key string, d time.Duration) bool {
+		if d <= 0 {
+			p.add(path+"."+key, "must be > 0, got %s", formatDuration(d))
+			return false
+		}
+		return true
+	}
+	startOK := positive("start_to_close_timeout", l.StartToCloseTimeout)
+	positive("heartbeat_timeout", l.HeartbeatTimeout)
+	if l.MaximumAttempts < 1 {
+		p.add(path+".maximum_attempts", "must be >= 1, got %d", l.MaximumAttempts)
+	}
+	if positive("schedule_to_close_timeout", l.ScheduleToCloseTimeout) && startOK && l.ScheduleToCloseTimeout < l.StartToCloseTimeout {
+		p.add(path+".schedule_to_close_timeout", "%s must be >= start_to_close_timeout (%s)",
+			formatDuration(l.ScheduleToCloseTimeout), formatDuration(l.StartToCloseTimeout))
+	}
+}
+
+// pluginHint suggests the plugin a mistyped runner meant, or lists them.
+func pluginHint(runner string, names []string) string {
+	if len(names) == 0 {
+		return " (no plugins are defined)"
+	}
+	if best, ok := closest(runner, names); ok {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return " (plugins: " + strings.Join(quoted, ", ") + ")"
+}

@@ -1,0 +1,308 @@
+// Package daemon assembles the worker: it launches the runner plugins the
+// config names, configures every agent in its plugin, connects to Temporal,
+// and runs the session workflows and their activities on the task queue.
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/activity"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/steps"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	Config *config.Config
+	// Logger receives the daemon's logs; nil discards them.
+	Logger *slog.Logger
+	// Events receives live events; nil logs them at debug level.
+	Events events.Sink
+	// Hooks stop Steps at exact points in tests.
+	Hooks steps.Hooks
+	// TemporalAddress overrides config.Temporal.Address (dev mode).
+	TemporalAddress string
+	// HeartbeatInterval overrides the Steps' background heartbeat interval.
+	HeartbeatInterval time.Duration
+}
+
+// Daemon is a running worker.
+type Daemon struct {
+	log    *slog.Logger
+	host   *runnerhost.Host
+	client temporalclient.Client
+	worker worker.Worker
+}
+
+// Start launches the plugins, configures the agents and starts the worker.
+// Any failure stops what was started and names the plugin or agent.
+func Start(ctx context.Context, opts Options) (*Daemon, error) {
+	cfg := opts.Config
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{log: logger, host: runnerhost.New(logger.With("component", "runnerhost"))}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Stop()
+		}
+	}()
+	if err := d.launchPlugins(ctx, cfg); err != nil {
+		return nil, err
+	}
+	c, err := Dial(ctx, cfg.Temporal, opts.TemporalAddress, logger)
+	if err != nil {
+		return nil, err
+	}
+	d.client = c
+	searchAttrs := d.hasSearchAttribute(ctx, cfg.Temporal.Namespace)
+
+	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
+		DisableRegistrationAliasing:      true,
+		DefaultHeartbeatThrottleInterval: 500 * time.Millisecond,
+		MaxHeartbeatThrottleInterval:     5 * time.Second,
+	})
+	sink := opts.Events
+	if sink == nil {
+		sink = events.LogSink{Logger: logger.With("component", "events")}
+	}
+	for i := range cfg.Agents {
+		a := &cfg.Agents[i]
+		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
+		w.RegisterWorkflowWithOptions(session.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
+	}
+	acts := &steps.Activities{
+		Runners:           agentRunners{host: d.host, plugins: pluginOf(cfg)},
+		Events:            sink,
+		Logger:            logger.With("component", "steps"),
+		HeartbeatInterval: opts.HeartbeatInterval,
+		Hooks:             opts.Hooks,
+	}
+	for name, fn := range map[string]any{
+		client.StepRunModel:              acts.RunModel,
+		client.StepCallTool:              acts.CallTool,
+		client.StepCallSingleAttemptTool: acts.CallSingleAttemptTool,
+		client.StepBuildUserMessage:      acts.BuildUserMessage,
+		client.StepRecordTurnFailure:     acts.RecordTurnFailure,
+	} {
+		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start the Temporal worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
+	}
+	d.worker = w
+	ok = true
+	logger.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace,
+		"agents", len(cfg.Agents), "active_step_search", searchAttrs)
+	return d, nil
+}
+
+func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
+	names := make([]string, 0, len(cfg.Plugins))
+	for name := range cfg.Plugins {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	used := map[string]bool{}
+	for _, a := range cfg.Agents {
+		used[a.Runner] = true
+	}
+	for _, name := range names {
+		if !used[name] {
+			d.log.Warn("plugin is not used by any agent; not launching it", "plugin", name)
+			continue
+		}
+		p := cfg.Plugins[name]
+		if err := d.host.Launch(ctx, runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env}); err != nil {
+			return err
+		}
+	}
+	for _, a := range cfg.Agents {
+		raw, err := a.RunnerConfigJSON()
+		if err != nil {
+			return fmt.Errorf("agent %s: runner_config: %w", a.Name, err)
+		}
+		if err := d.host.Configure(ctx, a.Runner, a.Name, raw); err != nil {
+			return fmt.Errorf("agent %s: plugin %s refused its runner_config: %w", a.Name, a.Runner, err)
+		}
+	}
+	return nil
+}
+
+// hasSearchAttribute reports whether the namespace has ActiveStepTypes; a
+// session upserts it only then, since an unknown attribute fails the
+// workflow task.
+func (d *Daemon) hasSearchAttribute(ctx context.Context, namespace string) bool {
+	resp, err := d.client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		d.log.Warn("cannot list search attributes; sessions will not be searchable by ActiveStepTypes", "error", err)
+		return false
+	}
+	if t, ok := resp.GetCustomAttributes()[client.SearchAttributeActiveStepTypes]; ok && t == enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST {
+		return true
+	}
+	d.log.Warn("the namespace has no KeywordList search attribute ActiveStepTypes; sessions will not be searchable by the Steps they wait in",
+		"namespace", namespace, "fix", "temporal operator search-attribute create --name ActiveStepTypes --type KeywordList")
+	return false
+}
+
+// Client returns the daemon's Temporal client.
+func (d *Daemon) Client() temporalclient.Client { return d.client }
+
+// Stop stops the worker, closes the client and kills the plugins.
+func (d *Daemon) Stop() {
+	if d.worker != nil {
+		d.worker.Stop()
+		d.worker = nil
+	}
+	if d.client != nil {
+		d.client.Close()
+		d.client = nil
+	}
+	if d.host != nil {
+		d.host.Close()
+	}
+}
+
+func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) session.Runtime {
+	policies := pluginapi.PolicySet{DefaultEffect: pluginapi.Effect(a.DefaultToolEffect), Policies: map[string]pluginapi.ToolPolicy{}}
+	for name, p := range a.ToolPolicies {
+		policies.Policies[name] = pluginapi.ToolPolicy{Effect: pluginapi.Effect(p.Effect), RequiresApproval: p.RequiresApproval}
+	}
+	rm := session.DefaultRunModelLimits
+	rm.StartToClose = a.RunModelLimit.StartToCloseTimeout
+	rm.Heartbeat = a.RunModelLimit.HeartbeatTimeout
+	rm.MaximumAttempts = a.RunModelLimit.MaximumAttempts
+	rm.ScheduleToClose = a.RunModelLimit.ScheduleToCloseTimeout
+	tool := session.DefaultToolLimits
+	if a.ToolLimit.StartToCloseTimeout > 0 {
+		tool.StartToClose = a.ToolLimit.StartToCloseTimeout
+	}
+	if a.ToolLimit.HeartbeatTimeout > 0 {
+		tool.Heartbeat = a.ToolLimit.HeartbeatTimeout
+	}
+	if a.ToolLimit.MaximumAttempts > 0 {
+		tool.MaximumAttempts = a.ToolLimit.MaximumAttempts
+	}
+	return session.Runtime{
+		Options: session.Options{
+			Agent:               a.Name,
+			Policies:            policies,
+			InterruptDeadlineMs: a.InterruptDeadline.Milliseconds(),
+		},
+		RunModel:         rm,
+		Tool:             tool,
+		Events:           sink,
+		SearchAttributes: searchAttrs,
+	}
+}
+
+func pluginOf(cfg *config.Config) map[string]string {
+	m := map[string]string{}
+	for _, a := range cfg.Agents {
+		m[a.Name] = a.Runner
+	}
+	return m
+}
+
+// agentRunners finds an agent's runner in the host.
+type agentRunners struct {
+	host    *runnerhost.Host
+	plugins map[string]string
+}
+
+func (r agentRunners) Runner(agent string) (pluginapi.Runner, pluginapi.Capabilities, error) {
+	plugin, ok := r.plugins[agent]
+	if !ok {
+		return nil, pluginapi.Capabilities{}, fmt.Errorf("agent %q is not configured on this worker", agent)
+	}
+	run, err := r.host.Runner(plugin)
+	if err != nil {
+		return nil, pluginapi.Capabilities{}, err
+	}
+	_, caps, _ := r.host.Info(plugin)
+	return run, caps, nil
+}
+
+// sessionSink publishes the session's own events.
+type sessionSink struct{ sink events.Sink }
+
+func (s sessionSink) Publish(sessionID string, e session.Event) {
+	s.sink.Publish(events.Event{SessionID: sessionID, Type: e.Type, TurnID: e.TurnID, Payload: e.Payload})
+}
+
+// Dial connects a Temporal client as the config says. address, when not
+// empty, overrides the configured address.
+func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger) (temporalclient.Client, error) {
+	if address == "" {
+		address = t.Address
+	}
+	opts := temporalclient.Options{
+		HostPort:  address,
+		Namespace: t.Namespace,
+		Logger:    log.NewStructuredLogger(logger.With("component", "temporal")),
+	}
+	if t.TLS != nil {
+		tc, err := tlsConfig(t.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	if key := t.APIKey.Reveal(); key != "" {
+		opts.Credentials = temporalclient.NewAPIKeyStaticCredentials(key)
+		if opts.ConnectionOptions.TLS == nil {
+			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	c, err := temporalclient.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, t.Namespace, err)
+	}
+	return c, nil
+}
+
+func tlsConfig(t *config.TLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls: load client certificate %s: %w", t.CertFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("temporal.tls.ca_file: " + t.CAFile + " holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}

@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+)
+
+// turnWaiter turns turn_completed events into a channel per session.
+type turnWaiter struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+}
+
+func (w *turnWaiter) ch(id string) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.chans[id] == nil {
+		w.chans[id] = make(chan struct{}, 16)
+	}
+	return w.chans[id]
+}
+
+func (w *turnWaiter) Publish(e events.Event) {
+	if e.Type == session.EventTurnCompleted || e.Type == session.EventTurnFailed {
+		w.ch(e.SessionID) <- struct{}{}
+	}
+}
+
+func benchStack(b *testing.B) *agenttest.Stack {
+	plugin := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	return agenttest.NewStack(b, testConfig(plugin))
+}
+
+// BenchmarkSessionTurn measures one session turn: the scripted model asks
+// for four no-op read tools, which run in parallel Steps, then answers.
+// That is BuildUserMessage, RunModel, 4 x CallTool, RunModel.
+func BenchmarkSessionTurn(b *testing.B) {
+	s := benchStack(b)
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
+	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Stop()
+	ctx := context.Background()
+	id, err := s.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flowType})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := waiter.ch(id)
+	turn := func() {
+		if ok, err := s.Sessions.SendUserMessage(ctx, id, "call:noop:1 call:noop:2 call:noop:3 call:noop:4"); err != nil || !ok {
+			b.Fatalf("send: %v %v", ok, err)
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			b.Fatal("turn did not complete")
+		}
+	}
+	turn() // warm up the plugin connection and caches
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn()
+	}
+	b.StopTimer()
+	snap, err := s.Sessions.GetAgentSnapshot(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got := lastText(snap); got != "done: noop=succeeded:ok; noop=succeeded:ok; noop=succeeded:ok; noop=succeeded:ok" {
+		b.Fatalf("last answer = %q", got)
+	}
+}
+
+const bareQueue = "bench-bare"
+
+func noopActivity(ctx context.Context, n int) (string, error) { return "ok", nil }
+
+// bareTurnWorkflow runs the same pattern as a session turn on plain
+// Temporal: per update, one activity, four in parallel, one more; the
+// update returns when the last one finished.
+func bareTurnWorkflow(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	if err := workflow.SetUpdateHandler(ctx, "turn", func(ctx workflow.Context, text string) (string, error) {
+		var out string
+		if err := workflow.ExecuteActivity(ctx, "noop", 0).Get(ctx, &out); err != nil {
+			return "", err
+		}
+		var fs []workflow.Future
+		for i := 1; i <= 4; i++ {
+			fs = append(fs, workflow.ExecuteActivity(ctx, "noop", i))
+		}
+		for _, f := range fs {
+			if err := f.Get(ctx, &out); err != nil {
+				return "", err
+			}
+		}
+		if err := workflow.ExecuteActivity(ctx, "noop", 5).Get(ctx, &out); err != nil {
+			return "", err
+		}
+		return out, nil
+	}); err != nil {
+		return err
+	}
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+// BenchmarkBareTemporalTurn is the baseline of BenchmarkSessionTurn: the
+// same six no-op activities in the same pattern, on the same engine.
+func BenchmarkBareTemporalTurn(b *testing.B) {
+	s := benchStack(b)
+	w := worker.New(s.Client, bareQueue, worker.Options{DisableRegistrationAliasing: true, DefaultHeartbeatThrottleInterval: 500 * time.Millisecond})
+	w.RegisterWorkflowWithOptions(bareTurnWorkflow, workflow.RegisterOptions{Name: "BareTurn"})
+	w.RegisterActivityWithOptions(noopActivity, activity.RegisterOptions{Name: "noop"})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	ctx := context.Background()
+	run, err := s.Client.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: "bare-1", TaskQueue: bareQueue}, "BareTurn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	turn := func() {
+		h, err := s.Client.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+			WorkflowID: run.GetID(), UpdateName: "turn", Args: []any{"go"}, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out string
+		if err := h.Get(ctx, &out); err != nil || out != "ok" {
+			b.Fatalf("turn: %q %v", out, err)
+		}
+	}
+	turn()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn()
+	}
+}
+
+func logTo(b *testing.B, dir, name string) *os.File {
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}

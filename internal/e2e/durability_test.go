@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"syscall"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+func TestApprovalSurvivesAWorkerKill(t *testing.T) {
+	s := newStack(t)
+	w := s.StartWorker()
+	id := start(t, s, "call:approve_write:a")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	in := snap.PendingInterrupts[0]
+	if in.ToolName != "approve_write" || in.Kind != client.InterruptKindApproval {
+		t.Fatalf("interrupt = %+v", in)
+	}
+	w.Kill() // SIGKILL while the session waits for approval
+	s.StartWorker()
+	ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true})
+	if err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: approve_write=succeeded:wrote a")
+	if n := s.Log().Count("tool", "approve_write"); n != 1 {
+		t.Errorf("approve_write ran %d times, want 1", n)
+	}
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+		t.Errorf("CallSingleAttemptTool completed %d times, want 1: %+v", n, h)
+	}
+	if n := countSteps(h, "completed", client.StepRunModel); n != 2 {
+		t.Errorf("RunModel completed %d times, want 2", n)
+	}
+	// A second resolve of the same interrupt is refused.
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || ok {
+		t.Errorf("second approve = %v, %v; want false", ok, err)
+	}
+}
+
+func TestWriteKilledMidCallIsOutcomeUnknownAndRanOnce(t *testing.T) {
+	s := newStack(t)
+	gate := s.Gate("tool-w")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "call:write_gate:w")
+	reached(t, gate)
+	w.Kill()
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: write_gate=outcome_unknown:"+pluginapi.OutcomeUnknownToolResult)
+	if n := s.Log().Count("tool", "write_gate"); n != 1 {
+		t.Errorf("write_gate ran %d times, want 1", n)
+	}
+}
+
+func TestReadKilledMidCallRunsAgain(t *testing.T) {
+	s := newStack(t)
+	gate := s.Gate("tool-r")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "call:read_gate:r")
+	reached(t, gate)
+	w.Kill()
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: read_gate=succeeded:read r")
+	if n := s.Log().Count("tool", "read_gate"); n != 2 {
+		t.Errorf("read_gate ran %d times, want 2", n)
+	}
+}
+
+func TestToolStepsOfOneResponseRunInParallel(t *testing.T) {
+	s := newStack(t)
+	g1, g2 := s.Gate("tool-p1"), s.Gate("tool-p2")
+	for _, g := range []interface{ Arm() error }{g1, g2} {
+		if err := g.Arm(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.StartWorker()
+	id := start(t, s, "call:read_gate:p1 call:idem_gate:p2")
+	// Both tools stand at their gates at once: neither waits for the other.
+	reached(t, g1)
+	reached(t, g2)
+	snap, err := s.Sessions.GetAgentSnapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.ToolCalls) != 2 || snap.State.Status != client.StatusRunningTools {
+		t.Fatalf("snapshot while both run: %+v", snap)
+	}
+	_ = g1.Release()
+	_ = g2.Release()
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: read_gate=succeeded:read p1; idem_gate=succeeded:wrote p2")
+}
+
+func TestPluginKilledMidRunModelIsRetried(t *testing.T) {
+	s := newStack(t)
+	gate := s.Gate("model-m")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	id := start(t, s, "modelgate:m")
+	pid := reached(t, gate)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the plugin %d: %v", pid, err)
+	}
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "echo: modelgate:m")
+	if n := s.Log().Count("model", "test"); n != 2 {
+		t.Errorf("model called %d times, want 2 (the killed call and its retry)", n)
+	}
+	if snap.Usage.ModelCalls != 1 {
+		t.Errorf("usage counts %d model calls, want 1 (only the call that returned)", snap.Usage.ModelCalls)
+	}
+}
+
+func TestToolStepThatNeverStartedIsNotRun(t *testing.T) {
+	s := newStack(t)
+	gate := s.Gate("before-start-write_gate")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "call:write_gate:n")
+	reached(t, gate)
+	w.Kill() // before the tool Step recorded that the tool started
+	_ = gate.Release()
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	answer := lastText(snap)
+	if !contains(answer, "write_gate=failed:The tool call failed: "+pluginapi.ToolCallNotRunErrorPrefix+": ") {
+		t.Errorf("answer = %q, want a failure with the not-run prefix", answer)
+	}
+	if n := s.Log().Count("tool", "write_gate"); n != 0 {
+		t.Errorf("write_gate ran %d times, want 0", n)
+	}
+}
+
+func TestFailedTurnRecordsErrorAndNextTurnWorks(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "fail")
+	snap := s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.LastTurnError != "" && s.State.Status == client.StatusWaitingForUserMessage
+	})
+	if !contains(snap.State.LastTurnError, "scripted model failure") {
+		t.Errorf("last_turn_error = %q", snap.State.LastTurnError)
+	}
+	if n := s.Log().Count("model", "test"); n != 3 {
+		t.Errorf("model called %d times, want 3 attempts", n)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "hello again"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the next answer", id, func(s client.Snapshot) bool {
+		return idleWithAnswer(s) && s.State.LastTurnError == ""
+	})
+	wantAnswer(t, snap, "echo: hello again")
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "   "); err != nil || ok {
+		t.Errorf("blank message = %v, %v; want false", ok, err)
+	}
+}
+
+func TestEngineRestartMidSession(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "call:approve_write:e")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	s.StopEngine()
+	s.StartEngine()
+	ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true})
+	if err != nil || !ok {
+		t.Fatalf("approve after the restart: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: approve_write=succeeded:wrote e")
+	if n := s.Log().Count("tool", "approve_write"); n != 1 {
+		t.Errorf("approve_write ran %d times, want 1", n)
+	}
+}

@@ -1,0 +1,110 @@
+// Package e2e holds the integration tests that prove durability: a real
+// embedded engine, the worker in a child process that the tests SIGKILL at
+// exact points, and the test runner plugin counting real calls.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+func TestMain(m *testing.M) {
+	agenttest.RunWorkerIfChild()
+	os.Exit(m.Run())
+}
+
+const flowType = "TestAgent"
+
+// testConfig is the worker config of the tests, with short heartbeat
+// timeouts so a killed worker is noticed within seconds.
+func testConfig(plugin string) string {
+	return fmt.Sprintf(`
+temporal: {namespace: default, task_queue: dex-agents}
+logging: {level: debug}
+plugins:
+  testrunner:
+    command: %s
+agents:
+  - name: test
+    flow_type: %s
+    runner: testrunner
+    runner_config: {state_dir: "{{DIR}}"}
+    default_tool_effect: unclassified
+    tool_policies:
+      write_gate: {effect: non_idempotent_write, requires_approval: false}
+      approve_write: {effect: non_idempotent_write, requires_approval: true}
+    run_model_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}
+    tool_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 3s, maximum_attempts: 3}
+`, plugin, flowType)
+}
+
+func newStack(t *testing.T) *agenttest.Stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	return agenttest.NewStack(t, testConfig(plugin))
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func start(t *testing.T, s *agenttest.Stack, message string) string {
+	t.Helper()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: message})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// idleWithAnswer waits until the session finished its turn and its last
+// message is an assistant answer.
+func idleWithAnswer(s client.Snapshot) bool {
+	if s.State == nil || s.State.Status != client.StatusWaitingForUserMessage || len(s.Messages) == 0 {
+		return false
+	}
+	last := s.Messages[len(s.Messages)-1]
+	return last.Role == "assistant"
+}
+
+func lastText(s client.Snapshot) string { return s.Messages[len(s.Messages)-1].Text }
+
+func wantAnswer(t *testing.T, snap client.Snapshot, want string) {
+	t.Helper()
+	if got := lastText(snap); got != want {
+		t.Fatalf("answer = %q\nwant     %q", got, want)
+	}
+}
+
+func reached(t *testing.T, g agenttest.FileGate) int {
+	t.Helper()
+	pid, err := g.WaitUntilReached(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func countSteps(h []agenttest.StepHistoryEntry, eventType, stepType string) int {
+	n := 0
+	for _, e := range h {
+		if e.EventType == eventType && e.StepType == stepType {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

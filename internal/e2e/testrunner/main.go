@@ -1,0 +1,109 @@
+// Command testrunner is the runner plugin of the integration tests: a
+// stepwise agent whose tools and model stop at FileGates and count their
+// calls in an InvocationLog, and whose scripted model reads its orders from
+// the user message:
+//
+//	call:TOOL:NAME   request TOOL with {"name": NAME}; all calls of one
+//	                 message are requested in one response, in parallel
+//	modelgate:NAME   stop the first model call of the turn at gate model-NAME
+//	fail             fail every model call
+//
+// Once the turn's tools ran, the model answers "done: " and each result.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest/probe"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+)
+
+type config struct {
+	StateDir string `json:"state_dir"`
+}
+
+type gateArgs struct {
+	Name string `json:"name"`
+}
+
+func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
+	var cfg config
+	if err := json.Unmarshal(raw, &cfg); err != nil || cfg.StateDir == "" {
+		return nil, fmt.Errorf("testrunner runner_config: state_dir is required (%v)", err)
+	}
+	log := &probe.InvocationLog{Path: filepath.Join(cfg.StateDir, "invocations.log")}
+	gated := func(tool, result string, effect pluginapi.Effect) *stepwise.Tool {
+		return stepwise.MustFunctionTool(tool, "A tool that stops at its gate when the test armed it.",
+			func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+				if err := log.Record("tool", tool, a.Name+" "+tc.IdempotencyKey); err != nil {
+					return "", err
+				}
+				if err := (probe.FileGate{Dir: cfg.StateDir, Name: "tool-" + a.Name}).WaitIfArmed(ctx); err != nil {
+					return "", err
+				}
+				return result + " " + a.Name, nil
+			}, stepwise.WithEffect(effect))
+	}
+	noop := stepwise.MustFunctionTool("noop", "Does nothing.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+		return "ok", nil
+	}, stepwise.WithEffect(pluginapi.EffectRead))
+	script := func(ctx context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+		texts := stepwise.UserTexts(req)
+		text := ""
+		if len(texts) > 0 {
+			text = texts[len(texts)-1]
+		}
+		results := stepwise.ToolResults(req)
+		if err := log.Record("model", agent, text); err != nil {
+			return stepwise.ScriptedReply{}, err
+		}
+		var calls []stepwise.ScriptedToolCall
+		for _, tok := range strings.Fields(text) {
+			switch {
+			case tok == "fail":
+				return stepwise.ScriptedReply{}, errors.New("scripted model failure")
+			case strings.HasPrefix(tok, "modelgate:") && len(results) == 0:
+				if err := (probe.FileGate{Dir: cfg.StateDir, Name: "model-" + strings.TrimPrefix(tok, "modelgate:")}).WaitIfArmed(ctx); err != nil {
+					return stepwise.ScriptedReply{}, err
+				}
+			case strings.HasPrefix(tok, "call:"):
+				parts := strings.SplitN(tok, ":", 3)
+				if len(parts) == 3 {
+					calls = append(calls, stepwise.ScriptedToolCall{Name: parts[1], Arguments: gateArgs{Name: parts[2]}})
+				}
+			}
+		}
+		if len(results) > 0 || len(calls) == 0 {
+			var parts []string
+			for _, r := range results {
+				parts = append(parts, r.ToolName+"="+r.Status+":"+r.Output)
+			}
+			if len(parts) == 0 {
+				return stepwise.ScriptedReply{Text: "echo: " + text}, nil
+			}
+			return stepwise.ScriptedReply{Text: "done: " + strings.Join(parts, "; ")}, nil
+		}
+		return stepwise.ScriptedReply{ToolCalls: calls}, nil
+	}
+	return &stepwise.AgentDefinition{
+		Name:  agent,
+		Model: stepwise.NewScriptedModelClient(script),
+		Tools: []*stepwise.Tool{
+			gated("read_gate", "read", pluginapi.EffectRead),
+			gated("idem_gate", "wrote", pluginapi.EffectIdempotentWrite),
+			gated("write_gate", "wrote", pluginapi.EffectNonIdempotentWrite),
+			gated("approve_write", "wrote", pluginapi.EffectNonIdempotentWrite),
+			noop,
+		},
+	}, nil
+}
+
+func main() {
+	pluginapi.Serve(stepwise.NewRunner("testrunner", "test", build))
+}

@@ -1,0 +1,276 @@
+package runnerhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// Sentinel errors. Every error of a Runner handle names the plugin and the
+// call, and wraps at most one of these.
+var (
+	// ErrPluginShutdown means the plugin process went away (it crashed, was
+	// killed, or its connection broke) or is restarting. The call may be
+	// retried: the next call relaunches the process. A Temporal activity
+	// returns it as an ordinary retryable error.
+	ErrPluginShutdown = errors.New("runner plugin shut down")
+	// ErrMalformedOutcome means the runner's response broke the contract,
+	// such as a stream that ended without an outcome or sent two. The message
+	// starts with "runner returned a malformed outcome: ".
+	ErrMalformedOutcome = errors.New("runner returned a malformed outcome")
+	// ErrUnsupported means the plugin does not implement an optional call
+	// (its Info capabilities say so).
+	ErrUnsupported = errors.New("runner plugin does not support this call")
+	// ErrUnknownPlugin means no plugin of that name was launched.
+	ErrUnknownPlugin = errors.New("unknown runner plugin")
+)
+
+// Timing of launches and restarts.
+const (
+	// startTimeout bounds the handshake of a new process.
+	startTimeout = 30 * time.Second
+	// relaunchTimeout bounds a relaunch in the background: handshake, Info.
+	relaunchTimeout = 45 * time.Second
+	// restartBackoffMin and restartBackoffMax bound the wait before a
+	// restart: it doubles with each consecutive failure (a launch that
+	// failed or a process that died) and resets after a call succeeds.
+	restartBackoffMin = 100 * time.Millisecond
+	restartBackoffMax = 10 * time.Second
+	// shutdownProbeTimeout bounds the health check that tells a crashed
+	// process from a runner that returned Unavailable itself.
+	shutdownProbeTimeout = 2 * time.Second
+)
+
+// PluginSpec says how to launch one runner plugin.
+type PluginSpec struct {
+	// Name is the plugin's name in the worker config; logs and errors use it.
+	Name string
+	// Command is the executable, a path or a name looked up in PATH.
+	Command string
+	// Args are the command's arguments.
+	Args []string
+	// SHA256 is the executable's expected SHA-256 in hex, or "" to skip
+	// the check. A mismatch refuses to start the plugin.
+	SHA256 string
+	// Env names the worker's environment variables the plugin may see.
+	// Listed variables that are unset are left out; nothing else is passed
+	// (not even PATH) besides go-plugin's own handshake variables.
+	Env []string
+}
+
+func (s PluginSpec) validate() (checksum []byte, err error) {
+	if s.Name == "" {
+		return nil, errors.New("runner plugin: the name is empty")
+	}
+	if s.Command == "" {
+		return nil, fmt.Errorf("runner plugin %q: the command is empty", s.Name)
+	}
+	for _, name := range s.Env {
+		switch {
+		case name == "" || strings.ContainsAny(name, "=\x00"):
+			return nil, fmt.Errorf("runner plugin %q: %q is not an environment variable name", s.Name, name)
+		case name == pluginapi.Handshake.MagicCookieKey || strings.HasPrefix(name, "PLUGIN_"):
+			return nil, fmt.Errorf("runner plugin %q: environment variable %s is reserved for the plugin handshake", s.Name, name)
+		}
+	}
+	if s.SHA256 == "" {
+		return nil, nil
+	}
+	checksum, err = hex.DecodeString(s.SHA256)
+	if err != nil || len(checksum) != sha256.Size {
+		return nil, fmt.Errorf("runner plugin %q: sha256 %q is not 64 hex digits", s.Name, s.SHA256)
+	}
+	return checksum, nil
+}
+
+// environ returns the allow-listed variables that are set.
+func (s PluginSpec) environ() []string {
+	env := []string{}
+	for _, name := range s.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// Host launches runner plugins and hands out Runners that call them. It is
+// safe for concurrent use.
+type Host struct {
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	plugins  map[string]*instance
+	pending  map[string]bool
+	launches sync.WaitGroup // Launch calls in flight
+	reaping  sync.WaitGroup // processes being killed in the background
+	closed   bool
+}
+
+// New returns a Host that logs to logger (nil: no logs).
+func New(logger *slog.Logger) *Host {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Host{logger: logger, plugins: map[string]*instance{}, pending: map[string]bool{}}
+}
+
+// Launch starts the plugin, completes the handshake (with AutoMTLS, and the
+// checksum when spec.SHA256 is set) and calls Info. It returns once the
+// plugin answers, or with an error that names the plugin and carries the
+// plugin's own message or the tail of its stderr. A plugin name is
+// launched once; later restarts are the Host's business.
+func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
+	checksum, err := spec.validate()
+	if err != nil {
+		return err
+	}
+	spec.Args = slices.Clone(spec.Args)
+	spec.Env = slices.Clone(spec.Env)
+
+	h.mu.Lock()
+	switch {
+	case h.closed:
+		h.mu.Unlock()
+		return fmt.Errorf("runner plugin %q: %w", spec.Name, errHostClosed)
+	case h.plugins[spec.Name] != nil || h.pending[spec.Name]:
+		h.mu.Unlock()
+		return fmt.Errorf("runner plugin %q is already launched", spec.Name)
+	}
+	h.pending[spec.Name] = true
+	h.launches.Add(1)
+	h.mu.Unlock()
+	defer h.launches.Done()
+
+	inst := &instance{
+		spec:     spec,
+		checksum: checksum,
+		logger:   h.logger.With("plugin", spec.Name),
+		reaping:  &h.reaping,
+		configs:  map[string]agentConfig{},
+	}
+	proc, err := inst.start(ctx)
+
+	h.mu.Lock()
+	delete(h.pending, spec.Name)
+	closed := h.closed
+	if err == nil && !closed {
+		inst.proc = proc
+		h.plugins[spec.Name] = inst
+	}
+	h.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case closed:
+		proc.kill()
+		return fmt.Errorf("runner plugin %q: %w", spec.Name, errHostClosed)
+	}
+	return nil
+}
+
+var errHostClosed = errors.New("the runner host is closed")
+
+func (h *Host) instance(name string) (*instance, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	inst := h.plugins[name]
+	if inst == nil {
+		return nil, fmt.Errorf("runner plugin %q: %w", name, ErrUnknownPlugin)
+	}
+	return inst, nil
+}
+
+// Configure sends one agent's runner_config (JSON) to the plugin and
+// remembers it: a relaunched process receives every remembered
+// configuration before any other call. The error carries the plugin's
+// message.
+func (h *Host) Configure(ctx context.Context, plugin, agent string, runnerConfig []byte) error {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return err
+	}
+	return inst.configure(ctx, agent, runnerConfig)
+}
+
+// Runner returns a handle to the plugin. It implements pluginapi.Runner and
+// every optional interface; an optional call the plugin lacks fails with
+// ErrUnsupported (check Info's capabilities first). Every call goes to the
+// current process: a dead one is relaunched lazily, waiting out a capped
+// exponential backoff, but never past the call's ctx. A call cut short by a
+// crash fails with an error that wraps ErrPluginShutdown.
+func (h *Host) Runner(plugin string) (pluginapi.Runner, error) {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return nil, err
+	}
+	return &handle{inst: inst}, nil
+}
+
+// Info returns what the plugin's latest process reported at start-up, and
+// false for a plugin that was never launched.
+func (h *Host) Info(plugin string) (pluginapi.InfoResponse, pluginapi.Capabilities, bool) {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return pluginapi.InfoResponse{}, pluginapi.Capabilities{}, false
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.info, inst.caps, true
+}
+
+// Ping checks the plugin's current process with go-plugin's gRPC health
+// check. It never starts a process: a plugin that is down fails with
+// ErrPluginShutdown.
+func (h *Host) Ping(ctx context.Context, plugin string) error {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return err
+	}
+	inst.mu.Lock()
+	p := inst.proc
+	inst.mu.Unlock()
+	if p == nil || !p.alive() {
+		return fmt.Errorf("runner plugin %q: not running: %w", plugin, ErrPluginShutdown)
+	}
+	if err := p.ping(ctx); err != nil {
+		return fmt.Errorf("runner plugin %q: health check: %w: %w", plugin, ErrPluginShutdown, err)
+	}
+	return nil
+}
+
+// Close kills every plugin process, in parallel, and waits until they are
+// gone (like go-plugin's CleanupClients, for this Host's plugins only; the
+// clients are also Managed, so CleanupClients at exit catches any left).
+// Calls in flight fail with ErrPluginShutdown, later calls too.
+func (h *Host) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	insts := make([]*instance, 0, len(h.plugins))
+	for _, inst := range h.plugins {
+		insts = append(insts, inst)
+	}
+	h.mu.Unlock()
+
+	h.launches.Wait()
+	var wg sync.WaitGroup
+	for _, inst := range insts {
+		wg.Go(inst.close)
+	}
+	wg.Wait()
+	h.reaping.Wait()
+}

@@ -1,0 +1,113 @@
+// Command testplugin is the runner plugin the runnerhost tests launch. What
+// it does is chosen by the request:
+//
+//   - Configure fails with runner_config's "fail" text when it has one, and
+//     otherwise remembers the config and writes a line to stderr.
+//   - RunModelStep with the last message "hang" sends a "test.pid" event
+//     with its process ID and waits until the call is cancelled; any other
+//     text completes the turn with "pid=<pid> config=<the agent's config>".
+//   - ExecuteDeferredToolCall runs tool "env" (output: the sorted
+//     environment as JSON, also logged to both stderr streams) and "pid"
+//     (output: the process ID).
+//
+// It implements the ToolTaskPoller optional interface and no other.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// realStderr is the process's stderr; pluginapi.Serve pipes os.Stderr to
+// the host's sync stream once it runs.
+var realStderr = os.Stderr
+
+func main() { pluginapi.Serve(&runner{configs: map[string]string{}}) }
+
+type runner struct {
+	mu      sync.Mutex
+	configs map[string]string
+}
+
+func (r *runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+	return &pluginapi.InfoResponse{Name: "testplugin", Version: "1.2.3"}, nil
+}
+
+func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
+	var cfg struct {
+		Fail string `json:"fail"`
+	}
+	if err := json.Unmarshal(req.RunnerConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("runner_config: %w", err)
+	}
+	if cfg.Fail != "" {
+		return nil, errors.New(cfg.Fail)
+	}
+	r.mu.Lock()
+	r.configs[req.Agent] = string(req.RunnerConfig)
+	r.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "configured agent %s (protocol %d)\n", req.Agent, req.ProtocolVersion)
+	return &pluginapi.ConfigureResponse{}, nil
+}
+
+func (r *runner) BuildUserMessage(_ context.Context, req *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {
+	return &pluginapi.BuildUserMessageResponse{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: req.Text}}, nil
+}
+
+func (r *runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRequest) (*pluginapi.RunModelStepResponse, error) {
+	r.mu.Lock()
+	cfg, ok := r.configs[req.Turn.Agent]
+	r.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("agent %q is not configured", req.Turn.Agent)
+	}
+	last := ""
+	if n := len(req.Turn.Messages); n > 0 {
+		last = req.Turn.Messages[n-1].Text
+	}
+	if last == "hang" {
+		if err := req.Events.WriteEvent("test.pid", map[string]int{"pid": os.Getpid()}); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	req.Events.WriteTextDelta("thinking")
+	return &pluginapi.RunModelStepResponse{TurnCompleted: &pluginapi.TurnCompleted{
+		NewMessages: []pluginapi.FrameworkMessage{{
+			Role: pluginapi.RoleAssistant,
+			Text: fmt.Sprintf("pid=%d config=%s", os.Getpid(), cfg),
+		}},
+	}}, nil
+}
+
+func (r *runner) ExecuteDeferredToolCall(_ context.Context, req *pluginapi.ExecuteToolRequest) (*pluginapi.ExecuteToolResponse, error) {
+	switch req.ToolCall.ToolName {
+	case "env":
+		env := os.Environ()
+		slices.Sort(env)
+		out, err := json.Marshal(env)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "env dump %s\n", out)
+		line, _ := json.Marshal(map[string]any{"@level": "info", "@message": "env dump", "env": env})
+		fmt.Fprintf(realStderr, "%s\n", line)
+		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: string(out)}}, nil
+	case "pid":
+		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: strconv.Itoa(os.Getpid())}}, nil
+	}
+	return nil, &pluginapi.ToolExecutionError{Message: "unknown tool " + req.ToolCall.ToolName}
+}
+
+func (r *runner) PollToolTask(context.Context, *pluginapi.PollToolTaskRequest) (*pluginapi.ExecuteToolResponse, error) {
+	return &pluginapi.ExecuteToolResponse{TaskPending: &pluginapi.ToolTaskPending{PollIntervalSeconds: 1}}, nil
+}

@@ -1,0 +1,147 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// Command is work a transition asks the workflow glue to do. The glue runs
+// commands in order.
+type Command interface{ isCommand() }
+
+// BuildUserMessage asks the runner for the turn's user message (a local
+// activity); its result goes to UserMessageBuilt or UserMessageFailed.
+type BuildUserMessage struct {
+	TurnID string
+	Text   string
+}
+
+// RunModel starts the RunModel Step; its result goes to ModelStepDone or
+// ModelStepFailed.
+type RunModel struct{ TurnID string }
+
+// RunTool starts CallTool, or CallSingleAttemptTool when SingleAttempt is
+// set; its result goes to ToolStepDone or ToolStepFailed.
+type RunTool struct {
+	TurnID         string
+	ToolCallID     string
+	SingleAttempt  bool
+	IdempotencyKey string
+}
+
+// AwaitApproval arms the deadline timer of a pending approval; it fires into
+// ApprovalTimerFired. A zero deadline arms nothing.
+type AwaitApproval struct {
+	InterruptID    string
+	DeadlineUnixMs int64
+}
+
+// CancelApprovalTimer cancels the deadline timer of a resolved approval.
+type CancelApprovalTimer struct{ InterruptID string }
+
+// RecordTurnFailure builds the failed turn's messages through the runner:
+// its unfinished-turn messages, then Note as a user message when Note is not
+// empty. The result goes to TurnFailureRecorded.
+type RecordTurnFailure struct {
+	TurnID string
+	Error  string
+	Note   string
+}
+
+// Emit writes a live event. The glue never writes it again on replay.
+type Emit struct{ Event Event }
+
+func (BuildUserMessage) isCommand()    {}
+func (RunModel) isCommand()            {}
+func (RunTool) isCommand()             {}
+func (AwaitApproval) isCommand()       {}
+func (CancelApprovalTimer) isCommand() {}
+func (RecordTurnFailure) isCommand()   {}
+func (Emit) isCommand()                {}
+
+// Event types written by the session and by runners.
+const (
+	EventTurnStarted       = "turn_started"
+	EventTurnCompleted     = "turn_completed"
+	EventTurnFailed        = "turn_failed"
+	EventTextDelta         = "text_delta"
+	EventReasoningDelta    = "reasoning_delta"
+	EventToolCallStarted   = "tool_call_started"
+	EventToolCallFinished  = "tool_call_finished"
+	EventToolCallDeferred  = "tool_call_deferred"
+	EventInterruptRaised   = "interrupt_raised"
+	EventInterruptResolved = "interrupt_resolved"
+	EventUsageRecorded     = "usage_recorded"
+)
+
+// Event is one live event. Payload is a JSON object.
+type Event struct {
+	Type    string          `json:"type"`
+	TurnID  string          `json:"turn_id,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+func newEvent(typ, turnID string, payload any) Event {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		// Payloads are fixed structs of strings, numbers and bools.
+		panic(fmt.Sprintf("session: marshal %s payload: %v", typ, err))
+	}
+	return Event{Type: typ, TurnID: turnID, Payload: b}
+}
+
+type turnStartedPayload struct {
+	Sequence int64 `json:"sequence"`
+}
+
+type turnCompletedPayload struct {
+	MessageCount int `json:"message_count"`
+}
+
+type turnFailedPayload struct {
+	Error string `json:"error"`
+}
+
+type toolCallDeferredPayload struct {
+	ToolCallID       string `json:"tool_call_id"`
+	ToolName         string `json:"tool_name"`
+	Effect           string `json:"effect"`
+	RequiresApproval bool   `json:"requires_approval"`
+}
+
+type toolCallFinishedPayload struct {
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
+	Status     string `json:"status"`
+}
+
+type interruptRaisedPayload struct {
+	InterruptID string `json:"interrupt_id"`
+	ToolCallID  string `json:"tool_call_id"`
+	ToolName    string `json:"tool_name"`
+	Deadline    string `json:"deadline,omitempty"`
+	Kind        string `json:"kind"`
+}
+
+type interruptResolvedPayload struct {
+	InterruptID        string `json:"interrupt_id"`
+	Approved           bool   `json:"approved"`
+	RejectionMessage   string `json:"rejection_message,omitempty"`
+	Kind               string `json:"kind"`
+	CancellationReason string `json:"cancellation_reason,omitempty"`
+}
+
+type usageRecordedPayload struct {
+	Recorded pluginapi.Usage `json:"recorded"`
+	Session  pluginapi.Usage `json:"session"`
+}
+
+// ErrInvalidInput marks an update input that a validator rejects.
+var ErrInvalidInput = errors.New("invalid input")
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,596 @@
+package session
+
+// This file and the other pure files of the package (state.go, commands.go,
+// snapshot.go, timefmt.go) hold the session as a deterministic state
+// machine. They import neither the Temporal SDK nor time nor math/rand, and
+// never range over a map; purity_test.go checks the imports.
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// Options are the agent's session settings, fixed when the session starts
+// and carried through continue-as-new.
+type Options struct {
+	// Agent is the agent's name in the worker config.
+	Agent string `json:"agent"`
+	// Policies are the explicit tool policies and the default effect.
+	Policies pluginapi.PolicySet `json:"policies"`
+	// InterruptDeadlineMs is the approval deadline in milliseconds (0: none).
+	InterruptDeadlineMs int64 `json:"interrupt_deadline_ms,omitempty"`
+}
+
+// Interrupt is a pending interrupt with its deadline as Unix milliseconds.
+type Interrupt struct {
+	InterruptID    string `json:"interrupt_id"`
+	ToolCallID     string `json:"tool_call_id"`
+	ToolName       string `json:"tool_name"`
+	Kind           string `json:"kind"`
+	DeadlineUnixMs int64  `json:"deadline_unix_ms,omitempty"`
+}
+
+// State is the whole session. It is serializable and passes through
+// continue-as-new unchanged.
+type State struct {
+	SessionID string  `json:"session_id"`
+	Options   Options `json:"options"`
+	Started   bool    `json:"started"`
+
+	Status        string `json:"status"`
+	ActiveTurnID  string `json:"active_turn_id,omitempty"`
+	TurnCount     int    `json:"turn_count"`
+	LastTurnError string `json:"last_turn_error,omitempty"`
+	// Phase says which Step the active turn is in; see the phase constants.
+	Phase string `json:"phase,omitempty"`
+
+	NextSequence  int64                  `json:"next_sequence"`
+	Messages      []pluginapi.Message    `json:"messages"`
+	Queued        []client.QueuedMessage `json:"queued,omitempty"`
+	NextMessageID int64                  `json:"next_message_id"`
+	// TurnText is the user text of the turn whose message is being built.
+	TurnText string `json:"turn_text,omitempty"`
+	// RunState is the framework run state while a turn waits for tool calls.
+	RunState   string               `json:"run_state,omitempty"`
+	ToolCalls  []pluginapi.ToolCall `json:"tool_calls,omitempty"`
+	Interrupts []Interrupt          `json:"interrupts,omitempty"`
+	Usage      pluginapi.Usage      `json:"usage"`
+}
+
+// Turn phases. The phase decides which inputs a state accepts.
+const (
+	phaseNone          = ""
+	phaseBuildingUser  = "building_user_message"
+	phaseRunningModel  = "running_model"
+	phaseRunningTools  = "running_tools"
+	phaseRecordFailure = "recording_turn_failure"
+)
+
+// New returns the state of a session that has not started.
+func New(sessionID string, opts Options) *State {
+	return &State{SessionID: sessionID, Options: opts, NextSequence: 1, NextMessageID: 1}
+}
+
+// Start runs StartAgentSession: it initializes the session and queues a
+// non-blank initial message, which starts the first turn.
+func (s *State) Start(in client.StartInput) []Command {
+	if s.Started {
+		return nil
+	}
+	s.Started = true
+	s.Status = client.StatusWaitingForUserMessage
+	if strings.TrimSpace(in.InitialMessage) != "" {
+		s.enqueue(in.InitialMessage)
+	}
+	return s.next()
+}
+
+// ValidateUserMessage reports why send_user_message must be refused without
+// a history entry; nil accepts it. Blank text is accepted by the validator
+// and answered false by SendUserMessage, as the spec's RPC returns False.
+func (s *State) ValidateUserMessage(req client.SendUserMessageRequest) error {
+	if len(req.Text) > MaxUserMessageBytes {
+		return errorf("text is %d bytes; the limit is %d", len(req.Text), MaxUserMessageBytes)
+	}
+	return nil
+}
+
+// MaxUserMessageBytes bounds one user message, well below Temporal's 2 MB
+// payload limit.
+const MaxUserMessageBytes = 256 * 1024
+
+// SendUserMessage queues one user message. It returns false for blank text.
+func (s *State) SendUserMessage(req client.SendUserMessageRequest) (bool, []Command) {
+	if strings.TrimSpace(req.Text) == "" {
+		return false, nil
+	}
+	s.enqueue(req.Text)
+	return true, s.next()
+}
+
+func (s *State) enqueue(text string) {
+	id := "msg-" + strconv.FormatInt(s.NextMessageID, 10)
+	s.NextMessageID++
+	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: id, Text: text})
+}
+
+// next starts the next queued turn when the session is idle.
+func (s *State) next() []Command {
+	if !s.Started || s.Phase != phaseNone || len(s.Queued) == 0 {
+		return nil
+	}
+	msg := s.Queued[0]
+	s.Queued = s.Queued[1:]
+	s.TurnCount++
+	s.ActiveTurnID = "turn-" + strconv.Itoa(s.TurnCount)
+	s.Status = client.StatusRunningModel
+	s.Phase = phaseBuildingUser
+	s.TurnText = msg.Text
+	return []Command{BuildUserMessage{TurnID: s.ActiveTurnID, Text: msg.Text}}
+}
+
+// UserMessageBuilt stores the turn's user message and starts the first model call.
+func (s *State) UserMessageBuilt(turnID string, m pluginapi.FrameworkMessage) []Command {
+	if s.Phase != phaseBuildingUser || turnID != s.ActiveTurnID {
+		return nil
+	}
+	if m.Role != pluginapi.RoleUser {
+		return s.UserMessageFailed(turnID, "build_user_message returned role "+strconv.Quote(string(m.Role))+"; want \"user\"")
+	}
+	s.TurnText = ""
+	seq := s.append(m)
+	s.Phase = phaseRunningModel
+	return []Command{
+		Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, turnStartedPayload{Sequence: seq})},
+		RunModel{TurnID: s.ActiveTurnID},
+	}
+}
+
+// UserMessageFailed fails a turn whose user message could not be built. The
+// user's text is kept as a plain user message, so nothing the user sent is lost.
+func (s *State) UserMessageFailed(turnID, reason string) []Command {
+	if s.Phase != phaseBuildingUser || turnID != s.ActiveTurnID {
+		return nil
+	}
+	s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
+	s.TurnText = ""
+	return s.failTurn("build_user_message failed: " + reason)
+}
+
+func (s *State) append(m pluginapi.FrameworkMessage) int64 {
+	seq := s.NextSequence
+	s.NextSequence++
+	s.Messages = append(s.Messages, pluginapi.Message{
+		Sequence:   seq,
+		Role:       m.Role,
+		Text:       m.Text,
+		Item:       m.Item,
+		ToolCallID: m.ToolCallID,
+		ToolName:   m.ToolName,
+		TurnID:     s.ActiveTurnID,
+	})
+	return seq
+}
+
+// ModelOutcome is the result of one RunModel Step.
+type ModelOutcome struct {
+	TurnCompleted      *pluginapi.TurnCompleted      `json:"turn_completed,omitempty"`
+	ToolCallsRequested *pluginapi.ToolCallsRequested `json:"tool_calls_requested,omitempty"`
+	// UnfinishedCapable reports that the runner implements
+	// build_unfinished_turn_messages.
+	UnfinishedCapable bool `json:"unfinished_capable,omitempty"`
+}
+
+// ModelStepDone applies a RunModel outcome. nowMs is the workflow clock in
+// Unix milliseconds, used for approval deadlines.
+func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Command {
+	if s.Phase != phaseRunningModel || turnID != s.ActiveTurnID {
+		return nil
+	}
+	var usage pluginapi.Usage
+	switch {
+	case out.TurnCompleted != nil && out.ToolCallsRequested == nil:
+		usage = out.TurnCompleted.Usage
+	case out.ToolCallsRequested != nil && out.TurnCompleted == nil:
+		usage = out.ToolCallsRequested.Usage
+	default:
+		return s.failTurn("the runner returned a malformed outcome: want exactly one of turn_completed and tool_calls_requested")
+	}
+	cmds := s.recordUsage(usage)
+	if tc := out.TurnCompleted; tc != nil {
+		first := len(s.Messages)
+		for _, m := range tc.NewMessages {
+			s.append(m)
+		}
+		count := len(s.Messages) - first
+		turn := s.ActiveTurnID
+		s.LastTurnError = ""
+		s.endTurn()
+		cmds = append(cmds, Emit{Event: newEvent(EventTurnCompleted, turn, turnCompletedPayload{MessageCount: count})})
+		return append(cmds, s.next()...)
+	}
+	req := out.ToolCallsRequested
+	if reason := s.checkToolCalls(req, out.UnfinishedCapable); reason != "" {
+		return append(cmds, s.failTurn(reason)...)
+	}
+	for _, m := range req.NewMessages {
+		s.append(m)
+	}
+	s.RunState = req.RunState
+	s.Phase = phaseRunningTools
+	s.Status = client.StatusRunningTools
+	for _, call := range req.ToolCalls {
+		effect := call.Policy.Effect
+		if !effect.Valid() {
+			effect = pluginapi.EffectUnclassified
+		}
+		policy := pluginapi.ToolPolicy{Effect: effect, RequiresApproval: call.Policy.RequiresApproval}
+		rec := pluginapi.ToolCall{
+			ToolCallID:          call.ToolCallID,
+			ToolName:            call.ToolName,
+			Arguments:           call.Arguments,
+			Effect:              effect,
+			RequiresApproval:    policy.ApprovalRequired(),
+			DeferralOrder:       len(s.ToolCalls),
+			ToolSourceReference: call.ToolSourceReference,
+		}
+		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, toolCallDeferredPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
+		})})
+		if rec.RequiresApproval {
+			rec.Status = pluginapi.ToolCallAwaitingApproval
+			in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: client.InterruptKindApproval}
+			if s.Options.InterruptDeadlineMs > 0 {
+				in.DeadlineUnixMs = nowMs + s.Options.InterruptDeadlineMs
+			}
+			s.Interrupts = append(s.Interrupts, in)
+			s.ToolCalls = append(s.ToolCalls, rec)
+			cmds = append(cmds,
+				Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, interruptRaisedPayload{
+					InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
+					Deadline: formatDeadline(in.DeadlineUnixMs), Kind: in.Kind,
+				})},
+				AwaitApproval{InterruptID: in.InterruptID, DeadlineUnixMs: in.DeadlineUnixMs},
+			)
+			continue
+		}
+		rec.Status = pluginapi.ToolCallApproved
+		s.ToolCalls = append(s.ToolCalls, rec)
+		cmds = append(cmds, s.runTool(rec))
+	}
+	return cmds
+}
+
+// checkToolCalls returns why a ToolCallsRequested must fail the turn, or "".
+func (s *State) checkToolCalls(req *pluginapi.ToolCallsRequested, unfinishedCapable bool) string {
+	if req.RunState == "" {
+		return "the runner returned tool_calls_requested with an empty framework_run_state"
+	}
+	if len(req.ToolCalls) == 0 {
+		return "the runner returned tool_calls_requested without tool calls"
+	}
+	if len(req.NewMessages) > 0 && !unfinishedCapable {
+		return "the runner stored new_messages in tool_calls_requested but does not implement build_unfinished_turn_messages"
+	}
+	for i, call := range req.ToolCalls {
+		switch {
+		case call.ToolCallID == "":
+			return "tool call " + strconv.Itoa(i) + " (" + call.ToolName + ") has an empty tool_call_id"
+		case strings.Contains(call.ToolCallID, "/"):
+			return "tool call ID " + strconv.Quote(call.ToolCallID) + " contains '/'"
+		case call.ToolName == "":
+			return "tool call " + strconv.Quote(call.ToolCallID) + " has an empty tool_name"
+		}
+		if s.findCall(call.ToolCallID) >= 0 {
+			return "tool call ID " + strconv.Quote(call.ToolCallID) + " is used twice in turn " + s.ActiveTurnID
+		}
+		for _, prev := range req.ToolCalls[:i] {
+			if prev.ToolCallID == call.ToolCallID {
+				return "tool call ID " + strconv.Quote(call.ToolCallID) + " is used twice in turn " + s.ActiveTurnID
+			}
+		}
+	}
+	return ""
+}
+
+func (s *State) runTool(rec pluginapi.ToolCall) Command {
+	return RunTool{
+		TurnID:         s.ActiveTurnID,
+		ToolCallID:     rec.ToolCallID,
+		SingleAttempt:  !rec.Effect.Retryable(),
+		IdempotencyKey: s.SessionID + "/" + s.ActiveTurnID + "/" + rec.ToolCallID,
+	}
+}
+
+func (s *State) recordUsage(u pluginapi.Usage) []Command {
+	if u.ModelCalls == 0 {
+		u.ModelCalls = 1
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+	}
+	s.Usage = s.Usage.Add(u)
+	return []Command{Emit{Event: newEvent(EventUsageRecorded, s.ActiveTurnID, usageRecordedPayload{Recorded: u, Session: s.Usage})}}
+}
+
+// ModelStepFailed routes a RunModel Step whose attempts are spent to
+// RecordTurnFailure.
+func (s *State) ModelStepFailed(turnID, reason string) []Command {
+	if s.Phase != phaseRunningModel || turnID != s.ActiveTurnID {
+		return nil
+	}
+	return s.failTurn(reason)
+}
+
+// failTurn starts RecordTurnFailure for the active turn.
+func (s *State) failTurn(reason string) []Command {
+	s.Phase = phaseRecordFailure
+	s.LastTurnError = reason
+	return []Command{RecordTurnFailure{
+		TurnID: s.ActiveTurnID,
+		Error:  reason,
+		Note:   pluginapi.BuildTurnFailureNote(s.ToolCalls),
+	}}
+}
+
+// TurnFailureRecorded stores the unfinished-turn messages and the note, and
+// ends the failed turn.
+func (s *State) TurnFailureRecorded(turnID string, msgs []pluginapi.FrameworkMessage) []Command {
+	if s.Phase != phaseRecordFailure || turnID != s.ActiveTurnID {
+		return nil
+	}
+	for _, m := range msgs {
+		s.append(m)
+	}
+	reason := s.LastTurnError
+	s.endTurn()
+	s.LastTurnError = reason
+	cmds := []Command{Emit{Event: newEvent(EventTurnFailed, turnID, turnFailedPayload{Error: reason})}}
+	return append(cmds, s.next()...)
+}
+
+func (s *State) endTurn() {
+	s.ActiveTurnID = ""
+	s.Phase = phaseNone
+	s.Status = client.StatusWaitingForUserMessage
+	s.RunState = ""
+	s.ToolCalls = nil
+	s.Interrupts = nil
+}
+
+// ValidateResolveInterrupt rejects malformed resolve_interrupt input.
+func (s *State) ValidateResolveInterrupt(req client.ResolveInterruptRequest) error {
+	if strings.TrimSpace(req.InterruptID) == "" {
+		return errorf("interrupt_id is required")
+	}
+	if len(req.RejectionMessage) > MaxUserMessageBytes {
+		return errorf("rejection_message is %d bytes; the limit is %d", len(req.RejectionMessage), MaxUserMessageBytes)
+	}
+	return nil
+}
+
+// ResolveInterrupt approves or rejects a pending approval. It returns false
+// when the interrupt is not pending or its deadline has passed.
+func (s *State) ResolveInterrupt(req client.ResolveInterruptRequest, nowMs int64) (bool, []Command) {
+	i := s.findInterrupt(req.InterruptID)
+	if i < 0 {
+		return false, nil
+	}
+	in := s.Interrupts[i]
+	if in.DeadlineUnixMs > 0 && nowMs >= in.DeadlineUnixMs {
+		return false, nil
+	}
+	c := s.findCall(in.ToolCallID)
+	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallAwaitingApproval {
+		return false, nil
+	}
+	s.removeInterrupt(i)
+	rejection := ""
+	if !req.Approved {
+		rejection = req.RejectionMessage
+	}
+	cmds := []Command{
+		CancelApprovalTimer{InterruptID: in.InterruptID},
+		Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, interruptResolvedPayload{
+			InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: in.Kind,
+		})},
+	}
+	if req.Approved {
+		s.ToolCalls[c].Status = pluginapi.ToolCallApproved
+		return true, append(cmds, s.runTool(s.ToolCalls[c]))
+	}
+	if rejection == "" {
+		rejection = pluginapi.DefaultRejectionToolResult
+	}
+	s.ToolCalls[c].RejectionMessage = rejection
+	return true, append(cmds, s.finishCall(c, pluginapi.ToolCallRejected)...)
+}
+
+// ApprovalTimerFired applies an approval deadline. A timer that fired early
+// is armed again.
+func (s *State) ApprovalTimerFired(interruptID string, nowMs int64) []Command {
+	i := s.findInterrupt(interruptID)
+	if i < 0 {
+		return nil
+	}
+	in := s.Interrupts[i]
+	if in.DeadlineUnixMs == 0 {
+		return nil
+	}
+	if nowMs < in.DeadlineUnixMs {
+		return []Command{AwaitApproval{InterruptID: in.InterruptID, DeadlineUnixMs: in.DeadlineUnixMs}}
+	}
+	c := s.findCall(in.ToolCallID)
+	s.removeInterrupt(i)
+	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, interruptResolvedPayload{
+		InterruptID: in.InterruptID, Approved: false, RejectionMessage: pluginapi.ApprovalDeadlinePassed, Kind: in.Kind,
+		CancellationReason: "deadline_passed",
+	})}}
+	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallAwaitingApproval {
+		return cmds
+	}
+	s.ToolCalls[c].RejectionMessage = pluginapi.ApprovalDeadlinePassed
+	return append(cmds, s.finishCall(c, pluginapi.ToolCallRejected)...)
+}
+
+// ToolOutcome is what a tool Step returns when it ran to an outcome.
+type ToolOutcome struct {
+	// Output is set when the tool succeeded.
+	Output *string `json:"output,omitempty"`
+	// Error is a failure the model sees (ToolExecutionError).
+	Error *string `json:"error,omitempty"`
+}
+
+// ToolStepDone records the outcome of a tool Step.
+func (s *State) ToolStepDone(turnID, toolCallID string, out ToolOutcome) []Command {
+	c := s.runningCall(turnID, toolCallID)
+	if c < 0 {
+		return nil
+	}
+	switch {
+	case out.Output != nil && out.Error == nil:
+		s.ToolCalls[c].Output = *out.Output
+		return s.finishCall(c, pluginapi.ToolCallSucceeded)
+	case out.Error != nil && out.Output == nil:
+		s.ToolCalls[c].Error = *out.Error
+		return s.finishCall(c, pluginapi.ToolCallFailed)
+	}
+	// A tool Step never returns a malformed outcome (it fails its attempt
+	// instead); treat one like a failure of the Step.
+	return s.ToolStepFailed(turnID, toolCallID, "the tool step returned a malformed outcome", false)
+}
+
+// ToolStepFailed applies RecordToolFailure (CallTool) or
+// RecordToolOutcomeUnknown (CallSingleAttemptTool) once the Step's attempts
+// are spent. notStarted reports that no attempt reached the tool.
+func (s *State) ToolStepFailed(turnID, toolCallID, detail string, notStarted bool) []Command {
+	c := s.runningCall(turnID, toolCallID)
+	if c < 0 {
+		return nil
+	}
+	switch {
+	case notStarted:
+		s.ToolCalls[c].Error = pluginapi.ToolCallNotRunErrorPrefix + ": " + detail
+		return s.finishCall(c, pluginapi.ToolCallFailed)
+	case s.ToolCalls[c].Effect == pluginapi.EffectRead:
+		s.ToolCalls[c].Error = detail
+		return s.finishCall(c, pluginapi.ToolCallFailed)
+	default:
+		s.ToolCalls[c].Error = detail
+		return s.finishCall(c, pluginapi.ToolCallOutcomeUnknown)
+	}
+}
+
+func (s *State) runningCall(turnID, toolCallID string) int {
+	if s.Phase != phaseRunningTools || turnID != s.ActiveTurnID {
+		return -1
+	}
+	c := s.findCall(toolCallID)
+	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallApproved {
+		return -1
+	}
+	return c
+}
+
+// finishCall makes a record final, writes tool_call_finished, and resumes
+// the turn once every record of the turn is final (ResumeTurn).
+func (s *State) finishCall(c int, status pluginapi.ToolCallStatus) []Command {
+	rec := &s.ToolCalls[c]
+	rec.Status = status
+	cmds := []Command{Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, toolCallFinishedPayload{
+		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(status),
+	})}}
+	for _, other := range s.ToolCalls {
+		if !other.Status.Final() {
+			return cmds
+		}
+	}
+	s.Phase = phaseRunningModel
+	s.Status = client.StatusRunningModel
+	return append(cmds, RunModel{TurnID: s.ActiveTurnID})
+}
+
+func (s *State) findCall(id string) int {
+	for i, c := range s.ToolCalls {
+		if c.ToolCallID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *State) findInterrupt(id string) int {
+	for i, in := range s.Interrupts {
+		if in.InterruptID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *State) removeInterrupt(i int) {
+	s.Interrupts = append(s.Interrupts[:i:i], s.Interrupts[i+1:]...)
+}
+
+// Idle reports a turn boundary: no turn is active and nothing is running,
+// so the session may continue as new.
+func (s *State) Idle() bool { return s.Started && s.Phase == phaseNone }
+
+// ToolCall returns the record of one tool call of the active turn.
+func (s *State) ToolCall(id string) (pluginapi.ToolCall, bool) {
+	if c := s.findCall(id); c >= 0 {
+		return s.ToolCalls[c], true
+	}
+	return pluginapi.ToolCall{}, false
+}
+
+// ActiveStepTypes lists the Steps the session waits in, sorted, for the
+// ActiveStepTypes search attribute.
+func (s *State) ActiveStepTypes() []string {
+	var steps []string
+	add := func(name string) {
+		for _, have := range steps {
+			if have == name {
+				return
+			}
+		}
+		steps = append(steps, name)
+	}
+	switch s.Phase {
+	case phaseNone:
+		if s.Started {
+			add(client.StepAwaitUserMessage)
+		}
+	case phaseBuildingUser:
+		add(client.StepBuildUserMessage)
+	case phaseRunningModel:
+		add(client.StepRunModel)
+	case phaseRecordFailure:
+		add(client.StepRecordTurnFailure)
+	case phaseRunningTools:
+		add(client.StepResumeTurn)
+		for _, c := range s.ToolCalls {
+			switch {
+			case c.Status == pluginapi.ToolCallAwaitingApproval:
+				add(client.StepAwaitToolApproval)
+			case c.Status == pluginapi.ToolCallApproved && c.Effect.Retryable():
+				add(client.StepCallTool)
+			case c.Status == pluginapi.ToolCallApproved:
+				add(client.StepCallSingleAttemptTool)
+			}
+		}
+	}
+	sortStrings(steps)
+	return steps
+}
+
+func sortStrings(v []string) {
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && v[j] < v[j-1]; j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+}

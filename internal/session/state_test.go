@@ -1,0 +1,547 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+const now = int64(1_800_000_000_000)
+
+func ptr[T any](v T) *T { return &v }
+
+func opts() Options {
+	return Options{
+		Agent: "orders",
+		Policies: pluginapi.PolicySet{
+			DefaultEffect: pluginapi.EffectUnclassified,
+			Policies: map[string]pluginapi.ToolPolicy{
+				"lookup": {Effect: pluginapi.EffectRead},
+				"refund": {Effect: pluginapi.EffectNonIdempotentWrite},
+			},
+		},
+		InterruptDeadlineMs: 60_000,
+	}
+}
+
+func userMsg(text string) pluginapi.FrameworkMessage {
+	return pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: text, Item: `{"u":"` + text + `"}`}
+}
+
+func call(id, name string, effect pluginapi.Effect) pluginapi.DeferredToolCall {
+	return pluginapi.DeferredToolCall{ToolCallID: id, ToolName: name, Arguments: `{"order_id":"7"}`, Policy: pluginapi.ToolPolicy{Effect: effect}}
+}
+
+func toolsRequested(calls ...pluginapi.DeferredToolCall) ModelOutcome {
+	return ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{RunState: `{"calls":1}`, ToolCalls: calls, Usage: pluginapi.Usage{InputTokens: 10, OutputTokens: 2}}}
+}
+
+func completed(text string) ModelOutcome {
+	return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{
+		NewMessages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleAssistant, Text: text}},
+		Usage:       pluginapi.Usage{InputTokens: 5, OutputTokens: 3},
+	}}
+}
+
+// started returns a session in its first turn, running the model.
+func started(t *testing.T) *State {
+	t.Helper()
+	s := New("s-1", opts())
+	s.Start(client.StartInput{InitialMessage: "refund order 7"})
+	s.UserMessageBuilt("turn-1", userMsg("refund order 7"))
+	return s
+}
+
+// nonEmit keeps the commands that are not events.
+func nonEmit(cmds []Command) []Command {
+	var out []Command
+	for _, c := range cmds {
+		if _, ok := c.(Emit); !ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func eventTypes(cmds []Command) []string {
+	var out []string
+	for _, c := range cmds {
+		if e, ok := c.(Emit); ok {
+			out = append(out, e.Event.Type)
+		}
+	}
+	return out
+}
+
+func statuses(s *State) map[string]pluginapi.ToolCallStatus {
+	out := map[string]pluginapi.ToolCallStatus{}
+	for _, c := range s.ToolCalls {
+		out[c.ToolCallID] = c.Status
+	}
+	return out
+}
+
+func TestStart(t *testing.T) {
+	tests := []struct {
+		name      string
+		initial   string
+		wantCmds  []Command
+		wantState string
+	}{
+		{"blank initial message starts no turn", "  \n", nil, client.StatusWaitingForUserMessage},
+		{"empty initial message starts no turn", "", nil, client.StatusWaitingForUserMessage},
+		{"initial message starts turn-1", "hello", []Command{BuildUserMessage{TurnID: "turn-1", Text: "hello"}}, client.StatusRunningModel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New("s", opts())
+			got := s.Start(client.StartInput{InitialMessage: tt.initial})
+			if diff := cmp.Diff(tt.wantCmds, got); diff != "" {
+				t.Errorf("commands (-want +got):\n%s", diff)
+			}
+			if s.Status != tt.wantState {
+				t.Errorf("status = %q, want %q", s.Status, tt.wantState)
+			}
+			if again := s.Start(client.StartInput{InitialMessage: "x"}); again != nil {
+				t.Errorf("second Start = %v, want nil", again)
+			}
+		})
+	}
+}
+
+func TestUserMessages(t *testing.T) {
+	s := New("s", opts())
+	s.Start(client.StartInput{})
+	if ok, cmds := s.SendUserMessage(client.SendUserMessageRequest{Text: " \t"}); ok || cmds != nil {
+		t.Fatalf("blank message accepted: %v %v", ok, cmds)
+	}
+	ok, cmds := s.SendUserMessage(client.SendUserMessageRequest{Text: "first"})
+	if !ok || cmp.Diff([]Command{BuildUserMessage{TurnID: "turn-1", Text: "first"}}, cmds) != "" {
+		t.Fatalf("first message: %v %#v", ok, cmds)
+	}
+	// A message sent while a turn runs is queued.
+	ok, cmds = s.SendUserMessage(client.SendUserMessageRequest{Text: "second"})
+	if !ok || cmds != nil || len(s.Queued) != 1 || s.Queued[0].MessageID != "msg-2" {
+		t.Fatalf("second message: ok=%v cmds=%v queued=%v", ok, cmds, s.Queued)
+	}
+	cmds = s.UserMessageBuilt("turn-1", userMsg("first"))
+	if diff := cmp.Diff([]string{EventTurnStarted}, eventTypes(cmds)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if s.Messages[0].Sequence != 1 || s.Messages[0].TurnID != "turn-1" || s.Messages[0].Item != `{"u":"first"}` {
+		t.Errorf("stored message = %+v", s.Messages[0])
+	}
+	// The turn completes and the queued message starts turn-2.
+	cmds = s.ModelStepDone("turn-1", completed("done"), now)
+	if diff := cmp.Diff([]Command{BuildUserMessage{TurnID: "turn-2", Text: "second"}}, nonEmit(cmds)); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{EventUsageRecorded, EventTurnCompleted}, eventTypes(cmds)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if s.Messages[1].Sequence != 2 || s.Messages[1].Text != "done" {
+		t.Errorf("answer = %+v", s.Messages[1])
+	}
+	want := pluginapi.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1}
+	if diff := cmp.Diff(want, s.Usage); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+}
+
+func TestUserMessageBuildFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		apply func(s *State) []Command
+		want  string
+	}{
+		{"wrong role", func(s *State) []Command {
+			return s.UserMessageBuilt("turn-1", pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: "x"})
+		}, `build_user_message failed: build_user_message returned role "assistant"; want "user"`},
+		{"runner error", func(s *State) []Command { return s.UserMessageFailed("turn-1", "boom") }, "build_user_message failed: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New("s", opts())
+			s.Start(client.StartInput{InitialMessage: "hi"})
+			cmds := tt.apply(s)
+			if diff := cmp.Diff([]Command{RecordTurnFailure{TurnID: "turn-1", Error: tt.want}}, cmds); diff != "" {
+				t.Fatalf("commands (-want +got):\n%s", diff)
+			}
+			if len(s.Messages) != 1 || s.Messages[0].Text != "hi" || s.Messages[0].Role != pluginapi.RoleUser {
+				t.Errorf("user text not kept: %+v", s.Messages)
+			}
+			s.TurnFailureRecorded("turn-1", nil)
+			if s.LastTurnError != tt.want || s.Status != client.StatusWaitingForUserMessage {
+				t.Errorf("after failure: status %q error %q", s.Status, s.LastTurnError)
+			}
+		})
+	}
+}
+
+func TestToolCallsRequested(t *testing.T) {
+	s := started(t)
+	cmds := s.ModelStepDone("turn-1", toolsRequested(
+		call("c1", "lookup", pluginapi.EffectRead),
+		call("c2", "refund", pluginapi.EffectNonIdempotentWrite),
+		pluginapi.DeferredToolCall{ToolCallID: "c3", ToolName: "ping", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectIdempotentWrite, RequiresApproval: ptr(true)}},
+		pluginapi.DeferredToolCall{ToolCallID: "c4", ToolName: "mystery", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectUnclassified, RequiresApproval: ptr(false)}},
+	), now)
+	wantCmds := []Command{
+		RunTool{TurnID: "turn-1", ToolCallID: "c1", IdempotencyKey: "s-1/turn-1/c1"},
+		AwaitApproval{InterruptID: "c2", DeadlineUnixMs: now + 60_000},
+		AwaitApproval{InterruptID: "c3", DeadlineUnixMs: now + 60_000},
+		RunTool{TurnID: "turn-1", ToolCallID: "c4", SingleAttempt: true, IdempotencyKey: "s-1/turn-1/c4"},
+	}
+	if diff := cmp.Diff(wantCmds, nonEmit(cmds)); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	wantEvents := []string{EventUsageRecorded, EventToolCallDeferred, EventToolCallDeferred, EventInterruptRaised,
+		EventToolCallDeferred, EventInterruptRaised, EventToolCallDeferred}
+	if diff := cmp.Diff(wantEvents, eventTypes(cmds)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	wantStatus := map[string]pluginapi.ToolCallStatus{"c1": "approved", "c2": "awaiting_approval", "c3": "awaiting_approval", "c4": "approved"}
+	if diff := cmp.Diff(wantStatus, statuses(s)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if s.Status != client.StatusRunningTools || s.RunState != `{"calls":1}` {
+		t.Errorf("status %q run state %q", s.Status, s.RunState)
+	}
+	if diff := cmp.Diff([]string{"AwaitToolApproval", "CallSingleAttemptTool", "CallTool", "ResumeTurn"}, s.ActiveStepTypes()); diff != "" {
+		t.Errorf("ActiveStepTypes (-want +got):\n%s", diff)
+	}
+	snap := s.Snapshot()
+	if len(snap.PendingInterrupts) != 2 || snap.PendingInterrupts[0].Deadline != formatDeadline(now+60_000) || snap.PendingInterrupts[0].Arguments != `{"order_id":"7"}` {
+		t.Errorf("pending interrupts = %+v", snap.PendingInterrupts)
+	}
+	for i, c := range s.ToolCalls {
+		if c.DeferralOrder != i {
+			t.Errorf("%s deferral order %d, want %d", c.ToolCallID, c.DeferralOrder, i)
+		}
+	}
+}
+
+func TestInvalidToolCallsFailTheTurn(t *testing.T) {
+	tests := []struct {
+		name string
+		out  ModelOutcome
+		want string
+	}{
+		{"empty id", toolsRequested(call("", "lookup", "read")), "tool call 0 (lookup) has an empty tool_call_id"},
+		{"slash in id", toolsRequested(call("a/b", "lookup", "read")), `tool call ID "a/b" contains '/'`},
+		{"duplicate id", toolsRequested(call("a", "lookup", "read"), call("a", "lookup", "read")), `tool call ID "a" is used twice in turn turn-1`},
+		{"empty run state", ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{ToolCalls: []pluginapi.DeferredToolCall{call("a", "x", "read")}}},
+			"the runner returned tool_calls_requested with an empty framework_run_state"},
+		{"no tool calls", ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{RunState: "x"}}, "the runner returned tool_calls_requested without tool calls"},
+		{"neither outcome", ModelOutcome{}, "the runner returned a malformed outcome: want exactly one of turn_completed and tool_calls_requested"},
+		{"new messages without unfinished builder", ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{
+			RunState: "x", ToolCalls: []pluginapi.DeferredToolCall{call("a", "x", "read")}, NewMessages: []pluginapi.FrameworkMessage{{Role: "assistant"}}}},
+			"the runner stored new_messages in tool_calls_requested but does not implement build_unfinished_turn_messages"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := started(t)
+			cmds := nonEmit(s.ModelStepDone("turn-1", tt.out, now))
+			if diff := cmp.Diff([]Command{RecordTurnFailure{TurnID: "turn-1", Error: tt.want}}, cmds); diff != "" {
+				t.Errorf("commands (-want +got):\n%s", diff)
+			}
+			if len(s.ToolCalls) != 0 {
+				t.Errorf("records stored for a failed turn: %+v", s.ToolCalls)
+			}
+		})
+	}
+}
+
+func TestIDsMayRepeatInLaterTurnsButNotWithinOne(t *testing.T) {
+	s := started(t)
+	s.ModelStepDone("turn-1", toolsRequested(call("a", "lookup", "read")), now)
+	s.ToolStepDone("turn-1", "a", ToolOutcome{Output: ptr("ok")})
+	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(call("a", "lookup", "read")), now))
+	if _, ok := cmds[0].(RecordTurnFailure); !ok {
+		t.Fatalf("reusing an ID within a turn: %#v", cmds)
+	}
+	s.TurnFailureRecorded("turn-1", nil)
+	s.SendUserMessage(client.SendUserMessageRequest{Text: "again"})
+	s.UserMessageBuilt("turn-2", userMsg("again"))
+	cmds = nonEmit(s.ModelStepDone("turn-2", toolsRequested(call("a", "lookup", "read")), now))
+	if diff := cmp.Diff([]Command{RunTool{TurnID: "turn-2", ToolCallID: "a", IdempotencyKey: "s-1/turn-2/a"}}, cmds); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+}
+
+func TestToolResultsResumeTheTurn(t *testing.T) {
+	s := started(t)
+	s.ModelStepDone("turn-1", toolsRequested(call("c1", "lookup", "read"), call("c2", "lookup", "read")), now)
+	cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("order 7: $20")})
+	if nonEmit(cmds) != nil || s.Status != client.StatusRunningTools {
+		t.Fatalf("resumed before every result: %#v", cmds)
+	}
+	// A duplicate result for a final record is ignored.
+	if cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("again")}); cmds != nil {
+		t.Fatalf("duplicate result applied: %#v", cmds)
+	}
+	cmds = s.ToolStepDone("turn-1", "c2", ToolOutcome{Error: ptr("no such order")})
+	if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]pluginapi.ToolCallStatus{"c1": "succeeded", "c2": "failed"}, statuses(s)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if s.ToolCalls[0].Output != "order 7: $20" || s.ToolCalls[1].Error != "no such order" {
+		t.Errorf("records = %+v", s.ToolCalls)
+	}
+	cmds = s.ModelStepDone("turn-1", completed("Order 7 costs $20."), now)
+	if s.Status != client.StatusWaitingForUserMessage || s.ToolCalls != nil || s.RunState != "" || s.ActiveTurnID != "" {
+		t.Errorf("turn not ended: %+v", s)
+	}
+	if diff := cmp.Diff([]string{EventUsageRecorded, EventTurnCompleted}, eventTypes(cmds)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if s.Usage.ModelCalls != 2 || s.Usage.InputTokens != 15 {
+		t.Errorf("usage = %+v", s.Usage)
+	}
+}
+
+func TestToolStepFailures(t *testing.T) {
+	tests := []struct {
+		name       string
+		effect     pluginapi.Effect
+		notStarted bool
+		wantStatus pluginapi.ToolCallStatus
+		wantError  string
+	}{
+		{"read retries spent", pluginapi.EffectRead, false, "failed", "boom"},
+		{"idempotent write retries spent", pluginapi.EffectIdempotentWrite, false, "outcome_unknown", "boom"},
+		{"non-idempotent write crashed", pluginapi.EffectNonIdempotentWrite, false, "outcome_unknown", "boom"},
+		{"unclassified crashed", pluginapi.EffectUnclassified, false, "outcome_unknown", "boom"},
+		{"write never started", pluginapi.EffectNonIdempotentWrite, true, "failed", pluginapi.ToolCallNotRunErrorPrefix + ": boom"},
+		{"read never started", pluginapi.EffectRead, true, "failed", pluginapi.ToolCallNotRunErrorPrefix + ": boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := started(t)
+			c := call("c1", "tool", tt.effect)
+			c.Policy.RequiresApproval = ptr(false)
+			s.ModelStepDone("turn-1", toolsRequested(c), now)
+			cmds := s.ToolStepFailed("turn-1", "c1", "boom", tt.notStarted)
+			if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+				t.Errorf("commands (-want +got):\n%s", diff)
+			}
+			got := s.ToolCalls[0]
+			if got.Status != tt.wantStatus || got.Error != tt.wantError {
+				t.Errorf("record = %s %q, want %s %q", got.Status, got.Error, tt.wantStatus, tt.wantError)
+			}
+		})
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	tests := []struct {
+		name       string
+		req        client.ResolveInterruptRequest
+		at         int64
+		wantOK     bool
+		wantStatus pluginapi.ToolCallStatus
+		wantCmds   []Command
+		wantReject string
+	}{
+		{"approve", client.ResolveInterruptRequest{InterruptID: "c1", Approved: true, RejectionMessage: "dropped"}, now + 1, true, "approved",
+			[]Command{CancelApprovalTimer{InterruptID: "c1"}, RunTool{TurnID: "turn-1", ToolCallID: "c1", SingleAttempt: true, IdempotencyKey: "s-1/turn-1/c1"}}, ""},
+		{"reject with message", client.ResolveInterruptRequest{InterruptID: "c1", RejectionMessage: "not that one"}, now + 1, true, "rejected",
+			[]Command{CancelApprovalTimer{InterruptID: "c1"}, RunModel{TurnID: "turn-1"}}, "not that one"},
+		{"reject without message", client.ResolveInterruptRequest{InterruptID: "c1"}, now + 1, true, "rejected",
+			[]Command{CancelApprovalTimer{InterruptID: "c1"}, RunModel{TurnID: "turn-1"}}, pluginapi.DefaultRejectionToolResult},
+		{"unknown interrupt", client.ResolveInterruptRequest{InterruptID: "nope", Approved: true}, now + 1, false, "awaiting_approval", nil, ""},
+		{"past the deadline", client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now + 60_000, false, "awaiting_approval", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := started(t)
+			s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now)
+			ok, cmds := s.ResolveInterrupt(tt.req, tt.at)
+			if ok != tt.wantOK {
+				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
+			}
+			if diff := cmp.Diff(tt.wantCmds, nonEmit(cmds)); diff != "" {
+				t.Errorf("commands (-want +got):\n%s", diff)
+			}
+			rec := s.ToolCalls[0]
+			if rec.Status != tt.wantStatus || rec.RejectionMessage != tt.wantReject {
+				t.Errorf("record = %s %q", rec.Status, rec.RejectionMessage)
+			}
+			if tt.wantOK && len(s.Interrupts) != 0 {
+				t.Errorf("interrupt still pending: %+v", s.Interrupts)
+			}
+			if ok2, _ := s.ResolveInterrupt(tt.req, tt.at); ok2 {
+				t.Errorf("second resolve returned true")
+			}
+		})
+	}
+}
+
+func TestApprovalDeadline(t *testing.T) {
+	s := started(t)
+	s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now)
+	// A timer that fires early is armed again.
+	cmds := s.ApprovalTimerFired("c1", now+59_999)
+	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1", DeadlineUnixMs: now + 60_000}}, cmds); diff != "" {
+		t.Fatalf("early timer (-want +got):\n%s", diff)
+	}
+	cmds = s.ApprovalTimerFired("c1", now+60_000)
+	if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{EventInterruptResolved, EventToolCallFinished}, eventTypes(cmds)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	rec := s.ToolCalls[0]
+	if rec.Status != pluginapi.ToolCallRejected || rec.RejectionMessage != pluginapi.ApprovalDeadlinePassed {
+		t.Errorf("record = %+v", rec)
+	}
+	if cmds := s.ApprovalTimerFired("c1", now+70_000); cmds != nil {
+		t.Errorf("second firing applied: %#v", cmds)
+	}
+}
+
+func TestNoDeadlineWithoutInterruptDeadline(t *testing.T) {
+	o := opts()
+	o.InterruptDeadlineMs = 0
+	s := New("s-1", o)
+	s.Start(client.StartInput{InitialMessage: "x"})
+	s.UserMessageBuilt("turn-1", userMsg("x"))
+	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now))
+	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1"}}, cmds); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if ok, _ := s.ResolveInterrupt(client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+365*24*3600*1000); !ok {
+		t.Errorf("approval without a deadline refused")
+	}
+}
+
+func TestModelFailureLeavesNote(t *testing.T) {
+	s := started(t)
+	s.ModelStepDone("turn-1", toolsRequested(call("c1", "lookup", pluginapi.EffectRead), call("c2", "refund", pluginapi.EffectNonIdempotentWrite)), now)
+	s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("found")})
+	s.ResolveInterrupt(client.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
+	s.ToolStepFailed("turn-1", "c2", "worker lost", false)
+	cmds := s.ModelStepFailed("turn-1", "RunModel failed after 3 attempts: 503")
+	wantNote := pluginapi.TurnFailureNoteHeader + "\n" +
+		`- lookup {"order_id":"7"} -> succeeded: found` + "\n" +
+		`- refund {"order_id":"7"} -> outcome_unknown: ` + pluginapi.OutcomeUnknownToolResult + "\n" +
+		pluginapi.TurnFailureNoteFooter
+	want := []Command{RecordTurnFailure{TurnID: "turn-1", Error: "RunModel failed after 3 attempts: 503", Note: wantNote}}
+	if diff := cmp.Diff(want, cmds); diff != "" {
+		t.Fatalf("commands (-want +got):\n%s", diff)
+	}
+	s.SendUserMessage(client.SendUserMessageRequest{Text: "next"})
+	cmds = s.TurnFailureRecorded("turn-1", []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}})
+	if diff := cmp.Diff([]string{EventTurnFailed}, eventTypes(cmds)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Command{BuildUserMessage{TurnID: "turn-2", Text: "next"}}, nonEmit(cmds)); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	last := s.Messages[len(s.Messages)-1]
+	if last.Text != wantNote || s.LastTurnError == "" || s.ToolCalls != nil || s.RunState != "" {
+		t.Errorf("after failure: last=%+v err=%q", last, s.LastTurnError)
+	}
+	// A later completed turn clears last_turn_error.
+	s.UserMessageBuilt("turn-2", userMsg("next"))
+	s.ModelStepDone("turn-2", completed("ok"), now)
+	if s.LastTurnError != "" {
+		t.Errorf("last_turn_error not cleared: %q", s.LastTurnError)
+	}
+}
+
+func TestStaleInputsAreIgnored(t *testing.T) {
+	s := started(t)
+	if cmds := s.ModelStepDone("turn-9", completed("x"), now); cmds != nil {
+		t.Errorf("result for another turn applied")
+	}
+	if cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("x")}); cmds != nil {
+		t.Errorf("tool result while running the model applied")
+	}
+	if cmds := s.UserMessageBuilt("turn-1", userMsg("again")); cmds != nil {
+		t.Errorf("second user message build applied")
+	}
+	if cmds := s.TurnFailureRecorded("turn-1", nil); cmds != nil {
+		t.Errorf("failure record without a failure applied")
+	}
+}
+
+func TestStateSurvivesJSON(t *testing.T) {
+	s := started(t)
+	s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now)
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, &back, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestListMessages(t *testing.T) {
+	s := New("s", opts())
+	s.Start(client.StartInput{})
+	for i := 0; i < 5; i++ {
+		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: strings.Repeat("x", i)})
+	}
+	seqs := func(p client.MessagesPage) []int64 {
+		var out []int64
+		for _, m := range p.Messages {
+			out = append(out, m.Sequence)
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		req      client.ListMessagesRequest
+		want     []int64
+		wantMore bool
+		wantNext int64
+	}{
+		{"newest page", client.ListMessagesRequest{Limit: 2}, []int64{4, 5}, true, 4},
+		{"before", client.ListMessagesRequest{BeforeSequence: 4, Limit: 2}, []int64{2, 3}, true, 2},
+		{"last page", client.ListMessagesRequest{BeforeSequence: 2, Limit: 2}, []int64{1}, false, 0},
+		{"limit clamped up", client.ListMessagesRequest{Limit: -3}, []int64{1, 2, 3, 4, 5}, false, 0},
+		{"limit clamped down", client.ListMessagesRequest{Limit: 1000}, []int64{1, 2, 3, 4, 5}, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := s.ListMessages(tt.req)
+			if diff := cmp.Diff(tt.want, seqs(p)); diff != "" {
+				t.Errorf("sequences (-want +got):\n%s", diff)
+			}
+			if p.HasMore != tt.wantMore || p.NextBeforeSequence != tt.wantNext || p.FirstSequence != 1 {
+				t.Errorf("page = more %v next %d first %d", p.HasMore, p.NextBeforeSequence, p.FirstSequence)
+			}
+		})
+	}
+}
+
+func TestFormatDeadline(t *testing.T) {
+	for _, ms := range []int64{1, now, 951782400123, 4102444800000, 1700000000999} {
+		want := time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+		if got := formatDeadline(ms); got != want {
+			t.Errorf("formatDeadline(%d) = %q, want %q", ms, got, want)
+		}
+	}
+	if formatDeadline(0) != "" {
+		t.Errorf("zero deadline rendered")
+	}
+}

@@ -1,0 +1,79 @@
+package session
+
+import "github.com/dex-agents/dex-agent-worker/pluginapi"
+
+// Inputs and outputs of the session's activities. They travel as plain JSON
+// through the engine's history.
+
+// BuildUserMessageInput is the input of the BuildUserMessage local activity.
+type BuildUserMessageInput struct {
+	Agent  string `json:"agent"`
+	TurnID string `json:"turn_id"`
+	Text   string `json:"text"`
+}
+
+// TurnInput is the committed turn state a runner sees; RunModel's input.
+type TurnInput struct {
+	Agent     string               `json:"agent"`
+	SessionID string               `json:"session_id"`
+	TurnID    string               `json:"turn_id"`
+	Messages  []pluginapi.Message  `json:"messages"`
+	RunState  string               `json:"run_state,omitempty"`
+	ToolCalls []pluginapi.ToolCall `json:"tool_calls,omitempty"`
+	Policies  pluginapi.PolicySet  `json:"policies"`
+}
+
+// ToolInput is the input of CallTool and CallSingleAttemptTool.
+type ToolInput struct {
+	Agent          string             `json:"agent"`
+	SessionID      string             `json:"session_id"`
+	TurnID         string             `json:"turn_id"`
+	ToolCall       pluginapi.ToolCall `json:"tool_call"`
+	IdempotencyKey string             `json:"idempotency_key"`
+}
+
+// ToolHeartbeat is the heartbeat detail of a tool Step. Started is recorded
+// before the tool runs, so a failed Step whose last details lack it never
+// ran the tool (attempt progress NOT_STARTED).
+type ToolHeartbeat struct {
+	Started    bool   `json:"started"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+}
+
+// ToolNotStartedErrorType is the application error type a tool Step returns
+// when it failed before any attempt reached the tool.
+const ToolNotStartedErrorType = "ToolNotStarted"
+
+// TurnFailureInput is the input of the RecordTurnFailure local activity.
+type TurnFailureInput struct {
+	Turn TurnInput `json:"turn"`
+	// Note is the turn-failure note, or "" when no tool call ran.
+	Note string `json:"note,omitempty"`
+}
+
+// TurnFailureOutput holds the messages RecordTurnFailure stores.
+type TurnFailureOutput struct {
+	Messages []pluginapi.FrameworkMessage `json:"messages"`
+}
+
+// turnInput builds the runner's view of the active turn.
+func (s *State) turnInput() TurnInput {
+	return TurnInput{
+		Agent:     s.Options.Agent,
+		SessionID: s.SessionID,
+		TurnID:    s.ActiveTurnID,
+		Messages:  s.Messages,
+		RunState:  s.RunState,
+		ToolCalls: s.ToolCalls,
+		Policies:  s.Options.Policies,
+	}
+}
+
+// BuildUserMessageOutput is the result of the BuildUserMessage local activity.
+type BuildUserMessageOutput struct {
+	Message pluginapi.FrameworkMessage `json:"message"`
+}
+
+func plainUserMessage(text string) pluginapi.FrameworkMessage {
+	return pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: text}
+}

@@ -1,0 +1,410 @@
+package session
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+// Limits are the timeouts and retry budgets of one Step type.
+type Limits struct {
+	StartToClose     time.Duration
+	Heartbeat        time.Duration
+	MaximumAttempts  int32
+	ScheduleToClose  time.Duration
+	InitialRetryWait time.Duration
+}
+
+// DefaultRunModelLimits are the spec's RunModel limits: 15 minute attempts, a
+// 2 minute heartbeat timeout, 3 attempts within 30 minutes.
+var DefaultRunModelLimits = Limits{
+	StartToClose:     15 * time.Minute,
+	Heartbeat:        2 * time.Minute,
+	MaximumAttempts:  3,
+	ScheduleToClose:  30 * time.Minute,
+	InitialRetryWait: time.Second,
+}
+
+// DefaultToolLimits bound one tool call attempt. The tool Step heartbeats in
+// the background, so a lost worker is noticed within the heartbeat timeout.
+var DefaultToolLimits = Limits{
+	StartToClose:     15 * time.Minute,
+	Heartbeat:        time.Minute,
+	MaximumAttempts:  3,
+	InitialRetryWait: time.Second,
+}
+
+// Runtime is what a worker fixes for one agent's workflow type.
+type Runtime struct {
+	Options          Options
+	RunModel         Limits
+	Tool             Limits
+	Events           EventSink
+	SearchAttributes bool
+	// MaxUpdatesPerRun continues the session as new at a turn boundary once
+	// a run accepted this many updates (Temporal allows 2,000 per run).
+	MaxUpdatesPerRun int
+}
+
+// EventSink receives the live events the session writes from workflow code.
+// It is called once per event, never during replay.
+type EventSink interface {
+	Publish(sessionID string, e Event)
+}
+
+// WorkflowInput is the workflow input: client.StartInput on the wire, plus
+// the carried state after continue-as-new.
+type WorkflowInput struct {
+	InitialMessage string `json:"initial_message,omitempty"`
+	Continued      *State `json:"continued,omitempty"`
+}
+
+var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(client.SearchAttributeActiveStepTypes)
+
+// Workflow returns the session workflow function for one agent.
+func Workflow(rt Runtime) func(workflow.Context, WorkflowInput) error {
+	if rt.MaxUpdatesPerRun <= 0 {
+		rt.MaxUpdatesPerRun = 1500
+	}
+	return func(ctx workflow.Context, in WorkflowInput) error {
+		return run(ctx, rt, in)
+	}
+}
+
+type pendingFuture struct {
+	future workflow.Future
+	done   func(workflow.Future)
+	// interruptID is set for approval deadline timers.
+	interruptID string
+	cancel      workflow.CancelFunc
+}
+
+type loop struct {
+	ctx     workflow.Context
+	rt      Runtime
+	st      *State
+	pending []Command
+	futures []*pendingFuture
+	updates int
+	steps   []string
+}
+
+func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
+	info := workflow.GetInfo(ctx)
+	l := &loop{ctx: ctx, rt: rt}
+	if in.Continued != nil {
+		l.st = in.Continued
+	} else {
+		l.st = New(info.WorkflowExecution.ID, rt.Options)
+		l.pending = l.st.Start(client.StartInput{InitialMessage: in.InitialMessage})
+	}
+	if err := l.registerHandlers(); err != nil {
+		return err
+	}
+	if in.Continued != nil {
+		l.pending = append(l.pending, l.st.next()...)
+	}
+	for {
+		if err := workflow.Await(ctx, func() bool {
+			return len(l.pending) > 0 || l.anyReady() || l.shouldContinueAsNew()
+		}); err != nil {
+			return err
+		}
+		if len(l.pending) == 0 && !l.anyReady() && l.shouldContinueAsNew() {
+			workflow.GetLogger(ctx).Info("continuing as new", "turn_count", l.st.TurnCount, "updates", l.updates)
+			return workflow.NewContinueAsNewError(ctx, info.WorkflowType.Name, WorkflowInput{Continued: l.st})
+		}
+		l.dispatch()
+		l.collect()
+		l.dispatch()
+		l.sweepTimers()
+		l.upsertSteps()
+	}
+}
+
+func (l *loop) registerHandlers() error {
+	if err := workflow.SetQueryHandler(l.ctx, client.QueryAgentSnapshot, func() (client.Snapshot, error) {
+		return l.st.Snapshot(), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(l.ctx, client.QueryListAgentMessages, func(req client.ListMessagesRequest) (client.MessagesPage, error) {
+		return l.st.ListMessages(req), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateSendUserMessage,
+		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
+			l.updates++
+			ok, cmds := l.st.SendUserMessage(req)
+			l.pending = append(l.pending, cmds...)
+			return ok, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.SendUserMessageRequest) error {
+			return l.st.ValidateUserMessage(req)
+		}},
+	); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateResolveInterrupt,
+		func(ctx workflow.Context, req client.ResolveInterruptRequest) (bool, error) {
+			l.updates++
+			ok, cmds := l.st.ResolveInterrupt(req, workflow.Now(ctx).UnixMilli())
+			l.pending = append(l.pending, cmds...)
+			return ok, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.ResolveInterruptRequest) error {
+			return l.st.ValidateResolveInterrupt(req)
+		}},
+	)
+}
+
+func (l *loop) anyReady() bool {
+	for _, f := range l.futures {
+		if f.future.IsReady() {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loop) shouldContinueAsNew() bool {
+	if !l.st.Idle() || len(l.futures) > 0 || len(l.st.Queued) > 0 {
+		return false
+	}
+	if !workflow.GetInfo(l.ctx).GetContinueAsNewSuggested() && l.updates < l.rt.MaxUpdatesPerRun {
+		return false
+	}
+	return workflow.AllHandlersFinished(l.ctx)
+}
+
+// collect applies every finished future, in the order they were started.
+func (l *loop) collect() {
+	for i := 0; i < len(l.futures); {
+		f := l.futures[i]
+		if !f.future.IsReady() {
+			i++
+			continue
+		}
+		l.futures = append(l.futures[:i:i], l.futures[i+1:]...)
+		f.done(f.future)
+	}
+}
+
+func (l *loop) dispatch() {
+	for len(l.pending) > 0 {
+		cmd := l.pending[0]
+		l.pending = l.pending[1:]
+		l.exec(cmd)
+	}
+}
+
+func (l *loop) add(f workflow.Future, done func(workflow.Future)) {
+	l.futures = append(l.futures, &pendingFuture{future: f, done: done})
+}
+
+func (l *loop) then(cmds []Command) { l.pending = append(l.pending, cmds...) }
+
+func (l *loop) now() int64 { return workflow.Now(l.ctx).UnixMilli() }
+
+func (l *loop) exec(cmd Command) {
+	switch c := cmd.(type) {
+	case Emit:
+		if l.rt.Events != nil && !workflow.IsReplaying(l.ctx) {
+			l.rt.Events.Publish(l.st.SessionID, c.Event)
+		}
+	case BuildUserMessage:
+		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
+		f := workflow.ExecuteLocalActivity(ctx, client.StepBuildUserMessage,
+			BuildUserMessageInput{Agent: l.st.Options.Agent, TurnID: c.TurnID, Text: c.Text})
+		l.add(f, func(f workflow.Future) {
+			var out BuildUserMessageOutput
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.then(l.st.UserMessageFailed(c.TurnID, errorText(err)))
+				return
+			}
+			l.then(l.st.UserMessageBuilt(c.TurnID, out.Message))
+		})
+	case RunModel:
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(l.rt.RunModel, ""))
+		f := workflow.ExecuteActivity(ctx, client.StepRunModel, l.st.turnInput())
+		l.add(f, func(f workflow.Future) {
+			var out ModelOutcome
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.then(l.st.ModelStepFailed(c.TurnID, "RunModel failed: "+errorText(err)))
+				return
+			}
+			l.then(l.st.ModelStepDone(c.TurnID, out, l.now()))
+		})
+	case RunTool:
+		rec, ok := l.st.ToolCall(c.ToolCallID)
+		if !ok {
+			return
+		}
+		limits, name := l.rt.Tool, client.StepCallTool
+		if c.SingleAttempt {
+			limits.MaximumAttempts, name = 1, client.StepCallSingleAttemptTool
+		}
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(limits, c.TurnID+"/"+c.ToolCallID))
+		f := workflow.ExecuteActivity(ctx, name, ToolInput{
+			Agent: l.st.Options.Agent, SessionID: l.st.SessionID, TurnID: c.TurnID,
+			ToolCall: rec, IdempotencyKey: c.IdempotencyKey,
+		})
+		l.add(f, func(f workflow.Future) {
+			var out ToolOutcome
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.then(l.st.ToolStepFailed(c.TurnID, c.ToolCallID, errorText(err), toolNotStarted(err)))
+				return
+			}
+			l.then(l.st.ToolStepDone(c.TurnID, c.ToolCallID, out))
+		})
+	case AwaitApproval:
+		if c.DeadlineUnixMs == 0 {
+			return
+		}
+		wait := time.Duration(c.DeadlineUnixMs-l.now()) * time.Millisecond
+		// Whole seconds, rounded up, as the spec's AwaitToolApproval does.
+		wait = (wait + time.Second - 1).Truncate(time.Second)
+		if wait < time.Second {
+			wait = time.Second
+		}
+		tctx, cancel := workflow.WithCancel(l.ctx)
+		f := workflow.NewTimer(tctx, wait)
+		l.futures = append(l.futures, &pendingFuture{future: f, interruptID: c.InterruptID, cancel: cancel, done: func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				return // cancelled
+			}
+			l.then(l.st.ApprovalTimerFired(c.InterruptID, l.now()))
+		}})
+	case CancelApprovalTimer:
+		l.cancelTimer(c.InterruptID)
+	case RecordTurnFailure:
+		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
+		f := workflow.ExecuteLocalActivity(ctx, client.StepRecordTurnFailure, TurnFailureInput{Turn: l.st.turnInput(), Note: c.Note})
+		l.add(f, func(f workflow.Future) {
+			var out TurnFailureOutput
+			if err := f.Get(l.ctx, &out); err != nil {
+				workflow.GetLogger(l.ctx).Warn("RecordTurnFailure could not reach the runner; storing the note as plain text", "error", err)
+				out.Messages = nil
+				if c.Note != "" {
+					out.Messages = append(out.Messages, plainUserMessage(c.Note))
+				}
+			}
+			l.then(l.st.TurnFailureRecorded(c.TurnID, out.Messages))
+		})
+	}
+}
+
+func (l *loop) cancelTimer(interruptID string) {
+	for i, f := range l.futures {
+		if f.interruptID == interruptID {
+			f.cancel()
+			l.futures = append(l.futures[:i:i], l.futures[i+1:]...)
+			return
+		}
+	}
+}
+
+// sweepTimers cancels deadline timers whose interrupt is no longer pending.
+func (l *loop) sweepTimers() {
+	for i := 0; i < len(l.futures); {
+		f := l.futures[i]
+		if f.interruptID != "" && l.st.findInterrupt(f.interruptID) < 0 {
+			f.cancel()
+			l.futures = append(l.futures[:i:i], l.futures[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
+
+func (l *loop) upsertSteps() {
+	if !l.rt.SearchAttributes {
+		return
+	}
+	steps := l.st.ActiveStepTypes()
+	if equalStrings(steps, l.steps) {
+		return
+	}
+	l.steps = steps
+	if err := workflow.UpsertTypedSearchAttributes(l.ctx, activeStepTypesKey.ValueSet(steps)); err != nil {
+		workflow.GetLogger(l.ctx).Warn("upsert ActiveStepTypes failed", "error", err)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func activityOptions(lim Limits, id string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		ActivityID:             id,
+		StartToCloseTimeout:    lim.StartToClose,
+		HeartbeatTimeout:       lim.Heartbeat,
+		ScheduleToCloseTimeout: lim.ScheduleToClose,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    lim.InitialRetryWait,
+			BackoffCoefficient: 2,
+			MaximumAttempts:    lim.MaximumAttempts,
+		},
+	}
+}
+
+func localOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: 3 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumAttempts: 3},
+	}
+}
+
+// toolNotStarted reports whether a failed tool Step never reached the tool
+// in any attempt: its last heartbeat details lack the started marker.
+func toolNotStarted(err error) bool {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == ToolNotStartedErrorType {
+		return true
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		if !timeout.HasLastHeartbeatDetails() {
+			return true
+		}
+		var hb ToolHeartbeat
+		if timeout.LastHeartbeatDetails(&hb) != nil {
+			return false
+		}
+		return !hb.Started
+	}
+	return false
+}
+
+// errorText renders an activity failure for people and models: the
+// innermost cause, without the SDK's wrapping.
+func errorText(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "the step timed out (" + timeout.TimeoutType().String() + ")"
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return "the step was cancelled"
+	}
+	return err.Error()
+}

@@ -1,0 +1,407 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// Runners finds the runner that serves an agent.
+type Runners interface {
+	Runner(agent string) (pluginapi.Runner, pluginapi.Capabilities, error)
+}
+
+// Hooks let tests stop a Step at an exact point. Production code leaves them nil.
+type Hooks struct {
+	// BeforeToolStart runs in a tool Step before it records that the tool
+	// started, so a test can kill the worker at a point where the tool never ran.
+	BeforeToolStart func(ctx context.Context, in session.ToolInput)
+}
+
+// Activities are the session's Steps that call out: the model, the tools and
+// the runner's message builders. Register them with Register.
+type Activities struct {
+	Runners Runners
+	Events  events.Sink
+	Logger  *slog.Logger
+	// HeartbeatInterval is how often a running Step heartbeats in the
+	// background (the spec's 20 seconds by default).
+	HeartbeatInterval time.Duration
+	Hooks             Hooks
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Logger
+}
+
+func (a *Activities) interval() time.Duration {
+	if a.HeartbeatInterval <= 0 {
+		return 20 * time.Second
+	}
+	return a.HeartbeatInterval
+}
+
+// BuildUserMessage asks the runner for the turn's user message.
+func (a *Activities) BuildUserMessage(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
+	r, _, err := a.Runners.Runner(in.Agent)
+	if err != nil {
+		return session.BuildUserMessageOutput{}, err
+	}
+	resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Agent, Text: in.Text})
+	if err != nil {
+		return session.BuildUserMessageOutput{}, err
+	}
+	if resp == nil {
+		return session.BuildUserMessageOutput{}, errors.New("build_user_message returned no message")
+	}
+	return session.BuildUserMessageOutput{Message: resp.Message}, nil
+}
+
+// RunModel makes one model call through the agent's runner.
+func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
+	r, caps, err := a.Runners.Runner(in.Agent)
+	if err != nil {
+		return session.ModelOutcome{}, err
+	}
+	info := activity.GetInfo(ctx)
+	w := a.writer(ctx, in.SessionID, in.TurnID, nil)
+	defer w.close()
+	stop := a.heartbeatLoop(ctx, w)
+	defer stop()
+	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, int(info.Attempt)), Events: w})
+	if err != nil {
+		return session.ModelOutcome{}, fmt.Errorf("run_model_step: %w", err)
+	}
+	if err := checkModelResponse(resp); err != nil {
+		return session.ModelOutcome{}, err
+	}
+	return session.ModelOutcome{
+		TurnCompleted:      resp.TurnCompleted,
+		ToolCallsRequested: resp.ToolCallsRequested,
+		UnfinishedCapable:  caps.UnfinishedTurnMessages,
+	}, nil
+}
+
+func checkModelResponse(resp *pluginapi.RunModelStepResponse) error {
+	switch {
+	case resp == nil:
+		return errors.New("runner returned a malformed outcome: no response")
+	case resp.TurnCompleted != nil && resp.ToolCallsRequested != nil:
+		return errors.New("runner returned a malformed outcome: both turn_completed and tool_calls_requested are set")
+	case resp.TurnCompleted == nil && resp.ToolCallsRequested == nil:
+		return errors.New("runner returned a malformed outcome: neither turn_completed nor tool_calls_requested is set")
+	}
+	for i, m := range outcomeMessages(resp) {
+		if m.Role != pluginapi.RoleUser && m.Role != pluginapi.RoleAssistant && m.Role != pluginapi.RoleTool {
+			return fmt.Errorf("runner returned a malformed outcome: new_messages[%d] has unknown role %q", i, m.Role)
+		}
+		if m.Item != "" && !json.Valid([]byte(m.Item)) {
+			return fmt.Errorf("runner returned a malformed outcome: new_messages[%d].framework_item is not valid JSON", i)
+		}
+	}
+	return nil
+}
+
+func outcomeMessages(resp *pluginapi.RunModelStepResponse) []pluginapi.FrameworkMessage {
+	if resp.TurnCompleted != nil {
+		return resp.TurnCompleted.NewMessages
+	}
+	return resp.ToolCallsRequested.NewMessages
+}
+
+func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {
+	return pluginapi.TurnContext{
+		Agent:     in.Agent,
+		SessionID: in.SessionID,
+		TurnID:    in.TurnID,
+		Attempt:   attempt,
+		Messages:  in.Messages,
+		RunState:  in.RunState,
+		ToolCalls: in.ToolCalls,
+		Policies:  in.Policies,
+	}
+}
+
+// CallTool runs one read or idempotent_write call; the engine retries it.
+func (a *Activities) CallTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
+	return a.callTool(ctx, in)
+}
+
+// CallSingleAttemptTool runs one non_idempotent_write or unclassified call,
+// in one attempt.
+func (a *Activities) CallSingleAttemptTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
+	return a.callTool(ctx, in)
+}
+
+func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
+	info := activity.GetInfo(ctx)
+	var hb session.ToolHeartbeat
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &hb)
+	}
+	// notStarted fails the attempt without running the tool. When an earlier
+	// attempt reached the tool, the failure is an ordinary one.
+	notStarted := func(err error) error {
+		if hb.Started {
+			return err
+		}
+		return temporal.NewApplicationErrorWithCause(err.Error(), session.ToolNotStartedErrorType, err)
+	}
+	r, caps, err := a.Runners.Runner(in.Agent)
+	if err != nil {
+		return session.ToolOutcome{}, notStarted(err)
+	}
+	if a.Hooks.BeforeToolStart != nil {
+		a.Hooks.BeforeToolStart(ctx, in)
+	}
+	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
+	defer w.close()
+	w.publish(session.EventToolCallStarted, map[string]string{"tool_call_id": in.ToolCall.ToolCallID, "tool_name": in.ToolCall.ToolName})
+	// Record the started marker durably before the tool runs.
+	hb.Started = true
+	if err := activity.GetClient(ctx).RecordActivityHeartbeat(ctx, info.TaskToken, hb); err != nil {
+		hb.Started = false
+		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
+	}
+	stop := a.heartbeatLoop(ctx, w)
+	defer stop()
+	resp, err := r.ExecuteDeferredToolCall(ctx, &pluginapi.ExecuteToolRequest{
+		Agent:               in.Agent,
+		SessionID:           in.SessionID,
+		TurnID:              in.TurnID,
+		ToolCall:            in.ToolCall,
+		IdempotencyKey:      in.IdempotencyKey,
+		Attempt:             int(info.Attempt),
+		HeartbeatCheckpoint: w.checkpoint(),
+		SupportsToolTasks:   caps.ToolTaskPolling,
+		Events:              w,
+	})
+	var toolErr *pluginapi.ToolExecutionError
+	if errors.As(err, &toolErr) {
+		msg := toolErr.Message
+		return session.ToolOutcome{Error: &msg}, nil
+	}
+	if err != nil {
+		return session.ToolOutcome{}, fmt.Errorf("execute_deferred_tool_call: %w", err)
+	}
+	return toolOutcome(in, resp)
+}
+
+func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (session.ToolOutcome, error) {
+	if resp == nil {
+		return session.ToolOutcome{}, errors.New("runner returned a malformed tool outcome: no response")
+	}
+	set := 0
+	for _, b := range []bool{resp.Result != nil, resp.Error != nil, resp.InputRequested != nil, resp.TaskStarted != nil, resp.TaskPending != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return session.ToolOutcome{}, fmt.Errorf("runner returned a malformed tool outcome: %d outcomes set, want exactly one", set)
+	}
+	switch {
+	case resp.Result != nil:
+		out := resp.Result.Output
+		return session.ToolOutcome{Output: &out}, nil
+	case resp.Error != nil:
+		msg := resp.Error.Message
+		return session.ToolOutcome{Error: &msg}, nil
+	case resp.InputRequested != nil:
+		// The tool asked before it took any effect, so failing is safe.
+		msg := "the tool asked a question (" + strings.TrimSpace(resp.InputRequested.Question) + "), but this worker does not support tool input requests yet"
+		return session.ToolOutcome{Error: &msg}, nil
+	case resp.TaskStarted != nil:
+		// The remote work started and nothing polls it: the effect class
+		// decides (failed for a read, outcome_unknown otherwise).
+		return session.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+			"MISSING_TOOL_TASK_POLLER: tool "+in.ToolCall.ToolName+" started task "+resp.TaskStarted.TaskID+", but this worker does not poll tool tasks",
+			"MissingToolTaskPoller", nil)
+	default:
+		return session.ToolOutcome{}, errors.New("runner returned a malformed tool outcome: task_pending is only valid for polls")
+	}
+}
+
+// RecordTurnFailure builds the messages a failed turn leaves: the runner's
+// unfinished-turn messages, then the turn-failure note.
+func (a *Activities) RecordTurnFailure(ctx context.Context, in session.TurnFailureInput) (session.TurnFailureOutput, error) {
+	var out session.TurnFailureOutput
+	r, caps, err := a.Runners.Runner(in.Turn.Agent)
+	if err != nil {
+		return out, err
+	}
+	if b, ok := r.(pluginapi.UnfinishedTurnMessageBuilder); ok && caps.UnfinishedTurnMessages {
+		tc := turnContext(in.Turn, 1)
+		msgs, err := b.BuildUnfinishedTurnMessages(ctx, &tc)
+		if err == nil {
+			for _, m := range msgs {
+				if m.Role == "" {
+					err = errors.New("a message has no role")
+					break
+				}
+			}
+		}
+		if err != nil {
+			a.logger().Warn("build_unfinished_turn_messages failed; storing only the note",
+				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", err)
+		} else {
+			out.Messages = append(out.Messages, msgs...)
+		}
+	}
+	if in.Note != "" {
+		resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Turn.Agent, Text: in.Note})
+		if err != nil || resp == nil || resp.Message.Role != pluginapi.RoleUser {
+			a.logger().Warn("build_user_message failed for the turn-failure note; storing it as plain text",
+				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", err)
+			out.Messages = append(out.Messages, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Note})
+		} else {
+			out.Messages = append(out.Messages, resp.Message)
+		}
+	}
+	return out, nil
+}
+
+// heartbeatLoop heartbeats every interval until stop is called.
+func (a *Activities) heartbeatLoop(ctx context.Context, w *writer) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(a.interval())
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				w.Heartbeat()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// writer is the EventWriter of one Step attempt.
+type writer struct {
+	ctx     context.Context
+	a       *Activities
+	session string
+	turn    string
+	stepID  string
+	attempt int
+	mu      sync.Mutex
+	closed  bool
+	hb      *session.ToolHeartbeat // nil for model steps
+}
+
+func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *session.ToolHeartbeat) *writer {
+	info := activity.GetInfo(ctx)
+	return &writer{
+		ctx: ctx, a: a, session: sessionID, turn: turnID,
+		stepID:  info.WorkflowExecution.RunID + "/" + info.ActivityID,
+		attempt: int(info.Attempt),
+		hb:      hb,
+	}
+}
+
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+}
+
+func (w *writer) publish(typ string, payload any) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.a.Events == nil {
+		return
+	}
+	w.a.Events.Publish(events.Event{
+		SessionID: w.session, Type: typ, TurnID: w.turn, StepExecutionID: w.stepID, Attempt: w.attempt, Payload: b,
+	})
+}
+
+func (w *writer) WriteTextDelta(text string) {
+	if text != "" {
+		w.publish(session.EventTextDelta, map[string]string{"text": text})
+	}
+}
+
+func (w *writer) WriteReasoningDelta(text string) {
+	if text != "" {
+		w.publish(session.EventReasoningDelta, map[string]string{"text": text})
+	}
+}
+
+func (w *writer) WriteEvent(eventType string, payload any) error {
+	if !strings.Contains(eventType, ".") {
+		return fmt.Errorf("custom event type %q needs an adapter prefix, such as \"myframework.%s\"", eventType, eventType)
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("event payload: %w", err)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("event payload must be a JSON object")
+	}
+	w.publish(eventType, json.RawMessage(b))
+	return nil
+}
+
+func (w *writer) Heartbeat() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if w.hb != nil {
+		activity.RecordHeartbeat(w.ctx, *w.hb)
+		return
+	}
+	activity.RecordHeartbeat(w.ctx)
+}
+
+func (w *writer) SaveHeartbeatCheckpoint(text string) {
+	w.mu.Lock()
+	if w.closed || w.hb == nil {
+		w.mu.Unlock()
+		return
+	}
+	w.hb.Checkpoint = text
+	hb := *w.hb
+	w.mu.Unlock()
+	activity.RecordHeartbeat(w.ctx, hb)
+}
+
+func (w *writer) checkpoint() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hb == nil {
+		return ""
+	}
+	return w.hb.Checkpoint
+}
+
+// Interface guards
+var (
+	_ pluginapi.ToolEventWriter = (*writer)(nil)
+)

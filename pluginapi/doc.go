@@ -1,0 +1,82 @@
+// Package pluginapi is the only package a framework runner imports. A
+// runner is the agent loop of one agent framework: given a session's
+// transcript it makes the next model call and says what happens next. The
+// dex-agent-worker runs every runner as its own plugin process (with
+// hashicorp/go-plugin over gRPC) and calls it from durable Steps.
+//
+// # Writing a runner
+//
+// Implement [Runner] and call [Serve] from main:
+//
+//	package main
+//
+//	import "github.com/dex-agents/dex-agent-worker/pluginapi"
+//
+//	func main() { pluginapi.Serve(&myRunner{}) }
+//
+// Build the binary and name it in the worker's config:
+//
+//	plugins:
+//	  myrunner: {command: ./bin/myrunner, sha256: <hex>, env: [OPENAI_API_KEY]}
+//	agents:
+//	  - {name: support, runner: myrunner, runner_config: {model: gpt-5-mini}}
+//
+// The worker calls Info once per process start, Configure once per agent
+// (and again after a restart of the process), then the rest concurrently,
+// for every agent that names the runner. Each request names its agent.
+//
+// # Rules every runner follows
+//
+//   - Be stateless between calls. Steps are durable: after a crash or a
+//     retry the same call runs again, possibly in a new process. Everything
+//     a call needs is in its request; what must survive goes into the
+//     outcome (framework items, RunState, continuations, checkpoints).
+//   - Framework items ([FrameworkMessage.Item]), RunState and continuations
+//     are your own encoding, stored and handed back byte for byte. Use JSON
+//     text; it must be valid UTF-8.
+//   - RunModelStep makes at most one model call and returns exactly one
+//     outcome: [TurnCompleted], or [ToolCallsRequested] to defer tool calls
+//     (with a RunState that continues the turn). Never run a tool you can
+//     defer: the session runs it in its own Step, with the retry rules and
+//     approvals of its [Effect] class; resolve each call's policy with
+//     [TurnContext.ResolvePolicy].
+//   - ExecuteDeferredToolCall runs one approved call once. Return a
+//     [*ToolExecutionError] (or set [ExecuteToolResponse.Error]) for a
+//     failure the model should see; any other error fails the Step.
+//   - Stream live output through the request's [EventWriter]: text and
+//     reasoning deltas, custom events, heartbeats and, in tool calls,
+//     heartbeat checkpoints. Writes never block and are best effort; never
+//     put a result only in an event. Writes after the call returned are
+//     dropped.
+//   - A response that breaks these rules (no outcome, two outcomes, an empty
+//     RunState, a tool call ID with '/', a string that is not UTF-8, ...)
+//     fails the call with "runner returned a malformed outcome: ...".
+//
+// Optional features are small interfaces the worker finds by type
+// assertion: [UnfinishedTurnMessageBuilder], [ToolTaskPoller],
+// [ToolTaskCanceller], [InputTokenEstimator] and [Compactor]. Serve reports
+// which ones a runner implements ([CapabilitiesOf]), and the worker never
+// makes a call the runner lacks.
+//
+// # Logs and environment
+//
+// Write logs to os.Stderr: each line reaches the worker's log tagged with
+// the plugin's name. JSON lines in hashicorp/go-hclog's format (an "@level"
+// and an "@message" key) keep their level and fields. The process sees
+// only the environment variables its config lists (plus go-plugin's
+// handshake variables), and the worker removes their values from what it
+// logs of the plugin's output; still, never log a secret.
+//
+// # Testing a runner
+//
+// Serve a runner in process with [RunnerPlugin] and go-plugin's
+// plugin.TestPluginGRPCConn, dispense [PluginName], and call the result as
+// a [Runner]: every call crosses the same gRPC code as in production (see
+// the examples).
+//
+// # Other languages
+//
+// proto/dex/runner/v1/runner.proto in this repository is the wire contract.
+// Its file comment says what a plugin without go-plugin must do for the
+// handshake.
+package pluginapi

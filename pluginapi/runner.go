@@ -1,0 +1,372 @@
+package pluginapi
+
+import "context"
+
+// ProtocolVersion is the runner wire protocol this package speaks. It changes
+// only when the wire format breaks.
+const ProtocolVersion = 1
+
+// Runner is the contract every framework runner implements: the agent loop
+// that turns a session's transcript into the next model call. The session
+// calls it from durable Steps, so every method may run again after a crash or
+// a retry. Keep a Runner stateless between calls and derive everything from
+// the request. One plugin process serves every agent that names it; each
+// request names its agent.
+//
+// Lifecycle: Info is called once after the plugin process starts; Configure
+// once per agent before any other call for that agent (an error stops the
+// worker start with its message); then the session calls the rest from its
+// Steps, concurrently.
+type Runner interface {
+	// Info reports the plugin's name and version.
+	Info(ctx context.Context) (*InfoResponse, error)
+	// Configure receives one agent's runner_config (JSON) from the worker's
+	// config file. Return an error that names the problem for bad config.
+	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
+	// BuildUserMessage turns user text into the framework's user item. The
+	// session stores it as the turn's first message. It must return RoleUser.
+	BuildUserMessage(ctx context.Context, req *BuildUserMessageRequest) (*BuildUserMessageResponse, error)
+	// RunModelStep makes at most one model call and returns exactly one
+	// outcome: TurnCompleted or ToolCallsRequested. It never runs a tool that
+	// it can defer. Any error fails the attempt; the session retries it.
+	RunModelStep(ctx context.Context, req *RunModelStepRequest) (*RunModelStepResponse, error)
+	// ExecuteDeferredToolCall runs one approved tool call once. Return a
+	// *ToolExecutionError (or a response with Error set) for a failure the
+	// model should see; any other error is a Step failure that the tool's
+	// effect class decides how to retry. Calls of one model response run in
+	// parallel, so this method may run concurrently with itself.
+	ExecuteDeferredToolCall(ctx context.Context, req *ExecuteToolRequest) (*ExecuteToolResponse, error)
+}
+
+// UnfinishedTurnMessageBuilder is implemented by runners that store items
+// as they appear (ToolCallsRequested.NewMessages). When a turn fails, the
+// session stores the messages it returns before the turn-failure note.
+type UnfinishedTurnMessageBuilder interface {
+	BuildUnfinishedTurnMessages(ctx context.Context, turn *TurnContext) ([]FrameworkMessage, error)
+}
+
+// ToolTaskPoller is implemented by runners whose tools start remote work
+// (ToolTaskStarted) that the session polls.
+type ToolTaskPoller interface {
+	PollToolTask(ctx context.Context, req *PollToolTaskRequest) (*ExecuteToolResponse, error)
+}
+
+// ToolTaskCanceller stops a tool task's remote work, best effort. It must be
+// idempotent by task ID.
+type ToolTaskCanceller interface {
+	CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) error
+}
+
+// InputTokenEstimator estimates the size of the next model input.
+type InputTokenEstimator interface {
+	EstimateInputTokens(ctx context.Context, turn *TurnContext) (int64, error)
+}
+
+// Compactor summarizes old context so long sessions fit the model.
+type Compactor interface {
+	SelectCompactionCutoff(ctx context.Context, req *CompactionCutoffRequest) (*CompactionCutoffResponse, error)
+	SummarizeContext(ctx context.Context, req *SummarizeContextRequest) (*SummarizeContextResponse, error)
+}
+
+// InfoResponse describes a plugin.
+type InfoResponse struct {
+	Name    string
+	Version string
+}
+
+// Capabilities lists the optional interfaces a runner implements. Serve
+// computes it by type assertion; the host reads it from Info.
+type Capabilities struct {
+	UnfinishedTurnMessages bool `json:"unfinished_turn_messages"`
+	ToolTaskPolling        bool `json:"tool_task_polling"`
+	ToolTaskCancelling     bool `json:"tool_task_cancelling"`
+	InputTokenEstimation   bool `json:"input_token_estimation"`
+	Compaction             bool `json:"compaction"`
+}
+
+// CapabilitiesOf reports which optional interfaces r implements.
+func CapabilitiesOf(r Runner) Capabilities {
+	_, unfinished := r.(UnfinishedTurnMessageBuilder)
+	_, poll := r.(ToolTaskPoller)
+	_, cancel := r.(ToolTaskCanceller)
+	_, estimate := r.(InputTokenEstimator)
+	_, compact := r.(Compactor)
+	return Capabilities{
+		UnfinishedTurnMessages: unfinished,
+		ToolTaskPolling:        poll,
+		ToolTaskCancelling:     cancel,
+		InputTokenEstimation:   estimate,
+		Compaction:             compact,
+	}
+}
+
+// ConfigureRequest carries one agent's runner configuration.
+type ConfigureRequest struct {
+	// Agent is the agent's name from the worker config.
+	Agent string
+	// RunnerConfig is the agent's runner_config as JSON (an object, or null).
+	RunnerConfig []byte
+	// ProtocolVersion is the wire protocol version the host negotiated.
+	ProtocolVersion int
+}
+
+// ConfigureResponse is empty for now; it exists so fields can be added.
+type ConfigureResponse struct{}
+
+// BuildUserMessageRequest asks for the framework's user item for Text.
+type BuildUserMessageRequest struct {
+	Agent string
+	Text  string
+}
+
+// BuildUserMessageResponse holds the user message to store.
+type BuildUserMessageResponse struct {
+	Message FrameworkMessage
+}
+
+// TurnContext is the committed session state a runner sees in RunModelStep.
+type TurnContext struct {
+	Agent     string
+	SessionID string
+	// TurnID is "turn-<n>".
+	TurnID string
+	// Attempt is the one-based attempt of the Step that makes this call.
+	Attempt int
+	// Messages holds every stored message in sequence order. The last user
+	// message belongs to this turn.
+	Messages []Message
+	// RunState is "" for the turn's first model call; otherwise the
+	// FrameworkRunState of this turn's last ToolCallsRequested.
+	RunState string
+	// ToolCalls holds every tool call record of this turn in deferral order.
+	// When RunModelStep runs, every record is final.
+	ToolCalls []ToolCall
+	// Policies resolves tool policies; see ResolvePolicy.
+	Policies PolicySet
+	// HostTools are tools the session runs (built-ins, MCP). Offer them to
+	// the model and defer their calls like the runner's own.
+	HostTools []ToolDefinition
+}
+
+// IsResuming reports whether this model call continues a turn after tool calls.
+func (t *TurnContext) IsResuming() bool { return t.RunState != "" }
+
+// ToolCall returns the record of one tool call of this turn.
+func (t *TurnContext) ToolCall(id string) (ToolCall, bool) {
+	for _, c := range t.ToolCalls {
+		if c.ToolCallID == id {
+			return c, true
+		}
+	}
+	return ToolCall{}, false
+}
+
+// ResolvePolicy returns the policy for a tool: the explicit policy, else
+// frameworkEffect (pass "" when the framework has no metadata), else the
+// default effect.
+func (t *TurnContext) ResolvePolicy(toolName string, frameworkEffect Effect) ToolPolicy {
+	return t.Policies.Resolve(toolName, frameworkEffect)
+}
+
+// EventWriter writes live events for the Step that owns it. Writes never
+// block and are best effort: a retry can repeat them and a consumer can miss
+// them, so never put a durable result only in an event. Writes after the
+// call returned are dropped. Safe for concurrent use.
+type EventWriter interface {
+	// WriteTextDelta writes a chunk of visible model text. Batch very small
+	// chunks: every call is one event.
+	WriteTextDelta(text string)
+	// WriteReasoningDelta writes a chunk of a provider-authored reasoning summary.
+	WriteReasoningDelta(text string)
+	// WriteEvent writes a custom event. Give the type an adapter prefix
+	// ("myframework.handoff") so it never collides with a standard type.
+	// payload must marshal to a JSON object.
+	WriteEvent(eventType string, payload any) error
+	// Heartbeat records liveness. The host already heartbeats in the
+	// background; call it from long loops that hold no other output.
+	Heartbeat()
+}
+
+// ToolEventWriter is the EventWriter of a tool call, with heartbeat checkpoints.
+type ToolEventWriter interface {
+	EventWriter
+	// SaveHeartbeatCheckpoint records text that a retried attempt reads as
+	// ExecuteToolRequest.HeartbeatCheckpoint, so it can resume remote work
+	// the earlier attempt started.
+	SaveHeartbeatCheckpoint(text string)
+}
+
+// RunModelStepRequest asks for one model call.
+type RunModelStepRequest struct {
+	Turn TurnContext
+	// Events writes text deltas and events for this attempt.
+	Events EventWriter
+}
+
+// RunModelStepResponse holds exactly one outcome.
+type RunModelStepResponse struct {
+	TurnCompleted      *TurnCompleted
+	ToolCallsRequested *ToolCallsRequested
+}
+
+// TurnCompleted ends the turn with the final answer.
+type TurnCompleted struct {
+	// NewMessages holds the turn's items the session has not stored yet, in
+	// order; the session appends them in one commit.
+	NewMessages []FrameworkMessage
+	// Usage covers this model call only.
+	Usage    Usage
+	Metadata *ModelCallMetadata
+}
+
+// ToolCallsRequested defers tool calls to the session's tool Steps.
+type ToolCallsRequested struct {
+	// RunState must be non-empty and continue the turn after the tools.
+	RunState string
+	// ToolCalls in model order. IDs must be non-empty, contain no '/', and be
+	// unique within the turn.
+	ToolCalls []DeferredToolCall
+	// NewMessages are stored in the commit that records the tool calls. A
+	// runner that sets them must implement UnfinishedTurnMessageBuilder.
+	NewMessages []FrameworkMessage
+	Usage       Usage
+	Metadata    *ModelCallMetadata
+}
+
+// DeferredToolCall is one tool call the model asked for.
+type DeferredToolCall struct {
+	ToolCallID string
+	ToolName   string
+	// Arguments is the model's JSON argument text, passed on unchanged.
+	Arguments string
+	// Policy comes from TurnContext.ResolvePolicy.
+	Policy ToolPolicy
+	// ToolSourceReference is opaque text stored on the call's record, so the
+	// tool Step can find the tool without listing it again.
+	ToolSourceReference string
+}
+
+// ExecuteToolRequest asks a runner to run one approved tool call.
+type ExecuteToolRequest struct {
+	Agent     string
+	SessionID string
+	TurnID    string
+	// ToolCall is the approved record.
+	ToolCall ToolCall
+	// IdempotencyKey is "<session_id>/<turn_id>/<tool_call_id>", the same on
+	// every attempt. Pass it to the system the tool writes to.
+	IdempotencyKey string
+	// Attempt is one-based.
+	Attempt int
+	// HeartbeatCheckpoint is the text an earlier attempt saved, or "".
+	HeartbeatCheckpoint string
+	// InputAnswers are the user's answers to the questions this call asked.
+	InputAnswers []string
+	// SupportsToolTasks tells a tool whether returning TaskStarted works.
+	SupportsToolTasks bool
+	Events            ToolEventWriter
+}
+
+// ExecuteToolResponse holds exactly one outcome of a tool call or poll.
+type ExecuteToolResponse struct {
+	// Result is the tool's output: the call succeeded.
+	Result *ToolResult
+	// Error is a failure the model sees; the call is recorded failed and not retried.
+	Error *ToolExecutionError
+	// InputRequested asks the user a question before the tool takes any effect.
+	InputRequested *ToolInputRequested
+	// TaskStarted hands remote work to the session, which polls it.
+	TaskStarted *ToolTaskStarted
+	// TaskPending (polls only) asks to be polled again.
+	TaskPending *ToolTaskPending
+}
+
+// ToolResult is a successful tool output.
+type ToolResult struct {
+	Output string
+}
+
+// ToolExecutionError is a tool failure the model should see. Return it as
+// the error of ExecuteDeferredToolCall or in ExecuteToolResponse.Error.
+type ToolExecutionError struct {
+	Message string
+}
+
+func (e *ToolExecutionError) Error() string { return e.Message }
+
+// ToolInputRequested asks the user a question for a tool call.
+type ToolInputRequested struct {
+	Question       string
+	Choices        []string
+	AllowsFreeText bool
+	Continuation   string
+}
+
+// ToolTaskStarted reports remote work the session polls.
+type ToolTaskStarted struct {
+	TaskID              string
+	PollIntervalSeconds int
+}
+
+// ToolTaskPending asks for another poll.
+type ToolTaskPending struct {
+	PollIntervalSeconds int
+	Continuation        string
+}
+
+// PollToolTaskRequest polls one tool task.
+type PollToolTaskRequest struct {
+	Agent     string
+	SessionID string
+	TurnID    string
+	ToolCall  ToolCall
+	TaskID    string
+	// Continuation is the continuation stored by the last pending poll or question.
+	Continuation string
+	// PendingAnswer is the user's resolution of the task's last question, on
+	// the first poll after it only.
+	PendingAnswer *QuestionAnswer
+	Attempt       int
+	Events        ToolEventWriter
+}
+
+// QuestionAnswer is how a user resolved a question.
+type QuestionAnswer struct {
+	// Resolution is "answered", "declined" or "deadline_passed".
+	Resolution string
+	Answer     string
+}
+
+// CancelToolTaskRequest cancels one tool task's remote work.
+type CancelToolTaskRequest struct {
+	Agent     string
+	SessionID string
+	ToolCall  ToolCall
+	TaskID    string
+}
+
+// CompactionCutoffRequest asks which stored messages a summary may replace.
+type CompactionCutoffRequest struct {
+	Turn TurnContext
+	// ThroughSequence is the newest sequence the session would compact.
+	ThroughSequence int64
+}
+
+// CompactionCutoffResponse names the newest message the summary replaces (0: none).
+type CompactionCutoffResponse struct {
+	ThroughSequence int64
+}
+
+// SummarizeContextRequest asks for a summary of Messages.
+type SummarizeContextRequest struct {
+	Turn            TurnContext
+	Messages        []Message
+	PreviousSummary string
+	Events          EventWriter
+}
+
+// SummarizeContextResponse holds the summary text and the model call's usage.
+type SummarizeContextResponse struct {
+	Summary string
+	Usage   Usage
+}

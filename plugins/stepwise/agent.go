@@ -1,0 +1,145 @@
+package stepwise
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// DefaultMaxModelCallsPerTurn is the spec's limit of model calls in one turn.
+const DefaultMaxModelCallsPerTurn = 100
+
+// AgentDefinition defines an agent in Dex terms, without a framework.
+type AgentDefinition struct {
+	// Name is the agent's name; it appears in logs.
+	Name string
+	// Instructions are the system instructions. Text that contains "{{" is
+	// a Go text/template evaluated in every model call with an
+	// InstructionContext.
+	Instructions string
+	// Model makes the model calls.
+	Model ModelClient
+	// ModelName is sent as the request's model.
+	ModelName     string
+	ModelSettings ModelSettings
+	// Tools are the agent's function tools, offered in this order.
+	Tools []*Tool
+	// ToolPolicies override the tools' own policies by tool name. The worker
+	// config's tool_policies take precedence over these.
+	ToolPolicies map[string]pluginapi.ToolPolicy
+	// DefaultToolEffect applies to tools with no effect of their own when
+	// the worker config names no default; empty means unclassified.
+	DefaultToolEffect pluginapi.Effect
+	// MaxModelCallsPerTurn bounds the model calls of one turn (0: 100).
+	// After that many calls the next call offers no tools, and a tool call
+	// the model makes anyway is not run while the turn ends.
+	MaxModelCallsPerTurn int
+}
+
+// InstructionContext is the data of an instructions template.
+type InstructionContext struct {
+	Agent     string
+	SessionID string
+	TurnID    string
+	Attempt   int
+	// ModelCalls counts the model calls this turn made before this one.
+	ModelCalls int
+	// MessageCount is the number of stored messages.
+	MessageCount int
+}
+
+// compiled is a validated AgentDefinition.
+type compiled struct {
+	def          *AgentDefinition
+	instructions *template.Template
+	tools        map[string]*Tool
+	maxCalls     int
+}
+
+func compile(def *AgentDefinition) (*compiled, error) {
+	if def == nil {
+		return nil, errors.New("no agent definition")
+	}
+	var problems []string
+	if def.Model == nil {
+		problems = append(problems, "model: a ModelClient is required")
+	}
+	c := &compiled{def: def, tools: map[string]*Tool{}, maxCalls: def.MaxModelCallsPerTurn}
+	if c.maxCalls == 0 {
+		c.maxCalls = DefaultMaxModelCallsPerTurn
+	}
+	if c.maxCalls < 0 {
+		problems = append(problems, fmt.Sprintf("max_model_calls_per_turn: %d is negative", def.MaxModelCallsPerTurn))
+	}
+	if def.DefaultToolEffect != "" && !def.DefaultToolEffect.Valid() {
+		problems = append(problems, fmt.Sprintf("default_tool_effect: unknown effect %q", def.DefaultToolEffect))
+	}
+	for i, t := range def.Tools {
+		if t == nil {
+			problems = append(problems, fmt.Sprintf("tools[%d]: nil tool", i))
+			continue
+		}
+		name := t.def.Name
+		if _, dup := c.tools[name]; dup {
+			problems = append(problems, fmt.Sprintf("tools[%d]: two tools are named %q", i, name))
+		}
+		c.tools[name] = t
+	}
+	for name, p := range def.ToolPolicies {
+		if !p.Effect.Valid() {
+			problems = append(problems, fmt.Sprintf("tool_policies.%s: unknown effect %q", name, p.Effect))
+		}
+	}
+	if strings.Contains(def.Instructions, "{{") {
+		tmpl, err := template.New("instructions").Option("missingkey=error").Parse(def.Instructions)
+		if err != nil {
+			problems = append(problems, "instructions: "+err.Error())
+		}
+		c.instructions = tmpl
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("agent %s: %s", def.Name, strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+func (c *compiled) renderInstructions(ic InstructionContext) (string, error) {
+	if c.instructions == nil {
+		return c.def.Instructions, nil
+	}
+	var b bytes.Buffer
+	if err := c.instructions.Execute(&b, ic); err != nil {
+		return "", fmt.Errorf("instructions template: %w", err)
+	}
+	return b.String(), nil
+}
+
+// policy resolves a tool's policy: the worker config's explicit policy,
+// else the definition's, else the tool's own effect, else the default.
+func (c *compiled) policy(turn *pluginapi.TurnContext, name string) pluginapi.ToolPolicy {
+	t, ok := c.tools[name]
+	if !ok {
+		// Unknown tools fail in their tool Step without approval.
+		no := false
+		return pluginapi.ToolPolicy{Effect: pluginapi.EffectUnclassified, RequiresApproval: &no}
+	}
+	if p, ok := turn.Policies.Policies[name]; ok {
+		return p
+	}
+	if p, ok := c.def.ToolPolicies[name]; ok {
+		return p
+	}
+	set := turn.Policies
+	if set.DefaultEffect == "" {
+		set.DefaultEffect = c.def.DefaultToolEffect
+	}
+	p := set.Resolve(name, t.def.Effect)
+	if t.requiresApproval != nil {
+		p.RequiresApproval = t.requiresApproval
+	}
+	return p
+}

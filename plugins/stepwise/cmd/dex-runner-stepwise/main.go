@@ -1,0 +1,79 @@
+// Command dex-runner-stepwise serves Stepwise agents configured entirely in
+// the worker's YAML, without Go code of the user's: instructions, a model,
+// and the model call limit. Agents with function tools are built as their
+// own plugin binaries on the stepwise library (see examples/orders).
+//
+// runner_config:
+//
+//	instructions: You answer questions about our product.
+//	model: {provider: scripted, name: echo}
+//	max_model_calls_per_turn: 100
+//
+// Provider "scripted" with name "echo" answers "Demo reply: <user text>",
+// so an agent runs without a model key.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+)
+
+var version = "dev"
+
+type modelConfig struct {
+	Provider string                 `json:"provider"`
+	Name     string                 `json:"name"`
+	Settings stepwise.ModelSettings `json:"settings"`
+}
+
+type config struct {
+	Instructions         string      `json:"instructions"`
+	Model                modelConfig `json:"model"`
+	MaxModelCallsPerTurn int         `json:"max_model_calls_per_turn"`
+}
+
+func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
+	var cfg config
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("stepwise runner_config: %w", err)
+	}
+	var model stepwise.ModelClient
+	switch cfg.Model.Provider {
+	case "scripted":
+		if cfg.Model.Name != "echo" {
+			return nil, fmt.Errorf("stepwise runner_config: model.name %q: the scripted provider has only \"echo\"", cfg.Model.Name)
+		}
+		model = stepwise.NewScriptedModelClient(echo)
+	case "":
+		return nil, fmt.Errorf("stepwise runner_config: model.provider is required (this build has \"scripted\")")
+	default:
+		return nil, fmt.Errorf("stepwise runner_config: model.provider %q is not available in this build (it has \"scripted\")", cfg.Model.Provider)
+	}
+	return &stepwise.AgentDefinition{
+		Name:                 agent,
+		Instructions:         cfg.Instructions,
+		Model:                model,
+		ModelName:            cfg.Model.Name,
+		ModelSettings:        cfg.Model.Settings,
+		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
+	}, nil
+}
+
+func echo(_ context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+	texts := stepwise.UserTexts(req)
+	if len(texts) == 0 {
+		return stepwise.ScriptedReply{Text: "Hello!"}, nil
+	}
+	return stepwise.ScriptedReply{Text: "Demo reply: " + texts[len(texts)-1]}, nil
+}
+
+func main() {
+	pluginapi.Serve(stepwise.NewRunner("stepwise", version, build))
+}

@@ -1,0 +1,118 @@
+package stepwise
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// itemsFromMessages rebuilds model input from stored messages. Every tool
+// call is paired with a result: one stored without a result gets the
+// outcome-unknown text, so an orphaned call never reaches a provider. IDs in
+// pending are the calls whose results the caller adds next.
+func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem, error) {
+	var items []ModelItem
+	var open []ModelToolCall // calls of the last model output without a result yet
+	closeOpen := func() {
+		for _, call := range open {
+			items = append(items, ModelItem{Kind: ItemToolResult, ToolCallID: call.ID, ToolName: call.Name,
+				Status: string(pluginapi.ToolCallOutcomeUnknown), Text: pluginapi.OutcomeUnknownToolResult})
+		}
+		open = nil
+	}
+	for _, m := range msgs {
+		it, err := itemOf(m)
+		if err != nil {
+			return nil, err
+		}
+		switch it.Kind {
+		case ItemToolResult:
+			for i, call := range open {
+				if call.ID == it.ToolCallID {
+					open = append(open[:i:i], open[i+1:]...)
+					break
+				}
+			}
+		default:
+			closeOpen()
+		}
+		items = append(items, it)
+		if it.Kind == ItemModelOutput && it.Output != nil {
+			open = append(open, it.Output.ToolCalls...)
+		}
+	}
+	// Calls awaiting their results from the final records stay open.
+	var still []ModelToolCall
+	for _, call := range open {
+		if !contains(pending, call.ID) {
+			still = append(still, call)
+		}
+	}
+	open = still
+	closeOpen()
+	return items, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// itemOf decodes a stored message's framework item. A message without one
+// (such as a plain-text note) becomes provider-neutral text.
+func itemOf(m pluginapi.Message) (ModelItem, error) {
+	if m.Item == "" {
+		switch m.Role {
+		case pluginapi.RoleAssistant:
+			return ModelItem{Kind: ItemModelOutput, Output: &ModelOutputItem{Text: m.Text}}, nil
+		case pluginapi.RoleTool:
+			return ModelItem{Kind: ItemToolResult, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: m.Text}, nil
+		default:
+			return ModelItem{Kind: ItemUserText, Text: m.Text}, nil
+		}
+	}
+	var it ModelItem
+	if err := json.Unmarshal([]byte(m.Item), &it); err != nil {
+		return ModelItem{}, fmt.Errorf("message %d: framework item is not a stepwise item: %w", m.Sequence, err)
+	}
+	switch it.Kind {
+	case ItemUserText, ItemToolResult:
+	case ItemModelOutput:
+		if it.Output == nil {
+			return ModelItem{}, fmt.Errorf("message %d: model_output item without output", m.Sequence)
+		}
+	default:
+		return ModelItem{}, fmt.Errorf("message %d: unknown stepwise item type %q", m.Sequence, it.Kind)
+	}
+	return it, nil
+}
+
+func outputMessage(out ModelOutputItem) (pluginapi.FrameworkMessage, error) {
+	b, err := json.Marshal(ModelItem{Kind: ItemModelOutput, Output: &out})
+	if err != nil {
+		return pluginapi.FrameworkMessage{}, err
+	}
+	return pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: out.Text, Item: string(b)}, nil
+}
+
+// toolResultMessage renders a tool call's final record as a stored message
+// and a model item. A missing record reads as outcome unknown.
+func toolResultMessage(turn *pluginapi.TurnContext, id string) (pluginapi.FrameworkMessage, ModelItem) {
+	rec, ok := turn.ToolCall(id)
+	if !ok || !rec.Status.Final() {
+		msg, it := resultMessage(id, rec.ToolName, string(pluginapi.ToolCallOutcomeUnknown), pluginapi.OutcomeUnknownToolResult)
+		return msg, it
+	}
+	return resultMessage(id, rec.ToolName, string(rec.Status), pluginapi.DescribeToolCallOutcome(rec))
+}
+
+func resultMessage(id, name, status, text string) (pluginapi.FrameworkMessage, ModelItem) {
+	it := ModelItem{Kind: ItemToolResult, ToolCallID: id, ToolName: name, Status: status, Text: text}
+	b, _ := json.Marshal(it) // a struct of strings always marshals
+	return pluginapi.FrameworkMessage{Role: pluginapi.RoleTool, Text: text, Item: string(b), ToolCallID: id, ToolName: name}, it
+}

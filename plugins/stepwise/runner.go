@@ -1,0 +1,239 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// BuildFunc builds an agent's definition from its runner_config (JSON, or
+// "null" when the config has none). It runs once per agent when the worker
+// starts; an error stops the worker start with its message.
+type BuildFunc func(ctx context.Context, agent string, runnerConfig json.RawMessage) (*AgentDefinition, error)
+
+// Runner runs Stepwise agents: every RunModelStep makes exactly one model
+// call through the agent's ModelClient, and every tool call is deferred to
+// its own session Step. It stores items as they appear, so its run state
+// holds only the turn's model call count and the calls awaiting results.
+type Runner struct {
+	name, version string
+	build         BuildFunc
+
+	mu     sync.RWMutex
+	agents map[string]*compiled
+}
+
+// NewRunner returns a Runner named name that builds agents with build.
+// Serve it from a plugin's main with pluginapi.Serve.
+func NewRunner(name, version string, build BuildFunc) *Runner {
+	return &Runner{name: name, version: version, build: build, agents: map[string]*compiled{}}
+}
+
+// Info implements pluginapi.Runner.
+func (r *Runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+	return &pluginapi.InfoResponse{Name: r.name, Version: r.version}, nil
+}
+
+// Configure implements pluginapi.Runner.
+func (r *Runner) Configure(ctx context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
+	cfg := json.RawMessage(req.RunnerConfig)
+	if len(cfg) == 0 {
+		cfg = json.RawMessage("null")
+	}
+	def, err := r.build(ctx, req.Agent, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := compile(def)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.agents[req.Agent] = c
+	r.mu.Unlock()
+	return &pluginapi.ConfigureResponse{}, nil
+}
+
+func (r *Runner) agent(name string) (*compiled, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c, ok := r.agents[name]
+	if !ok {
+		return nil, fmt.Errorf("agent %q is not configured in this runner", name)
+	}
+	return c, nil
+}
+
+// BuildUserMessage implements pluginapi.Runner.
+func (r *Runner) BuildUserMessage(_ context.Context, req *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {
+	item, err := json.Marshal(ModelItem{Kind: ItemUserText, Text: req.Text})
+	if err != nil {
+		return nil, err
+	}
+	return &pluginapi.BuildUserMessageResponse{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: req.Text, Item: string(item)}}, nil
+}
+
+// runState is the Stepwise framework run state.
+type runState struct {
+	ModelCalls int `json:"model_calls"`
+	// Pending are the tool call IDs of the last model response, whose
+	// results the next model call stores.
+	Pending []string `json:"pending"`
+}
+
+func parseRunState(s string) (runState, error) {
+	var st runState
+	if s == "" {
+		return st, nil
+	}
+	if err := json.Unmarshal([]byte(s), &st); err != nil {
+		return st, fmt.Errorf("stepwise run state: %w", err)
+	}
+	return st, nil
+}
+
+// RunModelStep implements pluginapi.Runner.
+func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRequest) (*pluginapi.RunModelStepResponse, error) {
+	turn := &req.Turn
+	c, err := r.agent(turn.Agent)
+	if err != nil {
+		return nil, err
+	}
+	st, err := parseRunState(turn.RunState)
+	if err != nil {
+		return nil, err
+	}
+	items, err := itemsFromMessages(turn.Messages, st.Pending)
+	if err != nil {
+		return nil, err
+	}
+	var newMessages []pluginapi.FrameworkMessage
+	for _, id := range st.Pending {
+		msg, item := toolResultMessage(turn, id)
+		newMessages = append(newMessages, msg)
+		items = append(items, item)
+	}
+	instructions, err := c.renderInstructions(InstructionContext{
+		Agent: turn.Agent, SessionID: turn.SessionID, TurnID: turn.TurnID, Attempt: turn.Attempt,
+		ModelCalls: st.ModelCalls, MessageCount: len(turn.Messages),
+	})
+	if err != nil {
+		return nil, err
+	}
+	limitReached := st.ModelCalls >= c.maxCalls
+	mreq := &ModelRequest{Model: c.def.ModelName, Instructions: instructions, Items: items, Settings: c.def.ModelSettings}
+	if !limitReached {
+		for _, t := range c.def.Tools {
+			mreq.Tools = append(mreq.Tools, t.def)
+		}
+	}
+	resp, err := c.def.Model.CallModel(ctx, mreq, req.Events)
+	if err != nil {
+		return nil, err
+	}
+	out, err := outputMessage(resp.Output)
+	if err != nil {
+		return nil, err
+	}
+	newMessages = append(newMessages, out)
+	st.ModelCalls++
+	calls := resp.Output.ToolCalls
+	if len(calls) == 0 {
+		return &pluginapi.RunModelStepResponse{TurnCompleted: &pluginapi.TurnCompleted{NewMessages: newMessages, Usage: resp.Usage, Metadata: resp.Metadata}}, nil
+	}
+	if limitReached {
+		text := fmt.Sprintf(pluginapi.ModelCallLimitToolResultFormat, c.maxCalls)
+		for _, call := range calls {
+			msg, _ := resultMessage(call.ID, call.Name, string(pluginapi.ToolCallFailed), text)
+			newMessages = append(newMessages, msg)
+		}
+		return &pluginapi.RunModelStepResponse{TurnCompleted: &pluginapi.TurnCompleted{NewMessages: newMessages, Usage: resp.Usage, Metadata: resp.Metadata}}, nil
+	}
+	next := runState{ModelCalls: st.ModelCalls}
+	deferred := make([]pluginapi.DeferredToolCall, 0, len(calls))
+	for _, call := range calls {
+		next.Pending = append(next.Pending, call.ID)
+		deferred = append(deferred, pluginapi.DeferredToolCall{
+			ToolCallID: call.ID, ToolName: call.Name, Arguments: call.Arguments, Policy: c.policy(turn, call.Name),
+		})
+	}
+	rs, err := json.Marshal(next)
+	if err != nil {
+		return nil, err
+	}
+	return &pluginapi.RunModelStepResponse{ToolCallsRequested: &pluginapi.ToolCallsRequested{
+		RunState: string(rs), ToolCalls: deferred, NewMessages: newMessages, Usage: resp.Usage, Metadata: resp.Metadata,
+	}}, nil
+}
+
+// BuildUnfinishedTurnMessages implements pluginapi.UnfinishedTurnMessageBuilder:
+// the results of the last model response's tool calls, which no later model
+// call stored.
+func (r *Runner) BuildUnfinishedTurnMessages(_ context.Context, turn *pluginapi.TurnContext) ([]pluginapi.FrameworkMessage, error) {
+	st, err := parseRunState(turn.RunState)
+	if err != nil {
+		return nil, err
+	}
+	var out []pluginapi.FrameworkMessage
+	for _, id := range st.Pending {
+		if rec, ok := turn.ToolCall(id); !ok || !rec.Status.Final() {
+			continue
+		}
+		msg, _ := toolResultMessage(turn, id)
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+// EstimateInputTokens implements pluginapi.InputTokenEstimator.
+func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnContext) (int64, error) {
+	c, err := r.agent(turn.Agent)
+	if err != nil {
+		return 0, err
+	}
+	items, err := itemsFromMessages(turn.Messages, nil)
+	if err != nil {
+		return 0, err
+	}
+	req := &ModelRequest{Instructions: c.def.Instructions, Items: items}
+	for _, t := range c.def.Tools {
+		req.Tools = append(req.Tools, t.def)
+	}
+	return c.def.Model.EstimateInputTokens(req), nil
+}
+
+// ExecuteDeferredToolCall implements pluginapi.Runner.
+func (r *Runner) ExecuteDeferredToolCall(ctx context.Context, req *pluginapi.ExecuteToolRequest) (*pluginapi.ExecuteToolResponse, error) {
+	c, err := r.agent(req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := c.tools[req.ToolCall.ToolName]
+	if !ok {
+		return &pluginapi.ExecuteToolResponse{Error: &pluginapi.ToolExecutionError{Message: "unknown tool " + req.ToolCall.ToolName}}, nil
+	}
+	out, err := t.call(ctx, ToolCallContext{
+		IdempotencyKey: req.IdempotencyKey,
+		Attempt:        req.Attempt,
+		SessionID:      req.SessionID,
+		TurnID:         req.TurnID,
+		ToolCallID:     req.ToolCall.ToolCallID,
+		Checkpoint:     req.HeartbeatCheckpoint,
+		InputAnswers:   req.InputAnswers,
+		Events:         req.Events,
+	}, json.RawMessage(req.ToolCall.Arguments))
+	if err != nil {
+		return nil, err
+	}
+	return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: out}}, nil
+}
+
+// Interface guards
+var (
+	_ pluginapi.Runner                       = (*Runner)(nil)
+	_ pluginapi.UnfinishedTurnMessageBuilder = (*Runner)(nil)
+	_ pluginapi.InputTokenEstimator          = (*Runner)(nil)
+)
