@@ -21,10 +21,10 @@ build:
 dev: build
 	./bin/dex-agent-worker dev --config configs/dev.yaml --data-dir .dex
 
-# The whole suite: vet, unit and integration tests (kill tests included),
-# replay of recorded histories, and a short run of every fuzz target.
-test: build
-	$(GO) vet ./...
+# The whole suite: lint (gofmt, vet, workflowcheck), unit and integration
+# tests (kill tests included), replay of recorded histories, and a short run
+# of every fuzz target.
+test: build lint
 	$(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
@@ -33,6 +33,9 @@ test-unit:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
+	$(GO) test -run='^$$' -fuzz='^FuzzToolArguments$$' -fuzztime=$(FUZZTIME) ./plugins/stepwise
+	$(GO) test -run='^$$' -fuzz='^FuzzRunModelStepResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
+	$(GO) test -run='^$$' -fuzz='^FuzzExecuteToolResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
 
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
@@ -43,7 +46,7 @@ proto:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.3.0 $(WORKFLOW_PKGS)
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 $(WORKFLOW_PKGS)
 
 clean:
 	rm -rf bin

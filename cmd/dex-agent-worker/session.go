@@ -267,6 +267,9 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func printMessage(w io.Writer, seq int64, role, tool, text string) {
+	if strings.TrimSpace(text) == "" && role == "assistant" {
+		text = "(asks for tool calls)"
+	}
 	label := role
 	if tool != "" {
 		label += " " + tool

@@ -104,12 +104,13 @@ func noopActivity(ctx context.Context, n int) (string, error) { return "ok", nil
 // Temporal: per update, one activity, four in parallel, one more; the
 // update returns when the last one finished.
 func bareTurnWorkflow(ctx workflow.Context) error {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
-	})
+	}
 	if err := workflow.SetUpdateHandler(ctx, "turn", func(ctx workflow.Context, text string) (string, error) {
+		ctx = workflow.WithActivityOptions(ctx, opts)
 		var out string
 		if err := workflow.ExecuteActivity(ctx, "noop", 0).Get(ctx, &out); err != nil {
 			return "", err

@@ -1,0 +1,248 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// fakeSteps are the activities of a workflow test: a model that asks for
+// refund once per turn and then answers with the refund's record.
+type fakeSteps struct {
+	modelCalls atomic.Int32
+	toolCalls  atomic.Int32
+	toolErr    error
+}
+
+func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildUserMessageInput) (BuildUserMessageOutput, error) {
+		return BuildUserMessageOutput{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Text}}, nil
+	}, activity.RegisterOptions{Name: client.StepBuildUserMessage})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnInput) (ModelOutcome, error) {
+		f.modelCalls.Add(1)
+		if in.RunState == "" {
+			return ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{
+				RunState:  "r",
+				ToolCalls: []pluginapi.DeferredToolCall{{ToolCallID: "c1", ToolName: "refund", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectNonIdempotentWrite}}},
+			}}, nil
+		}
+		rec := in.ToolCalls[0]
+		return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{NewMessages: []pluginapi.FrameworkMessage{
+			{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(rec)},
+		}}}, nil
+	}, activity.RegisterOptions{Name: client.StepRunModel})
+	tool := func(ctx context.Context, in ToolInput) (ToolOutcome, error) {
+		f.toolCalls.Add(1)
+		if f.toolErr != nil {
+			return ToolOutcome{}, f.toolErr
+		}
+		out := "refunded " + in.IdempotencyKey
+		return ToolOutcome{Output: &out}, nil
+	}
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallTool})
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallSingleAttemptTool})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnFailureInput) (TurnFailureOutput, error) {
+		return TurnFailureOutput{Messages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: in.Note}}}, nil
+	}, activity.RegisterOptions{Name: client.StepRecordTurnFailure})
+}
+
+func newEnv(t *testing.T, rt Runtime) (*testsuite.TestWorkflowEnvironment, *fakeSteps) {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quietLogger)
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Workflow(rt), workflow.RegisterOptions{Name: "TestAgent"})
+	f := &fakeSteps{}
+	f.register(env)
+	return env, f
+}
+
+func runtime(deadline time.Duration) Runtime {
+	return Runtime{
+		Options:  Options{Agent: "a", Policies: pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified}, InterruptDeadlineMs: deadline.Milliseconds()},
+		RunModel: DefaultRunModelLimits,
+		Tool:     DefaultToolLimits,
+	}
+}
+
+func snapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) client.Snapshot {
+	t.Helper()
+	v, err := env.QueryWorkflow(client.QueryAgentSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s client.Snapshot
+	if err := v.Get(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func update(env *testsuite.TestWorkflowEnvironment, name string, arg any, result *bool, err *error) {
+	env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
+		OnReject: func(e error) { *err = e },
+		OnComplete: func(v any, e error) {
+			if e != nil {
+				*err = e
+				return
+			}
+			*result, _ = v.(bool)
+		},
+	}, arg)
+}
+
+func TestWorkflowApprovalDeadlinePassesAfterSevenDays(t *testing.T) {
+	env, f := newEnv(t, runtime(7*24*time.Hour))
+	lateOK, lateErr := true, error(nil)
+	env.RegisterDelayedCallback(func() {
+		s := snapshot(t, env)
+		if len(s.PendingInterrupts) != 1 || s.State.Status != client.StatusRunningTools {
+			t.Errorf("after 1h: %+v", s)
+		}
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		s := snapshot(t, env)
+		if s.State.Status != client.StatusWaitingForUserMessage || len(s.PendingInterrupts) != 0 {
+			t.Fatalf("after 8 days: %+v", s.State)
+		}
+		want := "rejected: " + pluginapi.ApprovalDeadlinePassed
+		if got := s.Messages[len(s.Messages)-1].Text; got != want {
+			t.Errorf("answer = %q, want %q", got, want)
+		}
+		// An approval after the deadline is refused.
+		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &lateOK, &lateErr)
+	}, 8*24*time.Hour)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 8*24*time.Hour+time.Minute)
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
+	if lateOK || lateErr != nil {
+		t.Errorf("late approval = %v, %v; want false", lateOK, lateErr)
+	}
+	if f.toolCalls.Load() != 0 {
+		t.Errorf("tool ran %d times after its deadline passed", f.toolCalls.Load())
+	}
+}
+
+func TestWorkflowApprovalRunsTheTool(t *testing.T) {
+	env, f := newEnv(t, runtime(0))
+	var ok bool
+	var err error
+	env.RegisterDelayedCallback(func() {
+		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		s := snapshot(t, env)
+		if got := s.Messages[len(s.Messages)-1].Text; got != "succeeded: refunded default-test-workflow-id/turn-1/c1" {
+			t.Errorf("answer = %q", got)
+		}
+		env.CancelWorkflow()
+	}, 2*time.Minute)
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
+	if !ok || err != nil {
+		t.Fatalf("approve = %v, %v", ok, err)
+	}
+	if f.toolCalls.Load() != 1 || f.modelCalls.Load() != 2 {
+		t.Errorf("tool calls %d, model calls %d; want 1 and 2", f.toolCalls.Load(), f.modelCalls.Load())
+	}
+}
+
+func TestWorkflowValidatorsRejectBadInput(t *testing.T) {
+	env, _ := newEnv(t, runtime(0))
+	errs := make([]error, 2)
+	oks := make([]bool, 2)
+	env.RegisterDelayedCallback(func() {
+		update(env, client.UpdateSendUserMessage, client.SendUserMessageRequest{Text: strings.Repeat("x", MaxUserMessageBytes+1)}, &oks[0], &errs[0])
+		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{}, &oks[1], &errs[1])
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Minute)
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{})
+	if oks[0] || oks[1] || errs[0] == nil || !strings.Contains(errs[0].Error(), "the limit is") || errs[1] == nil || !strings.Contains(errs[1].Error(), "interrupt_id is required") {
+		t.Errorf("validator errors = %v", errs)
+	}
+}
+
+func TestWorkflowToolCrashRecordsOutcomeUnknown(t *testing.T) {
+	env, f := newEnv(t, runtime(0))
+	f.toolErr = errors.New("connection reset")
+	env.RegisterDelayedCallback(func() {
+		var ok bool
+		var err error
+		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		s := snapshot(t, env)
+		want := "outcome_unknown: " + pluginapi.OutcomeUnknownToolResult
+		if got := s.Messages[len(s.Messages)-1].Text; got != want {
+			t.Errorf("answer = %q, want %q", got, want)
+		}
+		env.CancelWorkflow()
+	}, 2*time.Minute)
+	// The failure carries no "not started" marker, so the write may have run.
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
+}
+
+func TestWorkflowToolNotStartedRecordsFailed(t *testing.T) {
+	env, f := newEnv(t, runtime(0))
+	f.toolErr = temporal.NewApplicationError("plugin not reachable", ToolNotStartedErrorType)
+	env.RegisterDelayedCallback(func() {
+		var ok bool
+		var err error
+		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		s := snapshot(t, env)
+		got := s.Messages[len(s.Messages)-1].Text
+		if !strings.HasPrefix(got, "failed: The tool call failed: "+pluginapi.ToolCallNotRunErrorPrefix+": ") {
+			t.Errorf("answer = %q", got)
+		}
+		env.CancelWorkflow()
+	}, 2*time.Minute)
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
+}
+
+func TestWorkflowContinuesAsNewAtATurnBoundary(t *testing.T) {
+	rt := runtime(0)
+	rt.MaxUpdatesPerRun = 4
+	env, _ := newEnv(t, rt)
+	// Two turns, each with a message and an approval: four updates.
+	oks := make([]bool, 4)
+	errs := make([]error, 4)
+	for i := 0; i < 2; i++ {
+		at := time.Duration(i+1) * time.Hour
+		env.RegisterDelayedCallback(func() {
+			update(env, client.UpdateSendUserMessage, client.SendUserMessageRequest{Text: fmt.Sprintf("refund %d", i)}, &oks[2*i], &errs[2*i])
+		}, at)
+		env.RegisterDelayedCallback(func() {
+			update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &oks[2*i+1], &errs[2*i+1])
+		}, at+time.Minute)
+	}
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{})
+	for i := range oks {
+		if !oks[i] || errs[i] != nil {
+			t.Errorf("update %d = %v, %v", i, oks[i], errs[i])
+		}
+	}
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	var next WorkflowInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	st := next.Continued
+	if st == nil || st.TurnCount != 2 || len(st.Messages) != 4 || !st.Idle() || st.NextSequence != 5 {
+		t.Fatalf("carried state = %+v", st)
+	}
+}
