@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+func TestMain(m *testing.M) {
+	agenttest.RunWorkerIfChild()
+	os.Exit(m.Run())
+}
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`
+plugins:
+  p: {command: /bin/true}
+agents:
+  - name: a
+    flow_type: A
+    runner: p
+  - name: b
+    flow_type: B
+    runner: p
+    tool_policies:
+      refund: {effect: write}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, "config", "validate", "--config", bad)
+	if code != 1 || !strings.Contains(stderr, `agents[1].tool_policies.refund.effect: unknown effect "write"`) {
+		t.Errorf("bad config: exit %d, stderr:\n%s", code, stderr)
+	}
+	stdout, stderr, code := runCLI(t, "config", "validate", "--config", filepath.Join("..", "..", "configs", "dev.yaml"))
+	if code != 0 || !strings.Contains(stdout, "is valid: 2 agent(s)") {
+		t.Errorf("dev config: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, _, code := runCLI(t, "config", "validate", "--config", filepath.Join(dir, "missing.yaml")); code != 1 {
+		t.Errorf("missing file: exit %d, want 1", code)
+	}
+}
+
+// TestOrdersDemoThroughTheCLI is the README's walkthrough: start a session
+// with "refund order 7", see the pending approval, approve it, and see the
+// refund applied once and the final answer.
+func TestOrdersDemoThroughTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+`, plugin))
+	stack.StartWorker()
+	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath}
+	session := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, code := runCLI(t, append(append([]string{"session"}, args...), base...)...)
+		if code != 0 {
+			t.Fatalf("session %v: exit %d\n%s", args, code, stderr)
+		}
+		return stdout
+	}
+	out := session("start", "--agent", "orders", "--message", "refund order 7")
+	id := strings.TrimSpace(out)
+	if id == "" || strings.Count(out, "\n") != 1 {
+		t.Fatalf("start printed %q, want the ID alone", out)
+	}
+	snap := stack.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	var viaCLI client.Snapshot
+	if err := json.Unmarshal([]byte(session("snapshot", id, "--json")), &viaCLI); err != nil {
+		t.Fatal(err)
+	}
+	if len(viaCLI.PendingInterrupts) != 1 || viaCLI.PendingInterrupts[0].ToolName != "refund_order" {
+		t.Fatalf("snapshot --json pending interrupts = %+v", viaCLI.PendingInterrupts)
+	}
+	if human := session("snapshot", id); !strings.Contains(human, "waiting for approval") || !strings.Contains(human, "refund_order") {
+		t.Errorf("snapshot text:\n%s", human)
+	}
+	if got := session("approve", id, snap.PendingInterrupts[0].InterruptID); got != "approved\n" {
+		t.Errorf("approve printed %q", got)
+	}
+	final := stack.WaitForSnapshot("the final answer", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	})
+	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Done. Refunded $62.50 of order 7") {
+		t.Errorf("final answer = %q", got)
+	}
+	data, err := os.ReadFile(filepath.Join(stack.Dir, "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `"idempotency_key"`); n != 1 {
+		t.Errorf("the store holds %d refunds, want 1", n)
+	}
+	// Approving again is refused with a clear message and exit 1.
+	_, stderr, code := runCLI(t, append([]string{"session", "approve", id, snap.PendingInterrupts[0].InterruptID}, base...)...)
+	if code != 1 || !strings.Contains(stderr, "is not pending") {
+		t.Errorf("second approve: exit %d, %s", code, stderr)
+	}
+	if msgs := session("messages", id); !strings.Contains(msgs, "refund order 7") {
+		t.Errorf("messages:\n%s", msgs)
+	}
+}
