@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -194,6 +198,32 @@ func TestEngineRestartMidSession(t *testing.T) {
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	wantAnswer(t, snap, "done: approve_write=succeeded:wrote e")
+	if n := s.Log().Count("tool", "approve_write"); n != 1 {
+		t.Errorf("approve_write ran %d times, want 1", n)
+	}
+}
+
+// TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite kills the runner
+// plugin while the session waits for approval: the approved write runs once
+// on a relaunched plugin instead of failing as outcome unknown.
+func TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "call:approve_write:idle")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	b, err := os.ReadFile(filepath.Join(s.Dir, "plugin.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the plugin %d: %v", pid, err)
+	}
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: approve_write=succeeded:wrote idle")
 	if n := s.Log().Count("tool", "approve_write"); n != 1 {
 		t.Errorf("approve_write ran %d times, want 1", n)
 	}

@@ -169,6 +169,12 @@ func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (sessio
 	if a.Hooks.BeforeToolStart != nil {
 		a.Hooks.BeforeToolStart(ctx, in)
 	}
+	// A plugin that died while idle fails the next call before it reaches
+	// the tool; find that out before the started marker, so such a call is
+	// recorded as not run instead of outcome unknown.
+	if err := preflight(ctx, r); err != nil {
+		return session.ToolOutcome{}, notStarted(err)
+	}
 	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
 	defer w.close()
 	w.publish(session.EventToolCallStarted, map[string]string{"tool_call_id": in.ToolCall.ToolCallID, "tool_name": in.ToolCall.ToolName})
@@ -274,6 +280,23 @@ func (a *Activities) RecordTurnFailure(ctx context.Context, in session.TurnFailu
 		}
 	}
 	return out, nil
+}
+
+// preflight checks that the runner answers, giving a plugin that died while
+// idle a moment to be relaunched.
+func preflight(ctx context.Context, r pluginapi.Runner) error {
+	var err error
+	for i := 0; i < 4; i++ {
+		if _, err = r.Info(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i+1) * 250 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the runner does not answer: %w", err)
 }
 
 // heartbeatLoop heartbeats every interval until stop is called.

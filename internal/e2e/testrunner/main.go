@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest/probe"
@@ -38,6 +40,10 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 		return nil, fmt.Errorf("testrunner runner_config: state_dir is required (%v)", err)
 	}
 	log := &probe.InvocationLog{Path: filepath.Join(cfg.StateDir, "invocations.log")}
+	// Tests kill this process by the PID it leaves here.
+	if err := os.WriteFile(filepath.Join(cfg.StateDir, "plugin.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, err
+	}
 	gated := func(tool, result string, effect pluginapi.Effect) *stepwise.Tool {
 		return stepwise.MustFunctionTool(tool, "A tool that stops at its gate when the test armed it.",
 			func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
