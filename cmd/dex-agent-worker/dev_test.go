@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// devProcess runs `dex-agent-worker dev` and waits for its banner.
+func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"dev"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(t.TempDir(), "dev.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "is running") {
+				close(ready)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	select {
+	case <-ready:
+	case err := <-done:
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("dev exited before its banner: %v\n%s", err, b)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("dev printed no banner in 2 minutes")
+	}
+	return cmd, done
+}
+
+// TestDevResumesSessionsAfterARestart runs the real binary: a session waits
+// for approval, dev stops on SIGINT and starts again on the same data dir,
+// and the approval completes the refund.
+func TestDevResumesSessionsAfterARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: %s}
+    tool_policies:
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+`, plugin, filepath.Join(dir, "orders.json"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	args := []string{"--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port), "--ui-port", "0"}
+	cmd, done := devProcess(t, bin, args...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	sessions := client.New(tc, "default", "")
+	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "refund order 5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap client.Snapshot
+	waitSnap := func(what string, cond func(client.Snapshot) bool) {
+		t.Helper()
+		err := agenttest.WaitFor(ctx, what, time.Minute, func() (bool, error) {
+			s, err := sessions.GetAgentSnapshot(ctx, id)
+			snap = s
+			return err == nil && cond(s), err
+		})
+		if err != nil {
+			t.Fatalf("%v; snapshot %+v", err, snap)
+		}
+	}
+	waitSnap("a pending approval", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	interrupt := snap.PendingInterrupts[0].InterruptID
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dev exited with %v after SIGINT, want 0", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("dev did not stop within a minute of SIGINT")
+	}
+
+	devProcess(t, bin, args...)
+	waitSnap("the approval still pending after the restart", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	ok, err := sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: interrupt, Approved: true})
+	if err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	waitSnap("the final answer", func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && s.Messages[len(s.Messages)-1].Role == "assistant"
+	})
+	if got := snap.Messages[len(snap.Messages)-1].Text; !strings.HasPrefix(got, "Done. Refunded $47.50 of order 5") {
+		t.Errorf("final answer = %q", got)
+	}
+}

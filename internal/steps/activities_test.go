@@ -1,0 +1,65 @@
+package steps
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+func TestCheckModelResponse(t *testing.T) {
+	done := &pluginapi.TurnCompleted{NewMessages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleAssistant, Text: "hi", Item: `{"a":1}`}}}
+	tools := &pluginapi.ToolCallsRequested{RunState: "x"}
+	tests := []struct {
+		name string
+		resp *pluginapi.RunModelStepResponse
+		want string
+	}{
+		{"ok", &pluginapi.RunModelStepResponse{TurnCompleted: done}, ""},
+		{"nil", nil, "no response"},
+		{"both", &pluginapi.RunModelStepResponse{TurnCompleted: done, ToolCallsRequested: tools}, "both turn_completed and tool_calls_requested"},
+		{"neither", &pluginapi.RunModelStepResponse{}, "neither turn_completed nor tool_calls_requested"},
+		{"bad role", &pluginapi.RunModelStepResponse{TurnCompleted: &pluginapi.TurnCompleted{NewMessages: []pluginapi.FrameworkMessage{{Role: "system"}}}}, `new_messages[0] has unknown role "system"`},
+		{"bad item", &pluginapi.RunModelStepResponse{ToolCallsRequested: &pluginapi.ToolCallsRequested{NewMessages: []pluginapi.FrameworkMessage{{Role: "assistant", Item: "{"}}}}, "framework_item is not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkModelResponse(tt.resp)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "runner returned a malformed outcome") {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestToolOutcome(t *testing.T) {
+	in := session.ToolInput{ToolCall: pluginapi.ToolCall{ToolName: "report"}}
+	out, err := toolOutcome(in, &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: "ok"}})
+	if err != nil || out.Output == nil || *out.Output != "ok" {
+		t.Errorf("result: %+v %v", out, err)
+	}
+	out, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{Error: &pluginapi.ToolExecutionError{Message: "bad"}})
+	if err != nil || out.Error == nil || *out.Error != "bad" {
+		t.Errorf("tool error: %+v %v", out, err)
+	}
+	out, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{InputRequested: &pluginapi.ToolInputRequested{Question: "Which one?"}})
+	if err != nil || out.Error == nil || !strings.Contains(*out.Error, "Which one?") {
+		t.Errorf("input request: %+v %v", out, err)
+	}
+	if _, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{TaskStarted: &pluginapi.ToolTaskStarted{TaskID: "job-1"}}); err == nil || !strings.Contains(err.Error(), "MISSING_TOOL_TASK_POLLER") {
+		t.Errorf("task without poller: %v", err)
+	}
+	if _, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{}); err == nil {
+		t.Errorf("empty outcome accepted")
+	}
+	if _, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{}, Error: &pluginapi.ToolExecutionError{}}); err == nil {
+		t.Errorf("two outcomes accepted")
+	}
+}
