@@ -36,6 +36,9 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzToolArguments$$' -fuzztime=$(FUZZTIME) ./plugins/stepwise
 	$(GO) test -run='^$$' -fuzz='^FuzzRunModelStepResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
 	$(GO) test -run='^$$' -fuzz='^FuzzExecuteToolResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
+	$(GO) test -run='^$$' -fuzz='^FuzzParseToken$$' -fuzztime=$(FUZZTIME) ./internal/events
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
+	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/

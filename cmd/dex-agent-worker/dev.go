@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
+	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -20,6 +23,8 @@ func newDevCmd(g *globals) *cobra.Command {
 		dataDir      string
 		temporalPort int
 		uiPort       int
+		httpAddr     string
+		apiToken     string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -56,12 +61,23 @@ func newDevCmd(g *globals) *cobra.Command {
 					logger.Warn("stop the dev server", "error", err)
 				}
 			}()
-			d, err := daemon.Start(ctx, daemon.Options{Config: cfg, Logger: logger, TemporalAddress: srv.FrontendAddress()})
+			token, generated, err := devToken(apiToken)
+			if err != nil {
+				return err
+			}
+			d, err := daemon.Start(ctx, daemon.Options{
+				Config:          cfg,
+				Logger:          logger,
+				TemporalAddress: srv.FrontendAddress(),
+				HTTPListen:      httpAddr,
+				ExtraTokens:     []httpapi.Token{{Name: "dev", Value: token}},
+				WebUI:           webUI(),
+			})
 			if err != nil {
 				return err
 			}
 			defer d.Stop()
-			printBanner(g, cfg, srv, abs, cfgPath, time.Since(started))
+			printBanner(g, cfg, srv, abs, cfgPath, time.Since(started), d.HTTPAddress(), token, generated)
 			<-ctx.Done()
 			logger.Info("stopping")
 			return nil
@@ -71,15 +87,39 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".dex", "directory of the SQLite file and other state")
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
+	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
+	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token (default $DEX_API_TOKEN, else a new random one printed in the banner)")
 	return cmd
 }
 
-func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir, cfgPath string, took time.Duration) {
+// devToken returns the dev API token: the flag, $DEX_API_TOKEN, or a new
+// random one (generated reports that).
+func devToken(flag string) (token string, generated bool, err error) {
+	if flag != "" {
+		return flag, false, nil
+	}
+	if v := os.Getenv("DEX_API_TOKEN"); v != "" {
+		return v, false, nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", false, err
+	}
+	return hex.EncodeToString(b), true, nil
+}
+
+func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir, cfgPath string, took time.Duration, httpAddr, token string, generated bool) {
 	w := g.stdout
 	fmt.Fprintf(w, "\ndex-agent-worker %s is running (started in %s)\n\n", version, took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  Temporal frontend  %s  (namespace %s, task queue %s)\n", srv.FrontendAddress(), srv.Namespace(), cfg.Temporal.TaskQueue)
 	if ui := srv.UIAddress(); ui != "" {
 		fmt.Fprintf(w, "  Temporal Web UI    %s\n", ui)
+	}
+	if httpAddr != "" && webUI() != nil && cfg.HTTP.WebUIEnabled() {
+		fmt.Fprintf(w, "  Web chat           http://%s/#token=%s\n", httpAddr, token)
+	}
+	if httpAddr != "" {
+		fmt.Fprintf(w, "  HTTP API           http://%s/v1  (Authorization: Bearer $DEX_API_TOKEN)\n", httpAddr)
 	}
 	fmt.Fprintf(w, "  Data directory     %s\n", dataDir)
 	fmt.Fprintf(w, "  Config             %s\n", cfgPath)
@@ -98,6 +138,12 @@ func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir,
 			addr = " --address " + srv.FrontendAddress()
 		}
 		fmt.Fprintf(w, "\nTry, in another shell:\n\n")
+		if generated {
+			fmt.Fprintf(w, "  export DEX_API_TOKEN=%s\n", token)
+		}
+		if httpAddr != "" {
+			fmt.Fprintf(w, "  %s chat --agent %s --http-address http://%s\n\n", self, cfg.Agents[0].Name, httpAddr)
+		}
 		fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"refund order 7\")\n", self, addr, cfg.Agents[0].Name)
 		fmt.Fprintf(w, "  %s session snapshot%s $ID\n", self, addr)
 		fmt.Fprintf(w, "  %s session approve%s $ID <interrupt_id>\n\n", self, addr)

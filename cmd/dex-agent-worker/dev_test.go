@@ -96,7 +96,7 @@ agents:
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	args := []string{"--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port), "--ui-port", "0"}
+	args := []string{"--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port), "--ui-port", "0", "--http", "127.0.0.1:0"}
 	cmd, done := devProcess(t, bin, args...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

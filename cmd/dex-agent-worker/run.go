@@ -22,7 +22,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				return err
 			}
 			logger := configuredLogger(g, cmd, cfg)
-			d, err := daemon.Start(cmd.Context(), daemon.Options{Config: cfg, Logger: logger})
+			d, err := daemon.Start(cmd.Context(), daemon.Options{Config: cfg, Logger: logger, WebUI: webUI()})
 			if err != nil {
 				return err
 			}

@@ -26,6 +26,8 @@ type Config struct {
 	Logging  Logging           `yaml:"logging"`
 	Plugins  map[string]Plugin `yaml:"plugins,omitempty"`
 	Agents   []Agent           `yaml:"agents"`
+	Events   Events            `yaml:"events"`
+	HTTP     HTTP              `yaml:"http"`
 
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
@@ -53,6 +55,52 @@ type TLS struct {
 	CAFile     string `yaml:"ca_file,omitempty"`   // roots that verify the server; system roots when empty
 	ServerName string `yaml:"server_name,omitempty"`
 }
+
+// Events configures the live event stream (the spec's AgentEvents).
+type Events struct {
+	// Backend is "memory": events live in this worker process, which must
+	// also serve the HTTP API.
+	Backend string `yaml:"backend"`
+	// CapacityBytes bounds each session's retained events; the oldest are
+	// trimmed first. Default 10 MiB.
+	CapacityBytes int `yaml:"capacity_bytes"`
+}
+
+// HTTP configures the REST + SSE API and the web page.
+type HTTP struct {
+	// Listen is host:port; empty serves no HTTP (run) — dev always serves.
+	Listen string `yaml:"listen,omitempty"`
+	// WebUI serves the chat page at / (default true).
+	WebUI *bool `yaml:"web_ui,omitempty"`
+	Auth  Auth  `yaml:"auth"`
+}
+
+// WebUIEnabled reports whether the chat page is served.
+func (h HTTP) WebUIEnabled() bool { return h.WebUI == nil || *h.WebUI }
+
+// Auth lists the bearer tokens the API accepts.
+type Auth struct {
+	Tokens []APIToken `yaml:"tokens,omitempty"`
+}
+
+// APIToken is one bearer token and what it may reach.
+type APIToken struct {
+	// Name identifies the token in logs.
+	Name string `yaml:"name,omitempty"`
+	// Token is the value, usually ${VAR}; or set TokenEnv instead.
+	Token Secret `yaml:"token,omitempty"`
+	// TokenEnv names the environment variable that holds the value.
+	TokenEnv string `yaml:"token_env,omitempty"`
+	// Agents limits the token to these agents; empty allows every agent.
+	Agents []string `yaml:"agents,omitempty"`
+	// SessionPrefix limits the token to session IDs with this prefix; new
+	// sessions it starts get IDs with it.
+	SessionPrefix string `yaml:"session_prefix,omitempty"`
+}
+
+// Value returns the token's secret value: Token, or the variable TokenEnv
+// names, read when the config was loaded.
+func (t APIToken) Value() string { return t.Token.Reveal() }
 
 // Logging configures the daemon's slog handler.
 type Logging struct {
@@ -191,6 +239,7 @@ const (
 func (c *Config) setDefaults() {
 	c.Temporal = Temporal{Address: DefaultAddress, Namespace: DefaultNamespace, TaskQueue: DefaultTaskQueue}
 	c.Logging = Logging{Level: "info", Format: "text"}
+	c.Events = Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024}
 }
 
 func (a *Agent) setDefaults() {

@@ -225,6 +225,19 @@ var expectedErrors = []struct {
 		errs:     []string{`agents: at least one agent is required`},
 	},
 	{
+		filename: "http.bad.yml",
+		errs: []string{
+			`8: events.backend: unknown backend "kafka" (want "memory")`,
+			"9: events.capacity_bytes: must be at least 65536, got 10",
+			`11: http.listen: invalid address "localhost": want host:port, such as 127.0.0.1:8080`,
+			"14: http.auth.tokens[0].token: is too short: use at least 16 characters",
+			"15: http.auth.tokens[1]: set token or token_env, not both",
+			"16: http.auth.tokens[2]: set token (such as ${DEX_API_TOKEN}) or token_env",
+			"17: http.auth.tokens[3].token_env: environment variable DEX_TEST_SURELY_UNSET_VAR is not set",
+			`18: http.auth.tokens[4].agents[0]: unknown agent "b"`,
+		},
+	},
+	{
 		filename: "syntax.bad.yml",
 		errs:     []string{`1: invalid YAML: did not find expected ',' or '}'`},
 	},
@@ -306,6 +319,7 @@ func TestDefaults(t *testing.T) {
 			},
 			ToolLimit: ToolLimit{StartToCloseTimeout: 15 * time.Minute, HeartbeatTimeout: time.Minute, MaximumAttempts: 3},
 		}},
+		Events: Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("minimal config (-want +got):\n%s", diff)

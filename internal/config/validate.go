@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,10 +87,60 @@ func (c *Config) Validate() error {
 		}
 		a.validate(&p, path)
 	}
+	c.Events.validate(&p, "events")
+	c.HTTP.validate(&p, "http", byName)
 	if len(p) == 0 {
 		return nil
 	}
 	return &ValidationError{Errors: p}
+}
+
+func (e *Events) validate(p *problems, path string) {
+	switch e.Backend {
+	case "memory", "":
+	case "redis":
+		p.add(path+".backend", `"redis" is not available in this build yet (want "memory")`)
+	default:
+		p.add(path+".backend", `unknown backend %q (want "memory")`, e.Backend)
+	}
+	if e.CapacityBytes != 0 && e.CapacityBytes < 64*1024 {
+		p.add(path+".capacity_bytes", "must be at least 65536, got %d", e.CapacityBytes)
+	}
+}
+
+func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
+	if h.Listen != "" {
+		if _, _, err := net.SplitHostPort(h.Listen); err != nil {
+			p.add(path+".listen", "invalid address %q: want host:port, such as 127.0.0.1:8080", h.Listen)
+		}
+		if len(h.Auth.Tokens) == 0 {
+			p.add(path+".auth.tokens", "at least one token is required when http.listen is set")
+		}
+	}
+	for i := range h.Auth.Tokens {
+		t := &h.Auth.Tokens[i]
+		tp := indexPath(path+".auth.tokens", i)
+		switch {
+		case t.Token != "" && t.TokenEnv != "":
+			p.add(tp, "set token or token_env, not both")
+		case t.Token == "" && t.TokenEnv == "":
+			p.add(tp, "set token (such as ${DEX_API_TOKEN}) or token_env")
+		case t.TokenEnv != "":
+			if v := os.Getenv(t.TokenEnv); v == "" {
+				p.add(tp+".token_env", "environment variable %s is not set", t.TokenEnv)
+			} else {
+				t.Token = Secret(v)
+			}
+		}
+		if t.Token != "" && len(t.Token.Reveal()) < 16 {
+			p.add(tp+".token", "is too short: use at least 16 characters")
+		}
+		for j, a := range t.Agents {
+			if _, ok := agents[a]; !ok {
+				p.add(indexPath(tp+".agents", j), "unknown agent %q", a)
+			}
+		}
+	}
 }
 
 func (t *Temporal) validate(p *problems, path string) {

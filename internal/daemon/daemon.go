@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"sort"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
@@ -44,6 +47,13 @@ type Options struct {
 	TemporalAddress string
 	// HeartbeatInterval overrides the Steps' background heartbeat interval.
 	HeartbeatInterval time.Duration
+	// HTTPListen overrides config.HTTP.Listen ("" keeps it; the API is
+	// served only when one of them is set).
+	HTTPListen string
+	// ExtraTokens are accepted besides the config's (dev's generated token).
+	ExtraTokens []httpapi.Token
+	// WebUI serves the chat page at / of the API when the config enables it.
+	WebUI http.Handler
 }
 
 // Daemon is a running worker.
@@ -52,6 +62,10 @@ type Daemon struct {
 	host   *runnerhost.Host
 	client temporalclient.Client
 	worker worker.Worker
+	broker events.Broker
+	api    *httpapi.Server
+	http   *http.Server
+	addr   string
 }
 
 // Start launches the plugins, configures the agents and starts the worker.
@@ -86,7 +100,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	})
 	sink := opts.Events
 	if sink == nil {
-		sink = events.LogSink{Logger: logger.With("component", "events")}
+		d.broker = events.NewMemoryBroker(events.MemoryOptions{CapacityBytes: cfg.Events.CapacityBytes})
+		sink = d.broker
 	}
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
@@ -113,6 +128,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("start the Temporal worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
 	}
 	d.worker = w
+	if err := d.serveHTTP(cfg, opts, logger); err != nil {
+		return nil, err
+	}
 	ok = true
 	logger.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace,
 		"agents", len(cfg.Agents), "active_step_search", searchAttrs)
@@ -168,11 +186,71 @@ func (d *Daemon) hasSearchAttribute(ctx context.Context, namespace string) bool 
 	return false
 }
 
+func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger) error {
+	listen := opts.HTTPListen
+	if listen == "" {
+		listen = cfg.HTTP.Listen
+	}
+	if listen == "" {
+		return nil
+	}
+	if d.broker == nil {
+		return errors.New("the HTTP API needs the daemon's own event broker")
+	}
+	var tokens []httpapi.Token
+	for i, t := range cfg.HTTP.Auth.Tokens {
+		name := t.Name
+		if name == "" {
+			name = fmt.Sprintf("tokens[%d]", i)
+		}
+		tokens = append(tokens, httpapi.Token{Name: name, Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix})
+	}
+	tokens = append(tokens, opts.ExtraTokens...)
+	if len(tokens) == 0 {
+		return errors.New("the HTTP API needs at least one token (http.auth.tokens)")
+	}
+	var agents []httpapi.Agent
+	for _, a := range cfg.Agents {
+		agents = append(agents, httpapi.Agent{Name: a.Name, FlowType: a.FlowType})
+	}
+	var web http.Handler
+	if cfg.HTTP.WebUIEnabled() {
+		web = opts.WebUI
+	}
+	d.api = httpapi.New(httpapi.Options{
+		Temporal: d.client, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue,
+		Broker: d.broker, Agents: agents, Tokens: tokens, WebUI: web, Logger: logger.With("component", "http"),
+	})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("serve the HTTP API on %s: %w", listen, err)
+	}
+	d.addr = ln.Addr().String()
+	d.http = &http.Server{Handler: d.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("HTTP server stopped", "error", err)
+		}
+	}()
+	logger.Info("HTTP API listening", "address", d.addr, "web_ui", web != nil)
+	return nil
+}
+
+// HTTPAddress returns the API's listen address, or "" when it serves none.
+func (d *Daemon) HTTPAddress() string { return d.addr }
+
 // Client returns the daemon's Temporal client.
 func (d *Daemon) Client() temporalclient.Client { return d.client }
 
 // Stop stops the worker, closes the client and kills the plugins.
 func (d *Daemon) Stop() {
+	if d.http != nil {
+		d.api.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.http.Shutdown(ctx)
+		cancel()
+		d.http = nil
+	}
 	if d.worker != nil {
 		d.worker.Stop()
 		d.worker = nil

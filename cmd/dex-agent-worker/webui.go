@@ -1,0 +1,6 @@
+package main
+
+import "net/http"
+
+// webUI returns the chat page's handler.
+func webUI() http.Handler { return nil }

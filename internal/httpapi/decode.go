@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	commonpb "go.temporal.io/api/common/v1"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+type (
+	pluginMessage  = pluginapi.Message
+	pluginToolCall = pluginapi.ToolCall
+)
+
+func commonExecution(id string) *commonpb.WorkflowExecution {
+	return &commonpb.WorkflowExecution{WorkflowId: id}
+}
+
+// decodeBody decodes a JSON object strictly: a size limit, no unknown
+// fields, nothing after the object.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return errorf(http.StatusUnsupportedMediaType, "bad_request", "Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBodyBytes)
+		}
+		return errorf(http.StatusBadRequest, "bad_request", "read the body: %v", err)
+	}
+	return decodeJSON(body, v)
+}
+
+// decodeJSON is the strict decoder of request bodies.
+func decodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if err == io.EOF {
+			return errorf(http.StatusBadRequest, "bad_request", "the body must be a JSON object")
+		}
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		return errorf(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", msg)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "bad_request", "invalid JSON body: data after the object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errorf(http.StatusBadRequest, "bad_request", "invalid JSON body: data after the object")
+	}
+	return nil
+}
+
+func parseListQuery(q url.Values) (client.ListMessagesRequest, error) {
+	var req client.ListMessagesRequest
+	for key := range q {
+		if key != "before_sequence" && key != "limit" {
+			return req, errorf(http.StatusBadRequest, "bad_request", "unknown query parameter %q", key)
+		}
+	}
+	if v := q.Get("before_sequence"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return req, errorf(http.StatusBadRequest, "bad_request", "before_sequence must be a non-negative integer")
+		}
+		req.BeforeSequence = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return req, errorf(http.StatusBadRequest, "bad_request", "limit must be an integer from 1 to 200")
+		}
+		req.Limit = n
+	}
+	return req, nil
+}

@@ -1,0 +1,493 @@
+// Package httpapi serves the REST + Server-Sent Events API that
+// applications and browsers use to drive agent sessions, and the web chat
+// page. Every route authorizes the caller for the session or agent it names;
+// see API.md for the wire contract.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+)
+
+// Agent is an agent the API can start sessions of.
+type Agent struct {
+	Name     string `json:"name"`
+	FlowType string `json:"flow_type"`
+}
+
+// Token is one accepted bearer token and its scope.
+type Token struct {
+	Name  string
+	Value string
+	// Agents limits the token to these agent names; empty allows all.
+	Agents []string
+	// SessionPrefix limits the token to session IDs with this prefix.
+	SessionPrefix string
+}
+
+// Options configure a Server.
+type Options struct {
+	Temporal  temporalclient.Client
+	Namespace string
+	TaskQueue string
+	Broker    events.Broker
+	Agents    []Agent
+	Tokens    []Token
+	// WebUI, when set, serves the chat page at / (without authorization:
+	// it holds no data; the page calls the API with the user's token).
+	WebUI  http.Handler
+	Logger *slog.Logger
+	// KeepAlive is the idle time after which an event stream sends a
+	// comment (default 15s).
+	KeepAlive time.Duration
+	// WriteTimeout bounds one write to an event stream, so a stuck client
+	// is dropped instead of holding its handler forever (default 30s).
+	WriteTimeout time.Duration
+}
+
+// MaxBodyBytes bounds request bodies.
+const MaxBodyBytes = 1 << 20
+
+// Server is the API's http.Handler.
+type Server struct {
+	opts     Options
+	sessions *client.AgentSessionClient
+	mux      *http.ServeMux
+	log      *slog.Logger
+	tokens   []scopedToken
+	byFlow   map[string]Agent
+	byName   map[string]Agent
+
+	shutdown  chan struct{}
+	closeOnce sync.Once
+
+	cacheMu sync.Mutex
+	agentOf map[string]string // session ID -> agent name, for sessions seen
+}
+
+type scopedToken struct {
+	Token
+	hash [32]byte
+}
+
+// New returns the API server.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	s := &Server{
+		opts:     opts,
+		sessions: client.New(opts.Temporal, opts.Namespace, opts.TaskQueue),
+		mux:      http.NewServeMux(),
+		log:      opts.Logger,
+		byFlow:   map[string]Agent{},
+		byName:   map[string]Agent{},
+		shutdown: make(chan struct{}),
+		agentOf:  map[string]string{},
+	}
+	for _, t := range opts.Tokens {
+		s.tokens = append(s.tokens, scopedToken{Token: t, hash: sha256.Sum256([]byte(t.Value))})
+	}
+	for _, a := range opts.Agents {
+		s.byFlow[a.FlowType] = a
+		s.byName[a.Name] = a
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /v1/agents", s.authed(s.listAgents))
+	s.mux.HandleFunc("POST /v1/sessions", s.authed(s.startSession))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.session(s.events))
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+	})
+	if opts.WebUI != nil {
+		s.mux.Handle("/", opts.WebUI)
+	}
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Close ends every open event stream; call it before http.Server.Shutdown.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.shutdown) }) }
+
+// apiError is an error with its HTTP status and code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		writeError(w, ae.status, ae.code, ae.msg)
+		return
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		writeError(w, http.StatusNotFound, "not_found", "no such session")
+		return
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		// An update validator's rejection: the input was refused.
+		writeError(w, http.StatusBadRequest, "bad_request", app.Message())
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the session did not answer in time; is a worker running?")
+		return
+	}
+	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	writeError(w, http.StatusInternalServerError, "internal", "internal error")
+}
+
+// authenticate finds the caller's token.
+func (s *Server) authenticate(r *http.Request) (*scopedToken, error) {
+	h := r.Header.Get("Authorization")
+	value, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || value == "" {
+		return nil, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token (Authorization: Bearer <token>)")
+	}
+	sum := sha256.Sum256([]byte(value))
+	var found *scopedToken
+	for i := range s.tokens {
+		if subtle.ConstantTimeCompare(sum[:], s.tokens[i].hash[:]) == 1 {
+			found = &s.tokens[i]
+		}
+	}
+	if found == nil {
+		return nil, errorf(http.StatusUnauthorized, "unauthorized", "invalid bearer token")
+	}
+	return found, nil
+}
+
+func (t *scopedToken) allowsAgent(name string) bool {
+	if len(t.Agents) == 0 {
+		return true
+	}
+	for _, a := range t.Agents {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *scopedToken)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, err := s.authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="dex-agent-worker"`)
+			s.fail(w, r, err)
+			return
+		}
+		h(w, r, tok)
+	}
+}
+
+// session authorizes the caller for the session the path names: 401
+// without a valid token, 403 outside the token's prefix or agents, 404 for
+// a session that does not exist.
+func (s *Server) session(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return s.authed(func(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
+		id := r.PathValue("id")
+		if err := checkSessionID(id); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !strings.HasPrefix(id, tok.SessionPrefix) {
+			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not access session %s", id))
+			return
+		}
+		agent, err := s.sessionAgent(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !tok.allowsAgent(agent) {
+			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not access sessions of agent %s", agent))
+			return
+		}
+		h(w, r, id)
+	})
+}
+
+func checkSessionID(id string) error {
+	if id == "" || len(id) > 256 {
+		return errorf(http.StatusBadRequest, "bad_request", "session ID must be 1 to 256 characters")
+	}
+	for _, c := range id {
+		if c < 0x21 || c == 0x7f || c == '/' {
+			return errorf(http.StatusBadRequest, "bad_request", "session ID has a space, control character or '/'")
+		}
+	}
+	return nil
+}
+
+// sessionAgent returns the agent of a session, from a cache or the engine.
+func (s *Server) sessionAgent(ctx context.Context, id string) (string, error) {
+	s.cacheMu.Lock()
+	agent, ok := s.agentOf[id]
+	s.cacheMu.Unlock()
+	if ok {
+		return agent, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := s.opts.Temporal.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: s.opts.Namespace,
+		Execution: commonExecution(id),
+	})
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return "", errorf(http.StatusNotFound, "not_found", "no session %s", id)
+		}
+		return "", err
+	}
+	a, ok := s.byFlow[resp.GetWorkflowExecutionInfo().GetType().GetName()]
+	if !ok {
+		return "", errorf(http.StatusNotFound, "not_found", "no session %s", id)
+	}
+	s.cacheMu.Lock()
+	if len(s.agentOf) > 100_000 {
+		s.agentOf = map[string]string{}
+	}
+	s.agentOf[id] = a.Name
+	s.cacheMu.Unlock()
+	return a.Name, nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := s.opts.Temporal.CheckHealth(ctx, &temporalclient.CheckHealthRequest{}); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "Temporal is not reachable")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
+	out := []Agent{}
+	for _, a := range s.opts.Agents {
+		if tok.allowsAgent(a.Name) {
+			out = append(out, a)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+// StartSessionRequest is the body of POST /v1/sessions.
+type StartSessionRequest struct {
+	Agent          string `json:"agent"`
+	SessionID      string `json:"session_id,omitempty"`
+	InitialMessage string `json:"initial_message,omitempty"`
+}
+
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
+	var req StartSessionRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	a, ok := s.byName[req.Agent]
+	if !ok {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q", req.Agent))
+		return
+	}
+	if !tok.allowsAgent(a.Name) {
+		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not start sessions of agent %s", a.Name))
+		return
+	}
+	id := req.SessionID
+	if id == "" {
+		id = tok.SessionPrefix + "session-" + uuid.NewString()
+	}
+	if err := checkSessionID(id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !strings.HasPrefix(id, tok.SessionPrefix) {
+		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must start with %q", tok.SessionPrefix))
+		return
+	}
+	reqID := r.Header.Get("Idempotency-Key")
+	if len(reqID) > 200 {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key is longer than 200 characters"))
+		return
+	}
+	if reqID != "" {
+		// Scope the key to the token, so two callers never share one.
+		sum := sha256.Sum256([]byte(tok.Value + "\x00" + reqID))
+		reqID = fmt.Sprintf("%x", sum[:16])
+	}
+	got, err := s.sessions.StartSession(r.Context(), client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, RequestID: reqID})
+	if errors.Is(err, client.ErrSessionExists) {
+		s.fail(w, r, errorf(http.StatusConflict, "conflict", "session %s already exists", id))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.cacheMu.Lock()
+	s.agentOf[got] = a.Name
+	s.cacheMu.Unlock()
+	writeJSON(w, http.StatusCreated, map[string]string{"session_id": got})
+}
+
+// updateTimeout bounds an update: with no worker running, an update waits
+// until its deadline.
+const updateTimeout = 30 * time.Second
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) {
+	var req client.SendUserMessageRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	defer cancel()
+	ok, err := s.sessions.SendUserMessage(ctx, id, req.Text)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"accepted": ok})
+}
+
+// ResolveRequest is the body of POST .../interrupts/{interrupt_id}.
+type ResolveRequest struct {
+	Approved         *bool  `json:"approved"`
+	RejectionMessage string `json:"rejection_message,omitempty"`
+}
+
+func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id string) {
+	var req ResolveRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Approved == nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"approved" is required`))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	defer cancel()
+	ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{
+		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"resolved": ok})
+}
+
+// BrowserSnapshot is the snapshot without what only the session's Steps use.
+func BrowserSnapshot(snap client.Snapshot) client.Snapshot {
+	out := snap
+	out.Messages = make([]pluginMessage, len(snap.Messages))
+	for i, m := range snap.Messages {
+		m.Item = ""
+		out.Messages[i] = m
+	}
+	out.ToolCalls = make([]pluginToolCall, len(snap.ToolCalls))
+	for i, c := range snap.ToolCalls {
+		c.ToolSourceReference = ""
+		out.ToolCalls[i] = c
+	}
+	return out
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
+	// The head token is taken before the query, so no event between the
+	// two is missed (one may repeat what the snapshot already shows).
+	token := s.opts.Broker.Head(id)
+	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	defer cancel()
+	snap, err := s.sessions.GetAgentSnapshot(ctx, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if snap.State != nil && snap.State.ActiveTurnID != "" {
+		if t, ok := s.opts.Broker.TurnStart(id, snap.State.ActiveTurnID); ok {
+			token = t
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"snapshot": BrowserSnapshot(snap), "resume_token": token})
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string) {
+	req, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	defer cancel()
+	page, err := s.sessions.ListAgentMessages(ctx, id, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for i := range page.Messages {
+		page.Messages[i].Item = ""
+	}
+	writeJSON(w, http.StatusOK, page)
+}

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+)
+
+// StreamHeaders are sent with every event stream.
+var StreamHeaders = map[string]string{
+	"Content-Type":      "text/event-stream",
+	"Cache-Control":     "no-cache",
+	"Connection":        "keep-alive",
+	"X-Accel-Buffering": "no",
+}
+
+// wireEvent is the SSE data of one event: the spec's AgentEvent wire JSON,
+// with the payload as JSON text.
+type wireEvent struct {
+	SessionID       string `json:"session_id"`
+	Type            string `json:"type"`
+	TurnID          string `json:"turn_id,omitempty"`
+	StepExecutionID string `json:"step_execution_id,omitempty"`
+	Attempt         int    `json:"attempt"`
+	Payload         string `json:"payload"`
+}
+
+// Frame renders one SSE frame.
+func Frame(d events.Delivered) []byte {
+	data, _ := json.Marshal(wireEvent{
+		SessionID: d.Event.SessionID, Type: d.Event.Type, TurnID: d.Event.TurnID,
+		StepExecutionID: d.Event.StepExecutionID, Attempt: d.Event.Attempt, Payload: string(d.Event.Payload),
+	})
+	return fmt.Appendf(nil, "id: %s\ndata: %s\n\n", d.Token, data)
+}
+
+// KeepAliveFrame is sent after an idle long poll.
+var KeepAliveFrame = []byte(": keep-alive\n\n")
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, id string) {
+	token := r.Header.Get("Last-Event-ID")
+	if token == "" {
+		token = r.URL.Query().Get("resume_token")
+	}
+	if token == "" {
+		token = s.opts.Broker.Oldest(id)
+	}
+	if err := s.opts.Broker.Check(id, token); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%v: reload the snapshot and open the stream from its resume_token", err))
+		return
+	}
+	for k, v := range StreamHeaders {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	write := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := write([]byte(": stream open\n\n")); err != nil {
+		return
+	}
+	ctx := r.Context()
+	for {
+		select {
+		case <-s.shutdown:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		batch, err := s.readBatch(r, id, token)
+		switch {
+		case errors.Is(err, events.ErrTrimmed):
+			_ = write([]byte(": the stream fell behind and was trimmed; reload the snapshot\n\n"))
+			return
+		case err != nil:
+			return
+		}
+		if len(batch) == 0 {
+			if write(KeepAliveFrame) != nil {
+				return
+			}
+			continue
+		}
+		var buf []byte
+		for _, d := range batch {
+			buf = append(buf, Frame(d)...)
+			token = d.Token
+		}
+		if write(buf) != nil {
+			return
+		}
+	}
+}
+
+// readBatch long-polls the broker, ending early on shutdown.
+func (s *Server) readBatch(r *http.Request, id, token string) ([]events.Delivered, error) {
+	ctx := r.Context()
+	stop := make(chan struct{})
+	defer close(stop)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.shutdown:
+			cancel()
+		case <-stop:
+		}
+	}()
+	batch, err := s.opts.Broker.Read(ctx, id, token, 256, s.opts.KeepAlive)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return batch, err
+}
