@@ -72,6 +72,8 @@ func (c *grpcClient) fail(ctx context.Context, method string, err error) error {
 		return malformed(st.Message())
 	case codes.Unimplemented:
 		return &rpcError{code: codes.Unimplemented, msg: "runner does not implement " + method, cause: err}
+	case codes.FailedPrecondition:
+		return &PermanentError{Err: &rpcError{code: st.Code(), msg: st.Message(), cause: err}}
 	}
 	return &rpcError{code: st.Code(), msg: st.Message(), cause: err}
 }

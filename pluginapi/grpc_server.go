@@ -44,7 +44,12 @@ func call[T any](method string, f func() (T, error)) (resp T, err error) {
 			err = status.Errorf(codes.Internal, "runner panicked in %s: %v", method, p)
 		}
 	}()
-	return f()
+	resp, err = f()
+	var perm *PermanentError
+	if err != nil && errors.As(err, &perm) {
+		err = status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return resp, err
 }
 
 func (s *grpcServer) Info(ctx context.Context, _ *runnerpb.InfoRequest) (*runnerpb.InfoResponse, error) {

@@ -370,3 +370,22 @@ type SummarizeContextResponse struct {
 	Summary string
 	Usage   Usage
 }
+
+// PermanentError marks a failure that retrying cannot fix, such as a model
+// provider answering 400 or 401: the session fails the Step at once instead
+// of retrying it. Wrap the cause with Permanent.
+type PermanentError struct {
+	Err error
+}
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks err as permanent; nil stays nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}

@@ -228,3 +228,20 @@ func TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite(t *testing.T) {
 		t.Errorf("approve_write ran %d times, want 1", n)
 	}
 }
+
+// TestPermanentModelErrorFailsTheTurnWithoutRetries: a runner that marks
+// its failure permanent (a provider's 400) gets one attempt, not three.
+func TestPermanentModelErrorFailsTheTurnWithoutRetries(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "permfail")
+	snap := s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.LastTurnError != "" && s.State.Status == client.StatusWaitingForUserMessage
+	})
+	if !strings.Contains(snap.State.LastTurnError, "scripted permanent failure (HTTP 400)") {
+		t.Errorf("last_turn_error = %q", snap.State.LastTurnError)
+	}
+	if n := s.Log().Count("model", "test"); n != 1 {
+		t.Errorf("model called %d times, want 1", n)
+	}
+}

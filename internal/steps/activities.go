@@ -85,7 +85,7 @@ func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (sessio
 	defer stop()
 	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, int(info.Attempt)), Events: w})
 	if err != nil {
-		return session.ModelOutcome{}, fmt.Errorf("run_model_step: %w", err)
+		return session.ModelOutcome{}, stepError("run_model_step", err)
 	}
 	if err := checkModelResponse(resp); err != nil {
 		return session.ModelOutcome{}, err
@@ -95,6 +95,20 @@ func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (sessio
 		ToolCallsRequested: resp.ToolCallsRequested,
 		UnfinishedCapable:  caps.UnfinishedTurnMessages,
 	}, nil
+}
+
+// PermanentErrorType is the application error type of a Step failure that
+// the runner marked permanent; the engine does not retry it.
+const PermanentErrorType = "PermanentRunnerError"
+
+// stepError wraps a runner failure; a permanent one fails the Step without
+// its remaining attempts.
+func stepError(call string, err error) error {
+	var perm *pluginapi.PermanentError
+	if errors.As(err, &perm) {
+		return temporal.NewNonRetryableApplicationError(call+": "+err.Error(), PermanentErrorType, nil)
+	}
+	return fmt.Errorf("%s: %w", call, err)
 }
 
 func checkModelResponse(resp *pluginapi.RunModelStepResponse) error {
@@ -203,7 +217,7 @@ func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (sessio
 		return session.ToolOutcome{Error: &msg}, nil
 	}
 	if err != nil {
-		return session.ToolOutcome{}, fmt.Errorf("execute_deferred_tool_call: %w", err)
+		return session.ToolOutcome{}, stepError("execute_deferred_tool_call", err)
 	}
 	return toolOutcome(in, resp)
 }

@@ -7,6 +7,7 @@
 //	                 message are requested in one response, in parallel
 //	modelgate:NAME   stop the first model call of the turn at gate model-NAME
 //	fail             fail every model call
+//	permfail         fail every model call with a permanent error
 //
 // Once the turn's tools ran, the model answers "done: " and each result.
 package main
@@ -74,6 +75,8 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			switch {
 			case tok == "fail":
 				return stepwise.ScriptedReply{}, errors.New("scripted model failure")
+			case tok == "permfail":
+				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("scripted permanent failure (HTTP 400)"))
 			case strings.HasPrefix(tok, "modelgate:") && len(results) == 0:
 				if err := (probe.FileGate{Dir: cfg.StateDir, Name: "model-" + strings.TrimPrefix(tok, "modelgate:")}).WaitIfArmed(ctx); err != nil {
 					return stepwise.ScriptedReply{}, err

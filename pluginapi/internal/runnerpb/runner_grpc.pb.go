@@ -87,6 +87,9 @@
 //   - INVALID_ARGUMENT: reserved; the host reports it as "runner returned a
 //     malformed outcome: <message>". Use it only for a response that breaks
 //     this contract.
+//   - FAILED_PRECONDITION: a permanent failure that retrying cannot fix
+//     (a model provider's 400, 401, 403, 404 or 422): the Step fails at once,
+//     without its remaining attempts.
 // Use UNKNOWN or INTERNAL for ordinary failures. A tool failure the model
 // should see is NOT a gRPC error: send the ExecuteToolResponse.error outcome.
 //
