@@ -13,6 +13,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
+	"github.com/dex-agents/dex-agent-worker/internal/webui"
 )
 
 // RunWorkerIfChild runs the worker and exits when this process is a worker
@@ -48,6 +49,7 @@ func runWorkerChild() int {
 		Logger:            logger,
 		TemporalAddress:   os.Getenv(envAddress),
 		HeartbeatInterval: time.Second,
+		WebUI:             webui.Handler(),
 		Hooks: steps.Hooks{BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
 			_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
 		}},

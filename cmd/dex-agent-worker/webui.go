@@ -1,6 +1,10 @@
 package main
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/dex-agents/dex-agent-worker/internal/webui"
+)
 
 // webUI returns the chat page's handler.
-func webUI() http.Handler { return nil }
+func webUI() http.Handler { return webui.Handler() }

@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+)
+
+// The browser test's tools: Debian's Chromium and playwright-core from
+// internal/webui/browsertest (installed by its install.sh).
+const chromiumPath = "/usr/bin/chromium"
+
+// browserTestDir is internal/webui/browsertest, from this package's directory.
+func browserTestDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "webui", "browsertest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// requireBrowser skips the test when Chromium, node or playwright-core is
+// missing, except in CI (CI=true), which installs them: there it fails.
+func requireBrowser(t *testing.T) (node string) {
+	t.Helper()
+	var missing []string
+	if _, err := os.Stat(chromiumPath); err != nil {
+		missing = append(missing, chromiumPath)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing = append(missing, "node")
+	}
+	if _, err := os.Stat(filepath.Join(browserTestDir(t), "node_modules", "playwright-core", "package.json")); err != nil {
+		missing = append(missing, "internal/webui/browsertest/node_modules/playwright-core")
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("browser test needs %s; run internal/webui/browsertest/install.sh", strings.Join(missing, ", "))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node
+}
+
+func loopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randomToken(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// TestWebChatRefundWithApproval drives the web chat page in a real browser
+// against a worker serving the orders demo agent: start a session, watch
+// the streamed answer, approve the refund, read the final answer, reload the
+// page, and check that the refund was applied exactly once.
+func TestWebChatRefundWithApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	node := requireBrowser(t)
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	port := loopbackPort(t)
+	token := randomToken(t)
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{name: browser, token: "%s"}]
+`, plugin, port, token))
+	stack.StartWorker()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitForPage(t, base)
+
+	shot := filepath.Join(t.TempDir(), "webui-chat.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "chat.test.mjs")
+	cmd.Dir = browserTestDir(t)
+	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("chat.test.mjs output:\n%s", strings.ReplaceAll(string(out), token, "<token>"))
+	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-approval.png")
+	keepScreenshot(t, shot)
+	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-failure.png")
+	if err != nil {
+		t.Fatalf("the browser test failed: %v (its output is above)", err)
+	}
+
+	// The store saw exactly one refund: approve once, apply once.
+	var store struct {
+		Orders map[string]struct {
+			RefundedCents int64  `json:"refunded_cents"`
+			Status        string `json:"status"`
+			Refunds       []struct {
+				IdempotencyKey string `json:"idempotency_key"`
+				AmountCents    int64  `json:"amount_cents"`
+			} `json:"refunds"`
+		} `json:"orders"`
+	}
+	b, err := os.ReadFile(filepath.Join(stack.Dir, "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &store); err != nil {
+		t.Fatal(err)
+	}
+	refunds := 0
+	for id, o := range store.Orders {
+		refunds += len(o.Refunds)
+		if id != "7" && len(o.Refunds) > 0 {
+			t.Errorf("order %s was refunded: %+v", id, o)
+		}
+	}
+	o7 := store.Orders["7"]
+	if refunds != 1 || len(o7.Refunds) != 1 || o7.Refunds[0].AmountCents != 6250 || o7.RefundedCents != 6250 {
+		t.Fatalf("want exactly one refund of 6250 cents on order 7; store:\n%s", b)
+	}
+}
+
+// waitForPage waits until the worker's HTTP server answers the page.
+func waitForPage(t *testing.T, base string) {
+	t.Helper()
+	c := &http.Client{Timeout: 3 * time.Second}
+	var last string
+	err := agenttest.WaitFor(context.Background(), "the web page", 30*time.Second, func() (bool, error) {
+		resp, err := c.Get(base + "/")
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		last = resp.Status
+		if resp.StatusCode == http.StatusNotFound {
+			return false, agenttest.Permanent(fmt.Errorf("GET %s/ answered 404: the worker serves the API but not the web page "+
+				"(daemon.Options.WebUI must be webui.Handler())", base))
+		}
+		return resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"), nil
+	})
+	if err != nil {
+		t.Fatalf("%v (last answer: %s)", err, last)
+	}
+}
+
+// keepScreenshot logs a screenshot's path and copies it to DEX_TEST_ARTIFACTS
+// when that is set.
+func keepScreenshot(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	t.Logf("screenshot: %s", path)
+	dir := os.Getenv("DEX_TEST_ARTIFACTS")
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("keep screenshot: %v", err)
+		return
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Logf("keep screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot copied to %s", dst)
+}

@@ -1,0 +1,200 @@
+// End-to-end browser test of the web chat page, run by
+// internal/e2e/browser_test.go against a real worker serving the orders demo
+// agent. It drives Debian's Chromium with playwright-core.
+//
+// Environment:
+//   BASE_URL    the API server, e.g. http://127.0.0.1:8123 (required)
+//   API_TOKEN   a bearer token the server accepts (required)
+//   SCREENSHOT  where to write a full-page PNG at the end (optional); the
+//               approval step writes <name>-approval.png beside it
+//   CHROMIUM    the browser binary (default /usr/bin/chromium)
+//   HEADFUL=1   show the browser window (debugging)
+//
+// Exits 0 on success, 1 with a message naming the failed step otherwise.
+
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const BASE_URL = (process.env.BASE_URL || '').replace(/\/+$/, '');
+const API_TOKEN = process.env.API_TOKEN || '';
+const SCREENSHOT = process.env.SCREENSHOT || '';
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const STEP_TIMEOUT = 30_000;
+const TOTAL_TIMEOUT = 150_000;
+
+if (!BASE_URL || !API_TOKEN) {
+  console.error('chat.test: BASE_URL and API_TOKEN are required');
+  process.exit(2);
+}
+
+const started = Date.now();
+let currentStep = 'start';
+const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+
+async function step(name, fn) {
+  currentStep = name;
+  log(`step: ${name}`);
+  return fn();
+}
+
+const problems = [];
+let browserContext;
+let userDataDir;
+
+// A hard stop, so a hung browser cannot hang the Go test.
+const killer = setTimeout(() => {
+  console.error(`FAIL: timed out after ${TOTAL_TIMEOUT / 1000}s in step "${currentStep}"`);
+  process.exit(1);
+}, TOTAL_TIMEOUT);
+
+async function main() {
+  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dex-chromium-'));
+  browserContext = await step('launch Chromium', () => chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: !process.env.HEADFUL,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ].filter((a) => a !== '--headless' || !process.env.HEADFUL),
+    viewport: { width: 1280, height: 860 },
+    colorScheme: 'light',
+    timeout: STEP_TIMEOUT,
+  }));
+  browserContext.setDefaultTimeout(STEP_TIMEOUT);
+  const page = browserContext.pages()[0] || await browserContext.newPage();
+
+  // Any script error, CSP violation or failed request to the API is a bug.
+  page.on('pageerror', (err) => problems.push(`uncaught page error: ${err.message}`));
+  page.on('console', (m) => {
+    const text = m.text();
+    if (m.type() === 'error' && !/Failed to load resource.*(404|400)/.test(text)) problems.push(`console error: ${text}`);
+    if (/Content Security Policy/i.test(text)) problems.push(`CSP violation: ${text}`);
+  });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+
+  await step('open the page with the token in the fragment', async () => {
+    const res = await page.goto(`${BASE_URL}/#token=${encodeURIComponent(API_TOKEN)}`);
+    if (!res || res.status() !== 200) throw new Error(`GET / answered ${res && res.status()}`);
+    const csp = res.headers()['content-security-policy'] || '';
+    if (!csp.includes("script-src 'self'")) throw new Error(`no strict Content-Security-Policy on the page: "${csp}"`);
+    await page.getByTestId('agent-select').waitFor();
+    await page.waitForFunction(() => !location.hash.includes('token='));
+    if (page.url().includes(API_TOKEN)) throw new Error(`the token is still in the address bar: ${page.url()}`);
+  });
+
+  await step('pick the orders agent', async () => {
+    const select = page.getByTestId('agent-select');
+    await select.locator('option[value="orders"]').waitFor({ state: 'attached' });
+    await select.selectOption('orders');
+  });
+
+  await step('start a session with "refund order 7"', async () => {
+    await page.getByTestId('start-message').fill('refund order 7');
+    await page.getByTestId('start-button').click();
+    await page.waitForURL(/[?&]session=/);
+    await page.getByTestId('message').filter({ hasText: 'refund order 7' }).first().waitFor();
+  });
+  const sessionURL = page.url();
+  const sessionID = new URL(sessionURL).searchParams.get('session');
+  log(`session ${sessionID}`);
+
+  await step('see the streamed text of the turn', async () => {
+    const streamed = page.locator('[data-testid="message"][data-role="assistant"][data-source="live"]')
+      .filter({ hasText: 'has $62.50 left to refund' });
+    await streamed.first().waitFor();
+  });
+
+  await step('see lookup_order succeeded and refund_order awaiting approval', async () => {
+    await page.locator('[data-testid="tool-card"][data-tool-name="lookup_order"][data-status="succeeded"]').waitFor();
+    const card = page.locator('[data-testid="tool-card"][data-tool-name="refund_order"][data-status="awaiting_approval"]');
+    await card.waitFor();
+    const args = await card.getByTestId('tool-arguments').textContent();
+    if (!/"order_id":\s*"7"/.test(args || '')) throw new Error(`refund_order arguments do not name order 7: ${args}`);
+    // A deadline shows only when the agent sets an approval timeout.
+    await card.getByTestId('reject-button').waitFor();
+    await page.locator('[data-testid="connection-state"][data-state="live"]').waitFor();
+    if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + '-approval.png', fullPage: true, animations: 'disabled' });
+  });
+
+  await step('approve the refund', async () => {
+    const card = page.locator('[data-testid="tool-card"][data-tool-name="refund_order"]');
+    await card.getByTestId('approve-button').click();
+    await page.locator('[data-testid="tool-card"][data-tool-name="refund_order"][data-status="succeeded"]').waitFor();
+  });
+
+  const FINAL = /^\s*Done\. Refunded \$62\.50 of order 7/;
+  const finalAnswer = page.locator('[data-testid="message"][data-role="assistant"] [data-testid="message-text"]')
+    .filter({ hasText: FINAL });
+
+  await step('see the final answer', async () => {
+    await finalAnswer.first().waitFor();
+    // After the turn the live text gives way to the stored messages.
+    await page.locator('[data-testid="message"][data-role="assistant"][data-source="stored"] [data-testid="message-text"]')
+      .filter({ hasText: FINAL }).waitFor();
+    await page.locator('[data-testid="session-status"][data-status="waiting_for_user_message"]').waitFor();
+    const approve = await page.getByTestId('approve-button').count();
+    if (approve !== 0) throw new Error('an Approve button is still shown after the turn ended');
+    const usage = (await page.getByTestId('usage').textContent()) || '';
+    if (!/model call/.test(usage)) throw new Error(`usage shows "${usage}"`);
+    if (await page.getByTestId('error-banner').isVisible()) throw new Error('the error banner is shown');
+    const n = await finalAnswer.count();
+    if (n !== 1) throw new Error(`the final answer is shown ${n} times`);
+  });
+
+  await step('reload the page: the conversation survives', async () => {
+    await page.reload();
+    await page.waitForURL(sessionURL);
+    await page.getByTestId('message').filter({ hasText: 'refund order 7' }).first().waitFor();
+    await finalAnswer.first().waitFor();
+    await page.locator('[data-testid="tool-card"][data-tool-name="refund_order"][data-status="succeeded"]').waitFor();
+    await page.locator('[data-testid="tool-card"][data-tool-name="lookup_order"][data-status="succeeded"]').waitFor();
+    await page.locator('[data-testid="connection-state"][data-state="live"]').waitFor();
+    await page.getByTestId('message-input').waitFor({ state: 'visible' });
+    if (await page.getByTestId('message-input').isDisabled()) throw new Error('the composer is disabled in an open session');
+    const recent = page.locator(`[data-testid="recent-session"][data-session-id="${sessionID}"]`);
+    await recent.waitFor();
+    const answers = await finalAnswer.count();
+    if (answers !== 1) throw new Error(`after the reload the final answer is shown ${answers} times`);
+  });
+
+  await step('the token never went into a URL', async () => {
+    const leaked = requests.filter((u) => u.includes(API_TOKEN) && !u.includes('#'));
+    if (leaked.length) throw new Error(`requests carried the token in the URL: ${leaked.join(', ')}`);
+  });
+
+  if (SCREENSHOT) {
+    await step('take a screenshot', async () => {
+      // Let the blinking caret and transitions settle on a stable frame.
+      await page.getByTestId('message-input').blur();
+      await page.screenshot({ path: SCREENSHOT, fullPage: true, animations: 'disabled' });
+      log(`screenshot: ${SCREENSHOT}`);
+    });
+  }
+
+  if (problems.length) throw new Error(`the page reported problems:\n  ${problems.join('\n  ')}`);
+}
+
+let code = 0;
+try {
+  await main();
+  log('PASS');
+} catch (err) {
+  code = 1;
+  console.error(`FAIL in step "${currentStep}": ${err && err.message ? err.message : err}`);
+  if (problems.length) console.error(`page problems:\n  ${problems.join('\n  ')}`);
+  if (SCREENSHOT && browserContext) {
+    const failShot = SCREENSHOT.replace(/\.png$/, '') + '-failure.png';
+    try {
+      const page = browserContext.pages()[0];
+      if (page) { await page.screenshot({ path: failShot, fullPage: true }); console.error(`failure screenshot: ${failShot}`); }
+    } catch { /* best effort */ }
+  }
+} finally {
+  try { if (browserContext) await browserContext.close(); } catch { /* ignore */ }
+  try { if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true }); } catch { /* ignore */ }
+  clearTimeout(killer);
+}
+process.exit(code);

@@ -1,0 +1,1368 @@
+// Dex Agents web chat. Plain JavaScript, no dependencies, no build step.
+//
+// It talks to the worker's HTTP API (internal/httpapi/API.md) with the bearer
+// token the user gives it, and renders a session live: it loads the snapshot,
+// then reads the session's Server-Sent Events over fetch() (EventSource
+// cannot send an Authorization header) from the snapshot's resume token.
+//
+// Data is always rendered with textContent / DOM nodes, never as HTML.
+'use strict';
+
+(() => {
+  // ---------------------------------------------------------------- storage
+
+  const TOKEN_KEY = 'dex.apiToken';           // sessionStorage: this tab only
+  const RECENT_KEY = 'dex.recentSessions';    // localStorage: IDs and titles, no secrets
+  const AGENT_KEY = 'dex.lastAgent';
+  const MAX_RECENT = 20;
+
+  const store = {
+    get(kind, key) {
+      try { return window[kind].getItem(key); } catch { return null; }
+    },
+    set(kind, key, value) {
+      try { window[kind].setItem(key, value); } catch { /* storage disabled */ }
+    },
+    remove(kind, key) {
+      try { window[kind].removeItem(key); } catch { /* storage disabled */ }
+    },
+  };
+
+  // ---------------------------------------------------------------- helpers
+
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    if (attrs) {
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === undefined || v === null || v === false) continue;
+        if (k === 'class') node.className = v;
+        else if (k === 'text') node.textContent = v;
+        else if (k === 'dataset') Object.assign(node.dataset, v);
+        else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+        else node.setAttribute(k, v === true ? '' : String(v));
+      }
+    }
+    for (const c of children) {
+      if (c === undefined || c === null || c === false) continue;
+      node.append(c instanceof Node ? c : String(c));
+    }
+    return node;
+  }
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  // icon builds a small stroke icon from path data (constant strings only).
+  function icon(paths, cls) {
+    const svg = document.createElementNS(SVG_NS, 'svg');
+    svg.setAttribute('viewBox', '0 0 24 24');
+    svg.setAttribute('aria-hidden', 'true');
+    svg.setAttribute('focusable', 'false');
+    if (cls) svg.setAttribute('class', cls);
+    for (const d of paths) {
+      const p = document.createElementNS(SVG_NS, 'path');
+      p.setAttribute('d', d);
+      svg.append(p);
+    }
+    return svg;
+  }
+  const ICONS = {
+    tool: ['M14.7 6.3a4 4 0 0 0-5.4 5.4L4 17l3 3 5.3-5.3a4 4 0 0 0 5.4-5.4l-2.5 2.5-2.4-.6-.6-2.4z'],
+    check: ['M5 12.5l4.5 4.5L19 7.5'],
+    x: ['M6 6l12 12M18 6L6 18'],
+    clock: ['M12 7v5l3 2', 'M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18z'],
+    shield: ['M12 3l7 3v6c0 4.5-3 7.5-7 9-4-1.5-7-4.5-7-9V6z', 'M9 12l2 2 4-4'],
+    bot: ['M12 4v3', 'M6 7h12a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2H6a2 2 0 0 1-2-2V9a2 2 0 0 1 2-2z', 'M9 12.5v1', 'M15 12.5v1', 'M2 12v3M22 12v3'],
+    gauge: ['M4 19h16', 'M7 16v-4', 'M12 16V8', 'M17 16v-7'],
+    spark: ['M12 3v4M12 17v4M3 12h4M17 12h4M6 6l2.5 2.5M15.5 15.5L18 18M6 18l2.5-2.5M15.5 8.5L18 6'],
+    trash: ['M5 7h14M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3'],
+  };
+
+  function randomID() {
+    const b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  }
+
+  const sleep = (ms, signal) => new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    if (signal) signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+
+  const numberFormat = new Intl.NumberFormat();
+  const fmt = (n) => numberFormat.format(Number(n) || 0);
+
+  function prettyJSON(text) {
+    if (text === undefined || text === null || text === '') return '';
+    if (typeof text !== 'string') return JSON.stringify(text, null, 2);
+    try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+  }
+
+  function oneLine(text, max) {
+    const s = String(text || '').replace(/\s+/g, ' ').trim();
+    return s.length > max ? s.slice(0, max - 1) + '…' : s;
+  }
+
+  function relativeTime(ms) {
+    const abs = Math.abs(ms);
+    const units = [['day', 86400000], ['hour', 3600000], ['minute', 60000], ['second', 1000]];
+    const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+    for (const [unit, size] of units) {
+      if (abs >= size || unit === 'second') return rtf.format(Math.round(ms / size), unit);
+    }
+    return '';
+  }
+
+  function formatDeadline(deadline) {
+    const t = Date.parse(deadline);
+    if (!deadline || Number.isNaN(t)) return null;
+    const d = new Date(t);
+    const sameDay = d.toDateString() === new Date().toDateString();
+    const abs = d.toLocaleString(undefined, sameDay
+      ? { hour: '2-digit', minute: '2-digit' }
+      : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    const left = t - Date.now();
+    return { expired: left <= 0, text: left <= 0 ? `Expired ${relativeTime(left)}` : `Respond by ${abs} (${relativeTime(left)})`, iso: d.toISOString() };
+  }
+
+  // ---------------------------------------------------------------- API
+
+  class APIError extends Error {
+    constructor(status, code, message) {
+      super(message || `Request failed (${status})`);
+      this.status = status;
+      this.code = code || '';
+    }
+  }
+
+  const apiURL = (path) => new URL(path.replace(/^\//, ''), document.baseURI).toString();
+  const sessionPath = (id, rest) => `v1/sessions/${encodeURIComponent(id)}${rest || ''}`;
+
+  async function api(method, path, body, headers) {
+    const h = { Accept: 'application/json', Authorization: `Bearer ${app.token}`, ...(headers || {}) };
+    if (body !== undefined) h['Content-Type'] = 'application/json';
+    let res;
+    try {
+      res = await fetch(apiURL(path), {
+        method, headers: h, cache: 'no-store', credentials: 'same-origin',
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new APIError(0, 'network', 'The server cannot be reached.');
+    }
+    let data = null;
+    try { data = await res.json(); } catch { /* empty or not JSON */ }
+    if (!res.ok) {
+      const e = data && data.error ? data.error : {};
+      const err = new APIError(res.status, e.code, e.message);
+      if (res.status === 401) signOut('That token was not accepted. Paste a valid API token.');
+      throw err;
+    }
+    return data || {};
+  }
+
+  // ---------------------------------------------------------------- state
+
+  const app = {
+    token: '',
+    agents: [],
+    session: null, // see newSession
+  };
+
+  // A session's snapshot lists the tool calls of the active turn only; once
+  // the turn ends, the stored tool messages carry just the output. The page
+  // keeps the last full record of each call in sessionStorage (this tab
+  // only), so a reload still shows arguments and final statuses.
+  const RECORDS_PREFIX = 'dex.toolRecords:';
+  const MAX_RECORDS = 300;
+  const MAX_FIELD = 20000;
+
+  function loadRecords(id) {
+    const m = new Map();
+    try {
+      const list = JSON.parse(store.get('sessionStorage', RECORDS_PREFIX + id) || '[]');
+      if (Array.isArray(list)) for (const r of list) if (r && r.tool_call_id) m.set(r.tool_call_id, r);
+    } catch { /* ignore a damaged cache */ }
+    return m;
+  }
+
+  function saveRecords(s) {
+    if (!s.recordsDirty) return;
+    s.recordsDirty = false;
+    const cut = (v) => (typeof v === 'string' && v.length > MAX_FIELD ? v.slice(0, MAX_FIELD) + '…' : v);
+    const list = [...s.records.values()].slice(-MAX_RECORDS).map((r) => ({
+      ...r, arguments: cut(r.arguments), output: cut(r.output), error: cut(r.error),
+    }));
+    store.set('sessionStorage', RECORDS_PREFIX + s.id, JSON.stringify(list));
+  }
+
+  const RECORD_FIELDS = ['tool_name', 'arguments', 'effect', 'requires_approval', 'status', 'deferral_order', 'output', 'error', 'rejection_message'];
+  function mergeRecord(s, c) {
+    if (!c || !c.tool_call_id) return;
+    const old = s.records.get(c.tool_call_id) || { tool_call_id: c.tool_call_id };
+    const next = { ...old };
+    for (const k of RECORD_FIELDS) {
+      const v = c[k];
+      if (v === undefined || v === null || v === '') continue;
+      if (k === 'status' && rank(v) < rank(old.status)) continue;
+      next[k] = v;
+    }
+    if (RECORD_FIELDS.some((k) => next[k] !== old[k])) {
+      s.records.set(c.tool_call_id, next);
+      s.recordsDirty = true;
+    }
+  }
+
+  // newSession holds everything about the open session. Live state from
+  // events is merged with the latest snapshot when rendering.
+  function newSession(id, agent) {
+    return {
+      id,
+      agent: agent || '',
+      snapshot: null,
+      loadError: null,
+      lastEventId: '',
+      abort: new AbortController(),
+      live: new Map(),        // turn_id -> live turn (see liveTurn)
+      tools: new Map(),       // tool_call_id -> what events told about the call
+      records: loadRecords(id), // tool_call_id -> last known full record (survives a reload)
+      recordsDirty: false,
+      interrupts: new Map(),  // interrupt_id -> pending interrupt
+      resolved: new Set(),    // interrupt IDs resolved since (events or clicks)
+      usage: null,
+      sending: [],            // optimistic user messages {key, text}
+      dismissedError: '',
+      reload: { running: null, again: false, timer: 0 },
+    };
+  }
+
+  // ---------------------------------------------------------------- auth
+
+  function readTokenFromFragment() {
+    const hash = location.hash.replace(/^#/, '');
+    if (!hash) return;
+    const params = new URLSearchParams(hash);
+    const token = params.get('token');
+    if (token === null) return;
+    params.delete('token');
+    const rest = params.toString();
+    // Remove the token from the address bar and the history entry.
+    history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+    if (token.trim()) store.set('sessionStorage', TOKEN_KEY, token.trim());
+  }
+
+  function signOut(message) {
+    closeSession();
+    app.token = '';
+    store.remove('sessionStorage', TOKEN_KEY);
+    $('sign-out').hidden = true;
+    $('signin-error').textContent = message || '';
+    showView('signin');
+    $('token-input').value = '';
+    $('token-input').focus();
+  }
+
+  async function signIn(token) {
+    app.token = token;
+    $('sign-out').hidden = false;
+    try {
+      await loadAgents();
+    } catch (err) {
+      if (err.status === 401) return; // signOut already showed the form
+      toast(`Could not load agents: ${err.message}`, 'error');
+    }
+    route();
+  }
+
+  // ---------------------------------------------------------------- views
+
+  function showView(name) {
+    $('signin-view').hidden = name !== 'signin';
+    $('start-view').hidden = name !== 'start';
+    $('session-view').hidden = name !== 'session';
+    document.body.dataset.view = name;
+    const composerOn = name === 'session' && !!app.session;
+    $('message-input').disabled = !composerOn;
+    updateSendButton();
+    if (name !== 'session') setConnection('idle');
+  }
+
+  function toast(message, kind) {
+    const t = el('div', { class: `toast ${kind || 'info'}`, 'data-testid': 'toast' },
+      el('span', { text: message }),
+      el('button', { type: 'button', class: 'icon-button tiny', 'aria-label': 'Dismiss', onclick: () => t.remove() }, icon(ICONS.x)));
+    $('toasts').append(t);
+    setTimeout(() => t.remove(), kind === 'error' ? 9000 : 5000);
+  }
+
+  function setConnection(state, detail) {
+    const labels = { idle: 'Not connected', connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' };
+    const c = $('connection');
+    c.dataset.state = state;
+    $('connection-label').textContent = detail || labels[state] || state;
+    c.title = state === 'live' ? 'Receiving live updates' : '';
+  }
+
+  // ---------------------------------------------------------------- agents
+
+  async function loadAgents() {
+    const sel = $('agent-select');
+    const data = await api('GET', 'v1/agents');
+    app.agents = Array.isArray(data.agents) ? data.agents : [];
+    sel.replaceChildren();
+    if (!app.agents.length) {
+      sel.append(el('option', { value: '', text: 'No agents available' }));
+      $('agent-hint').textContent = 'This token may not use any agent.';
+    } else {
+      if (app.agents.length > 1) sel.append(el('option', { value: '', text: 'Choose an agent…' }));
+      for (const a of app.agents) {
+        sel.append(el('option', { value: a.name, text: a.flow_type && a.flow_type !== a.name ? `${a.name} — ${a.flow_type}` : a.name }));
+      }
+      const last = store.get('localStorage', AGENT_KEY);
+      if (last && app.agents.some((a) => a.name === last)) sel.value = last;
+      $('agent-hint').textContent = '';
+    }
+    updateStartButton();
+  }
+
+  function updateStartButton() {
+    $('start-button').disabled = !$('agent-select').value || app.starting;
+  }
+
+  async function startSession(e) {
+    e.preventDefault();
+    const agent = $('agent-select').value;
+    if (!agent || app.starting) return;
+    const text = $('start-message').value.trim();
+    app.starting = true;
+    updateStartButton();
+    $('start-button').textContent = 'Starting…';
+    $('start-error').textContent = '';
+    try {
+      const body = { agent };
+      if (text) body.initial_message = text;
+      const data = await api('POST', 'v1/sessions', body, { 'Idempotency-Key': randomID() });
+      store.set('localStorage', AGENT_KEY, agent);
+      $('start-message').value = '';
+      rememberSession(data.session_id, agent, text);
+      navigate(data.session_id, agent);
+    } catch (err) {
+      if (err.status !== 401) $('start-error').textContent = `Could not start the session: ${err.message}`;
+    } finally {
+      app.starting = false;
+      $('start-button').textContent = 'Start session';
+      updateStartButton();
+    }
+  }
+
+  // ---------------------------------------------------------------- recent
+
+  function recentSessions() {
+    try {
+      const list = JSON.parse(store.get('localStorage', RECENT_KEY) || '[]');
+      return Array.isArray(list) ? list.filter((r) => r && typeof r.id === 'string') : [];
+    } catch { return []; }
+  }
+
+  function rememberSession(id, agent, title) {
+    const list = recentSessions();
+    const old = list.find((r) => r.id === id);
+    const entry = {
+      id,
+      agent: agent || (old && old.agent) || '',
+      title: title || (old && old.title) || '',
+      at: Date.now(),
+    };
+    const next = [entry, ...list.filter((r) => r.id !== id)].slice(0, MAX_RECENT);
+    store.set('localStorage', RECENT_KEY, JSON.stringify(next));
+    renderRecent();
+  }
+
+  function forgetSession(id) {
+    store.set('localStorage', RECENT_KEY, JSON.stringify(recentSessions().filter((r) => r.id !== id)));
+    renderRecent();
+  }
+
+  function renderRecent() {
+    const list = recentSessions();
+    const ul = $('recent-list');
+    ul.replaceChildren();
+    const current = app.session && app.session.id;
+    for (const r of list) {
+      const open = el('a', {
+        class: 'recent-link', href: `?session=${encodeURIComponent(r.id)}`,
+        'aria-current': r.id === current ? 'page' : undefined,
+        onclick: (e) => { e.preventDefault(); navigate(r.id, r.agent); },
+      },
+      el('span', { class: 'recent-title', text: r.title ? oneLine(r.title, 60) : r.id }),
+      el('span', { class: 'recent-meta', text: [r.agent, r.at ? relativeTime(r.at - Date.now()) : ''].filter(Boolean).join(' · ') }));
+      const remove = el('button', {
+        type: 'button', class: 'icon-button tiny recent-remove', 'aria-label': `Remove ${r.title || r.id} from recent sessions`,
+        title: 'Remove from this list', onclick: () => forgetSession(r.id),
+      }, icon(ICONS.x));
+      ul.append(el('li', { class: 'recent-item', 'data-testid': 'recent-session', 'data-session-id': r.id }, open, remove));
+    }
+    $('recent-empty').hidden = list.length > 0;
+  }
+
+  // ---------------------------------------------------------------- routing
+
+  function navigate(id, agent) {
+    const url = new URL(location.href);
+    if (id) url.searchParams.set('session', id); else url.searchParams.delete('session');
+    url.hash = '';
+    if (url.toString() !== location.href) history.pushState(null, '', url.pathname + url.search);
+    closeSidebar();
+    route(agent);
+  }
+
+  function route(agentHint) {
+    if (!app.token) { showView('signin'); return; }
+    const id = new URL(location.href).searchParams.get('session');
+    if (!id) {
+      closeSession();
+      showView('start');
+      renderRecent();
+      document.title = 'Dex Agents';
+      if (!$('agent-select').value) $('agent-select').focus(); else $('start-message').focus();
+      return;
+    }
+    if (app.session && app.session.id === id) { showView('session'); return; }
+    openSession(id, agentHint);
+  }
+
+  // ---------------------------------------------------------------- session
+
+  function closeSession() {
+    const s = app.session;
+    if (!s) return;
+    s.abort.abort();
+    clearTimeout(s.reload.timer);
+    app.session = null;
+    rendered.clear();
+    $('messages').replaceChildren();
+  }
+
+  async function openSession(id, agentHint) {
+    closeSession();
+    const s = newSession(id, agentHint);
+    app.session = s;
+    rendered.clear();
+    $('messages').replaceChildren();
+    $('session-title').textContent = agentHint || 'Session';
+    $('session-id').textContent = id;
+    $('usage').textContent = '';
+    $('session-status').textContent = '';
+    $('session-status').dataset.status = '';
+    $('error-banner').hidden = true;
+    $('transcript-loading').hidden = false;
+    showView('session');
+    renderRecent();
+    setConnection('connecting');
+    try {
+      await loadSnapshot(s, true);
+    } catch (err) {
+      if (app.session !== s) return;
+      $('transcript-loading').hidden = true;
+      if (err.status === 401) return;
+      if (err.status === 404 || err.status === 403) {
+        toast(err.status === 404 ? `Session ${id} was not found.` : `This token may not open session ${id}.`, 'error');
+        navigate('');
+        return;
+      }
+      toast(`Could not load the session: ${err.message}`, 'error');
+    }
+    if (app.session !== s) return;
+    rememberSession(id, s.agent);
+    $('message-input').focus();
+    streamEvents(s);
+  }
+
+  // loadSnapshot fetches the snapshot and merges it. With resetStream, the
+  // stream restarts from the snapshot's resume token and live text is
+  // dropped (the token replays the active turn, which rebuilds it).
+  async function loadSnapshot(s, resetStream) {
+    const data = await api('GET', sessionPath(s.id, '/snapshot'));
+    if (app.session !== s) return;
+    const snap = data.snapshot || {};
+    if (resetStream) {
+      s.live.clear();
+      s.tools.clear();
+      s.lastEventId = data.resume_token || '';
+    }
+    applySnapshot(s, snap);
+  }
+
+  function applySnapshot(s, snap) {
+    s.snapshot = snap;
+    if (snap.agent) s.agent = snap.agent;
+    s.loadError = null;
+    // Usage: keep whichever is newer (events can run ahead of a snapshot).
+    if (snap.usage && (!s.usage || usageRank(snap.usage) >= usageRank(s.usage))) s.usage = snap.usage;
+    for (const c of snap.tool_calls || []) mergeRecord(s, c);
+    s.interrupts.clear();
+    for (const it of snap.pending_interrupts || []) {
+      if (!s.resolved.has(it.interrupt_id)) s.interrupts.set(it.interrupt_id, it);
+    }
+    // Replace the live text of finished turns with the stored messages.
+    const st = snap.state || {};
+    const active = st.active_turn_id || '';
+    const storedTurns = new Set((snap.messages || []).map((m) => m.turn_id).filter(Boolean));
+    for (const [turnID, lt] of s.live) {
+      if (turnID !== active && (lt.finished || storedTurns.has(turnID))) s.live.delete(turnID);
+    }
+    // Drop optimistic messages the server now has.
+    if (s.sending.length) {
+      const texts = new Set([
+        ...(snap.messages || []).filter((m) => m.role === 'user').map((m) => m.text),
+        ...(snap.queued_messages || []).map((m) => m.text),
+      ]);
+      s.sending = s.sending.filter((m) => !m.acked || !texts.has(m.text));
+    }
+    $('transcript-loading').hidden = true;
+    scheduleRender();
+  }
+
+  function usageRank(u) { return (Number(u.model_calls) || 0) * 1e12 + (Number(u.total_tokens) || 0); }
+
+  // scheduleReload reloads the snapshot soon, coalescing bursts of events.
+  function scheduleReload(s, delay) {
+    if (!s || app.session !== s) return;
+    clearTimeout(s.reload.timer);
+    s.reload.timer = setTimeout(() => reloadNow(s), delay === undefined ? 60 : delay);
+  }
+
+  async function reloadNow(s) {
+    if (s.reload.running) { s.reload.again = true; return s.reload.running; }
+    s.reload.running = (async () => {
+      try {
+        do {
+          s.reload.again = false;
+          try { await loadSnapshot(s, false); } catch (err) {
+            if (err.status !== 401 && app.session === s) console.warn('snapshot reload failed:', err.message);
+          }
+        } while (s.reload.again && app.session === s);
+      } finally { s.reload.running = null; }
+    })();
+    return s.reload.running;
+  }
+
+  // ---------------------------------------------------------------- events (SSE over fetch)
+
+  const KEEPALIVE_TIMEOUT_MS = 75000;
+
+  async function streamEvents(s) {
+    let backoff = 500;
+    let retryOverride = 0;
+    let reloadedFor400 = 0;
+    let emptyEnds = 0;
+    while (app.session === s && !s.abort.signal.aborted) {
+      const ctrl = new AbortController();
+      const stop = () => ctrl.abort();
+      s.abort.signal.addEventListener('abort', stop, { once: true });
+      let watchdog = 0;
+      const pet = () => { clearTimeout(watchdog); watchdog = setTimeout(stop, KEEPALIVE_TIMEOUT_MS); };
+      let gotEvent = false;
+      let mustReset = false;
+      try {
+        const headers = { Accept: 'text/event-stream', Authorization: `Bearer ${app.token}` };
+        if (s.lastEventId) headers['Last-Event-ID'] = s.lastEventId;
+        pet();
+        const res = await fetch(apiURL(sessionPath(s.id, '/events')), { headers, cache: 'no-store', signal: ctrl.signal });
+        if (res.status === 400) {
+          // The resume token is no longer valid: reload the snapshot and
+          // reopen from its token.
+          res.body && res.body.cancel().catch(() => {});
+          if (++reloadedFor400 > 1) await sleep(Math.min(backoff *= 2, 15000), s.abort.signal);
+          await loadSnapshot(s, true);
+          continue;
+        }
+        if (res.status === 401) { signOut('That token was not accepted. Paste a valid API token.'); return; }
+        if (!res.ok || !res.body) throw new APIError(res.status, '', `events: HTTP ${res.status}`);
+        setConnection('live');
+        await readSSE(res.body, ctrl.signal, {
+          activity: pet,
+          event(id, data) {
+            if (id !== null) s.lastEventId = id;
+            if (!data) return;
+            let ev;
+            try { ev = JSON.parse(data); } catch { return; }
+            gotEvent = true;
+            applyEvent(s, ev);
+          },
+          retry(ms) { retryOverride = ms; },
+          comment(text) { if (/reload the snapshot/i.test(text)) mustReset = true; },
+        });
+        // The server ended the stream: reconnect. An end without any event
+        // twice in a row, or one that says so, means the position is lost
+        // (trimmed): start again from a new snapshot.
+        if (!gotEvent) emptyEnds++;
+        if (mustReset || emptyEnds >= 2) {
+          emptyEnds = 0;
+          await loadSnapshot(s, true).catch(() => {});
+        }
+      } catch (err) {
+        if (s.abort.signal.aborted || app.session !== s) return;
+        if (err && err.status === 401) return;
+      } finally {
+        clearTimeout(watchdog);
+        s.abort.signal.removeEventListener('abort', stop);
+      }
+      if (s.abort.signal.aborted || app.session !== s) return;
+      if (gotEvent) { backoff = 500; reloadedFor400 = 0; emptyEnds = 0; }
+      const wait = Math.round((retryOverride || backoff) * (0.8 + Math.random() * 0.4));
+      backoff = Math.min(backoff * 2, 15000);
+      await countdown(s, wait);
+      // After a gap, refresh the snapshot; the stream continues from the
+      // last event ID.
+      if (app.session === s && !s.abort.signal.aborted) reloadNow(s);
+    }
+  }
+
+  async function countdown(s, ms) {
+    const end = Date.now() + ms;
+    while (!s.abort.signal.aborted && Date.now() < end) {
+      const left = Math.ceil((end - Date.now()) / 1000);
+      setConnection('reconnecting', left > 1 ? `Reconnecting in ${left} s…` : 'Reconnecting…');
+      await sleep(Math.min(1000, end - Date.now()), s.abort.signal);
+    }
+    if (!s.abort.signal.aborted) setConnection('reconnecting', 'Reconnecting…');
+  }
+
+  // readSSE parses a text/event-stream body as the HTML standard describes:
+  // lines end with CRLF, LF or CR; a blank line dispatches the event; lines
+  // starting with ':' are comments; fields are id, data, event and retry.
+  async function readSSE(body, signal, on) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder('utf-8');
+    let buf = '';
+    let first = true;
+    let data = [];
+    let idBuf = null;
+    let hasField = false;
+    const onAbort = () => reader.cancel().catch(() => {});
+    signal.addEventListener('abort', onAbort, { once: true });
+    const line = (l) => {
+      if (l === '') {
+        if (hasField) on.event(idBuf, data.length ? data.join('\n') : '');
+        data = []; idBuf = null; hasField = false;
+        return;
+      }
+      if (l[0] === ':') { if (on.comment) on.comment(l.slice(1).trim()); return; } // keep-alive and notes
+      const i = l.indexOf(':');
+      const field = i < 0 ? l : l.slice(0, i);
+      let value = i < 0 ? '' : l.slice(i + 1);
+      if (value[0] === ' ') value = value.slice(1);
+      switch (field) {
+        case 'data': data.push(value); hasField = true; break;
+        case 'id': if (!value.includes('\0')) { idBuf = value; hasField = true; } break;
+        case 'retry': if (/^\d+$/.test(value)) on.retry(Number(value)); break;
+        default: break; // 'event' and unknown fields: the JSON carries the type
+      }
+    };
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        on.activity();
+        buf += decoder.decode(value, { stream: true });
+        if (first && buf.length) { if (buf[0] === '\uFEFF') buf = buf.slice(1); first = false; }
+        let start = 0;
+        for (let i = 0; i < buf.length; i++) {
+          const c = buf[i];
+          if (c !== '\n' && c !== '\r') continue;
+          if (c === '\r' && i === buf.length - 1) break; // maybe CRLF split across chunks
+          line(buf.slice(start, i));
+          if (c === '\r' && buf[i + 1] === '\n') i++;
+          start = i + 1;
+        }
+        buf = buf.slice(start);
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  // ---------------------------------------------------------------- event rules
+
+  const STATUS_RANK = {
+    deferred: 0, awaiting_approval: 1, awaiting_answer: 1, waiting_for_timer: 1, waiting_for_task: 1,
+    approved: 2, running: 3, completed: 3.5,
+    succeeded: 4, failed: 4, rejected: 4, outcome_unknown: 4,
+  };
+  const rank = (st) => (st in STATUS_RANK ? STATUS_RANK[st] : -1);
+
+  function liveTurn(s, turnID) {
+    let lt = s.live.get(turnID);
+    if (!lt) {
+      lt = { id: turnID, started: false, finished: false, order: [], steps: new Map(), tools: new Set() };
+      s.live.set(turnID, lt);
+    }
+    return lt;
+  }
+
+  // step returns the live text of (turn, step execution) for this attempt:
+  // a higher attempt restarts the text; a lower attempt's text is dropped.
+  function step(lt, stepID, attempt) {
+    const key = stepID || '-';
+    const n = Number(attempt) || 0;
+    let st = lt.steps.get(key);
+    if (!st) {
+      st = { key, attempt: n, text: '', reasoning: '' };
+      lt.steps.set(key, st);
+      lt.order.push({ kind: 'text', key });
+      return st;
+    }
+    if (n > st.attempt) { st.attempt = n; st.text = ''; st.reasoning = ''; return st; }
+    if (n < st.attempt) return null;
+    return st;
+  }
+
+  function noteTool(s, lt, id, patch) {
+    if (!id) return;
+    const t = s.tools.get(id) || { tool_call_id: id, status: '' };
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === undefined || v === null) continue;
+      if (k === 'status') { if (rank(v) >= rank(t.status)) t.status = v; } else t[k] = v;
+    }
+    s.tools.set(id, t);
+    if (lt && !t.turn) t.turn = lt.id;
+    if (lt && !lt.tools.has(id)) { lt.tools.add(id); lt.order.push({ kind: 'tool', id }); }
+  }
+
+  function applyEvent(s, ev) {
+    if (!ev || typeof ev !== 'object') return;
+    if (ev.session_id && ev.session_id !== s.id) return;
+    let p = {};
+    if (typeof ev.payload === 'string') { try { p = ev.payload ? JSON.parse(ev.payload) : {}; } catch { p = {}; } }
+    else if (ev.payload && typeof ev.payload === 'object') p = ev.payload;
+    const turnID = ev.turn_id || '';
+    const active = s.snapshot && s.snapshot.state ? s.snapshot.state.active_turn_id || '' : '';
+    const lt = turnID ? liveTurn(s, turnID) : null;
+    switch (ev.type) {
+      case 'turn_started':
+        if (lt) lt.started = true;
+        if (turnID !== active) scheduleReload(s); // shows the turn's user message
+        break;
+      case 'turn_completed': case 'turn_failed': case 'turn_steered': case 'turn_cancelled':
+        if (lt) lt.finished = true;
+        scheduleReload(s, 0);
+        break;
+      case 'text_delta': case 'reasoning_delta': {
+        if (!lt || typeof p.text !== 'string') break;
+        const st = step(lt, ev.step_execution_id, ev.attempt);
+        if (!st) break;
+        if (ev.type === 'text_delta') st.text += p.text; else st.reasoning += p.text;
+        break;
+      }
+      case 'tool_call_deferred':
+        noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, effect: p.effect, requires_approval: p.requires_approval, status: 'deferred' });
+        scheduleReload(s); // the arguments are in the snapshot
+        break;
+      case 'tool_call_started':
+        noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'running' });
+        break;
+      case 'tool_call_finished':
+        noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: p.status || 'succeeded' });
+        scheduleReload(s); // the output is in the snapshot
+        break;
+      case 'interrupt_raised':
+        if (p.interrupt_id && !s.resolved.has(p.interrupt_id)) s.interrupts.set(p.interrupt_id, p);
+        if (p.kind === 'approval' || !p.kind) noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_approval' });
+        scheduleReload(s);
+        break;
+      case 'interrupt_resolved': {
+        const it = s.interrupts.get(p.interrupt_id);
+        s.resolved.add(p.interrupt_id);
+        s.interrupts.delete(p.interrupt_id);
+        const callID = (it && it.tool_call_id) || p.interrupt_id;
+        if (!p.cancellation_reason && (p.kind === 'approval' || !p.kind)) {
+          noteTool(s, null, callID, { status: p.approved ? 'approved' : 'rejected', rejection_message: p.rejection_message || undefined });
+        }
+        scheduleReload(s);
+        break;
+      }
+      case 'usage_recorded':
+        if (p.session) s.usage = p.session;
+        break;
+      default:
+        break; // custom (dotted) and other events: nothing to show
+    }
+    scheduleRender();
+  }
+
+  // ---------------------------------------------------------------- actions
+
+  async function sendMessage(e) {
+    if (e) e.preventDefault();
+    const s = app.session;
+    const input = $('message-input');
+    const text = input.value.trim();
+    if (!s || !text) return;
+    const pending = { key: `p${randomID()}`, text, acked: false };
+    s.sending.push(pending);
+    input.value = '';
+    autoGrow();
+    updateSendButton();
+    scheduleRender(true);
+    try {
+      const res = await api('POST', sessionPath(s.id, '/messages'), { text });
+      if (res.accepted === false) {
+        s.sending = s.sending.filter((m) => m !== pending);
+        toast('The message was not accepted.', 'error');
+      } else {
+        pending.acked = true;
+        // Normally the next snapshot shows it; never leave a ghost behind.
+        setTimeout(() => { s.sending = s.sending.filter((m) => m !== pending); scheduleRender(); }, 8000);
+        if (!(recentSessions().find((r) => r.id === s.id) || {}).title) rememberSession(s.id, s.agent, text);
+      }
+      await reloadNow(s);
+    } catch (err) {
+      s.sending = s.sending.filter((m) => m !== pending);
+      if (err.status !== 401) {
+        toast(`Could not send the message: ${err.message}`, 'error');
+        if (!input.value) { input.value = text; autoGrow(); updateSendButton(); }
+      }
+    }
+    scheduleRender();
+  }
+
+  async function resolveInterrupt(s, it, approved, reason) {
+    const ui = uiState(it.tool_call_id);
+    ui.busy = approved ? 'approving' : 'rejecting';
+    scheduleRender();
+    try {
+      const body = { approved };
+      if (!approved && reason) body.rejection_message = reason;
+      const res = await api('POST', sessionPath(s.id, `/interrupts/${encodeURIComponent(it.interrupt_id)}`), body);
+      if (res.resolved === false) {
+        toast('This request is no longer pending.', 'info');
+      } else {
+        s.resolved.add(it.interrupt_id);
+        s.interrupts.delete(it.interrupt_id);
+        noteTool(s, null, it.tool_call_id, { status: approved ? 'approved' : 'rejected', rejection_message: reason || undefined });
+        ui.rejecting = false;
+        ui.reason = '';
+      }
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not ${approved ? 'approve' : 'reject'}: ${err.message}`, 'error');
+    } finally {
+      ui.busy = '';
+      scheduleReload(s, 0);
+      scheduleRender();
+    }
+  }
+
+  // ---------------------------------------------------------------- rendering
+
+  const rendered = new Map(); // item key -> element
+  const ui = new Map();       // tool_call_id -> {rejecting, reason, busy, argsOpen}
+  function uiState(id) {
+    let u = ui.get(id);
+    if (!u) { u = { rejecting: false, reason: '', busy: '' }; ui.set(id, u); }
+    return u;
+  }
+
+  let renderQueued = false;
+  let forceScroll = false;
+  function scheduleRender(scrollToEnd) {
+    if (scrollToEnd) forceScroll = true;
+    if (renderQueued) return;
+    renderQueued = true;
+    requestAnimationFrame(() => { renderQueued = false; render(); });
+  }
+
+  // toolView merges a call's snapshot record with what events told.
+  function toolView(s, id, message) {
+    const snapCall = ((s.snapshot && s.snapshot.tool_calls) || []).find((c) => c.tool_call_id === id);
+    const ev = s.tools.get(id);
+    const rec = s.records.get(id);
+    const v = { ...(rec || {}), ...(ev || {}), ...(snapCall || {}), tool_call_id: id };
+    // The most advanced status wins: events can run ahead of a snapshot.
+    let status = '';
+    for (const c of [rec, snapCall, ev]) if (c && c.status && rank(c.status) > rank(status)) status = c.status;
+    // A stored result without a known record: the call finished, how is not
+    // in the browser snapshot.
+    if (rank(status) < 4 && message) status = 'completed';
+    v.status = status || 'deferred';
+    for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message']) {
+      if (!v[k]) for (const c of [snapCall, ev, rec]) if (c && c[k]) { v[k] = c[k]; break; }
+    }
+    v.tool_name = v.tool_name || (message && message.tool_name) || 'tool';
+    if (rank(v.status) === 4 || v.status === 'completed') mergeRecord(s, { ...v, status: v.status === 'completed' ? '' : v.status });
+    for (const it of s.interrupts.values()) {
+      if (it.tool_call_id === id) { v.interrupt = it; break; }
+    }
+    return v;
+  }
+
+  // buildItems lays out the transcript: the stored messages in order, with
+  // the live text of a running turn in the place of the stored message it
+  // matches (so nothing jumps when the stored copy arrives), then what is
+  // still streaming, the tool calls not stored yet, and queued messages.
+  function buildItems(s) {
+    const snap = s.snapshot || {};
+    const st = snap.state || {};
+    const items = [];
+    const shown = new Set();
+    const messages = snap.messages || [];
+    const active = st.active_turn_id || '';
+    const running = !!active || (!!st.status && st.status !== 'waiting_for_user_message');
+    const storedTurns = new Set(messages.map((m) => m.turn_id).filter(Boolean));
+    // A finished turn the snapshot already stores shows its stored messages
+    // only; its live state goes with the next snapshot.
+    const stale = (turnID) => turnID !== active && storedTurns.has(turnID);
+    const toolMessages = new Map();
+    for (const m of messages) if (m.role === 'tool' && m.tool_call_id) toolMessages.set(m.tool_call_id, m);
+
+    const liveItem = (lt, key, step, streaming) => ({
+      kind: 'message', key: `l${lt.id}/${key}`, role: 'assistant', text: step.text, reasoning: step.reasoning,
+      source: 'live', streaming, turn: lt.id, step: key, attempt: step.attempt,
+    });
+
+    // Match live segments to stored assistant messages of their turn, in order.
+    const claimed = new Map(); // message sequence -> live item
+    const placed = new Set();  // live item keys placed at a stored message
+    for (const lt of s.live.values()) {
+      if (stale(lt.id)) continue;
+      const stored = messages.filter((m) => m.role === 'assistant' && m.turn_id === lt.id);
+      let j = 0;
+      for (const o of lt.order) {
+        if (o.kind !== 'text') continue;
+        const step = lt.steps.get(o.key);
+        if (!step || (!step.text && !step.reasoning)) continue;
+        const want = step.text.trim();
+        const k = stored.findIndex((m, i) => i >= j && (m.text || '').trim() === want);
+        if (k < 0) continue;
+        const item = liveItem(lt, o.key, step, false);
+        claimed.set(stored[k].sequence, item);
+        placed.add(item.key);
+        j = k + 1;
+      }
+    }
+
+    for (const m of messages) {
+      if (m.role === 'user') {
+        items.push({ kind: 'message', key: `m${m.sequence}`, role: 'user', text: m.text || '', source: 'stored' });
+      } else if (m.role === 'assistant') {
+        const live = claimed.get(m.sequence);
+        if (live) items.push(live);
+        else if (m.text) items.push({ kind: 'message', key: `m${m.sequence}`, role: 'assistant', text: m.text, source: 'stored' });
+      } else if (m.role === 'tool') {
+        const id = m.tool_call_id || `m${m.sequence}`;
+        if (!shown.has(id)) { shown.add(id); items.push({ kind: 'tool', key: `t${id}`, id, message: m }); }
+      }
+    }
+    for (const lt of s.live.values()) {
+      if (stale(lt.id)) continue;
+      lt.order.forEach((o, i) => {
+        if (o.kind === 'text') {
+          const step = lt.steps.get(o.key);
+          if (!step || (!step.text && !step.reasoning) || placed.has(`l${lt.id}/${o.key}`)) return;
+          // The caret shows while this is the turn's newest output.
+          const streaming = !lt.finished && running && i === lt.order.length - 1 && st.status !== 'running_tools' && s.interrupts.size === 0;
+          items.push(liveItem(lt, o.key, step, streaming));
+        } else if (o.kind === 'tool' && !shown.has(o.id)) {
+          shown.add(o.id);
+          items.push({ kind: 'tool', key: `t${o.id}`, id: o.id, message: toolMessages.get(o.id) });
+        }
+      });
+    }
+    // Calls not shown yet (waiting for approval, running) go last.
+    const rest = [...(snap.tool_calls || [])].filter((c) => !shown.has(c.tool_call_id))
+      .sort((a, b) => (a.deferral_order || 0) - (b.deferral_order || 0));
+    for (const c of rest) { shown.add(c.tool_call_id); items.push({ kind: 'tool', key: `t${c.tool_call_id}`, id: c.tool_call_id }); }
+    for (const [id, t] of s.tools) {
+      if (shown.has(id) || (t.turn && stale(t.turn))) continue;
+      shown.add(id);
+      items.push({ kind: 'tool', key: `t${id}`, id });
+    }
+    (snap.queued_messages || []).forEach((q, i) => {
+      items.push({ kind: 'message', key: `q${q.message_id || i}`, role: 'user', text: q.text || '', source: 'queued' });
+    });
+    for (const p of s.sending) {
+      items.push({ kind: 'message', key: p.key, role: 'user', text: p.text, source: 'sending' });
+    }
+    if (running && s.interrupts.size === 0) {
+      const last = items[items.length - 1];
+      const streamingText = last && last.kind === 'message' && last.source === 'live' && last.streaming && last.text;
+      if (!streamingText) items.push({ kind: 'activity', key: 'activity', status: st.status });
+    }
+    if (!items.length && s.snapshot) items.push({ kind: 'empty', key: 'empty' });
+    return items;
+  }
+
+  function render() {
+    const s = app.session;
+    if (!s || !s.snapshot) return;
+    const snap = s.snapshot;
+    const st = snap.state || {};
+    const transcript = $('transcript');
+    const nearEnd = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 120;
+
+    // Header.
+    $('session-title').textContent = s.agent || 'Session';
+    const placeholder = s.agent ? `Message ${s.agent}…` : 'Send a message';
+    if ($('message-input').placeholder !== placeholder) $('message-input').placeholder = placeholder;
+    document.title = `${s.agent || 'Session'} · Dex Agents`;
+    const badge = $('session-status');
+    let status = st.status || 'waiting_for_user_message';
+    if (s.interrupts.size) status = 'needs_approval';
+    const labels = {
+      waiting_for_user_message: 'Ready', running_model: 'Thinking', running_tools: 'Running tools', needs_approval: 'Needs approval',
+    };
+    badge.dataset.status = status;
+    badge.textContent = labels[status] || status.replace(/_/g, ' ');
+    renderUsage(s.usage || snap.usage);
+
+    // Error banner.
+    const errText = st.last_turn_error || '';
+    const banner = $('error-banner');
+    banner.hidden = !errText || s.dismissedError === errText;
+    $('error-text').textContent = errText;
+
+    // Transcript.
+    const list = $('messages');
+    const items = buildItems(s);
+    const keep = new Set();
+    let prev = null;
+    for (const item of items) {
+      keep.add(item.key);
+      let node = rendered.get(item.key);
+      if (!node || node.dataset.kind !== item.kind) {
+        if (node) node.remove();
+        node = createItem(item);
+        rendered.set(item.key, node);
+      }
+      updateItem(node, item, s);
+      const want = prev ? prev.nextSibling : list.firstChild;
+      if (want !== node) list.insertBefore(node, want);
+      prev = node;
+    }
+    for (const [key, node] of rendered) {
+      if (!keep.has(key)) { node.remove(); rendered.delete(key); }
+    }
+    if (forceScroll || nearEnd) transcript.scrollTop = transcript.scrollHeight;
+    forceScroll = false;
+    saveRecords(s);
+  }
+
+  function renderUsage(u) {
+    const node = $('usage');
+    if (!u) { node.textContent = ''; node.hidden = true; return; }
+    node.hidden = false;
+    const calls = Number(u.model_calls) || 0;
+    node.replaceChildren(
+      icon(ICONS.gauge),
+      el('span', { class: 'usage-value', 'data-testid': 'usage-tokens', text: `${fmt(u.total_tokens)} tokens` }),
+      el('span', { class: 'usage-sep', 'aria-hidden': 'true', text: '·' }),
+      el('span', { class: 'usage-value', 'data-testid': 'usage-calls', text: `${fmt(calls)} model ${calls === 1 ? 'call' : 'calls'}` }),
+    );
+    node.title = `Input ${fmt(u.input_tokens)} (cached ${fmt(u.cached_input_tokens)}) · output ${fmt(u.output_tokens)} (reasoning ${fmt(u.reasoning_tokens)})`;
+  }
+
+  function createItem(item) {
+    const li = el('li', { class: `item item-${item.kind}` });
+    li.dataset.kind = item.kind;
+    if (item.kind === 'message') {
+      li.setAttribute('data-testid', 'message');
+      const body = el('div', { class: 'message-body', 'data-testid': 'message-text' });
+      if (item.role === 'assistant') {
+        li.append(el('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(ICONS.bot)));
+      }
+      li.append(el('div', { class: 'message-main' },
+        el('div', { class: 'message-author' }),
+        body));
+    } else if (item.kind === 'tool') {
+      li.setAttribute('data-testid', 'tool-card');
+    } else if (item.kind === 'activity') {
+      li.setAttribute('data-testid', 'activity');
+      li.append(el('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(ICONS.bot)),
+        el('div', { class: 'activity' }, el('span', { class: 'dots', 'aria-hidden': 'true' }, el('i'), el('i'), el('i')), el('span', { class: 'activity-label' })));
+    } else if (item.kind === 'empty') {
+      li.append(el('div', { class: 'empty' },
+        el('p', { class: 'empty-title', text: 'No messages yet' }),
+        el('p', { class: 'empty-text', text: 'Send the first message below.' })));
+    }
+    return li;
+  }
+
+  function updateItem(li, item, s) {
+    if (item.kind === 'message') updateMessage(li, item, s);
+    else if (item.kind === 'tool') updateTool(li, item, s);
+    else if (item.kind === 'activity') {
+      const label = item.status === 'running_tools' ? 'Running tools…' : 'Thinking…';
+      const node = li.querySelector('.activity-label');
+      if (node.textContent !== label) node.textContent = label;
+    }
+  }
+
+  function updateMessage(li, item, s) {
+    li.className = `item item-message role-${item.role} source-${item.source}${item.streaming ? ' streaming' : ''}`;
+    li.dataset.role = item.role;
+    li.dataset.source = item.source;
+    if (item.turn) { li.dataset.turnId = item.turn; li.dataset.stepExecutionId = item.step; li.dataset.attempt = String(item.attempt); }
+    li.setAttribute('aria-busy', item.streaming ? 'true' : 'false');
+    const author = li.querySelector('.message-author');
+    let who = item.role === 'user' ? 'You' : (s.agent || 'Agent');
+    const tag = item.source === 'queued' ? 'Queued' : item.source === 'sending' ? 'Sending…' : '';
+    if (author.dataset.who !== who + tag) {
+      author.dataset.who = who + tag;
+      author.replaceChildren(el('span', { text: who }), tag ? el('span', { class: 'tag', text: tag }) : '');
+    }
+    const body = li.querySelector('.message-body');
+    const key = `${item.reasoning || ''}\u0000${item.text}`;
+    if (body.dataset.src !== key) {
+      body.dataset.src = key;
+      const open = body.querySelector('details.reasoning');
+      const wasOpen = open ? open.open : false;
+      const parts = [];
+      if (item.reasoning) {
+        parts.push(el('details', { class: 'reasoning', open: wasOpen || undefined },
+          el('summary', { text: 'Reasoning' }),
+          el('div', { class: 'reasoning-text', text: item.reasoning })));
+      }
+      if (item.text) parts.push(...renderRichText(item.text));
+      body.replaceChildren(...parts);
+    }
+  }
+
+  // renderRichText renders a small, safe subset of Markdown with DOM nodes:
+  // fenced code blocks, paragraphs, bullet lists, `code` and **bold**.
+  function renderRichText(text) {
+    const out = [];
+    const blocks = String(text).split(/^```[^\n]*\n?/m);
+    blocks.forEach((block, i) => {
+      if (i % 2 === 1) { out.push(el('pre', { class: 'code' }, el('code', { text: block.replace(/\n$/, '') }))); return; }
+      for (const para of block.split(/\n{2,}/)) {
+        if (!para.trim()) continue;
+        const lines = para.split('\n');
+        if (lines.every((l) => /^\s*[-*]\s+/.test(l))) {
+          out.push(el('ul', null, ...lines.map((l) => el('li', null, ...inline(l.replace(/^\s*[-*]\s+/, ''))))));
+        } else if (lines.every((l) => /^\s*\d+[.)]\s+/.test(l))) {
+          out.push(el('ol', null, ...lines.map((l) => el('li', null, ...inline(l.replace(/^\s*\d+[.)]\s+/, ''))))));
+        } else {
+          out.push(el('p', null, ...inline(para.replace(/^\n+|\n+$/g, ''))));
+        }
+      }
+    });
+    return out;
+  }
+
+  function inline(text) {
+    const nodes = [];
+    const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text))) {
+      if (m.index > last) nodes.push(document.createTextNode(text.slice(last, m.index)));
+      const tok = m[0];
+      nodes.push(tok[0] === '`' ? el('code', { text: tok.slice(1, -1) }) : el('strong', { text: tok.slice(2, -2) }));
+      last = m.index + tok.length;
+    }
+    if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+    return nodes;
+  }
+
+  const STATUS_LABEL = {
+    deferred: 'Queued', awaiting_approval: 'Awaiting approval', approved: 'Approved', running: 'Running',
+    awaiting_answer: 'Waiting for input', waiting_for_timer: 'Waiting', waiting_for_task: 'Waiting for task',
+    completed: 'Completed', succeeded: 'Succeeded', failed: 'Failed', rejected: 'Rejected', outcome_unknown: 'Outcome unknown',
+  };
+  const EFFECT_LABEL = {
+    read: 'Read only', idempotent_write: 'Idempotent write', non_idempotent_write: 'Write', unclassified: 'Unclassified',
+  };
+
+  function updateTool(li, item, s) {
+    const message = item.message;
+    const v = toolView(s, item.id, message);
+    const u = uiState(item.id);
+    const output = v.output !== undefined && v.output !== '' ? v.output : (message && message.text) || '';
+    const needsApproval = !!(v.interrupt && (v.interrupt.kind === 'approval' || !v.interrupt.kind));
+    const deadline = v.interrupt ? formatDeadline(v.interrupt.deadline) : null;
+    const sig = JSON.stringify([v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message,
+      needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy]);
+    li.dataset.toolName = v.tool_name;
+    li.dataset.status = v.status;
+    li.dataset.toolCallId = item.id;
+    li.className = `item item-tool status-${v.status}`;
+    if (li.dataset.sig === sig) return;
+    li.dataset.sig = sig;
+
+    // Keep what the user opened or typed across re-renders.
+    const argsEl = li.querySelector('details.tool-args');
+    const outEl = li.querySelector('details.tool-output');
+    const argsOpen = argsEl ? argsEl.open : v.status === 'awaiting_approval';
+    const outOpen = outEl ? outEl.open : false;
+    const reasonEl = li.querySelector('textarea.reject-reason');
+    if (reasonEl) u.reason = reasonEl.value;
+    const hadFocus = document.activeElement && li.contains(document.activeElement) ? document.activeElement.dataset.testid : '';
+
+    const statusIcon = { succeeded: ICONS.check, completed: ICONS.check, failed: ICONS.x, rejected: ICONS.x, awaiting_approval: ICONS.shield, running: ICONS.clock, deferred: ICONS.clock, approved: ICONS.check }[v.status];
+    const head = el('div', { class: 'tool-head' },
+      el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.tool)),
+      el('span', { class: 'tool-name', text: v.tool_name }),
+      v.effect ? el('span', { class: `effect effect-${v.effect}`, text: EFFECT_LABEL[v.effect] || v.effect }) : '',
+      el('span', { class: 'spacer' }),
+      el('span', { class: `status-chip chip-${v.status}`, 'data-testid': 'tool-status' },
+        statusIcon ? icon(statusIcon) : '', el('span', { text: STATUS_LABEL[v.status] || v.status.replace(/_/g, ' ') })));
+
+    const parts = [head];
+    if (v.arguments) {
+      const pretty = prettyJSON(v.arguments);
+      parts.push(el('details', { class: 'tool-section tool-args', open: argsOpen || undefined },
+        el('summary', null, el('span', { class: 'section-label', text: 'Arguments' }), el('span', { class: 'preview', text: oneLine(v.arguments, 80) })),
+        el('pre', { class: 'code', 'data-testid': 'tool-arguments' }, el('code', { text: pretty }))));
+    }
+    if (output && v.status !== 'rejected') {
+      parts.push(el('details', { class: 'tool-section tool-output', open: outOpen || undefined },
+        el('summary', null, el('span', { class: 'section-label', text: v.status === 'failed' ? 'Error output' : 'Output' }), el('span', { class: 'preview', text: oneLine(output, 80) })),
+        el('pre', { class: 'code', 'data-testid': 'tool-output' }, el('code', { text: prettyJSON(output) }))));
+    }
+    if (v.error) parts.push(el('p', { class: 'tool-note error', text: v.error }));
+    if (v.status === 'rejected') {
+      parts.push(el('p', { class: 'tool-note', text: v.rejection_message ? `Rejected: ${v.rejection_message}` : 'Rejected.' }));
+    }
+    if (v.status === 'outcome_unknown') {
+      parts.push(el('p', { class: 'tool-note warn', text: 'The worker stopped while this call ran; it may or may not have taken effect.' }));
+    }
+    if (v.interrupt && !needsApproval) {
+      parts.push(el('p', { class: 'tool-note', text: `Waiting for input (${v.interrupt.kind}); answer it with the CLI or API.` }));
+    }
+    if (needsApproval) {
+      const busy = u.busy;
+      const actions = el('div', { class: 'approval' },
+        el('div', { class: 'approval-text' },
+          el('strong', { text: 'Approval needed.' }),
+          el('span', { text: ` ${v.tool_name} runs only after you approve it.` }),
+          deadline ? el('span', { class: `deadline${deadline.expired ? ' expired' : ''}`, 'data-testid': 'deadline' },
+            icon(ICONS.clock), el('time', { datetime: deadline.iso, text: deadline.text })) : ''));
+      if (!u.rejecting) {
+        actions.append(el('div', { class: 'approval-buttons' },
+          el('button', {
+            type: 'button', class: 'button success', 'data-testid': 'approve-button', disabled: !!busy,
+            onclick: () => resolveInterrupt(s, v.interrupt, true),
+          }, icon(ICONS.check), busy === 'approving' ? 'Approving…' : 'Approve'),
+          el('button', {
+            type: 'button', class: 'button danger-outline', 'data-testid': 'reject-button', disabled: !!busy,
+            onclick: () => { u.rejecting = true; li.dataset.sig = ''; scheduleRender(); requestAnimationFrame(() => { const r = li.querySelector('textarea.reject-reason'); if (r) r.focus(); }); },
+          }, icon(ICONS.x), 'Reject…')));
+      } else {
+        const reasonID = `reason-${item.id}`;
+        const reason = el('textarea', { class: 'input reject-reason', id: reasonID, rows: 2, 'data-testid': 'reject-reason', placeholder: 'Tell the agent why (optional)' });
+        reason.value = u.reason || '';
+        reason.addEventListener('input', () => { u.reason = reason.value; });
+        actions.append(el('form', {
+          class: 'reject-form',
+          onsubmit: (e) => { e.preventDefault(); resolveInterrupt(s, v.interrupt, false, reason.value.trim()); },
+        },
+        el('label', { class: 'field-label', for: reasonID, text: 'Reason for rejecting (optional)' }),
+        reason,
+        el('div', { class: 'approval-buttons' },
+          el('button', { type: 'submit', class: 'button danger', 'data-testid': 'reject-confirm', disabled: !!busy }, busy === 'rejecting' ? 'Rejecting…' : 'Reject call'),
+          el('button', { type: 'button', class: 'button ghost', disabled: !!busy, onclick: () => { u.rejecting = false; li.dataset.sig = ''; scheduleRender(); } }, 'Cancel'))));
+      }
+      parts.push(actions);
+    }
+    li.replaceChildren(el('div', { class: 'tool-card' }, ...parts));
+    if (hadFocus) { const f = li.querySelector(`[data-testid="${hadFocus}"]`); if (f) f.focus(); }
+  }
+
+  // ---------------------------------------------------------------- composer
+
+  function autoGrow() {
+    const t = $('message-input');
+    t.style.height = 'auto';
+    t.style.height = `${Math.min(t.scrollHeight, 220)}px`;
+  }
+
+  function updateSendButton() {
+    const t = $('message-input');
+    $('send-button').disabled = t.disabled || !t.value.trim();
+  }
+
+  // ---------------------------------------------------------------- sidebar (narrow screens)
+
+  function openSidebar() {
+    document.body.classList.add('sidebar-open');
+    $('sidebar-toggle').setAttribute('aria-expanded', 'true');
+    $('scrim').hidden = false;
+  }
+  function closeSidebar() {
+    document.body.classList.remove('sidebar-open');
+    $('sidebar-toggle').setAttribute('aria-expanded', 'false');
+    $('scrim').hidden = true;
+  }
+
+  // ---------------------------------------------------------------- start
+
+  function init() {
+    readTokenFromFragment();
+    app.token = store.get('sessionStorage', TOKEN_KEY) || '';
+
+    $('signin-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const v = $('token-input').value.trim();
+      if (!v) { $('signin-error').textContent = 'Paste a token first.'; return; }
+      $('signin-error').textContent = '';
+      store.set('sessionStorage', TOKEN_KEY, v);
+      $('token-input').value = '';
+      signIn(v);
+    });
+    $('sign-out').addEventListener('click', () => signOut(''));
+    $('agent-select').addEventListener('change', updateStartButton);
+    $('start-form').addEventListener('submit', startSession);
+    $('start-message').addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.metaKey || e.ctrlKey)) { e.preventDefault(); $('start-form').requestSubmit(); }
+    });
+    $('open-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const id = $('open-id').value.trim();
+      if (!id) { $('open-id').focus(); return; }
+      $('open-id').value = '';
+      navigate(id);
+    });
+    $('new-session').addEventListener('click', () => navigate(''));
+    $('brand').addEventListener('click', (e) => { e.preventDefault(); navigate(''); });
+    $('composer').addEventListener('submit', sendMessage);
+    const input = $('message-input');
+    input.addEventListener('input', () => { autoGrow(); updateSendButton(); });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+        e.preventDefault();
+        sendMessage();
+      }
+    });
+    $('error-dismiss').addEventListener('click', () => {
+      if (app.session) { app.session.dismissedError = $('error-text').textContent; scheduleRender(); }
+    });
+    $('copy-id').addEventListener('click', async () => {
+      const id = app.session && app.session.id;
+      if (!id) return;
+      try { await navigator.clipboard.writeText(id); toast('Session ID copied.'); } catch {
+        const r = document.createRange(); r.selectNodeContents($('session-id'));
+        const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r);
+      }
+    });
+    $('sidebar-toggle').addEventListener('click', () => {
+      if (document.body.classList.contains('sidebar-open')) closeSidebar(); else openSidebar();
+    });
+    $('scrim').addEventListener('click', closeSidebar);
+    document.addEventListener('keydown', (e) => { if (e.key === 'Escape') closeSidebar(); });
+    window.addEventListener('popstate', () => route());
+    // Deadlines and "x minutes ago" labels move on.
+    setInterval(() => {
+      if (app.session) {
+        for (const node of rendered.values()) if (node.querySelector('[data-testid="deadline"]')) node.dataset.sig = '';
+        scheduleRender();
+      }
+      renderRecent();
+    }, 30000);
+
+    renderRecent();
+    if (app.token) signIn(app.token); else showView('signin');
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
+  else init();
+})();
