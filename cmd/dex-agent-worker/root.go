@@ -72,6 +72,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newRunCmd(g),
 		newConfigCmd(g),
 		newSessionCmd(g),
+		newChatCmd(g),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+)
+
+// withChatStdin feeds the chat command input for one test.
+func withChatStdin(t *testing.T, input string) {
+	t.Helper()
+	old := chatStdin
+	chatStdin = strings.NewReader(input)
+	t.Cleanup(func() { chatStdin = old })
+}
+
+func TestChatFlags(t *testing.T) {
+	t.Setenv("DEX_API_TOKEN", "")
+	t.Setenv("DEX_HTTP_ADDRESS", "")
+	withChatStdin(t, "")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"chat", "--agent", "orders"}, want: "error: no API token: pass --token or set DEX_API_TOKEN\n"},
+		{args: []string{"chat", "--token", "t"}, want: "error: pass --agent NAME to start a session, or --session ID to resume one\n"},
+		{args: []string{"chat", "--agent", "orders", "--token", "t", "--http-address", "ftp://x"},
+			want: "error: HTTP API address \"ftp://x\": want http://host:port or https://host:port\n"},
+	}
+	for _, tt := range tests {
+		_, stderr, code := runCLI(t, tt.args...)
+		if code != 1 || stderr != tt.want {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	// Nothing listens on port 1: the error says where the API was expected.
+	_, stderr, code := runCLI(t, "chat", "--agent", "orders", "--token", "t", "--http-address", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(stderr, "is the worker running with http.listen set?") || !strings.Contains(stderr, "http://127.0.0.1:1") {
+		t.Errorf("no API: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestChatOrdersDemo is the orders demo through `chat` with piped input:
+// "refund order 7", then "y" for the approval, then the end of input.
+func TestChatOrdersDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	port := freePort(t)
+	const token = "5f0c2a9d41e8b7366c1d0e2fa93b8c47"
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{token: "%s"}]
+`, plugin, port, token))
+	stack.StartWorker()
+	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
+	err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {
+		resp, err := http.Get(addr + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("/readyz: %s", resp.Status)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	withChatStdin(t, "refund order 7\ny\n")
+	stdout, stderr, code := runCLI(t, "chat", "--agent", "orders", "--http-address", addr, "--token", token)
+	if code != 0 {
+		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^session (\S+); resume with: dex-agent-worker chat --session (\S+) --http-address `).FindStringSubmatch(stderr)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("stderr does not name the session:\n%s", stderr)
+	}
+	id := m[1]
+	for _, want := range []string{
+		"you> refund order 7\n",
+		"→ lookup_order {\"order_id\":\"7\"}\n✓ lookup_order succeeded\n",
+		"→ refund_order {\"order_id\":\"7\",\"amount_cents\":6250}\n" +
+			"Approve refund_order {\"order_id\":\"7\",\"amount_cents\":6250}? [y/N/r=reject with reason] y\n",
+		"✓ refund_order succeeded\nDone. Refunded $62.50 of order 7",
+		"· usage: 3 model calls, ",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the chat lacks %q", want)
+		}
+	}
+	if strings.Count(stdout, "Done. Refunded $62.50 of order 7") != 1 || strings.Count(stdout, "Approve ") != 1 {
+		t.Errorf("the answer or the approval appears more than once")
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(stack.Dir, "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `"idempotency_key"`); n != 1 {
+		t.Errorf("the store holds %d refunds, want 1", n)
+	}
+
+	// Resuming shows the stored conversation and, at the end of input, exits.
+	withChatStdin(t, "")
+	stdout, stderr, code = runCLI(t, "chat", "--session", id, "--http-address", addr, "--token", token)
+	if code != 0 || !strings.Contains(stdout, "you> refund order 7\n") || !strings.Contains(stdout, "Done. Refunded $62.50 of order 7") {
+		t.Errorf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	_, stderr, code = runCLI(t, "chat", "--session", id, "--agent", "other", "--http-address", addr, "--token", token)
+	if code != 1 || !strings.Contains(stderr, `is a session of agent "orders", not "other"`) {
+		t.Errorf("resume as another agent: exit %d, stderr %q", code, stderr)
+	}
+}

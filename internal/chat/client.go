@@ -1,0 +1,324 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/internal/chat/sse"
+)
+
+// Client calls a worker's HTTP API (internal/httpapi/API.md). It sets no
+// timeouts of its own: bound each call with its ctx.
+type Client struct {
+	base  *url.URL
+	token string
+	hc    *http.Client
+}
+
+// NewClient returns a client of the API at baseURL, such as
+// "http://127.0.0.1:8080" (http:// is assumed without a scheme), that
+// authenticates with token. A nil hc means a new http.Client.
+func NewClient(baseURL, token string, hc *http.Client) (*Client, error) {
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("HTTP API address %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("HTTP API address %q: want http://host:port or https://host:port", baseURL)
+	}
+	if token == "" {
+		return nil, errors.New("no API token")
+	}
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{base: u, token: token, hc: hc}, nil
+}
+
+// BaseURL is the API's address.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// APIError is an error answer of the API: {"error": {"code", "message"}}.
+type APIError struct {
+	StatusCode int
+	// Code is unauthorized, forbidden, not_found, bad_request, conflict,
+	// payload_too_large, unavailable or internal.
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Code != "" {
+		return fmt.Sprintf("%s (HTTP %d)", e.Code, e.StatusCode)
+	}
+	return fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+}
+
+// Temporary reports an error worth retrying: 429, 502, 503, 504.
+func (e *APIError) Temporary() bool {
+	switch e.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// ErrInvalidResumeToken reports a 400 answer of the events route: the token
+// is no longer valid (trimmed, from before a worker restart, or of another
+// session). Reload the snapshot and open the stream from its token.
+var ErrInvalidResumeToken = errors.New("invalid resume token")
+
+// StartRequest is the body of POST /v1/sessions.
+type StartRequest struct {
+	Agent          string `json:"agent"`
+	SessionID      string `json:"session_id,omitempty"`
+	InitialMessage string `json:"initial_message,omitempty"`
+	// IdempotencyKey makes a retried start return the same session.
+	IdempotencyKey string `json:"-"`
+}
+
+// StartSession starts a session and returns its ID.
+func (c *Client) StartSession(ctx context.Context, req StartRequest) (string, error) {
+	var out struct {
+		SessionID string `json:"session_id"`
+	}
+	h := http.Header{}
+	if req.IdempotencyKey != "" {
+		h.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	if err := c.call(ctx, http.MethodPost, "/v1/sessions", h, req, &out); err != nil {
+		return "", err
+	}
+	if out.SessionID == "" {
+		return "", errors.New("the API started a session but returned no session_id")
+	}
+	return out.SessionID, nil
+}
+
+// SendMessage queues a user message. It returns false for blank text.
+func (c *Client) SendMessage(ctx context.Context, sessionID, text string) (bool, error) {
+	var out struct {
+		Accepted bool `json:"accepted"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "messages"), nil, map[string]string{"text": text}, &out)
+	return out.Accepted, err
+}
+
+// Resolution answers an approval.
+type Resolution struct {
+	Approved bool `json:"approved"`
+	// RejectionMessage tells the model why, when not approved.
+	RejectionMessage string `json:"rejection_message,omitempty"`
+}
+
+// ResolveInterrupt approves or rejects a pending interrupt. It returns false
+// when the interrupt is not pending (resolved already, or past its deadline).
+func (c *Client) ResolveInterrupt(ctx context.Context, sessionID, interruptID string, r Resolution) (bool, error) {
+	var out struct {
+		Resolved bool `json:"resolved"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "interrupts", interruptID), nil, r, &out)
+	return out.Resolved, err
+}
+
+// Snapshot returns the session's snapshot and the resume token to open its
+// event stream from; while a turn is active, the token replays that turn.
+func (c *Client) Snapshot(ctx context.Context, sessionID string) (Snapshot, string, error) {
+	var out struct {
+		Snapshot    Snapshot `json:"snapshot"`
+		ResumeToken string   `json:"resume_token"`
+	}
+	err := c.call(ctx, http.MethodGet, sessionPath(sessionID, "snapshot"), nil, nil, &out)
+	return out.Snapshot, out.ResumeToken, err
+}
+
+func sessionPath(id string, rest ...string) string {
+	p := "/v1/sessions/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + url.PathEscape(r)
+	}
+	return p
+}
+
+func (c *Client) url(path string) string { return c.base.String() + path }
+
+func (c *Client) call(ctx context.Context, method, path string, h http.Header, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), body)
+	if err != nil {
+		return err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: the answer is not the expected JSON: %w", method, path, err)
+	}
+	return nil
+}
+
+// do sends req with the token and turns a non-2xx answer into an *APIError.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return nil, parseError(resp.StatusCode, b)
+}
+
+func parseError(status int, body []byte) *APIError {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	apiErr := &APIError{StatusCode: status}
+	if json.Unmarshal(body, &e) == nil {
+		apiErr.Code, apiErr.Message = e.Error.Code, e.Error.Message
+	}
+	if apiErr.Message == "" && apiErr.Code == "" {
+		if first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n"); first != "" {
+			if len(first) > 200 {
+				first = first[:200] + "…"
+			}
+			apiErr.Message = fmt.Sprintf("HTTP %d %s: %s", status, http.StatusText(status), first)
+		}
+	}
+	return apiErr
+}
+
+// Delivered is an event with the resume token that continues after it.
+type Delivered struct {
+	ID    string
+	Event Event
+}
+
+// EventStream reads a session's event stream.
+type EventStream struct {
+	body io.ReadCloser
+	r    *sse.Reader
+	last atomic.Int64 // unix nanoseconds of the latest bytes read
+}
+
+// MalformedEventError reports a frame whose data is not an event. The
+// stream goes on: call Next again.
+type MalformedEventError struct {
+	ID  string
+	Err error
+}
+
+func (e *MalformedEventError) Error() string {
+	return fmt.Sprintf("malformed event (id %q): %v", e.ID, e.Err)
+}
+
+func (e *MalformedEventError) Unwrap() error { return e.Err }
+
+// Events opens the session's event stream after a resume token: resumeToken
+// is sent as ?resume_token= (the token of a snapshot) and lastEventID as the
+// Last-Event-ID header (the last event read, on a reconnect); the server
+// prefers the header. The error wraps ErrInvalidResumeToken for a 400.
+func (c *Client) Events(ctx context.Context, sessionID, resumeToken, lastEventID string) (*EventStream, error) {
+	u := c.url(sessionPath(sessionID, "events"))
+	if resumeToken != "" {
+		u += "?resume_token=" + url.QueryEscape(resumeToken)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidResumeToken, apiErr)
+		}
+		return nil, err
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		resp.Body.Close()
+		return nil, fmt.Errorf("the events route answered %q, not text/event-stream", ct)
+	}
+	s := &EventStream{body: resp.Body}
+	s.last.Store(time.Now().UnixNano())
+	s.r = sse.NewReader(activityReader{s})
+	return s, nil
+}
+
+type activityReader struct{ s *EventStream }
+
+func (a activityReader) Read(p []byte) (int, error) {
+	n, err := a.s.body.Read(p)
+	if n > 0 {
+		a.s.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// LastActivity is when bytes last arrived, keep-alive comments included.
+func (s *EventStream) LastActivity() time.Time { return time.Unix(0, s.last.Load()) }
+
+// Next returns the next event. It returns io.EOF when the server ends the
+// stream, and a *MalformedEventError for a frame it skips.
+func (s *EventStream) Next() (Delivered, error) {
+	ev, err := s.r.Next()
+	if err != nil {
+		return Delivered{}, err
+	}
+	var e Event
+	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		return Delivered{}, &MalformedEventError{ID: ev.ID, Err: err}
+	}
+	return Delivered{ID: ev.ID, Event: e}, nil
+}
+
+// LastEventID is the id of the latest frame read: reconnect with it.
+func (s *EventStream) LastEventID() string { return s.r.LastEventID() }
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }

@@ -1,0 +1,27 @@
+// Package chat is a terminal chat with an agent session over the worker's
+// HTTP API (internal/httpapi/API.md): Client is a small typed client of the
+// API, and Session runs the chat on an io.Reader of user lines and an
+// io.Writer of the conversation, so a terminal, a pipe and a test drive it
+// the same way.
+//
+//	c, err := chat.NewClient("http://127.0.0.1:8080", token, nil)
+//	if err != nil {
+//		return err
+//	}
+//	id, err := c.StartSession(ctx, chat.StartRequest{Agent: "orders"})
+//	if err != nil {
+//		return err
+//	}
+//	s := &chat.Session{Client: c, ID: id, In: os.Stdin, Out: os.Stdout, Notes: os.Stderr}
+//	return s.Run(ctx) // nil at the end of In, once the last turn ended
+//
+// Session follows the spec's client rules for event streams: it loads the
+// snapshot and opens the stream from its resume token, reconnects with
+// Last-Event-ID after a dropped stream, reloads the snapshot after a 400,
+// drops events it has seen (by ID), keeps only the highest attempt's text
+// within one step execution, and reconciles each ended turn with the stored
+// messages, so text the events missed is still shown and text shown is not
+// shown again.
+//
+// The sse subpackage reads and writes the Server-Sent Events framing.
+package chat

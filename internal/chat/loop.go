@@ -1,0 +1,728 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// loop is the state of a running chat. Only Run's goroutine touches it.
+type loop struct {
+	s   *Session
+	out *lineWriter
+
+	busy       bool            // a turn runs, or starts from a message sent
+	eof        bool            // In ended
+	lastSeq    int64           // the newest stored message shown
+	finished   map[string]bool // ended turns: their events are ignored
+	seen       map[string]map[string]bool
+	turns      map[string]*turn
+	calls      map[string]*call
+	asked      map[string]bool   // interrupts queued as prompts
+	callOfIn   map[string]string // interrupt ID → tool call ID
+	prompts    []*prompt         // approvals to ask, in order; the first is asked
+	reason     bool              // the first prompt waits for a rejection reason
+	prompted   bool              // "you> " is shown
+	snap       Snapshot          // the latest snapshot
+	usage      Usage             // session usage at the latest report
+	eventTotal Usage             // session usage of the latest usage_recorded
+}
+
+type turn struct {
+	steps map[string]*stepText
+	order []string
+	usage Usage
+}
+
+type stepText struct {
+	attempt int
+	text    strings.Builder
+}
+
+type call struct {
+	name, args string
+	shown      bool   // "→ name args" written
+	status     string // final status written
+	rejection  string
+}
+
+type prompt struct {
+	interruptID, toolCallID, toolName, args, turnID string
+	shown                                           bool
+}
+
+func newLoop(s *Session, snap Snapshot) *loop {
+	c := &loop{
+		s: s, out: &lineWriter{w: s.Out, atStart: true},
+		finished: map[string]bool{}, seen: map[string]map[string]bool{}, turns: map[string]*turn{},
+		calls: map[string]*call{}, asked: map[string]bool{}, callOfIn: map[string]string{},
+		snap: snap, usage: snap.Usage, busy: !snap.Idle(),
+	}
+	active := snap.ActiveTurnID()
+	for _, m := range snap.Messages {
+		if m.TurnID != "" && m.TurnID != active {
+			c.finished[m.TurnID] = true
+		}
+	}
+	if active != "" {
+		c.turn(active)
+	}
+	return c
+}
+
+// showHistory writes the stored conversation briefly: the newest messages,
+// long texts cut. The active turn's answer is left to its events, which the
+// snapshot's token replays.
+func (c *loop) showHistory(snap Snapshot) {
+	const keep = 20
+	active := snap.ActiveTurnID()
+	var shown []Message
+	for _, m := range snap.Messages {
+		if active != "" && m.TurnID == active && m.Role != RoleUser {
+			continue
+		}
+		c.lastSeq = max(c.lastSeq, m.Sequence)
+		if m.Role == RoleAssistant && strings.TrimSpace(m.Text) == "" {
+			continue
+		}
+		shown = append(shown, m)
+	}
+	if len(shown) > keep {
+		c.out.printf("(%d earlier messages)\n", len(shown)-keep)
+		shown = shown[len(shown)-keep:]
+	}
+	for _, m := range shown {
+		switch m.Role {
+		case RoleUser:
+			c.out.printf("you> %s\n", cut(m.Text, 300))
+		case RoleTool:
+			c.out.printf("← %s: %s\n", m.ToolName, cut(oneLine(m.Text), 100))
+		default:
+			c.out.printf("%s\n", cut(strings.TrimSpace(m.Text), 600))
+		}
+	}
+	if active != "" {
+		c.out.printf("(turn %s is running)\n", active)
+	}
+	if len(shown) > 0 || active != "" {
+		c.out.printf("\n")
+	}
+}
+
+func (c *loop) run(ctx context.Context, lines <-chan line, events <-chan streamMsg) error {
+	if c.s.Interactive {
+		fmt.Fprintln(c.s.Notes, "(type a message and press Enter; Ctrl-D or Ctrl-C ends the chat)")
+	}
+	for {
+		if c.eof && len(c.prompts) > 0 {
+			c.out.endLine()
+			p := c.prompts[0]
+			return fmt.Errorf("%w: %s %s (interrupt %s)", ErrPendingApproval, p.toolName, p.args, p.interruptID)
+		}
+		if c.eof && !c.busy {
+			c.out.endLine()
+			return nil
+		}
+		var lineCh <-chan line
+		if !c.eof && (len(c.prompts) > 0 || !c.busy) {
+			lineCh = lines
+			c.showPrompt()
+		}
+		var poll <-chan time.Time
+		var timer *time.Timer
+		if c.busy && len(c.prompts) == 0 {
+			timer = time.NewTimer(c.s.PollInterval)
+			poll = timer.C
+		}
+		err := c.step(ctx, lineCh, events, poll)
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// step waits for one input, an event, a line or the poll timer, and
+// applies it. lineCh is nil when no line is wanted.
+func (c *loop) step(ctx context.Context, lineCh <-chan line, events <-chan streamMsg, poll <-chan time.Time) error {
+	select {
+	case <-ctx.Done():
+		c.out.endLine()
+		return ctx.Err()
+	case m := <-events:
+		switch {
+		case m.err != nil:
+			c.out.endLine()
+			return m.err
+		case m.note != "":
+			c.note(m.note)
+		case m.snap != nil:
+			c.reconcile(*m.snap, false)
+		case m.event != nil:
+			c.event(ctx, *m.event)
+		}
+	case l, ok := <-lineCh:
+		switch {
+		case !ok:
+			c.eof = true
+		case l.err != nil:
+			return fmt.Errorf("read input: %w", l.err)
+		default:
+			return c.line(ctx, l.text)
+		}
+	case <-poll:
+		rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
+		snap, _, err := c.s.Client.Snapshot(rctx, c.s.ID)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			c.note(fmt.Sprintf("(reload the snapshot: %v)", err))
+		default:
+			c.reconcile(snap, true)
+		}
+	}
+	return nil
+}
+
+func (c *loop) note(s string) {
+	c.out.endLine()
+	fmt.Fprintln(c.s.Notes, s)
+	if c.s.Interactive {
+		// On a terminal the note broke the prompt's line: show it again.
+		c.prompted = false
+		if len(c.prompts) > 0 && !c.reason {
+			c.prompts[0].shown = false
+		}
+	}
+}
+
+func (c *loop) showPrompt() {
+	if len(c.prompts) > 0 {
+		p := c.prompts[0]
+		if p.shown {
+			return
+		}
+		p.shown = true
+		c.out.endLine()
+		args := p.args
+		if args != "" {
+			args = " " + args
+		}
+		c.out.printf("Approve %s%s? [y/N/r=reject with reason] ", p.toolName, args)
+		return
+	}
+	if c.s.Interactive && !c.prompted {
+		c.prompted = true
+		c.out.endLine()
+		c.out.printf("you> ")
+	}
+}
+
+// line handles one line of In: the answer to the asked approval, or a
+// message.
+func (c *loop) line(ctx context.Context, text string) error {
+	if !c.s.Interactive {
+		if len(c.prompts) == 0 {
+			c.out.printf("you> ")
+		}
+		c.out.printf("%s\n", text)
+	} else {
+		c.out.atStart = true // the terminal echoed the line and its newline
+	}
+	if len(c.prompts) > 0 {
+		return c.answer(ctx, text)
+	}
+	c.prompted = false
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
+	ok, err := c.s.Client.SendMessage(rctx, c.s.ID, text)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && c.s.Interactive:
+		c.note(fmt.Sprintf("(not sent: %v)", err))
+	case err != nil:
+		return fmt.Errorf("send the message: %w", err)
+	case !ok:
+		c.note("(the session did not accept the message)")
+	default:
+		c.busy = true
+	}
+	return nil
+}
+
+func (c *loop) answer(ctx context.Context, text string) error {
+	p := c.prompts[0]
+	res := Resolution{}
+	if c.reason {
+		c.reason = false
+		res.RejectionMessage = strings.TrimSpace(text)
+	} else {
+		t := strings.TrimSpace(text)
+		word, rest, _ := strings.Cut(t, " ")
+		switch strings.ToLower(word) {
+		case "y", "yes":
+			res.Approved = true
+		case "r", "reject":
+			res.RejectionMessage = strings.TrimSpace(rest)
+			if res.RejectionMessage == "" {
+				c.reason = true
+				c.out.printf("reason: ")
+				return nil
+			}
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
+	ok, err := c.s.Client.ResolveInterrupt(rctx, c.s.ID, p.interruptID, res)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && c.s.Interactive:
+		c.note(fmt.Sprintf("(not answered: %v)", err))
+		p.shown = false // ask again
+		return nil
+	case err != nil:
+		return fmt.Errorf("answer the approval of %s: %w", p.toolName, err)
+	case !ok:
+		c.note(fmt.Sprintf("(the approval of %s is not pending any more)", p.toolName))
+	}
+	c.prompts = c.prompts[1:]
+	if !res.Approved {
+		c.callOf(p.toolCallID).rejection = res.RejectionMessage
+	}
+	return nil
+}
+
+// event applies one live event.
+func (c *loop) event(ctx context.Context, d Delivered) {
+	e := d.Event
+	if e.TurnID != "" && c.finished[e.TurnID] {
+		return
+	}
+	if d.ID != "" {
+		set := c.seen[e.TurnID]
+		if set == nil {
+			set = map[string]bool{}
+			c.seen[e.TurnID] = set
+		}
+		if set[d.ID] {
+			return
+		}
+		set[d.ID] = true
+	}
+	switch e.Type {
+	case EventTurnStarted:
+		c.busy = true
+		c.turn(e.TurnID)
+	case EventTextDelta:
+		var p textPayload
+		if e.Payload.Decode(&p) == nil {
+			c.text(e, p.Text)
+		}
+	case EventToolCallDeferred:
+		var p toolCallPayload
+		if e.Payload.Decode(&p) == nil {
+			c.toolDeferred(ctx, p)
+		}
+	case EventToolCallFinished:
+		var p toolCallPayload
+		if e.Payload.Decode(&p) == nil {
+			c.toolFinished(ctx, p)
+		}
+	case EventInterruptRaised:
+		var p interruptRaisedPayload
+		if e.Payload.Decode(&p) == nil {
+			c.interruptRaised(ctx, e.TurnID, p)
+		}
+	case EventInterruptResolved:
+		var p interruptResolvedPayload
+		if e.Payload.Decode(&p) == nil {
+			c.interruptResolved(p)
+		}
+	case EventUsageRecorded:
+		var p usageRecordedPayload
+		if e.Payload.Decode(&p) == nil {
+			t := c.turn(e.TurnID)
+			t.usage = t.usage.add(p.Recorded)
+			if p.Session.ModelCalls > c.eventTotal.ModelCalls {
+				c.eventTotal = p.Session
+			}
+		}
+	case EventTurnCompleted, EventTurnFailed:
+		c.out.endLine()
+		if e.Type == EventTurnFailed {
+			var p turnFailedPayload
+			_ = e.Payload.Decode(&p)
+			c.out.printf("✗ turn failed: %s\n", p.Error)
+		}
+		c.endTurn(ctx, e.TurnID)
+	}
+}
+
+func (c *loop) turn(id string) *turn {
+	t := c.turns[id]
+	if t == nil {
+		t = &turn{steps: map[string]*stepText{}}
+		c.turns[id] = t
+	}
+	return t
+}
+
+func (c *loop) callOf(id string) *call {
+	k := c.calls[id]
+	if k == nil {
+		k = &call{}
+		c.calls[id] = k
+	}
+	return k
+}
+
+// text applies the attempt rule: within one step execution only the highest
+// attempt's text counts. Text already written cannot be taken back, so a
+// higher attempt is marked as a retry and lower attempts are dropped.
+func (c *loop) text(e Event, text string) {
+	t := c.turn(e.TurnID)
+	st := t.steps[e.StepExecutionID]
+	if st == nil {
+		st = &stepText{attempt: e.Attempt}
+		t.steps[e.StepExecutionID] = st
+		t.order = append(t.order, e.StepExecutionID)
+		c.out.endLine()
+	}
+	switch {
+	case e.Attempt < st.attempt:
+		return
+	case e.Attempt > st.attempt:
+		if st.text.Len() > 0 {
+			c.out.endLine()
+			c.out.printf("(retrying…)\n")
+		}
+		st.attempt = e.Attempt
+		st.text.Reset()
+	}
+	st.text.WriteString(text)
+	c.out.printf("%s", text)
+}
+
+// shownLive reports whether a stored answer was written from its events.
+func (c *loop) shownLive(turnID, text string) bool {
+	t := c.turns[turnID]
+	if t == nil {
+		return false
+	}
+	var live strings.Builder
+	for _, id := range t.order {
+		live.WriteString(t.steps[id].text.String())
+		live.WriteByte('\n')
+	}
+	return strings.Contains(live.String(), strings.TrimSpace(text))
+}
+
+func (c *loop) toolDeferred(ctx context.Context, p toolCallPayload) {
+	k := c.callOf(p.ToolCallID)
+	if k.shown {
+		return
+	}
+	k.shown = true
+	k.name = p.ToolName
+	if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
+		k.args = compact(tc.Arguments)
+	}
+	c.out.endLine()
+	if k.args != "" {
+		c.out.printf("→ %s %s\n", k.name, k.args)
+	} else {
+		c.out.printf("→ %s\n", k.name)
+	}
+}
+
+func (c *loop) toolFinished(ctx context.Context, p toolCallPayload) {
+	k := c.callOf(p.ToolCallID)
+	if k.status == p.Status {
+		return
+	}
+	k.status = p.Status
+	if k.name == "" {
+		k.name = p.ToolName
+	}
+	c.out.endLine()
+	switch p.Status {
+	case ToolCallSucceeded:
+		c.out.printf("✓ %s succeeded\n", k.name)
+	case ToolCallRejected:
+		if k.rejection != "" {
+			c.out.printf("✗ %s rejected: %s\n", k.name, k.rejection)
+		} else {
+			c.out.printf("✗ %s rejected\n", k.name)
+		}
+	default:
+		detail := ""
+		if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
+			detail = tc.Error
+			if detail == "" {
+				detail = tc.Output
+			}
+		}
+		if detail != "" {
+			c.out.printf("✗ %s %s: %s\n", k.name, p.Status, cut(oneLine(detail), 200))
+		} else {
+			c.out.printf("✗ %s %s\n", k.name, p.Status)
+		}
+	}
+}
+
+// toolCall finds a tool call of the active turn in the latest snapshot,
+// reloading it when the call is missing or has no final status yet.
+func (c *loop) toolCall(ctx context.Context, id string) (ToolCall, bool) {
+	find := func() (ToolCall, bool) {
+		for _, tc := range c.snap.ToolCalls {
+			if tc.ToolCallID == id {
+				return tc, true
+			}
+		}
+		return ToolCall{}, false
+	}
+	k := c.calls[id]
+	if tc, ok := find(); ok && (k == nil || k.status == "" || tc.Status == k.status) {
+		return tc, true
+	}
+	c.reload(ctx)
+	return find()
+}
+
+func (c *loop) reload(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
+	defer cancel()
+	snap, _, err := c.s.Client.Snapshot(rctx, c.s.ID)
+	if err != nil {
+		return false
+	}
+	c.snap = snap
+	return true
+}
+
+func (c *loop) interruptRaised(ctx context.Context, turnID string, p interruptRaisedPayload) {
+	if c.asked[p.InterruptID] {
+		return
+	}
+	c.asked[p.InterruptID] = true
+	c.callOfIn[p.InterruptID] = p.ToolCallID
+	pr := &prompt{interruptID: p.InterruptID, toolCallID: p.ToolCallID, toolName: p.ToolName, turnID: turnID}
+	if k := c.calls[p.ToolCallID]; k != nil && k.args != "" {
+		pr.args = k.args
+	} else if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
+		pr.args = compact(tc.Arguments)
+	}
+	c.prompts = append(c.prompts, pr)
+}
+
+func (c *loop) interruptResolved(p interruptResolvedPayload) {
+	c.asked[p.InterruptID] = true
+	for i, pr := range c.prompts {
+		if pr.interruptID != p.InterruptID {
+			continue
+		}
+		how := "rejected"
+		switch {
+		case p.CancellationReason != "":
+			how = strings.ReplaceAll(p.CancellationReason, "_", " ")
+		case p.Approved:
+			how = "approved"
+		}
+		if pr.shown {
+			c.out.endLine()
+			c.out.printf("\n")
+		}
+		c.note(fmt.Sprintf("(the approval of %s ended elsewhere: %s)", pr.toolName, how))
+		c.prompts = append(c.prompts[:i], c.prompts[i+1:]...)
+		if i == 0 {
+			c.reason = false
+		}
+		break
+	}
+	if id, ok := c.callOfIn[p.InterruptID]; ok && !p.Approved && p.RejectionMessage != "" {
+		if k := c.callOf(id); k.rejection == "" {
+			k.rejection = p.RejectionMessage
+		}
+	}
+}
+
+// endTurn ends a turn whose turn_completed or turn_failed arrived: it
+// reloads the snapshot once the session moved on, and reconciles.
+func (c *loop) endTurn(ctx context.Context, turnID string) {
+	wait := 10 * time.Millisecond
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if c.reload(ctx) && (turnID == "" || c.snap.ActiveTurnID() != turnID) {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		wait = min(wait*2, 200*time.Millisecond)
+	}
+	c.finishTurns(c.snap, turnID)
+}
+
+// reconcile applies a snapshot loaded after a rejected token or a quiet
+// spell: turns that ended meanwhile are finished from their stored messages,
+// and, with prompts, pending approvals not asked yet are queued.
+func (c *loop) reconcile(snap Snapshot, prompts bool) {
+	c.snap = snap
+	active := snap.ActiveTurnID()
+	if prompts {
+		for _, in := range snap.PendingInterrupts {
+			if c.asked[in.InterruptID] {
+				continue
+			}
+			c.asked[in.InterruptID] = true
+			c.callOfIn[in.InterruptID] = in.ToolCallID
+			c.prompts = append(c.prompts, &prompt{interruptID: in.InterruptID, toolCallID: in.ToolCallID,
+				toolName: in.ToolName, args: compact(in.Arguments), turnID: active})
+		}
+	}
+	var ended []string
+	for id := range c.turns {
+		if id != "" && id != active {
+			ended = append(ended, id)
+		}
+	}
+	if len(ended) > 0 || (c.busy && snap.Idle()) {
+		c.finishTurns(snap, ended...)
+	}
+}
+
+// finishTurns writes what the events of the ended turns missed (their stored
+// answers not written live), then the usage, and forgets the turns.
+func (c *loop) finishTurns(snap Snapshot, ended ...string) {
+	active := snap.ActiveTurnID()
+	endedSet := map[string]bool{}
+	for _, id := range ended {
+		endedSet[id] = true
+	}
+	for _, m := range snap.Messages {
+		if m.Sequence <= c.lastSeq {
+			continue
+		}
+		if m.TurnID != "" && m.TurnID == active && !endedSet[m.TurnID] {
+			break
+		}
+		c.lastSeq = m.Sequence
+		if m.TurnID != "" {
+			endedSet[m.TurnID] = true
+		}
+		switch m.Role {
+		case RoleAssistant:
+			if strings.TrimSpace(m.Text) != "" && !c.shownLive(m.TurnID, m.Text) {
+				c.out.endLine()
+				c.out.printf("%s\n", strings.TrimSpace(m.Text))
+			}
+		case RoleTool:
+			if k := c.calls[m.ToolCallID]; k == nil || k.status == "" {
+				c.out.endLine()
+				c.out.printf("← %s: %s\n", m.ToolName, cut(oneLine(m.Text), 100))
+			}
+		}
+	}
+	// The turn's usage is what its usage_recorded events add up to, or the
+	// growth of the snapshot's usage when events were lost; the session's is
+	// the newer of the snapshot's and the latest event's.
+	var fromEvents Usage
+	for id := range endedSet {
+		if t := c.turns[id]; t != nil {
+			fromEvents = fromEvents.add(t.usage)
+		}
+		c.finished[id] = true
+		delete(c.turns, id)
+		delete(c.seen, id)
+	}
+	turnUsage := snap.Usage.sub(c.usage)
+	if fromEvents.ModelCalls > turnUsage.ModelCalls {
+		turnUsage = fromEvents
+	}
+	total := snap.Usage
+	if c.eventTotal.ModelCalls > total.ModelCalls {
+		total = c.eventTotal
+	}
+	c.usage = total
+	c.out.endLine()
+	c.out.printf("· usage: %s; session total: %s\n", describeUsage(turnUsage, true), describeUsage(total, false))
+	kept := c.prompts[:0]
+	for _, p := range c.prompts {
+		if !endedSet[p.turnID] {
+			kept = append(kept, p)
+		}
+	}
+	c.prompts = kept
+	c.busy = !snap.Idle() && !endedSet[active]
+	if !c.busy {
+		c.out.printf("\n")
+	}
+}
+
+func describeUsage(u Usage, detail bool) string {
+	calls := "model calls"
+	if u.ModelCalls == 1 {
+		calls = "model call"
+	}
+	s := fmt.Sprintf("%d %s, %d tokens", u.ModelCalls, calls, u.TotalTokens)
+	if detail {
+		s += fmt.Sprintf(" (%d in, %d out)", u.InputTokens, u.OutputTokens)
+	}
+	return s
+}
+
+// lineWriter writes to w and knows whether the cursor is at a line start.
+type lineWriter struct {
+	w       io.Writer
+	atStart bool
+}
+
+func (l *lineWriter) printf(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	if s == "" {
+		return
+	}
+	_, _ = io.WriteString(l.w, s)
+	l.atStart = strings.HasSuffix(s, "\n")
+}
+
+func (l *lineWriter) endLine() {
+	if !l.atStart {
+		l.printf("\n")
+	}
+}
+
+func compact(args string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(args)) == nil {
+		return b.String()
+	}
+	return args
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
