@@ -123,6 +123,7 @@ func toProtoFrameworkMessage(m FrameworkMessage) *runnerpb.FrameworkMessage {
 		FrameworkItem: m.Item,
 		ToolCallId:    m.ToolCallID,
 		ToolName:      m.ToolName,
+		ToolStatus:    string(m.ToolStatus),
 	}
 }
 
@@ -133,6 +134,7 @@ func fromProtoFrameworkMessage(m *runnerpb.FrameworkMessage) FrameworkMessage {
 		Item:       m.GetFrameworkItem(),
 		ToolCallID: m.GetToolCallId(),
 		ToolName:   m.GetToolName(),
+		ToolStatus: ToolCallStatus(m.GetToolStatus()),
 	}
 }
 
@@ -153,6 +155,7 @@ func toProtoMessage(m Message) *runnerpb.Message {
 		ToolCallId:    m.ToolCallID,
 		ToolName:      m.ToolName,
 		TurnId:        m.TurnID,
+		ToolStatus:    string(m.ToolStatus),
 	}
 }
 
@@ -165,6 +168,7 @@ func fromProtoMessage(m *runnerpb.Message) Message {
 		ToolCallID: m.GetToolCallId(),
 		ToolName:   m.GetToolName(),
 		TurnID:     m.GetTurnId(),
+		ToolStatus: ToolCallStatus(m.GetToolStatus()),
 	}
 }
 

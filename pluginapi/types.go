@@ -95,6 +95,9 @@ type FrameworkMessage struct {
 	Item       string `json:"framework_item,omitempty"`
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
+	// ToolStatus is the final status of the call a tool message reports,
+	// for display.
+	ToolStatus ToolCallStatus `json:"tool_status,omitempty"`
 }
 
 // Message is a stored FrameworkMessage with its sequence number. Sequences
@@ -107,6 +110,8 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
 	TurnID     string `json:"turn_id,omitempty"`
+	// ToolStatus is FrameworkMessage.ToolStatus.
+	ToolStatus ToolCallStatus `json:"tool_status,omitempty"`
 }
 
 // ToolCallStatus is the state of one tool call record.

@@ -171,6 +171,7 @@ func (s *State) append(m pluginapi.FrameworkMessage) int64 {
 		ToolCallID: m.ToolCallID,
 		ToolName:   m.ToolName,
 		TurnID:     s.ActiveTurnID,
+		ToolStatus: m.ToolStatus,
 	})
 	return seq
 }

@@ -114,5 +114,6 @@ func toolResultMessage(turn *pluginapi.TurnContext, id string) (pluginapi.Framew
 func resultMessage(id, name, status, text string) (pluginapi.FrameworkMessage, ModelItem) {
 	it := ModelItem{Kind: ItemToolResult, ToolCallID: id, ToolName: name, Status: status, Text: text}
 	b, _ := json.Marshal(it) // a struct of strings always marshals
-	return pluginapi.FrameworkMessage{Role: pluginapi.RoleTool, Text: text, Item: string(b), ToolCallID: id, ToolName: name}, it
+	return pluginapi.FrameworkMessage{Role: pluginapi.RoleTool, Text: text, Item: string(b), ToolCallID: id, ToolName: name,
+		ToolStatus: pluginapi.ToolCallStatus(status)}, it
 }

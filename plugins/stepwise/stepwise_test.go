@@ -176,7 +176,7 @@ func TestRunnerTurn(t *testing.T) {
 		{ToolCallID: req.ToolCalls[1].ToolCallID, ToolName: "refund", Status: pluginapi.ToolCallRejected, RejectionMessage: "no"},
 	}
 	unfinished, err := r.BuildUnfinishedTurnMessages(ctx, &turn)
-	if err != nil || len(unfinished) != 2 || unfinished[1].Text != "no" {
+	if err != nil || len(unfinished) != 2 || unfinished[1].Text != "no" || unfinished[1].ToolStatus != pluginapi.ToolCallRejected || unfinished[0].ToolStatus != pluginapi.ToolCallSucceeded {
 		t.Fatalf("unfinished = %+v, %v", unfinished, err)
 	}
 	rec := &recorder{}

@@ -883,7 +883,7 @@
     for (const c of [rec, snapCall, ev]) if (c && c.status && rank(c.status) > rank(status)) status = c.status;
     // A stored result without a known record: the call finished, how is not
     // in the browser snapshot.
-    if (rank(status) < 4 && message) status = 'completed';
+    if (rank(status) < 4 && message) status = message.tool_status || 'completed';
     v.status = status || 'deferred';
     for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message']) {
       if (!v[k]) for (const c of [snapCall, ev, rec]) if (c && c[k]) { v[k] = c[k]; break; }

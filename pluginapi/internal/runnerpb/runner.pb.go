@@ -550,7 +550,10 @@ type FrameworkMessage struct {
 	// tool_call_id links a tool message to its call.
 	ToolCallId string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// tool_name names the tool of a tool message.
-	ToolName      string `protobuf:"bytes,5,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	ToolName string `protobuf:"bytes,5,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// tool_status is the final status of the call a tool message reports
+	// ("succeeded", "failed", "rejected", "outcome_unknown"), for display.
+	ToolStatus    string `protobuf:"bytes,6,opt,name=tool_status,json=toolStatus,proto3" json:"tool_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -620,6 +623,13 @@ func (x *FrameworkMessage) GetToolName() string {
 	return ""
 }
 
+func (x *FrameworkMessage) GetToolStatus() string {
+	if x != nil {
+		return x.ToolStatus
+	}
+	return ""
+}
+
 // Message is a stored FrameworkMessage with its sequence number.
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -637,7 +647,9 @@ type Message struct {
 	// tool_name names the tool of a tool message.
 	ToolName string `protobuf:"bytes,6,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// turn_id is the turn that stored the message ("turn-<n>").
-	TurnId        string `protobuf:"bytes,7,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	TurnId string `protobuf:"bytes,7,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// tool_status is FrameworkMessage.tool_status.
+	ToolStatus    string `protobuf:"bytes,8,opt,name=tool_status,json=toolStatus,proto3" json:"tool_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -717,6 +729,13 @@ func (x *Message) GetToolName() string {
 func (x *Message) GetTurnId() string {
 	if x != nil {
 		return x.TurnId
+	}
+	return ""
+}
+
+func (x *Message) GetToolStatus() string {
+	if x != nil {
+		return x.ToolStatus
 	}
 	return ""
 }
@@ -3618,14 +3637,16 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x0edefault_effect\x18\x02 \x01(\tR\rdefaultEffect\x1aV\n" +
 	"\rPoliciesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
-	"\x05value\x18\x02 \x01(\v2\x19.dex.runner.v1.ToolPolicyR\x05value:\x028\x01\"\xa0\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.dex.runner.v1.ToolPolicyR\x05value:\x028\x01\"\xc1\x01\n" +
 	"\x10FrameworkMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12%\n" +
 	"\x0eframework_item\x18\x03 \x01(\tR\rframeworkItem\x12 \n" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
-	"\ttool_name\x18\x05 \x01(\tR\btoolName\"\xcc\x01\n" +
+	"\ttool_name\x18\x05 \x01(\tR\btoolName\x12\x1f\n" +
+	"\vtool_status\x18\x06 \x01(\tR\n" +
+	"toolStatus\"\xed\x01\n" +
 	"\aMessage\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
@@ -3634,7 +3655,9 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x05 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x06 \x01(\tR\btoolName\x12\x17\n" +
-	"\aturn_id\x18\a \x01(\tR\x06turnId\"\xab\x03\n" +
+	"\aturn_id\x18\a \x01(\tR\x06turnId\x12\x1f\n" +
+	"\vtool_status\x18\b \x01(\tR\n" +
+	"toolStatus\"\xab\x03\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
