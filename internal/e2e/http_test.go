@@ -273,8 +273,8 @@ func TestEventStreamResumesWithoutRepeatsOrGaps(t *testing.T) {
 	}
 	// Every event names its turn and Step attempt.
 	for _, f := range all {
-		if f.data["turn_id"] != "turn-1" || f.data["session_id"] != id {
-			t.Errorf("event %v lacks its turn or session", f.data)
+		if f.data["turn_id"] != "turn-1" || f.data["session_id"] != id || f.data["step_execution_id"] == "" || f.data["step_execution_id"] == nil {
+			t.Errorf("event %v lacks its turn, session or step execution", f.data)
 		}
 	}
 

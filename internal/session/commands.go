@@ -79,10 +79,22 @@ const (
 
 // Event is one live event. Payload is a JSON object.
 type Event struct {
-	Type    string          `json:"type"`
-	TurnID  string          `json:"turn_id,omitempty"`
+	Type   string `json:"type"`
+	TurnID string `json:"turn_id,omitempty"`
+	// Step is the activity ID of the tool Step an event is about, so a UI
+	// groups it with that Step's own events; empty for turn-level events.
+	// The glue turns it into the event's step_execution_id.
+	Step    string          `json:"step,omitempty"`
 	Payload json.RawMessage `json:"payload"`
 }
+
+func (e Event) forStep(step string) Event {
+	e.Step = step
+	return e
+}
+
+// toolStep is the activity ID of a tool call's Step.
+func toolStep(turnID, toolCallID string) string { return turnID + "/" + toolCallID }
 
 // newEvent marshals a payload struct. The payloads hold no maps, so the
 // output is deterministic; workflowcheck cannot see that through the json

@@ -240,7 +240,7 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 		}
 		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, toolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
-		})})
+		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))})
 		if rec.RequiresApproval {
 			rec.Status = pluginapi.ToolCallAwaitingApproval
 			in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: client.InterruptKindApproval}
@@ -253,7 +253,7 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 				Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, interruptRaisedPayload{
 					InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
 					Deadline: formatDeadline(in.DeadlineUnixMs), Kind: in.Kind,
-				})},
+				}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))},
 				AwaitApproval{InterruptID: in.InterruptID, DeadlineUnixMs: in.DeadlineUnixMs},
 			)
 			continue
@@ -397,7 +397,7 @@ func (s *State) ResolveInterrupt(req client.ResolveInterruptRequest, nowMs int64
 		CancelApprovalTimer{InterruptID: in.InterruptID},
 		Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, interruptResolvedPayload{
 			InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: in.Kind,
-		})},
+		}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))},
 	}
 	if req.Approved {
 		s.ToolCalls[c].Status = pluginapi.ToolCallApproved
@@ -429,7 +429,7 @@ func (s *State) ApprovalTimerFired(interruptID string, nowMs int64) []Command {
 	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, interruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: pluginapi.ApprovalDeadlinePassed, Kind: in.Kind,
 		CancellationReason: "deadline_passed",
-	})}}
+	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))}}
 	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallAwaitingApproval {
 		return cmds
 	}
@@ -503,7 +503,7 @@ func (s *State) finishCall(c int, status pluginapi.ToolCallStatus) []Command {
 	rec.Status = status
 	cmds := []Command{Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, toolCallFinishedPayload{
 		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(status),
-	})}}
+	}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))}}
 	for _, other := range s.ToolCalls {
 		if !other.Status.Final() {
 			return cmds

@@ -215,7 +215,15 @@ func (l *loop) exec(cmd Command) {
 	switch c := cmd.(type) {
 	case Emit:
 		if l.rt.Events != nil && !workflow.IsReplaying(l.ctx) {
-			l.rt.Events.Publish(l.st.SessionID, c.Event)
+			e := c.Event
+			// The same step_execution_id as the Step's own events
+			// (run ID / activity ID); turn-level events use the turn.
+			step := e.Step
+			if step == "" {
+				step = e.TurnID
+			}
+			e.Step = workflow.GetInfo(l.ctx).WorkflowExecution.RunID + "/" + step
+			l.rt.Events.Publish(l.st.SessionID, e)
 		}
 	case BuildUserMessage:
 		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
@@ -249,7 +257,7 @@ func (l *loop) exec(cmd Command) {
 		if c.SingleAttempt {
 			limits.MaximumAttempts, name = 1, client.StepCallSingleAttemptTool
 		}
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(limits, c.TurnID+"/"+c.ToolCallID))
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(limits, toolStep(c.TurnID, c.ToolCallID)))
 		f := workflow.ExecuteActivity(ctx, name, ToolInput{
 			Agent: l.st.Options.Agent, SessionID: l.st.SessionID, TurnID: c.TurnID,
 			ToolCall: rec, IdempotencyKey: c.IdempotencyKey,
