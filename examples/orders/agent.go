@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model"
 )
 
 // Config is the orders agent's runner_config.
@@ -20,9 +22,25 @@ type Config struct {
 	Instructions string `json:"instructions,omitempty"`
 	// MaxModelCallsPerTurn overrides the limit of model calls per turn.
 	MaxModelCallsPerTurn int `json:"max_model_calls_per_turn,omitempty"`
+	// Model, when set, is the model that drives the agent instead of the
+	// demo script, with the same tools:
+	//
+	//	model: {provider: openai, name: gpt-5-mini, api_key_env: OPENAI_API_KEY}
+	//
+	// Providers: openai, openai-chat, openai-compatible (with api_base),
+	// anthropic, and scripted (the demo script). See
+	// plugins/stepwise/model.Config for api_base, request_options and
+	// settings. The key comes from the variable api_key_env names, which the
+	// worker config must list under plugins.<name>.env.
+	Model *model.Config `json:"model,omitempty"`
 }
 
-const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up and refund them when asked."
+const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up and refund them when asked. " +
+	"Look an order up before you refund it. Refund the whole remaining amount unless the customer names one (amount_cents is in cents). " +
+	"After a refund, tell the customer what was refunded."
+
+// demoModelName is the model name of the demo script.
+const demoModelName = "orders-demo-script"
 
 type lookupArgs struct {
 	OrderID string `json:"order_id" description:"The order's ID, such as \"7\"."`
@@ -70,14 +88,22 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 	if instructions == "" {
 		instructions = defaultInstructions
 	}
-	return &stepwise.AgentDefinition{
+	def := &stepwise.AgentDefinition{
 		Name:                 agent,
 		Instructions:         instructions,
 		Model:                stepwise.NewScriptedModelClient(script),
-		ModelName:            "orders-demo-script",
+		ModelName:            demoModelName,
 		Tools:                []*stepwise.Tool{lookup, refund},
 		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
-	}, nil
+	}
+	if m := cfg.Model; m != nil && m.Provider != model.ProviderScripted {
+		client, err := model.New(*m, os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("orders runner_config: %w", err)
+		}
+		def.Model, def.ModelName, def.ModelSettings = client, m.Name, m.Settings
+	}
+	return def, nil
 }
 
 var (

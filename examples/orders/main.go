@@ -2,7 +2,9 @@
 // on the stepwise library the way a user builds theirs. Its tools,
 // lookup_order (read) and refund_order (non_idempotent_write, approval
 // required), work on a JSON file of orders named by runner_config.store_path;
-// a scripted model drives them, so it needs no model key.
+// a scripted model drives them, so it needs no model key. With
+// runner_config.model set (see Config.Model), a real model drives the same
+// tools instead: OpenAI, Anthropic, or any OpenAI-compatible server.
 package main
 
 import (

@@ -6,35 +6,37 @@
 // runner_config:
 //
 //	instructions: You answer questions about our product.
-//	model: {provider: scripted, name: echo}
+//	model:
+//	  provider: openai          # openai | openai-chat | openai-compatible | anthropic | scripted
+//	  name: gpt-5-mini
+//	  api_key_env: OPENAI_API_KEY  # list it in plugins.stepwise.env
+//	  settings: {reasoning_effort: low, max_output_tokens: 2000}
 //	max_model_calls_per_turn: 100
 //
-// Provider "scripted" with name "echo" answers "Demo reply: <user text>",
-// so an agent runs without a model key.
+// The model block is plugins/stepwise/model.Config (api_base,
+// request_options and the settings are described there). Provider
+// "scripted" with name "echo" answers "Demo reply: <user text>", so an agent
+// runs without a model key.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model"
 )
 
 var version = "dev"
 
-type modelConfig struct {
-	Provider string                 `json:"provider"`
-	Name     string                 `json:"name"`
-	Settings stepwise.ModelSettings `json:"settings"`
-}
-
 type config struct {
-	Instructions         string      `json:"instructions"`
-	Model                modelConfig `json:"model"`
-	MaxModelCallsPerTurn int         `json:"max_model_calls_per_turn"`
+	Instructions         string       `json:"instructions"`
+	Model                model.Config `json:"model"`
+	MaxModelCallsPerTurn int          `json:"max_model_calls_per_turn"`
 }
 
 func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
@@ -44,22 +46,26 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("stepwise runner_config: %w", err)
 	}
-	var model stepwise.ModelClient
+	var client stepwise.ModelClient
 	switch cfg.Model.Provider {
-	case "scripted":
+	case model.ProviderScripted:
 		if cfg.Model.Name != "echo" {
 			return nil, fmt.Errorf("stepwise runner_config: model.name %q: the scripted provider has only \"echo\"", cfg.Model.Name)
 		}
-		model = stepwise.NewScriptedModelClient(echo)
+		client = stepwise.NewScriptedModelClient(echo)
 	case "":
-		return nil, fmt.Errorf("stepwise runner_config: model.provider is required (this build has \"scripted\")")
+		return nil, fmt.Errorf("stepwise runner_config: model.provider is required (openai, openai-chat, openai-compatible, anthropic or scripted)")
 	default:
-		return nil, fmt.Errorf("stepwise runner_config: model.provider %q is not available in this build (it has \"scripted\")", cfg.Model.Provider)
+		c, err := model.New(cfg.Model, os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("stepwise runner_config: %w", err)
+		}
+		client = c
 	}
 	return &stepwise.AgentDefinition{
 		Name:                 agent,
 		Instructions:         cfg.Instructions,
-		Model:                model,
+		Model:                client,
 		ModelName:            cfg.Model.Name,
 		ModelSettings:        cfg.Model.Settings,
 		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+)
+
+// TestProviderConfigs: every example in configs/providers loads and
+// validates as the worker loads it, and the orders plugin accepts its
+// runner_config (the model block decodes strictly and builds a client).
+func TestProviderConfigs(t *testing.T) {
+	t.Setenv("DEX_DATA_DIR", t.TempDir())
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+	files, err := filepath.Glob(filepath.Join("..", "..", "configs", "providers", "*.yaml"))
+	if err != nil || len(files) != 4 {
+		t.Fatalf("configs/providers: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent, ok := cfg.Agent("orders")
+			if !ok {
+				t.Fatal("no orders agent")
+			}
+			raw, err := agent.RunnerConfigJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(raw), `"model":{`) {
+				t.Fatalf("runner_config has no model: %s", raw)
+			}
+			r := stepwise.NewRunner("orders", "test", buildAgent)
+			if _, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: raw}); err != nil {
+				t.Fatalf("the orders plugin refuses %s: %v", raw, err)
+			}
+			if p := cfg.Plugins["orders"]; strings.Contains(string(raw), "api_key_env") && len(p.Env) == 0 {
+				t.Errorf("api_key_env is set but plugins.orders.env lists no variable")
+			}
+		})
+	}
+}
+
+// TestModelRunnerConfig: the orders runner_config takes a model; a bad one
+// stops Configure with a message naming the field.
+func TestModelRunnerConfig(t *testing.T) {
+	dir := t.TempDir()
+	store := `"store_path":"` + filepath.Join(dir, "orders.json") + `"`
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	for cfg, want := range map[string]string{
+		`{` + store + `,"model":{"provider":"scripted","name":"demo"}}`:                                     "",
+		`{` + store + `,"model":{"provider":"openai-compatible","name":"m","api_base":"http://x:1/v1"}}`:    "",
+		`{` + store + `,"model":{"provider":"openai","name":"gpt-5-mini","api_key_env":"DEX_NO_SUCH_VAR"}}`: "DEX_NO_SUCH_VAR",
+		`{` + store + `,"model":{"provider":"openai-compatible","name":"m"}}`:                               "api_base is required",
+		`{` + store + `,"model":{"provider":"openai","name":"m","api_key":"sk-oops"}}`:                      `unknown field "api_key"`,
+	} {
+		_, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: []byte(cfg)})
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", cfg, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "sk-oops") {
+			t.Errorf("the error shows the value: %v", err)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+)
+
+// aimockCase is one provider under test against aimock.
+type aimockCase struct {
+	name   string
+	cfg    func(srv *aimocktest.Server) Config
+	path   string
+	finish []string // the finish reasons of a text answer and of tool calls
+}
+
+const aimockKey = "sk-aimock-secret-0123456789"
+
+var aimockCases = []aimockCase{
+	{
+		name: ProviderOpenAI,
+		cfg: func(srv *aimocktest.Server) Config {
+			return Config{Provider: ProviderOpenAI, Name: "gpt-5-mini", APIBase: srv.URL + "/v1", APIKeyEnv: "TEST_OPENAI_KEY",
+				Settings: stepwise.ModelSettings{ReasoningEffort: "low"}}
+		},
+		path:   "/v1/responses",
+		finish: []string{"stop", "tool_calls"},
+	},
+	{
+		name: ProviderOpenAIChat,
+		cfg: func(srv *aimocktest.Server) Config {
+			return Config{Provider: ProviderOpenAIChat, Name: "gpt-5-mini", APIBase: srv.URL + "/v1", APIKeyEnv: "TEST_OPENAI_KEY"}
+		},
+		path:   "/v1/chat/completions",
+		finish: []string{"stop", "tool_calls"},
+	},
+	{
+		name: ProviderOpenAICompatible,
+		cfg: func(srv *aimocktest.Server) Config {
+			// No key: a local server such as Ollama needs none.
+			return Config{Provider: ProviderOpenAICompatible, Name: "qwen3-8b", APIBase: srv.URL + "/v1"}
+		},
+		path:   "/v1/chat/completions",
+		finish: []string{"stop", "tool_calls"},
+	},
+	{
+		name: ProviderAnthropic,
+		cfg: func(srv *aimocktest.Server) Config {
+			return Config{Provider: ProviderAnthropic, Name: "claude-sonnet-4-5", APIBase: srv.URL, APIKeyEnv: "TEST_ANTHROPIC_KEY",
+				Settings: stepwise.ModelSettings{ThinkingBudget: 2048}}
+		},
+		path:   "/v1/messages",
+		finish: []string{"end_turn", "tool_use"},
+	},
+}
+
+var aimockEnv = envOf("TEST_OPENAI_KEY", aimockKey, "TEST_ANTHROPIC_KEY", aimockKey)
+
+func fixturesDir() string { return filepath.Join("testdata", "aimock", "fixtures") }
+
+// TestAimockStreamedText: a streamed answer arrives as a few batched
+// text_delta events, with usage and metadata.
+func TestAimockStreamedText(t *testing.T) {
+	for _, tc := range aimockCases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := aimocktest.Start(t, fixturesDir())
+			cfg := tc.cfg(srv)
+			c := withFakeClock(mustNew(t, cfg, aimockEnv))
+			resp, rec, err := call(t, c, &stepwise.ModelRequest{Instructions: "Be brief.", Items: []stepwise.ModelItem{user("say hello")}, Tools: nil})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const want = "Hello there! This is a streamed answer. It has three sentences."
+			if resp.Output.Text != want || rec.joined(false) != want {
+				t.Fatalf("text = %q, streamed %q", resp.Output.Text, rec.joined(false))
+			}
+			// 13 chunks of 5 characters; the batcher writes one event per sentence.
+			var got []string
+			for _, e := range rec.events {
+				got = append(got, e.text)
+			}
+			if want := []string{"Hello there! ", "This is a streamed answer. ", "It has three sentences."}; strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("text_delta events for 13 chunks = %q, want %q", got, want)
+			}
+			if resp.Usage.InputTokens != 12 || resp.Usage.OutputTokens != 9 || resp.Usage.TotalTokens != 21 || resp.Usage.ModelCalls != 1 {
+				t.Errorf("usage = %+v", resp.Usage)
+			}
+			m := resp.Metadata
+			if m == nil || m.RequestModel != cfg.Name || m.ResponseModel != cfg.Name || m.ResponseID == "" || len(m.FinishReasons) != 1 || m.FinishReasons[0] != tc.finish[0] {
+				t.Errorf("metadata = %+v", m)
+			}
+			if len(resp.Output.Items) == 0 || resp.Output.API == "" || resp.Output.Provider == "" {
+				t.Errorf("output item = %+v", resp.Output)
+			}
+			reqs := srv.Requests(tc.path)
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests to %s, want exactly 1 (no SDK retries)", len(reqs), tc.path)
+			}
+			assertRequestShape(t, tc.name, reqs[0].Body)
+		})
+	}
+}
+
+// assertRequestShape checks the provider-specific request fields.
+func assertRequestShape(t *testing.T, provider string, body []byte) {
+	t.Helper()
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	switch provider {
+	case ProviderOpenAI:
+		want = map[string]string{"store": `false`, "include": `["reasoning.encrypted_content"]`, "stream": `true`, "instructions": `"Be brief."`}
+	case ProviderOpenAIChat, ProviderOpenAICompatible:
+		want = map[string]string{"stream": `true`, "stream_options": `{"include_usage":true}`}
+	case ProviderAnthropic:
+		want = map[string]string{"stream": `true`, "thinking": `{"budget_tokens":2048,"type":"enabled"}`}
+	}
+	for k, v := range want {
+		if string(req[k]) != v {
+			t.Errorf("request %s = %s, want %s", k, req[k], v)
+		}
+	}
+	if _, ok := req["previous_response_id"]; ok {
+		t.Errorf("request has previous_response_id: no provider-side state")
+	}
+}
+
+// TestAimockParallelToolCallsAndReasoningReplay: a response with reasoning
+// and two parallel tool calls, then the follow-up call with both results.
+// The follow-up carries the reasoning items byte for byte (asserted on the
+// exact request bytes, since aimock's journal normalizes requests and drops
+// reasoning) and both results (asserted on aimock's journal).
+func TestAimockParallelToolCallsAndReasoningReplay(t *testing.T) {
+	for _, tc := range aimockCases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := aimocktest.Start(t, fixturesDir())
+			c := mustNew(t, tc.cfg(srv), aimockEnv)
+			items := []stepwise.ModelItem{user("look up orders 3 and 4")}
+			tools := []pluginapi.ToolDefinition{lookupTool}
+			resp, rec, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: items, Tools: tools})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := resp.Output.ToolCalls
+			if len(calls) != 2 || calls[0].ID != "call_a" || calls[1].ID != "call_b" || calls[0].Name != "lookup_order" ||
+				calls[0].Arguments != `{"order_id":"3"}` || calls[1].Arguments != `{"order_id":"4"}` {
+				t.Fatalf("tool calls = %+v", calls)
+			}
+			if got := rec.joined(true); !strings.Contains(got, "I need both orders") {
+				t.Errorf("reasoning deltas = %q", got)
+			}
+			if resp.Metadata.FinishReasons[0] != tc.finish[1] {
+				t.Errorf("finish reasons = %v", resp.Metadata.FinishReasons)
+			}
+			if resp.Usage.InputTokens != 40 || resp.Usage.OutputTokens != 25 {
+				t.Errorf("usage = %+v", resp.Usage)
+			}
+			opaque := opaqueItems(t, resp.Output)
+			if len(opaque) == 0 {
+				t.Fatalf("no reasoning item among %q", resp.Output.Items)
+			}
+
+			items = append(items, output(resp.Output), result("call_a", "lookup_order", `{"id":"3","item":"monitor arm"}`), result("call_b", "lookup_order", `{"id":"4","item":"headphones"}`))
+			resp2, _, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: items, Tools: tools})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp2.Output.Text != "Order 3 is a monitor arm and order 4 is headphones." || len(resp2.Output.ToolCalls) != 0 {
+				t.Fatalf("answer = %+v", resp2.Output)
+			}
+			reqs := srv.Requests(tc.path)
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2", len(reqs))
+			}
+			for _, raw := range opaque {
+				if !bytes.Contains(reqs[1].Body, []byte(raw)) {
+					t.Errorf("the follow-up request does not carry the stored item byte for byte:\nitem %s\nrequest %s", raw, reqs[1].Body)
+				}
+			}
+			j := srv.Journal(t)
+			if len(j) != 2 || j[1].Response.Status != 200 {
+				t.Fatalf("journal = %+v", j)
+			}
+			var results []string
+			for _, m := range j[1].Body.Messages {
+				if m.Role == "tool" {
+					results = append(results, m.ToolCallID)
+				}
+			}
+			if strings.Join(results, ",") != "call_a,call_b" {
+				t.Errorf("the server saw tool results %v, want call_a,call_b: %+v", results, j[1].Body.Messages)
+			}
+		})
+	}
+}
+
+// opaqueItems returns the stored items that hold reasoning: Responses
+// reasoning items (encrypted_content), Anthropic thinking (signature) and
+// redacted_thinking blocks, and a chat message with reasoning_content.
+func opaqueItems(t *testing.T, out stepwise.ModelOutputItem) []string {
+	t.Helper()
+	var found []string
+	for _, raw := range out.Items {
+		var it map[string]any
+		if err := json.Unmarshal([]byte(raw), &it); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case it["type"] == "reasoning" && it["encrypted_content"] != nil,
+			it["type"] == "thinking" && it["signature"] != "",
+			it["type"] == "redacted_thinking",
+			it["reasoning_content"] != nil:
+			found = append(found, raw)
+		}
+	}
+	return found
+}
+
+// TestAimockFaults: a stream cut mid-answer and a 500 or 429 are retryable;
+// a 400 and a 401 are permanent, with the provider, the status and the
+// reason in the message, and never the key.
+func TestAimockFaults(t *testing.T) {
+	for _, tc := range aimockCases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := aimocktest.Start(t, fixturesDir())
+			c := mustNew(t, tc.cfg(srv), aimockEnv)
+			ask := func(text string) (*recorder, error) {
+				_, rec, err := call(t, c, &stepwise.ModelRequest{Items: []stepwise.ModelItem{user(text)}})
+				if err == nil {
+					t.Fatalf("%q: no error", text)
+				}
+				if tc.name != ProviderOpenAICompatible && strings.Contains(err.Error(), aimockKey) {
+					t.Errorf("%q: the error shows the API key: %v", text, err)
+				}
+				return rec, err
+			}
+			rec, err := ask("cut me off")
+			if isPermanent(err) || strings.Contains(err.Error(), "HTTP 5") {
+				t.Errorf("a cut stream: %v (permanent %v)", err, isPermanent(err))
+			}
+			t.Logf("cut stream: %v", err)
+			if rec.joined(false) == "" || strings.Contains(rec.joined(false), "It never ends.") {
+				t.Errorf("streamed before the cut: %q", rec.joined(false))
+			}
+			for _, text := range []string{"fail with 500", "rate limit me"} {
+				_, err := ask(text)
+				if isPermanent(err) {
+					t.Errorf("%q: permanent: %v", text, err)
+				}
+			}
+			_, err = ask("too long a request")
+			if !isPermanent(err) || !strings.Contains(err.Error(), "HTTP 400") || !strings.Contains(err.Error(), "context length exceeded") || !strings.Contains(err.Error(), tc.name) {
+				t.Errorf("400: %v (permanent %v)", err, isPermanent(err))
+			}
+			_, err = ask("wrong key")
+			if !isPermanent(err) || !strings.Contains(err.Error(), "HTTP 401") {
+				t.Errorf("401: %v (permanent %v)", err, isPermanent(err))
+			}
+			j := srv.Journal(t)
+			if len(j) == 0 || !j[0].Response.Interrupted {
+				t.Errorf("aimock did not record the cut stream as interrupted: %+v", j)
+			}
+		})
+	}
+}
