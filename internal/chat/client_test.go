@@ -98,7 +98,7 @@ func TestClientCalls(t *testing.T) {
 
 	rec.body = `{"snapshot":{"session_id":"s-1","state":{"status":"running_tools","active_turn_id":"turn-2","turn_count":2},"queued_message_count":0},"resume_token":"tok"}`
 	snap, tok, err := c.Snapshot(ctx, "s-1")
-	if err != nil || tok != "tok" || snap.ActiveTurnID() != "turn-2" || snap.Idle() {
+	if err != nil || tok != "tok" || activeTurnID(snap) != "turn-2" || idle(snap) {
 		t.Errorf("Snapshot = %+v, %q, %v", snap, tok, err)
 	}
 }

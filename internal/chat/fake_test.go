@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/internal/chat/sse"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 const testToken = "test-token-0123456789"
@@ -237,7 +238,7 @@ func (f *fakeAPI) update(fn func(s *Snapshot)) {
 	fn(&f.snap)
 }
 
-func (f *fakeAPI) addMessage(s *Snapshot, role, text, toolCallID, toolName string) {
+func (f *fakeAPI) addMessage(s *Snapshot, role pluginapi.Role, text, toolCallID, toolName string) {
 	f.seq++
 	turn := ""
 	if s.State != nil {
@@ -271,7 +272,7 @@ func (f *fakeAPI) deltas(step string, attempt int, text string) {
 
 func (f *fakeAPI) recordUsage(step string, attempt int, u Usage) {
 	var total Usage
-	f.update(func(s *Snapshot) { s.Usage = s.Usage.add(u); total = s.Usage })
+	f.update(func(s *Snapshot) { s.Usage = s.Usage.Add(u); total = s.Usage })
 	f.publish(EventUsageRecorded, step, attempt, map[string]Usage{"recorded": u, "session": total})
 }
 

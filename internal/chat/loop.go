@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // loop is the state of a running chat. Only Run's goroutine touches it.
@@ -60,9 +62,9 @@ func newLoop(s *Session, snap Snapshot) *loop {
 		s: s, out: &lineWriter{w: s.Out, atStart: true},
 		finished: map[string]bool{}, seen: map[string]map[string]bool{}, turns: map[string]*turn{},
 		calls: map[string]*call{}, asked: map[string]bool{}, callOfIn: map[string]string{},
-		snap: snap, usage: snap.Usage, busy: !snap.Idle(),
+		snap: snap, usage: snap.Usage, busy: !idle(snap),
 	}
-	active := snap.ActiveTurnID()
+	active := activeTurnID(snap)
 	for _, m := range snap.Messages {
 		if m.TurnID != "" && m.TurnID != active {
 			c.finished[m.TurnID] = true
@@ -79,7 +81,7 @@ func newLoop(s *Session, snap Snapshot) *loop {
 // snapshot's token replays.
 func (c *loop) showHistory(snap Snapshot) {
 	const keep = 20
-	active := snap.ActiveTurnID()
+	active := activeTurnID(snap)
 	var shown []Message
 	for _, m := range snap.Messages {
 		if active != "" && m.TurnID == active && m.Role != RoleUser {
@@ -355,7 +357,7 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 		var p usageRecordedPayload
 		if e.Payload.Decode(&p) == nil {
 			t := c.turn(e.TurnID)
-			t.usage = t.usage.add(p.Recorded)
+			t.usage = t.usage.Add(p.Recorded)
 			if p.Session.ModelCalls > c.eventTotal.ModelCalls {
 				c.eventTotal = p.Session
 			}
@@ -458,7 +460,7 @@ func (c *loop) toolFinished(ctx context.Context, p toolCallPayload) {
 		k.name = p.ToolName
 	}
 	c.out.endLine()
-	switch p.Status {
+	switch pluginapi.ToolCallStatus(p.Status) {
 	case ToolCallSucceeded:
 		c.out.printf("✓ %s succeeded\n", k.name)
 	case ToolCallRejected:
@@ -495,7 +497,7 @@ func (c *loop) toolCall(ctx context.Context, id string) (ToolCall, bool) {
 		return ToolCall{}, false
 	}
 	k := c.calls[id]
-	if tc, ok := find(); ok && (k == nil || k.status == "" || tc.Status == k.status) {
+	if tc, ok := find(); ok && (k == nil || k.status == "" || string(tc.Status) == k.status) {
 		return tc, true
 	}
 	c.reload(ctx)
@@ -565,7 +567,7 @@ func (c *loop) endTurn(ctx context.Context, turnID string) {
 	wait := 10 * time.Millisecond
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		if c.reload(ctx) && (turnID == "" || c.snap.ActiveTurnID() != turnID) {
+		if c.reload(ctx) && (turnID == "" || activeTurnID(c.snap) != turnID) {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -585,7 +587,7 @@ func (c *loop) endTurn(ctx context.Context, turnID string) {
 // and, with prompts, pending approvals not asked yet are queued.
 func (c *loop) reconcile(snap Snapshot, prompts bool) {
 	c.snap = snap
-	active := snap.ActiveTurnID()
+	active := activeTurnID(snap)
 	if prompts {
 		for _, in := range snap.PendingInterrupts {
 			if c.asked[in.InterruptID] {
@@ -603,7 +605,7 @@ func (c *loop) reconcile(snap Snapshot, prompts bool) {
 			ended = append(ended, id)
 		}
 	}
-	if len(ended) > 0 || (c.busy && snap.Idle()) {
+	if len(ended) > 0 || (c.busy && idle(snap)) {
 		c.finishTurns(snap, ended...)
 	}
 }
@@ -611,7 +613,7 @@ func (c *loop) reconcile(snap Snapshot, prompts bool) {
 // finishTurns writes what the events of the ended turns missed (their stored
 // answers not written live), then the usage, and forgets the turns.
 func (c *loop) finishTurns(snap Snapshot, ended ...string) {
-	active := snap.ActiveTurnID()
+	active := activeTurnID(snap)
 	endedSet := map[string]bool{}
 	for _, id := range ended {
 		endedSet[id] = true
@@ -646,13 +648,13 @@ func (c *loop) finishTurns(snap Snapshot, ended ...string) {
 	var fromEvents Usage
 	for id := range endedSet {
 		if t := c.turns[id]; t != nil {
-			fromEvents = fromEvents.add(t.usage)
+			fromEvents = fromEvents.Add(t.usage)
 		}
 		c.finished[id] = true
 		delete(c.turns, id)
 		delete(c.seen, id)
 	}
-	turnUsage := snap.Usage.sub(c.usage)
+	turnUsage := subUsage(snap.Usage, c.usage)
 	if fromEvents.ModelCalls > turnUsage.ModelCalls {
 		turnUsage = fromEvents
 	}
@@ -670,7 +672,7 @@ func (c *loop) finishTurns(snap Snapshot, ended ...string) {
 		}
 	}
 	c.prompts = kept
-	c.busy = !snap.Idle() && !endedSet[active]
+	c.busy = !idle(snap) && !endedSet[active]
 	if !c.busy {
 		c.out.printf("\n")
 	}

@@ -3,130 +3,59 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
-// Snapshot is a session's state in the API's browser form.
-type Snapshot struct {
-	SessionID         string          `json:"session_id"`
-	Agent             string          `json:"agent"`
-	State             *State          `json:"state"`
-	Messages          []Message       `json:"messages"`
-	PendingInterrupts []Interrupt     `json:"pending_interrupts"`
-	ToolCalls         []ToolCall      `json:"tool_calls"`
-	Usage             Usage           `json:"usage"`
-	QueuedMessages    []QueuedMessage `json:"queued_messages"`
-	QueuedCount       int             `json:"queued_message_count"`
-}
-
-// Session statuses.
-const (
-	StatusWaitingForUserMessage = "waiting_for_user_message"
-	StatusRunningModel          = "running_model"
-	StatusRunningTools          = "running_tools"
+// The snapshot and its parts are the API's wire types; the browser form
+// only leaves fields out.
+type (
+	Snapshot      = client.Snapshot
+	State         = client.SessionState
+	Message       = pluginapi.Message
+	Interrupt     = client.Interrupt
+	ToolCall      = pluginapi.ToolCall
+	Usage         = pluginapi.Usage
+	QueuedMessage = client.QueuedMessage
 )
 
-// State is the session's position; a snapshot of a session that has not
-// started yet has none.
-type State struct {
-	Status        string `json:"status"`
-	ActiveTurnID  string `json:"active_turn_id,omitempty"`
-	LastTurnError string `json:"last_turn_error,omitempty"`
-	TurnCount     int    `json:"turn_count"`
-}
-
-// Idle reports a session with no active turn and no queued message: a new
+// idle reports a session with no active turn and no queued message: a new
 // message starts a turn at once.
-func (s Snapshot) Idle() bool {
+func idle(s Snapshot) bool {
 	return (s.State == nil || s.State.ActiveTurnID == "") && s.QueuedCount == 0 && len(s.QueuedMessages) == 0
 }
 
-// ActiveTurnID is the active turn, or "".
-func (s Snapshot) ActiveTurnID() string {
+// activeTurnID is the active turn, or "".
+func activeTurnID(s Snapshot) string {
 	if s.State == nil {
 		return ""
 	}
 	return s.State.ActiveTurnID
 }
 
-// Message roles.
+// Session statuses, message roles and final tool call statuses.
 const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	StatusWaitingForUserMessage = client.StatusWaitingForUserMessage
+	StatusRunningModel          = client.StatusRunningModel
+	StatusRunningTools          = client.StatusRunningTools
+
+	RoleUser      = pluginapi.RoleUser
+	RoleAssistant = pluginapi.RoleAssistant
+	RoleTool      = pluginapi.RoleTool
+
+	ToolCallSucceeded      = pluginapi.ToolCallSucceeded
+	ToolCallFailed         = pluginapi.ToolCallFailed
+	ToolCallRejected       = pluginapi.ToolCallRejected
+	ToolCallOutcomeUnknown = pluginapi.ToolCallOutcomeUnknown
 )
 
-// Message is one stored message. An assistant message with empty text only
-// carries tool calls; a tool message holds a tool's result.
-type Message struct {
-	Sequence   int64  `json:"sequence"`
-	Role       string `json:"role"`
-	Text       string `json:"text"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-	ToolName   string `json:"tool_name,omitempty"`
-	TurnID     string `json:"turn_id,omitempty"`
-}
-
-// Interrupt is a pending approval.
-type Interrupt struct {
-	InterruptID string `json:"interrupt_id"`
-	ToolCallID  string `json:"tool_call_id"`
-	ToolName    string `json:"tool_name"`
-	Arguments   string `json:"arguments,omitempty"`
-	Kind        string `json:"kind"`
-	Deadline    string `json:"deadline,omitempty"`
-}
-
-// Tool call statuses a ToolCall can end in.
-const (
-	ToolCallSucceeded      = "succeeded"
-	ToolCallFailed         = "failed"
-	ToolCallRejected       = "rejected"
-	ToolCallOutcomeUnknown = "outcome_unknown"
-)
-
-// ToolCall is one tool call of the active turn.
-type ToolCall struct {
-	ToolCallID       string `json:"tool_call_id"`
-	ToolName         string `json:"tool_name"`
-	Arguments        string `json:"arguments"`
-	Effect           string `json:"effect"`
-	RequiresApproval bool   `json:"requires_approval"`
-	Status           string `json:"status"`
-	DeferralOrder    int    `json:"deferral_order"`
-	Output           string `json:"output,omitempty"`
-	Error            string `json:"error,omitempty"`
-	RejectionMessage string `json:"rejection_message,omitempty"`
-}
-
-// Usage counts tokens and model calls.
-type Usage struct {
-	InputTokens       int64 `json:"input_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	ReasoningTokens   int64 `json:"reasoning_tokens"`
-	TotalTokens       int64 `json:"total_tokens"`
-	ModelCalls        int64 `json:"model_calls"`
-}
-
-func (u Usage) add(o Usage) Usage {
-	return Usage{
-		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
-		CachedInputTokens: u.CachedInputTokens + o.CachedInputTokens, ReasoningTokens: u.ReasoningTokens + o.ReasoningTokens,
-		TotalTokens: u.TotalTokens + o.TotalTokens, ModelCalls: u.ModelCalls + o.ModelCalls,
-	}
-}
-
-func (u Usage) sub(o Usage) Usage {
-	return u.add(Usage{
+// subUsage returns u minus o.
+func subUsage(u, o Usage) Usage {
+	return u.Add(Usage{
 		InputTokens: -o.InputTokens, OutputTokens: -o.OutputTokens, CachedInputTokens: -o.CachedInputTokens,
 		ReasoningTokens: -o.ReasoningTokens, TotalTokens: -o.TotalTokens, ModelCalls: -o.ModelCalls,
 	})
-}
-
-// QueuedMessage is a user message waiting for its turn.
-type QueuedMessage struct {
-	MessageID string `json:"message_id"`
-	Text      string `json:"text"`
 }
 
 // Event is one live event of a session, as the event stream carries it.
