@@ -56,7 +56,7 @@ func TestChatOrdersDemo(t *testing.T) {
 		t.Skip("integration test")
 	}
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	port := freePort(t)
+	port := agenttest.FreePort(t)
 	const token = "5f0c2a9d41e8b7366c1d0e2fa93b8c47"
 	stack := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:

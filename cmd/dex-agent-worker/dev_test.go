@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,16 +18,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // devProcess runs `dex-agent-worker dev` and waits for its banner.
 func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan error) {
@@ -95,7 +84,7 @@ agents:
 `, plugin, filepath.Join(dir, "orders.json"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := agenttest.FreePort(t)
 	args := []string{"--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port), "--ui-port", "0", "--http", "127.0.0.1:0"}
 	cmd, done := devProcess(t, bin, args...)
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,16 +57,6 @@ func requireBrowser(t *testing.T) (node string) {
 	return node
 }
 
-func loopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func randomToken(t *testing.T) string {
 	t.Helper()
 	b := make([]byte, 16)
@@ -87,7 +76,7 @@ func TestWebChatRefundWithApproval(t *testing.T) {
 	}
 	node := requireBrowser(t)
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	port := loopbackPort(t)
+	port := agenttest.FreePort(t)
 	token := randomToken(t)
 	stack := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,15 +23,6 @@ const (
 	tokenOther = "token-other-0123456789abcdef"
 )
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // newHTTPStack is a stack whose worker serves the API, with two agents and
 // three tokens of different scopes.
 func newHTTPStack(t *testing.T) (*agenttest.Stack, string) {
@@ -41,7 +31,7 @@ func newHTTPStack(t *testing.T) (*agenttest.Stack, string) {
 		t.Skip("integration test")
 	}
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	port := freePort(t)
+	port := agenttest.FreePort(t)
 	cfg := testConfig(plugin) + fmt.Sprintf(`
   - name: other
     flow_type: OtherAgent
