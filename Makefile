@@ -8,7 +8,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 WORKFLOW_PKGS := ./internal/session/...
 FUZZTIME ?= 8s
 
-.PHONY: all build dev test test-unit fuzz bench proto lint clean
+.PHONY: all build dev test test-unit test-peers fuzz bench proto lint clean
 
 all: build
 
@@ -21,15 +21,32 @@ build:
 dev: build
 	./bin/dex-agent-worker dev --config configs/dev.yaml --data-dir .dex
 
-# The whole suite: lint (gofmt, vet, workflowcheck), unit and integration
-# tests (kill tests included), replay of recorded histories, and a short run
-# of every fuzz target.
-test: build lint
-	$(GO) test -count=1 -timeout 40m ./...
-	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+# Tests that need an outside peer (Chromium, aimock) record it here when
+# the peer is missing and CI is not set (CI=true fails them instead).
+SKIPPED_PEERS := $(CURDIR)/.skipped-peers
 
+# The whole suite: lint (gofmt, vet, workflowcheck), the unit tests with the
+# race detector, the integration tests (kill tests included), replay of
+# recorded histories, and a short run of every fuzz target. It ends by
+# naming any test skipped for a missing peer and how to install it.
+test: build lint
+	@rm -f $(SKIPPED_PEERS)
+	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(GO) test -race -short -count=1 -timeout 20m ./...
+	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	@if [ -s $(SKIPPED_PEERS) ]; then \
+		echo; echo "These tests were SKIPPED because a test peer is missing:"; sort -u $(SKIPPED_PEERS); \
+		echo "Install every peer with: make test-peers (CI=true turns a missing peer into a failure)"; fi
+
+# The unit tests alone, with the race detector.
 test-unit:
-	$(GO) test -count=1 -short ./...
+	$(GO) test -race -short -count=1 ./...
+
+# Installs the real peers the tests run against: Debian's Chromium and
+# playwright-core for the web page, aimock for the model providers.
+test-peers:
+	bash internal/webui/browsertest/install.sh
+	bash plugins/stepwise/model/testdata/aimock/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config

@@ -108,6 +108,16 @@ func (f *fakeAPI) auth(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// requested reports whether a request whose log entry contains sub came in.
+func (f *fakeAPI) requested(sub string) bool {
+	for _, r := range f.requestLog() {
+		if strings.Contains(r, sub) {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *fakeAPI) requestLog() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -364,8 +374,8 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 		})
 		f.publish(EventToolCallFinished, "", 0, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "status": status})
 		go func() {
-			// The session goes on after the update returned, as a real one does.
-			time.Sleep(20 * time.Millisecond)
+			// The session goes on after the update, as a real one does;
+			// the chat must take the events in whatever order they come.
 			f.deltas("run/5", 1, answer)
 			f.recordUsage("run/5", 1, usage(1, 200, 30))
 			f.update(func(s *Snapshot) {

@@ -265,7 +265,17 @@ func TestSessionCtrlC(t *testing.T) {
 	go func() {
 		done <- (&Session{Client: f.client(t), ID: "s-1", In: pr, Out: &out, Interactive: true}).Run(ctx)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Ctrl-C once the chat is running: it has opened the event stream.
+	for deadline := time.Now().Add(10 * time.Second); !f.requested("/events"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the chat opened no event stream; requests: %q", f.requestLog())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned before Ctrl-C: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
 
 // The browser test's tools: Debian's Chromium and playwright-core from
@@ -48,11 +49,7 @@ func requireBrowser(t *testing.T) (node string) {
 		missing = append(missing, "internal/webui/browsertest/node_modules/playwright-core")
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("browser test needs %s; run internal/webui/browsertest/install.sh", strings.Join(missing, ", "))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testpeer.Missing(t, strings.Join(missing, ", "), "make test-peers (or bash internal/webui/browsertest/install.sh)")
 	}
 	return node
 }
