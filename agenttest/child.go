@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
@@ -42,14 +39,16 @@ func runWorkerChild() int {
 		return 2
 	}
 	dir := os.Getenv(envDir)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := daemon.ShutdownContext(context.Background(), func() {
+		fmt.Fprintln(os.Stderr, "worker child: second signal: stopping now")
+		os.Exit(3)
+	})
 	defer stop()
 	d, err := daemon.Start(ctx, daemon.Options{
-		Config:            cfg,
-		Logger:            logger,
-		TemporalAddress:   os.Getenv(envAddress),
-		HeartbeatInterval: time.Second,
-		WebUI:             webui.Handler(),
+		Config:          cfg,
+		Logger:          logger,
+		TemporalAddress: os.Getenv(envAddress),
+		WebUI:           webui.Handler(),
 		Hooks: steps.Hooks{BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
 			_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
 		}},

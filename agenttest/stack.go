@@ -143,9 +143,11 @@ func (s *Stack) Log() *InvocationLog {
 
 // Worker is a worker child process.
 type Worker struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	once sync.Once
+	// LogPath is the file that holds the worker's output.
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	once    sync.Once
 }
 
 // Environment of a worker child.
@@ -181,7 +183,7 @@ func (s *Stack) StartWorker() *Worker {
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start a worker: %v", err)
 	}
-	w := &Worker{cmd: cmd, done: make(chan struct{})}
+	w := &Worker{LogPath: logf.Name(), cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(w.done) }()
 	s.mu.Lock()
 	s.workers = append(s.workers, w)
@@ -209,6 +211,32 @@ func (w *Worker) Kill() {
 		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 		<-w.done
 	})
+}
+
+// Signal sends sig to the worker process alone, as a container runtime
+// stops its main process (the worker's plugins run in process groups of
+// their own). Wait for the exit with Wait.
+func (w *Worker) Signal(sig syscall.Signal) error { return w.cmd.Process.Signal(sig) }
+
+// Wait waits until the worker exited, or timeout passed, and returns its
+// exit code.
+func (w *Worker) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-w.done:
+		return w.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("the worker did not exit within %s", timeout)
+	}
+}
+
+// Exited reports whether the worker process has exited.
+func (w *Worker) Exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Stop asks the worker to stop (SIGTERM) and waits.

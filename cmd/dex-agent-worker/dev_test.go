@@ -61,8 +61,10 @@ func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan err
 }
 
 // TestDevResumesSessionsAfterARestart runs the real binary: a session waits
-// for approval, dev stops on SIGINT and starts again on the same data dir,
-// and the approval completes the refund.
+// for approval, dev stops on SIGINT, the operator adds an approval
+// deadline to the config, dev starts again on the same data dir, and the
+// approval completes the refund. The session keeps the settings it started
+// with (no deadline), so its history replays under the changed config.
 func TestDevResumesSessionsAfterARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -71,7 +73,9 @@ func TestDevResumesSessionsAfterARestart(t *testing.T) {
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+	writeConfig := func(extra string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 plugins:
   orders: {command: %s}
 agents:
@@ -80,10 +84,13 @@ agents:
     runner: orders
     runner_config: {store_path: %s}
     tool_policies:
+      lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
-`, plugin, filepath.Join(dir, "orders.json"))), 0o644); err != nil {
-		t.Fatal(err)
+%s`, plugin, filepath.Join(dir, "orders.json"), extra)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	writeConfig("")
 	port := agenttest.FreePort(t)
 	args := []string{"--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port), "--ui-port", "0", "--http", "127.0.0.1:0"}
 	cmd, done := devProcess(t, bin, args...)
@@ -127,8 +134,14 @@ agents:
 		t.Fatal("dev did not stop within a minute of SIGINT")
 	}
 
+	// A config change while the session waits: sessions started from now
+	// on get a deadline; this one replays with its own settings.
+	writeConfig("    interrupt_deadline: 1h\n")
 	devProcess(t, bin, args...)
 	waitSnap("the approval still pending after the restart", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if d := snap.PendingInterrupts[0].Deadline; d != "" {
+		t.Errorf("the pending approval got the new config's deadline %s; want the session's own (none)", d)
+	}
 	ok, err := sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: interrupt, Approved: true})
 	if err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
@@ -138,5 +151,15 @@ agents:
 	})
 	if got := snap.Messages[len(snap.Messages)-1].Text; !strings.HasPrefix(got, "Done. Refunded $47.50 of order 5") {
 		t.Errorf("final answer = %q", got)
+	}
+
+	// A session started after the change gets the new deadline.
+	id, err = sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "refund order 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSnap("a pending approval in the new session", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if snap.PendingInterrupts[0].Deadline == "" {
+		t.Error("a session started after the config change has no approval deadline")
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 )
 
 // version is set by the build (-ldflags "-X main.version=...").
@@ -40,7 +40,10 @@ func (g *globals) logger() *slog.Logger {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := daemon.ShutdownContext(context.Background(), func() {
+		fmt.Fprintln(stderr, "second signal: stopping now; running steps are cut short")
+		os.Exit(130)
+	})
 	defer stop()
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRootCmd(g)

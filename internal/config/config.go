@@ -28,6 +28,12 @@ type Config struct {
 	Agents   []Agent           `yaml:"agents"`
 	Events   Events            `yaml:"events"`
 	HTTP     HTTP              `yaml:"http"`
+	// ShutdownTimeout is how long a stopping worker (SIGTERM, SIGINT)
+	// waits for its running Steps to finish after it stopped taking new
+	// ones; after it, they are cancelled. Default 30s. Keep it below the
+	// grace period of whatever stops the process (Kubernetes:
+	// terminationGracePeriodSeconds).
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
@@ -230,6 +236,7 @@ const (
 	DefaultMaximumAttempts        = 3
 	DefaultScheduleToCloseTimeout = 30 * time.Minute
 	DefaultToolHeartbeatTimeout   = time.Minute
+	DefaultShutdownTimeout        = 30 * time.Second
 )
 
 // The decoder calls setDefaults on every struct it creates before it fills
@@ -240,6 +247,7 @@ func (c *Config) setDefaults() {
 	c.Temporal = Temporal{Address: DefaultAddress, Namespace: DefaultNamespace, TaskQueue: DefaultTaskQueue}
 	c.Logging = Logging{Level: "info", Format: "text"}
 	c.Events = Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024}
+	c.ShutdownTimeout = DefaultShutdownTimeout
 }
 
 func (a *Agent) setDefaults() {

@@ -163,6 +163,13 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "heartbeat.bad.yml",
+		errs: []string{
+			`8: agents[0].run_model_limit.heartbeat_timeout: must be at least 2s: a Step heartbeats every third of its heartbeat timeout, and the engine sends at most two heartbeats a second; got 500ms`,
+			`11: agents[0].tool_limit.heartbeat_timeout: 30s is longer than start_to_close_timeout (10s), so it could never fire`,
+		},
+	},
+	{
 		filename: "bad_durations.bad.yml",
 		errs: []string{
 			`7: agents[0].interrupt_deadline: duration 90 has no unit: write it like 90s, 15m or 24h`,
@@ -319,7 +326,8 @@ func TestDefaults(t *testing.T) {
 			},
 			ToolLimit: ToolLimit{StartToCloseTimeout: 15 * time.Minute, HeartbeatTimeout: time.Minute, MaximumAttempts: 3},
 		}},
-		Events: Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024},
+		Events:          Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024},
+		ShutdownTimeout: 30 * time.Second,
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("minimal config (-want +got):\n%s", diff)
@@ -645,8 +653,9 @@ func TestValidate(t *testing.T) {
 	cfg := &Config{
 		Temporal: Temporal{Address: "dns:///temporal.internal:7233", Namespace: "default", TaskQueue: "q",
 			TLS: &TLS{KeyFile: "client.key"}},
-		Logging: Logging{Level: "info", Format: "text"},
-		Plugins: map[string]Plugin{"p": {Command: "dex-runner", SHA256: strings.Repeat("AB", 32)}},
+		Logging:         Logging{Level: "info", Format: "text"},
+		ShutdownTimeout: time.Minute,
+		Plugins:         map[string]Plugin{"p": {Command: "dex-runner", SHA256: strings.Repeat("AB", 32)}},
 		Agents: []Agent{{
 			Name:              "a",
 			FlowType:          "A",
@@ -655,7 +664,7 @@ func TestValidate(t *testing.T) {
 			ToolPolicies:      map[string]ToolPolicy{" ": {Effect: EffectRead}},
 			InterruptDeadline: -time.Second,
 			RunModelLimit:     RunModelLimit{HeartbeatTimeout: -time.Minute, ScheduleToCloseTimeout: time.Minute},
-			ToolLimit:         ToolLimit{StartToCloseTimeout: time.Minute, HeartbeatTimeout: time.Second, MaximumAttempts: 0},
+			ToolLimit:         ToolLimit{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 3 * time.Second, MaximumAttempts: 0},
 		}},
 	}
 	err := cfg.Validate()
@@ -689,7 +698,7 @@ func TestValidate(t *testing.T) {
 	cfg.Temporal.TLS = &TLS{}
 	cfg.Agents[0].ToolPolicies = nil
 	cfg.Agents[0].InterruptDeadline = 0
-	cfg.Agents[0].RunModelLimit = RunModelLimit{time.Minute, time.Second, 1, time.Minute}
+	cfg.Agents[0].RunModelLimit = RunModelLimit{time.Minute, 2 * time.Second, 1, time.Minute}
 	cfg.Agents[0].ToolLimit.MaximumAttempts = 1
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("Validate() of a valid config: %v", err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -46,3 +48,36 @@ var (
 	_ yaml.Marshaler = Secret("")
 	_ slog.LogValuer = Secret("")
 )
+
+// SecretValues returns every secret value the worker knows of, for a
+// redactor: the values of the environment variables granted to plugins
+// (read now), the Temporal API key and the HTTP API tokens. Empty values
+// are left out.
+func (c *Config) SecretValues() []string {
+	var out []string
+	add := func(v string) {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	for _, name := range sortedKeys(c.Plugins) {
+		for _, env := range c.Plugins[name].Env {
+			v, _ := os.LookupEnv(env)
+			add(v)
+		}
+	}
+	add(c.Temporal.APIKey.Reveal())
+	for _, t := range c.HTTP.Auth.Tokens {
+		add(t.Value())
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -87,6 +87,9 @@ func (c *Config) Validate() error {
 		}
 		a.validate(&p, path)
 	}
+	if c.ShutdownTimeout <= 0 {
+		p.add("shutdown_timeout", "must be > 0, got %s", formatDuration(c.ShutdownTimeout))
+	}
 	c.Events.validate(&p, "events")
 	c.HTTP.validate(&p, "http", byName)
 	if len(p) == 0 {
@@ -233,6 +236,22 @@ func (l *ToolLimit) validate(p *problems, path string) {
 	if l.MaximumAttempts < 1 {
 		p.add(path+".maximum_attempts", "must be >= 1, got %d", l.MaximumAttempts)
 	}
+	checkHeartbeat(p, path, l.HeartbeatTimeout, l.StartToCloseTimeout)
+}
+
+// MinHeartbeatTimeout is the shortest heartbeat timeout a Step can meet: it
+// heartbeats every third of the timeout, and the engine sends at most two
+// heartbeats a second.
+const MinHeartbeatTimeout = 2 * time.Second
+
+func checkHeartbeat(p *problems, path string, heartbeat, startToClose time.Duration) {
+	switch {
+	case heartbeat > 0 && heartbeat < MinHeartbeatTimeout:
+		p.add(path+".heartbeat_timeout", "must be at least %s: a Step heartbeats every third of its heartbeat timeout, and the engine sends at most two heartbeats a second; got %s",
+			formatDuration(MinHeartbeatTimeout), formatDuration(heartbeat))
+	case heartbeat > 0 && startToClose > 0 && heartbeat > startToClose:
+		p.add(path+".heartbeat_timeout", "%s is longer than start_to_close_timeout (%s), so it could never fire", formatDuration(heartbeat), formatDuration(startToClose))
+	}
 }
 
 func (l *RunModelLimit) validate(p *problems, path string) {
@@ -248,6 +267,7 @@ func (l *RunModelLimit) validate(p *problems, path string) {
 	if l.MaximumAttempts < 1 {
 		p.add(path+".maximum_attempts", "must be >= 1, got %d", l.MaximumAttempts)
 	}
+	checkHeartbeat(p, path, l.HeartbeatTimeout, l.StartToCloseTimeout)
 	if positive("schedule_to_close_timeout", l.ScheduleToCloseTimeout) && startOK && l.ScheduleToCloseTimeout < l.StartToCloseTimeout {
 		p.add(path+".schedule_to_close_timeout", "%s must be >= start_to_close_timeout (%s)",
 			formatDuration(l.ScheduleToCloseTimeout), formatDuration(l.StartToCloseTimeout))

@@ -23,11 +23,14 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
+	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
@@ -45,8 +48,6 @@ type Options struct {
 	Hooks steps.Hooks
 	// TemporalAddress overrides config.Temporal.Address (dev mode).
 	TemporalAddress string
-	// HeartbeatInterval overrides the Steps' background heartbeat interval.
-	HeartbeatInterval time.Duration
 	// HTTPListen overrides config.HTTP.Listen ("" keeps it; the API is
 	// served only when one of them is set).
 	HTTPListen string
@@ -58,14 +59,16 @@ type Options struct {
 
 // Daemon is a running worker.
 type Daemon struct {
-	log    *slog.Logger
-	host   *runnerhost.Host
-	client temporalclient.Client
-	worker worker.Worker
-	broker events.Broker
-	api    *httpapi.Server
-	http   *http.Server
-	addr   string
+	log             *slog.Logger
+	acts            *steps.Activities
+	shutdownTimeout time.Duration
+	host            *runnerhost.Host
+	client          temporalclient.Client
+	worker          worker.Worker
+	broker          events.Broker
+	api             *httpapi.Server
+	http            *http.Server
+	addr            string
 }
 
 // Start launches the plugins, configures the agents and starts the worker.
@@ -97,7 +100,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		DisableRegistrationAliasing:      true,
 		DefaultHeartbeatThrottleInterval: 500 * time.Millisecond,
 		MaxHeartbeatThrottleInterval:     5 * time.Second,
+		WorkerStopTimeout:                cfg.ShutdownTimeout,
 	})
+	d.shutdownTimeout = cfg.ShutdownTimeout
 	sink := opts.Events
 	if sink == nil {
 		d.broker = events.NewMemoryBroker(events.MemoryOptions{CapacityBytes: cfg.Events.CapacityBytes})
@@ -109,12 +114,13 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		w.RegisterWorkflowWithOptions(session.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
 	}
 	acts := &steps.Activities{
-		Runners:           agentRunners{host: d.host, plugins: pluginOf(cfg)},
-		Events:            sink,
-		Logger:            logger.With("component", "steps"),
-		HeartbeatInterval: opts.HeartbeatInterval,
-		Hooks:             opts.Hooks,
+		Redact:  secretRedactor(cfg),
+		Runners: agentRunners{host: d.host, plugins: pluginOf(cfg)},
+		Events:  sink,
+		Logger:  logger.With("component", "steps"),
+		Hooks:   opts.Hooks,
 	}
+	d.acts = acts
 	for name, fn := range map[string]any{
 		client.StepRunModel:              acts.RunModel,
 		client.StepCallTool:              acts.CallTool,
@@ -171,18 +177,44 @@ func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
 
 // hasSearchAttribute reports whether the namespace has ActiveStepTypes; a
 // session upserts it only then, since an unknown attribute fails the
-// workflow task.
+// workflow task. Each session records the answer when it starts, so a
+// transient error here costs the sessions started by this process their
+// searchability, never a replay; it is retried for a while first.
 func (d *Daemon) hasSearchAttribute(ctx context.Context, namespace string) bool {
-	resp, err := d.client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	var resp *operatorservice.ListSearchAttributesResponse
+	var err error
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		resp, err = d.client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+		if err == nil || attempt == 5 || !retryable(err) {
+			break
+		}
+		d.log.Info("cannot list search attributes yet; retrying", "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 	if err != nil {
-		d.log.Warn("cannot list search attributes; sessions will not be searchable by ActiveStepTypes", "error", err)
+		d.log.Warn("cannot list search attributes; sessions started by this worker will not be searchable by ActiveStepTypes", "error", err)
 		return false
 	}
 	if t, ok := resp.GetCustomAttributes()[client.SearchAttributeActiveStepTypes]; ok && t == enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST {
 		return true
 	}
-	d.log.Warn("the namespace has no KeywordList search attribute ActiveStepTypes; sessions will not be searchable by the Steps they wait in",
+	d.log.Warn("the namespace has no KeywordList search attribute ActiveStepTypes; sessions started by this worker will not be searchable by the Steps they wait in",
 		"namespace", namespace, "fix", "temporal operator search-attribute create --name ActiveStepTypes --type KeywordList")
+	return false
+}
+
+// retryable reports whether a Temporal call may succeed when repeated.
+func retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Internal, codes.Unknown:
+		return true
+	}
 	return false
 }
 
@@ -242,18 +274,29 @@ func (d *Daemon) HTTPAddress() string { return d.addr }
 // Client returns the daemon's Temporal client.
 func (d *Daemon) Client() temporalclient.Client { return d.client }
 
-// Stop stops the worker, closes the client and kills the plugins.
+// Stop drains the worker and stops the rest. The worker stops taking new
+// Steps at once and waits up to the config's shutdown_timeout for the
+// running ones to finish (a write that finishes in time is recorded as
+// succeeded, not outcome_unknown); only then are the HTTP API, the
+// Temporal client and the plugins stopped, so the running Steps keep their
+// plugin and their live events until they end. Steps still running after
+// the timeout are cancelled.
 func (d *Daemon) Stop() {
+	if d.worker != nil {
+		if n := d.acts.Running(); n > 0 {
+			d.log.Info("stopping: waiting for running steps to finish; send the signal again to stop now",
+				"running_steps", n, "shutdown_timeout", d.shutdownTimeout)
+		}
+		d.worker.Stop()
+		d.worker = nil
+		d.log.Info("worker stopped", "steps_cut_short", d.acts.Running())
+	}
 	if d.http != nil {
 		d.api.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = d.http.Shutdown(ctx)
 		cancel()
 		d.http = nil
-	}
-	if d.worker != nil {
-		d.worker.Stop()
-		d.worker = nil
 	}
 	if d.client != nil {
 		d.client.Close()
@@ -289,11 +332,11 @@ func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) sessi
 			Agent:               a.Name,
 			Policies:            policies,
 			InterruptDeadlineMs: a.InterruptDeadline.Milliseconds(),
+			SearchAttributes:    searchAttrs,
+			RunModel:            rm,
+			Tool:                tool,
 		},
-		RunModel:         rm,
-		Tool:             tool,
-		Events:           sink,
-		SearchAttributes: searchAttrs,
+		Events: sink,
 	}
 }
 
@@ -383,4 +426,10 @@ func tlsConfig(t *config.TLS) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	return tc, nil
+}
+
+// secretRedactor removes the config's secret values (what plugins were
+// granted, the Temporal API key, the API tokens) from Step error texts.
+func secretRedactor(cfg *config.Config) func(string) string {
+	return redact.New(cfg.SecretValues()...).String
 }

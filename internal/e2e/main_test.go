@@ -31,6 +31,7 @@ logging: {level: debug}
 plugins:
   testrunner:
     command: %s
+    env: [DEX_TEST_SECRET]
 agents:
   - name: test
     flow_type: %s
@@ -38,6 +39,10 @@ agents:
     runner_config: {state_dir: "{{DIR}}"}
     default_tool_effect: unclassified
     tool_policies:
+      read_gate: {effect: read}
+      idem_gate: {effect: idempotent_write}
+      noop: {effect: read}
+      leak: {effect: read}
       write_gate: {effect: non_idempotent_write, requires_approval: false}
       approve_write: {effect: non_idempotent_write, requires_approval: true}
     run_model_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}

@@ -139,6 +139,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	redact := newRedactor(env)
 	cmd := exec.Command(i.spec.Command, i.spec.Args...)
 	cmd.Env = env
+	cmd.SysProcAttr = pluginProcAttr()
 	stderr := newTail()
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,

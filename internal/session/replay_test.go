@@ -6,31 +6,72 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // Histories in testdata/histories were recorded from real sessions (see
 // internal/e2e TestRecordApprovalTurnHistory -update-histories). Replaying
 // them fails when a change to the workflow would break running sessions.
+// Files named legacy_* were recorded before sessions recorded their
+// settings; they replay only with the settings they ran with.
+
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 
-func replayer(t *testing.T) worker.WorkflowReplayer {
-	t.Helper()
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(Workflow(Runtime{
-		Options:          Options{Agent: "test"},
+// recordedSettings are the worker settings the histories were recorded
+// with (internal/e2e's test config).
+func recordedSettings() Options {
+	return Options{
+		Agent: "test",
+		Policies: pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified, Policies: map[string]pluginapi.ToolPolicy{
+			"read_gate":     {Effect: pluginapi.EffectRead},
+			"idem_gate":     {Effect: pluginapi.EffectIdempotentWrite},
+			"noop":          {Effect: pluginapi.EffectRead},
+			"write_gate":    {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)},
+			"approve_write": {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(true)},
+		}},
 		RunModel:         DefaultRunModelLimits,
 		Tool:             DefaultToolLimits,
 		SearchAttributes: true,
-	}), workflow.RegisterOptions{Name: "TestAgent"})
+	}
+}
+
+// changedSettings are the ways an operator may change the config while
+// sessions run. A session that recorded its settings must replay under
+// each of them.
+var changedSettings = []struct {
+	name   string
+	change func(*Options)
+}{
+	{"as recorded", func(*Options) {}},
+	{"a new approval deadline", func(o *Options) { o.InterruptDeadlineMs = time.Hour.Milliseconds() }},
+	{"the search attribute missing", func(o *Options) { o.SearchAttributes = false }},
+	{"every tool a read", func(o *Options) {
+		o.Policies = pluginapi.PolicySet{DefaultEffect: pluginapi.EffectRead}
+	}},
+	{"every tool needs approval", func(o *Options) {
+		o.Policies = pluginapi.PolicySet{DefaultEffect: pluginapi.EffectNonIdempotentWrite}
+	}},
+	{"other Step limits", func(o *Options) {
+		o.RunModel.MaximumAttempts, o.Tool.MaximumAttempts = 1, 7
+		o.Tool.StartToClose = time.Minute
+	}},
+}
+
+func replayer(opts Options) worker.WorkflowReplayer {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(Workflow(Runtime{Options: opts}), workflow.RegisterOptions{Name: "TestAgent"})
 	return r
 }
 
-func TestReplayRecordedHistories(t *testing.T) {
+func histories(t *testing.T) []string {
+	t.Helper()
 	paths, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -38,31 +79,64 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatal("no recorded histories in testdata/histories")
 	}
-	for _, path := range paths {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			if err := replayer(t).ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
-				t.Fatalf("replay %s: %v", path, err)
-			}
-		})
+	return paths
+}
+
+func TestReplayRecordedHistories(t *testing.T) {
+	for _, path := range histories(t) {
+		name := filepath.Base(path)
+		if strings.HasPrefix(name, "legacy_") {
+			t.Run(name, func(t *testing.T) {
+				if err := replayer(recordedSettings()).ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+					t.Fatalf("replay %s: %v", path, err)
+				}
+			})
+			continue
+		}
+		for _, c := range changedSettings {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				opts := recordedSettings()
+				c.change(&opts)
+				if err := replayer(opts).ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+					t.Fatalf("replay %s under %s: %v", path, c.name, err)
+				}
+			})
+		}
+	}
+}
+
+// TestReplayOfALegacyHistoryNeedsItsOwnSettings shows what recording the
+// settings fixed: a session from before it does not replay once the
+// deadline changed, so the replay tests above could fail.
+func TestReplayOfALegacyHistoryNeedsItsOwnSettings(t *testing.T) {
+	opts := recordedSettings()
+	opts.InterruptDeadlineMs = time.Hour.Milliseconds()
+	path := filepath.Join("testdata", "histories", "legacy_approval_turn.json")
+	if err := replayer(opts).ReplayWorkflowHistoryFromJSONFile(quietLogger, path); err == nil {
+		t.Fatal("a legacy history replayed under a new deadline; the changed-config replays prove nothing")
 	}
 }
 
 // TestReplayDetectsAnIncompatibleHistory proves the replay test can fail: a
 // history whose tool Step had another activity type does not replay.
 func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "histories", "approval_turn.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := strings.Replace(string(b), `"CallSingleAttemptTool"`, `"CallTool"`, 1)
-	if bad == string(b) {
-		t.Fatal("the recorded history has no CallSingleAttemptTool step")
-	}
-	path := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := replayer(t).ReplayWorkflowHistoryFromJSONFile(quietLogger, path); err == nil {
-		t.Fatal("an incompatible history replayed without error")
+	for _, path := range histories(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := strings.Replace(string(b), `"CallSingleAttemptTool"`, `"CallTool"`, 1)
+			if bad == string(b) {
+				t.Fatal("the recorded history has no CallSingleAttemptTool step")
+			}
+			tampered := filepath.Join(t.TempDir(), "bad.json")
+			if err := os.WriteFile(tampered, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := replayer(recordedSettings()).ReplayWorkflowHistoryFromJSONFile(quietLogger, tampered); err == nil {
+				t.Fatal("an incompatible history replayed without error")
+			}
+		})
 	}
 }

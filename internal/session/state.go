@@ -13,16 +13,36 @@ import (
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
-// Options are the agent's session settings, fixed when the session starts
-// and carried through continue-as-new.
+// Options are the session's settings: everything from the worker's config
+// that shapes the session's workflow commands. They are fixed when the
+// session starts, recorded in its history (see the workflow glue), and
+// carried through continue-as-new, so a later change of the config applies
+// to new sessions and never changes how a running session replays.
 type Options struct {
 	// Agent is the agent's name in the worker config.
 	Agent string `json:"agent"`
-	// Policies are the explicit tool policies and the default effect.
+	// Policies are the explicit tool policies and the default effect. They
+	// are the authority on every call's effect and approval: a runner may
+	// only make a call stricter (see AuthorizePolicy).
 	Policies pluginapi.PolicySet `json:"policies"`
 	// InterruptDeadlineMs is the approval deadline in milliseconds (0: none).
 	InterruptDeadlineMs int64 `json:"interrupt_deadline_ms,omitempty"`
+	// SearchAttributes says whether the session upserts the ActiveStepTypes
+	// search attribute.
+	SearchAttributes bool `json:"search_attributes,omitempty"`
+	// RunModel and Tool are the timeouts and retry budgets of the Steps.
+	RunModel Limits `json:"run_model"`
+	Tool     Limits `json:"tool"`
+	// Version is SettingsVersion once the settings were recorded in the
+	// session's history; 0 for sessions started by older workers, which
+	// replay as they ran: with the worker's settings, trusting the effect
+	// and approval the runner resolved for each call.
+	Version int `json:"version,omitempty"`
 }
+
+// SettingsVersion is the version of recorded settings: the config's
+// policies are the authority on every call (AuthorizePolicy).
+const SettingsVersion = 1
 
 // Interrupt is a pending interrupt with its deadline as Unix milliseconds.
 type Interrupt struct {
@@ -224,16 +244,15 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 	s.Phase = phaseRunningTools
 	s.Status = client.StatusRunningTools
 	for _, call := range req.ToolCalls {
-		effect := call.Policy.Effect
-		if !effect.Valid() {
-			effect = pluginapi.EffectUnclassified
+		policy := AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
+		if s.Options.Version < SettingsVersion {
+			policy = legacyPolicy(call.Policy)
 		}
-		policy := pluginapi.ToolPolicy{Effect: effect, RequiresApproval: call.Policy.RequiresApproval}
 		rec := pluginapi.ToolCall{
 			ToolCallID:          call.ToolCallID,
 			ToolName:            call.ToolName,
 			Arguments:           call.Arguments,
-			Effect:              effect,
+			Effect:              policy.Effect,
 			RequiresApproval:    policy.ApprovalRequired(),
 			DeferralOrder:       len(s.ToolCalls),
 			ToolSourceReference: call.ToolSourceReference,

@@ -23,11 +23,14 @@ func opts() Options {
 		Policies: pluginapi.PolicySet{
 			DefaultEffect: pluginapi.EffectUnclassified,
 			Policies: map[string]pluginapi.ToolPolicy{
-				"lookup": {Effect: pluginapi.EffectRead},
-				"refund": {Effect: pluginapi.EffectNonIdempotentWrite},
+				"lookup":  {Effect: pluginapi.EffectRead},
+				"refund":  {Effect: pluginapi.EffectNonIdempotentWrite},
+				"ping":    {Effect: pluginapi.EffectIdempotentWrite},
+				"mystery": {Effect: pluginapi.EffectUnclassified, RequiresApproval: ptr(false)},
 			},
 		},
 		InterruptDeadlineMs: 60_000,
+		Version:             SettingsVersion,
 	}
 }
 
@@ -53,7 +56,12 @@ func completed(text string) ModelOutcome {
 // started returns a session in its first turn, running the model.
 func started(t *testing.T) *State {
 	t.Helper()
-	s := New("s-1", opts())
+	return startedWith(t, opts())
+}
+
+func startedWith(t *testing.T, o Options) *State {
+	t.Helper()
+	s := New("s-1", o)
 	s.Start(client.StartInput{InitialMessage: "refund order 7"})
 	s.UserMessageBuilt("turn-1", userMsg("refund order 7"))
 	return s
@@ -329,9 +337,10 @@ func TestToolStepFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := started(t)
+			o := opts()
+			o.Policies.Policies = map[string]pluginapi.ToolPolicy{"tool": {Effect: tt.effect, RequiresApproval: ptr(false)}}
+			s := startedWith(t, o)
 			c := call("c1", "tool", tt.effect)
-			c.Policy.RequiresApproval = ptr(false)
 			s.ModelStepDone("turn-1", toolsRequested(c), now)
 			cmds := s.ToolStepFailed("turn-1", "c1", "boom", tt.notStarted)
 			if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
@@ -543,5 +552,75 @@ func TestFormatDeadline(t *testing.T) {
 	}
 	if formatDeadline(0) != "" {
 		t.Errorf("zero deadline rendered")
+	}
+}
+
+func TestAuthorizePolicy(t *testing.T) {
+	set := pluginapi.PolicySet{
+		DefaultEffect: pluginapi.EffectUnclassified,
+		Policies: map[string]pluginapi.ToolPolicy{
+			"refund":      {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(true)},
+			"lookup":      {Effect: pluginapi.EffectRead},
+			"write_quiet": {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)},
+			"idem":        {Effect: pluginapi.EffectIdempotentWrite},
+		},
+	}
+	claim := func(e pluginapi.Effect, approval *bool) pluginapi.ToolPolicy {
+		return pluginapi.ToolPolicy{Effect: e, RequiresApproval: approval}
+	}
+	tests := []struct {
+		name         string
+		set          pluginapi.PolicySet
+		tool         string
+		claim        pluginapi.ToolPolicy
+		wantEffect   pluginapi.Effect
+		wantApproval bool
+	}{
+		{"a runner claiming read for a configured write gets the write's policy", set, "refund", claim(pluginapi.EffectRead, ptr(false)), pluginapi.EffectNonIdempotentWrite, true},
+		{"a runner claiming read for an unconfigured tool gets the default effect", set, "unknown", claim(pluginapi.EffectRead, nil), pluginapi.EffectUnclassified, true},
+		{"a runner may make a read stricter", set, "lookup", claim(pluginapi.EffectNonIdempotentWrite, nil), pluginapi.EffectNonIdempotentWrite, true},
+		{"a runner may add an approval", set, "lookup", claim(pluginapi.EffectRead, ptr(true)), pluginapi.EffectRead, true},
+		{"a runner may not drop an approval", set, "refund", claim(pluginapi.EffectNonIdempotentWrite, ptr(false)), pluginapi.EffectNonIdempotentWrite, true},
+		{"the config may drop the approval of a write", set, "write_quiet", claim(pluginapi.EffectNonIdempotentWrite, nil), pluginapi.EffectNonIdempotentWrite, false},
+		{"a configured read runs without approval", set, "lookup", claim(pluginapi.EffectRead, nil), pluginapi.EffectRead, false},
+		{"a runner without a claim gets the config's policy", set, "idem", pluginapi.ToolPolicy{}, pluginapi.EffectIdempotentWrite, false},
+		{"unclassified and non-idempotent are equally strict: the config's stays", set, "write_quiet", claim(pluginapi.EffectUnclassified, nil), pluginapi.EffectNonIdempotentWrite, false},
+		{"a read default lets reads run", pluginapi.PolicySet{DefaultEffect: pluginapi.EffectRead}, "x", claim(pluginapi.EffectRead, nil), pluginapi.EffectRead, false},
+		{"a missing default is unclassified", pluginapi.PolicySet{}, "x", claim(pluginapi.EffectRead, nil), pluginapi.EffectUnclassified, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := AuthorizePolicy(tt.set, tt.tool, tt.claim)
+			if got.Effect != tt.wantEffect || got.ApprovalRequired() != tt.wantApproval {
+				t.Errorf("AuthorizePolicy = %s approval %v, want %s approval %v", got.Effect, got.ApprovalRequired(), tt.wantEffect, tt.wantApproval)
+			}
+		})
+	}
+}
+
+// TestTheConfigDecidesAToolCallsPolicy is the security rule: a runner that
+// claims "read" for refund gets one attempt and an approval, as the
+// operator's config says; a session started before settings were recorded
+// keeps the runner's claim, as it ran.
+func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
+	lying := call("c1", "refund", pluginapi.EffectRead)
+	lying.Policy.RequiresApproval = ptr(false)
+
+	s := started(t)
+	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(lying), now))
+	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1", DeadlineUnixMs: now + 60_000}}, cmds); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+	if rec := s.ToolCalls[0]; rec.Effect != pluginapi.EffectNonIdempotentWrite || !rec.RequiresApproval {
+		t.Errorf("record = %s approval %v, want non_idempotent_write with approval", rec.Effect, rec.RequiresApproval)
+	}
+
+	legacy := opts()
+	legacy.Version = 0
+	s = startedWith(t, legacy)
+	cmds = nonEmit(s.ModelStepDone("turn-1", toolsRequested(lying), now))
+	want := []Command{RunTool{TurnID: "turn-1", ToolCallID: "c1", IdempotencyKey: "s-1/turn-1/c1"}}
+	if diff := cmp.Diff(want, cmds); diff != "" {
+		t.Errorf("legacy commands (-want +got):\n%s", diff)
 	}
 }

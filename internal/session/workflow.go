@@ -12,11 +12,11 @@ import (
 
 // Limits are the timeouts and retry budgets of one Step type.
 type Limits struct {
-	StartToClose     time.Duration
-	Heartbeat        time.Duration
-	MaximumAttempts  int32
-	ScheduleToClose  time.Duration
-	InitialRetryWait time.Duration
+	StartToClose     time.Duration `json:"start_to_close"`
+	Heartbeat        time.Duration `json:"heartbeat"`
+	MaximumAttempts  int32         `json:"maximum_attempts"`
+	ScheduleToClose  time.Duration `json:"schedule_to_close,omitempty"`
+	InitialRetryWait time.Duration `json:"initial_retry_wait"`
 }
 
 // DefaultRunModelLimits are the spec's RunModel limits: 15 minute attempts, a
@@ -40,11 +40,12 @@ var DefaultToolLimits = Limits{
 
 // Runtime is what a worker fixes for one agent's workflow type.
 type Runtime struct {
-	Options          Options
-	RunModel         Limits
-	Tool             Limits
-	Events           EventSink
-	SearchAttributes bool
+	// Options are the settings this worker gives the sessions it starts.
+	// A session records them in its history when it starts and keeps them
+	// for its whole life (continue-as-new carries them), so it never
+	// replays with settings other than its own.
+	Options Options
+	Events  EventSink
 	// MaxUpdatesPerRun continues the session as new at a turn boundary once
 	// a run accepted this many updates (Temporal allows 2,000 per run).
 	MaxUpdatesPerRun int
@@ -96,10 +97,15 @@ type loop struct {
 func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 	info := workflow.GetInfo(ctx)
 	l := &loop{ctx: ctx, rt: rt}
+	opts, err := sessionOptions(ctx, rt, in.Continued)
+	if err != nil {
+		return err
+	}
 	if in.Continued != nil {
 		l.st = in.Continued
+		l.st.Options = opts
 	} else {
-		l.st = New(info.WorkflowExecution.ID, rt.Options)
+		l.st = New(info.WorkflowExecution.ID, opts)
 		l.pending = l.st.Start(client.StartInput{InitialMessage: in.InitialMessage})
 	}
 	if err := l.registerHandlers(); err != nil {
@@ -124,6 +130,38 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.sweepTimers()
 		l.upsertSteps()
 	}
+}
+
+// settingsChangeID names the change that records a session's settings in
+// its history. Histories from before it have no marker for it: they were
+// made with the settings of the worker that ran them, which replay uses.
+const settingsChangeID = "record-session-settings"
+
+// sessionOptions returns the session's settings: the ones carried through
+// continue-as-new when they were recorded, else the worker's current
+// settings, recorded once in history with a side effect so that every
+// replay uses them, whatever the worker's config says by then.
+func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options, error) {
+	current := rt.Options
+	if continued != nil {
+		// The agent, its policies and the deadline were fixed when the
+		// session started; only what older states lack comes from the worker.
+		current.Agent = continued.Options.Agent
+		current.Policies = continued.Options.Policies
+		current.InterruptDeadlineMs = continued.Options.InterruptDeadlineMs
+	}
+	if workflow.GetVersion(ctx, settingsChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return current, nil
+	}
+	if continued != nil && continued.Options.Version >= SettingsVersion {
+		return continued.Options, nil
+	}
+	current.Version = SettingsVersion
+	var opts Options
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return current }).Get(&opts); err != nil {
+		return Options{}, err
+	}
+	return opts, nil
 }
 
 func (l *loop) registerHandlers() error {
@@ -238,7 +276,7 @@ func (l *loop) exec(cmd Command) {
 			l.then(l.st.UserMessageBuilt(c.TurnID, out.Message))
 		})
 	case RunModel:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(l.rt.RunModel, ""))
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(l.st.Options.RunModel, ""))
 		f := workflow.ExecuteActivity(ctx, client.StepRunModel, l.st.turnInput())
 		l.add(f, func(f workflow.Future) {
 			var out ModelOutcome
@@ -253,7 +291,7 @@ func (l *loop) exec(cmd Command) {
 		if !ok {
 			return
 		}
-		limits, name := l.rt.Tool, client.StepCallTool
+		limits, name := l.st.Options.Tool, client.StepCallTool
 		if c.SingleAttempt {
 			limits.MaximumAttempts, name = 1, client.StepCallSingleAttemptTool
 		}
@@ -331,7 +369,7 @@ func (l *loop) sweepTimers() {
 }
 
 func (l *loop) upsertSteps() {
-	if !l.rt.SearchAttributes {
+	if !l.st.Options.SearchAttributes {
 		return
 	}
 	steps := l.st.ActiveStepTypes()

@@ -70,11 +70,13 @@ func newEnv(t *testing.T, rt Runtime) (*testsuite.TestWorkflowEnvironment, *fake
 }
 
 func runtime(deadline time.Duration) Runtime {
-	return Runtime{
-		Options:  Options{Agent: "a", Policies: pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified}, InterruptDeadlineMs: deadline.Milliseconds()},
-		RunModel: DefaultRunModelLimits,
-		Tool:     DefaultToolLimits,
-	}
+	return Runtime{Options: Options{
+		Agent:               "a",
+		Policies:            pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified},
+		InterruptDeadlineMs: deadline.Milliseconds(),
+		RunModel:            DefaultRunModelLimits,
+		Tool:                DefaultToolLimits,
+	}}
 }
 
 func snapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) client.Snapshot {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -36,10 +37,49 @@ type Activities struct {
 	Runners Runners
 	Events  events.Sink
 	Logger  *slog.Logger
-	// HeartbeatInterval is how often a running Step heartbeats in the
-	// background (the spec's 20 seconds by default).
-	HeartbeatInterval time.Duration
-	Hooks             Hooks
+	// Redact removes secrets from the runner's error texts before they
+	// reach the session's history, its events or the model; nil keeps
+	// them unchanged.
+	Redact func(string) string
+	Hooks  Hooks
+
+	running atomic.Int64
+}
+
+// Running reports how many Steps are running in this process.
+func (a *Activities) Running() int { return int(a.running.Load()) }
+
+// begin counts a running Step until the returned func is called.
+func (a *Activities) begin() (end func()) {
+	a.running.Add(1)
+	return func() { a.running.Add(-1) }
+}
+
+func (a *Activities) redact(s string) string {
+	if a.Redact == nil {
+		return s
+	}
+	return a.Redact(s)
+}
+
+// scrub removes secrets from a Step's error before the engine stores it in
+// the session's history (where last_turn_error, events and the model take
+// it from). An application error keeps its type and retry rule.
+func (a *Activities) scrub(err error) error {
+	if err == nil || a.Redact == nil {
+		return err
+	}
+	msg := err.Error()
+	clean := a.Redact(msg)
+	if clean == msg {
+		return err
+	}
+	if app, ok := err.(*temporal.ApplicationError); ok {
+		// This package builds its application errors without a cause, so
+		// the message is the whole text.
+		return temporal.NewApplicationErrorWithOptions(a.Redact(app.Message()), app.Type(), temporal.ApplicationErrorOptions{NonRetryable: app.NonRetryable()})
+	}
+	return errors.New(clean)
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -49,15 +89,29 @@ func (a *Activities) logger() *slog.Logger {
 	return a.Logger
 }
 
-func (a *Activities) interval() time.Duration {
-	if a.HeartbeatInterval <= 0 {
-		return 20 * time.Second
+// MaxHeartbeatInterval is the longest time between two heartbeats of a
+// running Step (the spec's 20 seconds).
+const MaxHeartbeatInterval = 20 * time.Second
+
+// heartbeatInterval is how often a running Step heartbeats in the
+// background: a third of its heartbeat timeout, at most every 20 seconds,
+// so two heartbeats can be lost before the engine gives up on the worker.
+func heartbeatInterval(ctx context.Context) time.Duration {
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout <= 0 || timeout/3 > MaxHeartbeatInterval {
+		return MaxHeartbeatInterval
 	}
-	return a.HeartbeatInterval
+	return timeout / 3
 }
 
 // BuildUserMessage asks the runner for the turn's user message.
 func (a *Activities) BuildUserMessage(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
+	defer a.begin()()
+	out, err := a.buildUserMessage(ctx, in)
+	return out, a.scrub(err)
+}
+
+func (a *Activities) buildUserMessage(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
 	r, _, err := a.Runners.Runner(in.Agent)
 	if err != nil {
 		return session.BuildUserMessageOutput{}, err
@@ -74,6 +128,12 @@ func (a *Activities) BuildUserMessage(ctx context.Context, in session.BuildUserM
 
 // RunModel makes one model call through the agent's runner.
 func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
+	defer a.begin()()
+	out, err := a.runModel(ctx, in)
+	return out, a.scrub(err)
+}
+
+func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
 	r, caps, err := a.Runners.Runner(in.Agent)
 	if err != nil {
 		return session.ModelOutcome{}, err
@@ -163,6 +223,16 @@ func (a *Activities) CallSingleAttemptTool(ctx context.Context, in session.ToolI
 }
 
 func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
+	defer a.begin()()
+	out, err := a.runTool(ctx, in)
+	if out.Error != nil {
+		msg := a.redact(*out.Error)
+		out.Error = &msg
+	}
+	return out, a.scrub(err)
+}
+
+func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
 	info := activity.GetInfo(ctx)
 	var hb session.ToolHeartbeat
 	if activity.HasHeartbeatDetails(ctx) {
@@ -174,7 +244,7 @@ func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (sessio
 		if hb.Started {
 			return err
 		}
-		return temporal.NewApplicationErrorWithCause(err.Error(), session.ToolNotStartedErrorType, err)
+		return temporal.NewApplicationError(err.Error(), session.ToolNotStartedErrorType)
 	}
 	r, caps, err := a.Runners.Runner(in.Agent)
 	if err != nil {
@@ -183,23 +253,21 @@ func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (sessio
 	if a.Hooks.BeforeToolStart != nil {
 		a.Hooks.BeforeToolStart(ctx, in)
 	}
+	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
+	defer w.close()
+	stop := a.heartbeatLoop(ctx, w)
+	defer stop()
 	// A plugin that died while idle fails the next call before it reaches
 	// the tool; find that out before the started marker, so such a call is
 	// recorded as not run instead of outcome unknown.
 	if err := preflight(ctx, r); err != nil {
 		return session.ToolOutcome{}, notStarted(err)
 	}
-	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
-	defer w.close()
-	w.publish(session.EventToolCallStarted, map[string]string{"tool_call_id": in.ToolCall.ToolCallID, "tool_name": in.ToolCall.ToolName})
 	// Record the started marker durably before the tool runs.
-	hb.Started = true
-	if err := activity.GetClient(ctx).RecordActivityHeartbeat(ctx, info.TaskToken, hb); err != nil {
-		hb.Started = false
+	if err := w.markStarted(ctx, info.TaskToken); err != nil {
 		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
 	}
-	stop := a.heartbeatLoop(ctx, w)
-	defer stop()
+	w.publish(session.EventToolCallStarted, map[string]string{"tool_call_id": in.ToolCall.ToolCallID, "tool_name": in.ToolCall.ToolName})
 	resp, err := r.ExecuteDeferredToolCall(ctx, &pluginapi.ExecuteToolRequest{
 		Agent:               in.Agent,
 		SessionID:           in.SessionID,
@@ -260,6 +328,12 @@ func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (ses
 // RecordTurnFailure builds the messages a failed turn leaves: the runner's
 // unfinished-turn messages, then the turn-failure note.
 func (a *Activities) RecordTurnFailure(ctx context.Context, in session.TurnFailureInput) (session.TurnFailureOutput, error) {
+	defer a.begin()()
+	out, err := a.recordTurnFailure(ctx, in)
+	return out, a.scrub(err)
+}
+
+func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailureInput) (session.TurnFailureOutput, error) {
 	var out session.TurnFailureOutput
 	r, caps, err := a.Runners.Runner(in.Turn.Agent)
 	if err != nil {
@@ -278,7 +352,7 @@ func (a *Activities) RecordTurnFailure(ctx context.Context, in session.TurnFailu
 		}
 		if err != nil {
 			a.logger().Warn("build_unfinished_turn_messages failed; storing only the note",
-				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", err)
+				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", a.redact(fmt.Sprint(err)))
 		} else {
 			out.Messages = append(out.Messages, msgs...)
 		}
@@ -287,7 +361,7 @@ func (a *Activities) RecordTurnFailure(ctx context.Context, in session.TurnFailu
 		resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Turn.Agent, Text: in.Note})
 		if err != nil || resp == nil || resp.Message.Role != pluginapi.RoleUser {
 			a.logger().Warn("build_user_message failed for the turn-failure note; storing it as plain text",
-				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", err)
+				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", a.redact(fmt.Sprint(err)))
 			out.Messages = append(out.Messages, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Note})
 		} else {
 			out.Messages = append(out.Messages, resp.Message)
@@ -319,7 +393,7 @@ func (a *Activities) heartbeatLoop(ctx context.Context, w *writer) (stop func())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(a.interval())
+		t := time.NewTicker(heartbeatInterval(ctx))
 		defer t.Stop()
 		for {
 			select {
@@ -415,6 +489,20 @@ func (w *writer) Heartbeat() {
 		return
 	}
 	activity.RecordHeartbeat(w.ctx)
+}
+
+// markStarted records the started marker with a synchronous heartbeat; the
+// background heartbeats carry it from then on.
+func (w *writer) markStarted(ctx context.Context, taskToken []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hb := *w.hb
+	hb.Started = true
+	if err := activity.GetClient(ctx).RecordActivityHeartbeat(ctx, taskToken, hb); err != nil {
+		return err
+	}
+	w.hb.Started = true
+	return nil
 }
 
 func (w *writer) SaveHeartbeatCheckpoint(text string) {

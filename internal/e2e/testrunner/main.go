@@ -8,6 +8,10 @@
 //	modelgate:NAME   stop the first model call of the turn at gate model-NAME
 //	fail             fail every model call
 //	permfail         fail every model call with a permanent error
+//	leakfail         fail every model call permanently, with the value of
+//	                 $DEX_TEST_SECRET in the error text
+//
+// The tool leak fails with the value of $DEX_TEST_SECRET in its error text.
 //
 // Once the turn's tools ran, the model answers "done: " and each result.
 package main
@@ -57,6 +61,9 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 				return result + " " + a.Name, nil
 			}, stepwise.WithEffect(effect))
 	}
+	leak := stepwise.MustFunctionTool("leak", "Fails with a secret in its error.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+		return "", &pluginapi.ToolExecutionError{Message: "upstream rejected token " + os.Getenv("DEX_TEST_SECRET")}
+	}, stepwise.WithEffect(pluginapi.EffectRead))
 	noop := stepwise.MustFunctionTool("noop", "Does nothing.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
 		return "ok", nil
 	}, stepwise.WithEffect(pluginapi.EffectRead))
@@ -77,6 +84,8 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 				return stepwise.ScriptedReply{}, errors.New("scripted model failure")
 			case tok == "permfail":
 				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("scripted permanent failure (HTTP 400)"))
+			case tok == "leakfail":
+				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("provider rejected key " + os.Getenv("DEX_TEST_SECRET")))
 			case strings.HasPrefix(tok, "modelgate:") && len(results) == 0:
 				if err := (probe.FileGate{Dir: cfg.StateDir, Name: "model-" + strings.TrimPrefix(tok, "modelgate:")}).WaitIfArmed(ctx); err != nil {
 					return stepwise.ScriptedReply{}, err
@@ -108,6 +117,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			gated("idem_gate", "wrote", pluginapi.EffectIdempotentWrite),
 			gated("write_gate", "wrote", pluginapi.EffectNonIdempotentWrite),
 			gated("approve_write", "wrote", pluginapi.EffectNonIdempotentWrite),
+			leak,
 			noop,
 		},
 	}, nil

@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/redact"
+)
+
+// TestSecretsInRunnerErrorsNeverReachTheSession: the plugin is granted
+// DEX_TEST_SECRET and puts it in a tool's error and in a model failure.
+// Neither the model, the snapshot (last_turn_error, tool records,
+// messages) nor the workflow history holds the value.
+func TestSecretsInRunnerErrorsNeverReachTheSession(t *testing.T) {
+	const secret = "sk-test-5d41402abc4b2a76b9719d911017c592"
+	t.Setenv("DEX_TEST_SECRET", secret)
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "call:leak:x")
+	snap := s.WaitForSnapshot("the answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: leak=failed:The tool call failed: upstream rejected token "+redact.Placeholder)
+
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "leakfail"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage
+	})
+	if want := "provider rejected key " + redact.Placeholder; !strings.Contains(snap.State.LastTurnError, want) {
+		t.Errorf("last_turn_error = %q, want it to contain %q", snap.State.LastTurnError, want)
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the snapshot holds the secret: %s", b)
+	}
+	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := protojson.Format(e); strings.Contains(j, secret) {
+			t.Errorf("history event %d (%s) holds the secret", e.GetEventId(), e.GetEventType())
+		}
+	}
+}

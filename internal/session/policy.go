@@ -1,0 +1,56 @@
+package session
+
+import "github.com/dex-agents/dex-agent-worker/pluginapi"
+
+// AuthorizePolicy returns the policy a tool call runs under. The operator's
+// policies decide: the explicit policy for the tool, else the default
+// effect. The runner's claim (the policy it resolved for the call) may only
+// make the call stricter: a stricter effect class wins, and a claim that
+// explicitly requires approval adds the approval. A runner that claims
+// "read" for a write the config classifies as non_idempotent_write still
+// gets one attempt and the approval the config asks for.
+func AuthorizePolicy(set pluginapi.PolicySet, tool string, claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
+	host, explicit := set.Policies[tool]
+	if !explicit {
+		host = pluginapi.ToolPolicy{Effect: set.DefaultEffect}
+	}
+	if !host.Effect.Valid() {
+		host.Effect = pluginapi.EffectUnclassified
+	}
+	out := pluginapi.ToolPolicy{Effect: host.Effect}
+	if claim.Effect.Valid() && strictness(claim.Effect) > strictness(host.Effect) {
+		out.Effect = claim.Effect
+	}
+	approval := host.RequiresApproval == nil && out.Effect.ApprovalRequiredByDefault() ||
+		host.RequiresApproval != nil && *host.RequiresApproval
+	if claim.RequiresApproval != nil && *claim.RequiresApproval {
+		approval = true
+	}
+	out.RequiresApproval = &approval
+	return out
+}
+
+// strictness orders the effect classes by how carefully a call runs:
+// retried reads, retried writes with an idempotency key, then single
+// attempts.
+func strictness(e pluginapi.Effect) int {
+	switch e {
+	case pluginapi.EffectRead:
+		return 0
+	case pluginapi.EffectIdempotentWrite:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// legacyPolicy is the policy of a call in a session started before the
+// settings were recorded: the runner's claim, as those sessions ran. It is
+// kept so that their histories replay.
+func legacyPolicy(claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
+	if !claim.Effect.Valid() {
+		claim.Effect = pluginapi.EffectUnclassified
+	}
+	approval := claim.ApprovalRequired()
+	return pluginapi.ToolPolicy{Effect: claim.Effect, RequiresApproval: &approval}
+}

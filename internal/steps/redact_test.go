@@ -1,0 +1,97 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/dex-agents/dex-agent-worker/internal/redact"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+const secret = "sk-live-0123456789abcdef"
+
+// leakyRunner puts the secret in every error text it returns.
+type leakyRunner struct {
+	pluginapi.Runner
+	modelErr error
+	toolErr  error
+}
+
+func (r leakyRunner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+	return &pluginapi.InfoResponse{Name: "leaky"}, nil
+}
+
+func (r leakyRunner) RunModelStep(context.Context, *pluginapi.RunModelStepRequest) (*pluginapi.RunModelStepResponse, error) {
+	return nil, r.modelErr
+}
+
+func (r leakyRunner) ExecuteDeferredToolCall(context.Context, *pluginapi.ExecuteToolRequest) (*pluginapi.ExecuteToolResponse, error) {
+	return nil, r.toolErr
+}
+
+func (r leakyRunner) BuildUserMessage(context.Context, *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {
+	return nil, r.modelErr
+}
+
+type oneRunner struct{ r pluginapi.Runner }
+
+func (o oneRunner) Runner(string) (pluginapi.Runner, pluginapi.Capabilities, error) {
+	return o.r, pluginapi.Capabilities{}, nil
+}
+
+func activityEnv(t *testing.T, r pluginapi.Runner) *testsuite.TestActivityEnvironment {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	a := &Activities{Runners: oneRunner{r}, Redact: redact.New(secret).String}
+	env.RegisterActivityWithOptions(a.RunModel, activity.RegisterOptions{Name: "RunModel"})
+	env.RegisterActivityWithOptions(a.BuildUserMessage, activity.RegisterOptions{Name: "BuildUserMessage"})
+	return env
+}
+
+// TestRunnerErrorTextsAreRedacted: a runner's error texts reach the
+// session's history (last_turn_error, turn_failed, the model) only after
+// the config's secrets were removed; a permanent error stays permanent.
+func TestRunnerErrorTextsAreRedacted(t *testing.T) {
+	leak := errors.New("provider refused key " + secret)
+	tests := []struct {
+		name          string
+		runner        leakyRunner
+		activity      string
+		input         any
+		wantPermanent bool
+	}{
+		{"model failure", leakyRunner{modelErr: leak}, "RunModel", session.TurnInput{Agent: "a"}, false},
+		{"permanent model failure", leakyRunner{modelErr: pluginapi.Permanent(leak)}, "RunModel", session.TurnInput{Agent: "a"}, true},
+		{"user message failure", leakyRunner{modelErr: leak}, "BuildUserMessage", session.BuildUserMessageInput{Agent: "a"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := activityEnv(t, tt.runner)
+			_, err := env.ExecuteActivity(tt.activity, tt.input)
+			if err == nil {
+				t.Fatal("the activity succeeded")
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the secret reached the Step's error: %v", err)
+			}
+			if !strings.Contains(err.Error(), "provider refused key "+redact.Placeholder) {
+				t.Errorf("error = %v, want the redacted text", err)
+			}
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) {
+				t.Fatalf("error %T is not an application error", err)
+			}
+			if app.NonRetryable() != tt.wantPermanent {
+				t.Errorf("non-retryable = %v, want %v", app.NonRetryable(), tt.wantPermanent)
+			}
+		})
+	}
+}
