@@ -204,6 +204,16 @@ func (s *Stack) StartWorker() *Worker {
 	return w
 }
 
+// KillWorkers SIGKILLs every worker the stack started.
+func (s *Stack) KillWorkers() {
+	s.mu.Lock()
+	workers := append([]*Worker(nil), s.workers...)
+	s.mu.Unlock()
+	for _, w := range workers {
+		w.Kill()
+	}
+}
+
 // Kill SIGKILLs the worker's process group (the worker and its plugins) and
 // waits for the worker to exit.
 func (w *Worker) Kill() {
@@ -312,7 +322,9 @@ type StepHistoryEntry struct {
 	EventType  string
 	StepType   string
 	ActivityID string
-	Attempt    int32
+	// Attempt is the attempt that ended the Step (1 for a Step that
+	// succeeded at once).
+	Attempt int32
 }
 
 // StepHistory lists the finished Steps of a session from its workflow
@@ -322,6 +334,7 @@ func (s *Stack) StepHistory(sessionID string) ([]StepHistoryEntry, error) {
 	defer cancel()
 	it := s.Client.GetWorkflowHistory(ctx, sessionID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	scheduled := map[int64][2]string{}
+	started := map[int64]int32{} // started event ID -> attempt
 	var out []StepHistoryEntry
 	for it.HasNext() {
 		e, err := it.Next()
@@ -331,21 +344,28 @@ func (s *Stack) StepHistory(sessionID string) ([]StepHistoryEntry, error) {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
 			scheduled[e.GetEventId()] = [2]string{a.GetActivityType().GetName(), a.GetActivityId()}
 		}
-		add := func(kind string, schedID int64, attempt int32) {
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil {
+			started[e.GetEventId()] = a.GetAttempt()
+		}
+		// The engine writes the started event of a retried activity only
+		// with its last attempt, so the attempt is that of the attempt that
+		// ended the Step (0 when it never started, such as a Step cancelled
+		// while scheduled).
+		add := func(kind string, schedID, startedID int64) {
 			sc := scheduled[schedID]
-			out = append(out, StepHistoryEntry{EventType: kind, StepType: sc[0], ActivityID: sc[1], Attempt: attempt})
+			out = append(out, StepHistoryEntry{EventType: kind, StepType: sc[0], ActivityID: sc[1], Attempt: started[startedID]})
 		}
 		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil {
-			add("completed", a.GetScheduledEventId(), 0)
+			add("completed", a.GetScheduledEventId(), a.GetStartedEventId())
 		}
 		if a := e.GetActivityTaskFailedEventAttributes(); a != nil {
-			add("failed", a.GetScheduledEventId(), 0)
+			add("failed", a.GetScheduledEventId(), a.GetStartedEventId())
 		}
 		if a := e.GetActivityTaskTimedOutEventAttributes(); a != nil {
-			add("timed_out", a.GetScheduledEventId(), 0)
+			add("timed_out", a.GetScheduledEventId(), a.GetStartedEventId())
 		}
 		if a := e.GetActivityTaskCanceledEventAttributes(); a != nil {
-			add("canceled", a.GetScheduledEventId(), 0)
+			add("canceled", a.GetScheduledEventId(), a.GetStartedEventId())
 		}
 	}
 	return out, nil

@@ -371,7 +371,7 @@ func (r agentRunners) Runner(agent string) (pluginapi.Runner, pluginapi.Capabili
 type sessionSink struct{ sink events.Sink }
 
 func (s sessionSink) Publish(sessionID string, e session.Event) {
-	s.sink.Publish(events.Event{SessionID: sessionID, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.Step, Payload: e.Payload})
+	s.sink.Publish(events.Event{SessionID: sessionID, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.Step, Attempt: e.Attempt, Payload: e.Payload})
 }
 
 // Dial connects a Temporal client as the config says. address, when not

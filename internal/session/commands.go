@@ -2,7 +2,6 @@ package session
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -77,10 +76,20 @@ const (
 	EventUsageRecorded     = "usage_recorded"
 )
 
+// The values of interrupt_resolved's cancellation_reason besides "" (the
+// spec's steering and turn cancellation remove interrupts with them).
+const (
+	CancellationSteered       = "steered"
+	CancellationTurnCancelled = "turn_cancelled"
+)
+
 // Event is one live event. Payload is a JSON object.
 type Event struct {
 	Type   string `json:"type"`
 	TurnID string `json:"turn_id,omitempty"`
+	// Attempt is the attempt of the Step the event reports: a RunModel or
+	// tool Step's attempt, or 1 for a waiting Step (an approval).
+	Attempt int `json:"attempt"`
 	// Step is the activity ID of the tool Step an event is about, so a UI
 	// groups it with that Step's own events; empty for turn-level events.
 	// The glue turns it into the event's step_execution_id.
@@ -101,13 +110,33 @@ func toolStep(turnID, toolCallID string) string { return turnID + "/" + toolCall
 // package's reflection.
 //
 //workflowcheck:ignore
-func newEvent(typ, turnID string, payload any) Event {
+func newEvent(typ, turnID string, attempt int, payload any) Event {
 	b, err := json.Marshal(payload) //workflowcheck:ignore
 	if err != nil {
 		// Payloads are fixed structs of strings, numbers and bools.
 		panic(fmt.Sprintf("session: marshal %s payload: %v", typ, err))
 	}
-	return Event{Type: typ, TurnID: turnID, Payload: b}
+	if attempt < 1 {
+		attempt = 1
+	}
+	return Event{Type: typ, TurnID: turnID, Attempt: attempt, Payload: b}
+}
+
+// waitingStepAttempt is the attempt of a waiting Step (AwaitToolApproval):
+// it has one.
+const waitingStepAttempt = 1
+
+// ToolCallStartedPayload is the payload of tool_call_started, which a tool
+// Step writes once its started marker is recorded.
+type ToolCallStartedPayload struct {
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
+}
+
+// TextPayload is the payload of text_delta and reasoning_delta, which a
+// runner writes.
+type TextPayload struct {
+	Text string `json:"text"`
 }
 
 type turnStartedPayload struct {
@@ -135,30 +164,34 @@ type toolCallFinishedPayload struct {
 	Status     string `json:"status"`
 }
 
+// interruptRaisedPayload has every field of the spec's interrupt_raised,
+// empty values included: an approval has no question, no choices and no
+// free text; an interrupt without a deadline has deadline "".
 type interruptRaisedPayload struct {
-	InterruptID string `json:"interrupt_id"`
-	ToolCallID  string `json:"tool_call_id"`
-	ToolName    string `json:"tool_name"`
-	Deadline    string `json:"deadline,omitempty"`
-	Kind        string `json:"kind"`
+	InterruptID    string   `json:"interrupt_id"`
+	ToolCallID     string   `json:"tool_call_id"`
+	ToolName       string   `json:"tool_name"`
+	Deadline       string   `json:"deadline"`
+	Kind           string   `json:"kind"`
+	Question       string   `json:"question"`
+	Choices        []string `json:"choices"`
+	AllowsFreeText bool     `json:"allows_free_text"`
 }
 
+// interruptResolvedPayload has every field of the spec's
+// interrupt_resolved. Answered is false for approvals; CancellationReason is
+// "steered", "turn_cancelled" or "" (a passed deadline is approved: false
+// with the deadline text as rejection_message).
 type interruptResolvedPayload struct {
 	InterruptID        string `json:"interrupt_id"`
 	Approved           bool   `json:"approved"`
-	RejectionMessage   string `json:"rejection_message,omitempty"`
+	RejectionMessage   string `json:"rejection_message"`
 	Kind               string `json:"kind"`
-	CancellationReason string `json:"cancellation_reason,omitempty"`
+	Answered           bool   `json:"answered"`
+	CancellationReason string `json:"cancellation_reason"`
 }
 
 type usageRecordedPayload struct {
 	Recorded pluginapi.Usage `json:"recorded"`
 	Session  pluginapi.Usage `json:"session"`
-}
-
-// ErrInvalidInput marks an update input that a validator rejects.
-var ErrInvalidInput = errors.New("invalid input")
-
-func errorf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
 }

@@ -52,15 +52,10 @@ func (s *State) Snapshot() client.Snapshot {
 const MaxPageSize = 200
 
 // ListMessages renders list_agent_messages: up to Limit messages (clamped to
-// 1..200) older than BeforeSequence, or the newest, oldest first.
+// 1..200, as the spec says: a limit of 0 or less reads 1) older than
+// BeforeSequence, or the newest, oldest first.
 func (s *State) ListMessages(req client.ListMessagesRequest) client.MessagesPage {
-	limit := req.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	if limit > MaxPageSize {
-		limit = MaxPageSize
-	}
+	limit := min(max(req.Limit, 1), MaxPageSize)
 	end := len(s.Messages)
 	if req.BeforeSequence > 0 {
 		end = 0

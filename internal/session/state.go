@@ -108,23 +108,14 @@ func (s *State) Start(in client.StartInput) []Command {
 	return s.next()
 }
 
-// ValidateUserMessage reports why send_user_message must be refused without
-// a history entry; nil accepts it. Blank text is accepted by the validator
-// and answered false by SendUserMessage, as the spec's RPC returns False.
-func (s *State) ValidateUserMessage(req client.SendUserMessageRequest) error {
-	if len(req.Text) > MaxUserMessageBytes {
-		return errorf("text is %d bytes; the limit is %d", len(req.Text), MaxUserMessageBytes)
-	}
-	return nil
-}
-
 // MaxUserMessageBytes bounds one user message, well below Temporal's 2 MB
 // payload limit.
 const MaxUserMessageBytes = 256 * 1024
 
-// SendUserMessage queues one user message. It returns false for blank text.
+// SendUserMessage queues one user message. It returns false for blank
+// text and for text over MaxUserMessageBytes.
 func (s *State) SendUserMessage(req client.SendUserMessageRequest) (bool, []Command) {
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" || len(req.Text) > MaxUserMessageBytes {
 		return false, nil
 	}
 	s.enqueue(req.Text)
@@ -153,25 +144,26 @@ func (s *State) next() []Command {
 }
 
 // UserMessageBuilt stores the turn's user message and starts the first model call.
-func (s *State) UserMessageBuilt(turnID string, m pluginapi.FrameworkMessage) []Command {
+// attempt is the attempt of the Step that built it.
+func (s *State) UserMessageBuilt(turnID string, m pluginapi.FrameworkMessage, attempt int) []Command {
 	if s.Phase != phaseBuildingUser || turnID != s.ActiveTurnID {
 		return nil
 	}
 	if m.Role != pluginapi.RoleUser {
-		return s.UserMessageFailed(turnID, "build_user_message returned role "+strconv.Quote(string(m.Role))+"; want \"user\"")
+		return s.UserMessageFailed(turnID, "build_user_message returned role "+strconv.Quote(string(m.Role))+"; want \"user\"", attempt)
 	}
 	s.TurnText = ""
 	seq := s.append(m)
 	s.Phase = phaseRunningModel
 	return []Command{
-		Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, turnStartedPayload{Sequence: seq})},
+		Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, attempt, turnStartedPayload{Sequence: seq})},
 		RunModel{TurnID: s.ActiveTurnID},
 	}
 }
 
 // UserMessageFailed fails a turn whose user message could not be built. The
 // user's text is kept as a plain user message, so nothing the user sent is lost.
-func (s *State) UserMessageFailed(turnID, reason string) []Command {
+func (s *State) UserMessageFailed(turnID, reason string, attempt int) []Command {
 	if s.Phase != phaseBuildingUser || turnID != s.ActiveTurnID {
 		return nil
 	}
@@ -203,6 +195,8 @@ type ModelOutcome struct {
 	// UnfinishedCapable reports that the runner implements
 	// build_unfinished_turn_messages.
 	UnfinishedCapable bool `json:"unfinished_capable,omitempty"`
+	// Attempt is the attempt of the RunModel Step that made the call.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // ModelStepDone applies a RunModel outcome. nowMs is the workflow clock in
@@ -220,7 +214,8 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 	default:
 		return s.failTurn("the runner returned a malformed outcome: want exactly one of turn_completed and tool_calls_requested")
 	}
-	cmds := s.recordUsage(usage)
+	attempt := out.Attempt
+	cmds := s.recordUsage(usage, attempt)
 	if tc := out.TurnCompleted; tc != nil {
 		first := len(s.Messages)
 		for _, m := range tc.NewMessages {
@@ -230,7 +225,7 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 		turn := s.ActiveTurnID
 		s.LastTurnError = ""
 		s.endTurn()
-		cmds = append(cmds, Emit{Event: newEvent(EventTurnCompleted, turn, turnCompletedPayload{MessageCount: count})})
+		cmds = append(cmds, Emit{Event: newEvent(EventTurnCompleted, turn, attempt, turnCompletedPayload{MessageCount: count})})
 		return append(cmds, s.next()...)
 	}
 	req := out.ToolCallsRequested
@@ -257,7 +252,7 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 			DeferralOrder:       len(s.ToolCalls),
 			ToolSourceReference: call.ToolSourceReference,
 		}
-		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, toolCallDeferredPayload{
+		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))})
 		if rec.RequiresApproval {
@@ -269,9 +264,9 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 			s.Interrupts = append(s.Interrupts, in)
 			s.ToolCalls = append(s.ToolCalls, rec)
 			cmds = append(cmds,
-				Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, interruptRaisedPayload{
+				Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, attempt, interruptRaisedPayload{
 					InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
-					Deadline: formatDeadline(in.DeadlineUnixMs), Kind: in.Kind,
+					Deadline: formatDeadline(in.DeadlineUnixMs), Kind: in.Kind, Choices: []string{},
 				}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))},
 				AwaitApproval{InterruptID: in.InterruptID, DeadlineUnixMs: in.DeadlineUnixMs},
 			)
@@ -325,20 +320,17 @@ func (s *State) runTool(rec pluginapi.ToolCall) Command {
 	}
 }
 
-func (s *State) recordUsage(u pluginapi.Usage) []Command {
-	if u.ModelCalls == 0 {
-		u.ModelCalls = 1
-	}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.InputTokens + u.OutputTokens
-	}
+// recordUsage adds one RunModel outcome's usage as the runner reported it:
+// model_calls 0 stays 0, and total_tokens is what the runner reported (the
+// runner contract computes it only when the runner left it out).
+func (s *State) recordUsage(u pluginapi.Usage, attempt int) []Command {
 	s.Usage = s.Usage.Add(u)
-	return []Command{Emit{Event: newEvent(EventUsageRecorded, s.ActiveTurnID, usageRecordedPayload{Recorded: u, Session: s.Usage})}}
+	return []Command{Emit{Event: newEvent(EventUsageRecorded, s.ActiveTurnID, attempt, usageRecordedPayload{Recorded: u, Session: s.Usage})}}
 }
 
 // ModelStepFailed routes a RunModel Step whose attempts are spent to
 // RecordTurnFailure.
-func (s *State) ModelStepFailed(turnID, reason string) []Command {
+func (s *State) ModelStepFailed(turnID, reason string, attempt int) []Command {
 	if s.Phase != phaseRunningModel || turnID != s.ActiveTurnID {
 		return nil
 	}
@@ -358,7 +350,7 @@ func (s *State) failTurn(reason string) []Command {
 
 // TurnFailureRecorded stores the unfinished-turn messages and the note, and
 // ends the failed turn.
-func (s *State) TurnFailureRecorded(turnID string, msgs []pluginapi.FrameworkMessage) []Command {
+func (s *State) TurnFailureRecorded(turnID string, msgs []pluginapi.FrameworkMessage, attempt int) []Command {
 	if s.Phase != phaseRecordFailure || turnID != s.ActiveTurnID {
 		return nil
 	}
@@ -368,7 +360,7 @@ func (s *State) TurnFailureRecorded(turnID string, msgs []pluginapi.FrameworkMes
 	reason := s.LastTurnError
 	s.endTurn()
 	s.LastTurnError = reason
-	cmds := []Command{Emit{Event: newEvent(EventTurnFailed, turnID, turnFailedPayload{Error: reason})}}
+	cmds := []Command{Emit{Event: newEvent(EventTurnFailed, turnID, attempt, turnFailedPayload{Error: reason})}}
 	return append(cmds, s.next()...)
 }
 
@@ -381,20 +373,15 @@ func (s *State) endTurn() {
 	s.Interrupts = nil
 }
 
-// ValidateResolveInterrupt rejects malformed resolve_interrupt input.
-func (s *State) ValidateResolveInterrupt(req client.ResolveInterruptRequest) error {
-	if strings.TrimSpace(req.InterruptID) == "" {
-		return errorf("interrupt_id is required")
-	}
-	if len(req.RejectionMessage) > MaxUserMessageBytes {
-		return errorf("rejection_message is %d bytes; the limit is %d", len(req.RejectionMessage), MaxUserMessageBytes)
-	}
-	return nil
-}
-
 // ResolveInterrupt approves or rejects a pending approval. It returns false
-// when the interrupt is not pending or its deadline has passed.
+// when the interrupt is not pending (a blank or unknown ID) or its deadline
+// has passed, and for a rejection message over MaxUserMessageBytes, as the
+// spec's RPC returns False. A request that does not decode is refused by
+// the engine before it reaches the session.
 func (s *State) ResolveInterrupt(req client.ResolveInterruptRequest, nowMs int64) (bool, []Command) {
+	if len(req.RejectionMessage) > MaxUserMessageBytes {
+		return false, nil
+	}
 	i := s.findInterrupt(req.InterruptID)
 	if i < 0 {
 		return false, nil
@@ -414,7 +401,7 @@ func (s *State) ResolveInterrupt(req client.ResolveInterruptRequest, nowMs int64
 	}
 	cmds := []Command{
 		CancelApprovalTimer{InterruptID: in.InterruptID},
-		Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, interruptResolvedPayload{
+		Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
 			InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: in.Kind,
 		}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))},
 	}
@@ -426,7 +413,7 @@ func (s *State) ResolveInterrupt(req client.ResolveInterruptRequest, nowMs int64
 		rejection = pluginapi.DefaultRejectionToolResult
 	}
 	s.ToolCalls[c].RejectionMessage = rejection
-	return true, append(cmds, s.finishCall(c, pluginapi.ToolCallRejected)...)
+	return true, append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...)
 }
 
 // ApprovalTimerFired applies an approval deadline. A timer that fired early
@@ -445,15 +432,14 @@ func (s *State) ApprovalTimerFired(interruptID string, nowMs int64) []Command {
 	}
 	c := s.findCall(in.ToolCallID)
 	s.removeInterrupt(i)
-	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, interruptResolvedPayload{
+	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: pluginapi.ApprovalDeadlinePassed, Kind: in.Kind,
-		CancellationReason: "deadline_passed",
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))}}
 	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallAwaitingApproval {
 		return cmds
 	}
 	s.ToolCalls[c].RejectionMessage = pluginapi.ApprovalDeadlinePassed
-	return append(cmds, s.finishCall(c, pluginapi.ToolCallRejected)...)
+	return append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...)
 }
 
 // ToolOutcome is what a tool Step returns when it ran to an outcome.
@@ -462,6 +448,8 @@ type ToolOutcome struct {
 	Output *string `json:"output,omitempty"`
 	// Error is a failure the model sees (ToolExecutionError).
 	Error *string `json:"error,omitempty"`
+	// Attempt is the attempt of the tool Step that ran the call.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // ToolStepDone records the outcome of a tool Step.
@@ -473,20 +461,21 @@ func (s *State) ToolStepDone(turnID, toolCallID string, out ToolOutcome) []Comma
 	switch {
 	case out.Output != nil && out.Error == nil:
 		s.ToolCalls[c].Output = *out.Output
-		return s.finishCall(c, pluginapi.ToolCallSucceeded)
+		return s.finishCall(c, pluginapi.ToolCallSucceeded, out.Attempt)
 	case out.Error != nil && out.Output == nil:
 		s.ToolCalls[c].Error = *out.Error
-		return s.finishCall(c, pluginapi.ToolCallFailed)
+		return s.finishCall(c, pluginapi.ToolCallFailed, out.Attempt)
 	}
 	// A tool Step never returns a malformed outcome (it fails its attempt
 	// instead); treat one like a failure of the Step.
-	return s.ToolStepFailed(turnID, toolCallID, "the tool step returned a malformed outcome", false)
+	return s.ToolStepFailed(turnID, toolCallID, "the tool step returned a malformed outcome", false, out.Attempt)
 }
 
 // ToolStepFailed applies RecordToolFailure (CallTool) or
 // RecordToolOutcomeUnknown (CallSingleAttemptTool) once the Step's attempts
-// are spent. notStarted reports that no attempt reached the tool.
-func (s *State) ToolStepFailed(turnID, toolCallID, detail string, notStarted bool) []Command {
+// are spent. notStarted reports that no attempt reached the tool; attempt
+// is the Step's last attempt.
+func (s *State) ToolStepFailed(turnID, toolCallID, detail string, notStarted bool, attempt int) []Command {
 	c := s.runningCall(turnID, toolCallID)
 	if c < 0 {
 		return nil
@@ -494,13 +483,13 @@ func (s *State) ToolStepFailed(turnID, toolCallID, detail string, notStarted boo
 	switch {
 	case notStarted:
 		s.ToolCalls[c].Error = pluginapi.ToolCallNotRunErrorPrefix + ": " + detail
-		return s.finishCall(c, pluginapi.ToolCallFailed)
+		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
 	case s.ToolCalls[c].Effect == pluginapi.EffectRead:
 		s.ToolCalls[c].Error = detail
-		return s.finishCall(c, pluginapi.ToolCallFailed)
+		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
 	default:
 		s.ToolCalls[c].Error = detail
-		return s.finishCall(c, pluginapi.ToolCallOutcomeUnknown)
+		return s.finishCall(c, pluginapi.ToolCallOutcomeUnknown, attempt)
 	}
 }
 
@@ -517,10 +506,11 @@ func (s *State) runningCall(turnID, toolCallID string) int {
 
 // finishCall makes a record final, writes tool_call_finished, and resumes
 // the turn once every record of the turn is final (ResumeTurn).
-func (s *State) finishCall(c int, status pluginapi.ToolCallStatus) []Command {
+// attempt is the attempt of the Step that made it final.
+func (s *State) finishCall(c int, status pluginapi.ToolCallStatus, attempt int) []Command {
 	rec := &s.ToolCalls[c]
 	rec.Status = status
-	cmds := []Command{Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, toolCallFinishedPayload{
+	cmds := []Command{Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
 		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(status),
 	}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))}}
 	for _, other := range s.ToolCalls {
@@ -568,8 +558,13 @@ func (s *State) ToolCall(id string) (pluginapi.ToolCall, bool) {
 }
 
 // ActiveStepTypes lists the Steps the session waits in, sorted, for the
-// ActiveStepTypes search attribute.
-func (s *State) ActiveStepTypes() []string {
+// ActiveStepTypes search attribute: the spec's Step names only.
+func (s *State) ActiveStepTypes() []string { return s.activeStepTypes(false) }
+
+// activeStepTypes is ActiveStepTypes; legacy adds the names runs of older
+// workers upserted (BuildUserMessage, RecordTurnFailure), so that their
+// histories replay with the same upserts.
+func (s *State) activeStepTypes(legacy bool) []string {
 	var steps []string
 	add := func(name string) {
 		for _, have := range steps {
@@ -584,12 +579,17 @@ func (s *State) ActiveStepTypes() []string {
 		if s.Started {
 			add(client.StepAwaitUserMessage)
 		}
-	case phaseBuildingUser:
-		add(client.StepBuildUserMessage)
-	case phaseRunningModel:
-		add(client.StepRunModel)
-	case phaseRecordFailure:
-		add(client.StepRecordTurnFailure)
+	case phaseBuildingUser, phaseRunningModel, phaseRecordFailure:
+		switch {
+		case legacy && s.Phase == phaseBuildingUser:
+			add(client.StepBuildUserMessage)
+		case legacy && s.Phase == phaseRecordFailure:
+			add(client.StepRecordTurnFailure)
+		default:
+			// The user message is built for RunModel, and a failed turn is
+			// recorded on the way out of the Step that failed it.
+			add(client.StepRunModel)
+		}
 	case phaseRunningTools:
 		add(client.StepResumeTurn)
 		for _, c := range s.ToolCalls {

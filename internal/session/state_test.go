@@ -43,13 +43,13 @@ func call(id, name string, effect pluginapi.Effect) pluginapi.DeferredToolCall {
 }
 
 func toolsRequested(calls ...pluginapi.DeferredToolCall) ModelOutcome {
-	return ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{RunState: `{"calls":1}`, ToolCalls: calls, Usage: pluginapi.Usage{InputTokens: 10, OutputTokens: 2}}}
+	return ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{RunState: `{"calls":1}`, ToolCalls: calls, Usage: pluginapi.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12, ModelCalls: 1}}}
 }
 
 func completed(text string) ModelOutcome {
 	return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{
 		NewMessages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleAssistant, Text: text}},
-		Usage:       pluginapi.Usage{InputTokens: 5, OutputTokens: 3},
+		Usage:       pluginapi.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1},
 	}}
 }
 
@@ -63,7 +63,7 @@ func startedWith(t *testing.T, o Options) *State {
 	t.Helper()
 	s := New("s-1", o)
 	s.Start(client.StartInput{InitialMessage: "refund order 7"})
-	s.UserMessageBuilt("turn-1", userMsg("refund order 7"))
+	s.UserMessageBuilt("turn-1", userMsg("refund order 7"), 1)
 	return s
 }
 
@@ -139,7 +139,7 @@ func TestUserMessages(t *testing.T) {
 	if !ok || cmds != nil || len(s.Queued) != 1 || s.Queued[0].MessageID != "msg-2" {
 		t.Fatalf("second message: ok=%v cmds=%v queued=%v", ok, cmds, s.Queued)
 	}
-	cmds = s.UserMessageBuilt("turn-1", userMsg("first"))
+	cmds = s.UserMessageBuilt("turn-1", userMsg("first"), 1)
 	if diff := cmp.Diff([]string{EventTurnStarted}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -173,9 +173,9 @@ func TestUserMessageBuildFailures(t *testing.T) {
 		want  string
 	}{
 		{"wrong role", func(s *State) []Command {
-			return s.UserMessageBuilt("turn-1", pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: "x"})
+			return s.UserMessageBuilt("turn-1", pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: "x"}, 1)
 		}, `build_user_message failed: build_user_message returned role "assistant"; want "user"`},
-		{"runner error", func(s *State) []Command { return s.UserMessageFailed("turn-1", "boom") }, "build_user_message failed: boom"},
+		{"runner error", func(s *State) []Command { return s.UserMessageFailed("turn-1", "boom", 1) }, "build_user_message failed: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestUserMessageBuildFailures(t *testing.T) {
 			if len(s.Messages) != 1 || s.Messages[0].Text != "hi" || s.Messages[0].Role != pluginapi.RoleUser {
 				t.Errorf("user text not kept: %+v", s.Messages)
 			}
-			s.TurnFailureRecorded("turn-1", nil)
+			s.TurnFailureRecorded("turn-1", nil, 1)
 			if s.LastTurnError != tt.want || s.Status != client.StatusWaitingForUserMessage {
 				t.Errorf("after failure: status %q error %q", s.Status, s.LastTurnError)
 			}
@@ -278,9 +278,9 @@ func TestIDsMayRepeatInLaterTurnsButNotWithinOne(t *testing.T) {
 	if _, ok := cmds[0].(RecordTurnFailure); !ok {
 		t.Fatalf("reusing an ID within a turn: %#v", cmds)
 	}
-	s.TurnFailureRecorded("turn-1", nil)
+	s.TurnFailureRecorded("turn-1", nil, 1)
 	s.SendUserMessage(client.SendUserMessageRequest{Text: "again"})
-	s.UserMessageBuilt("turn-2", userMsg("again"))
+	s.UserMessageBuilt("turn-2", userMsg("again"), 1)
 	cmds = nonEmit(s.ModelStepDone("turn-2", toolsRequested(call("a", "lookup", "read")), now))
 	if diff := cmp.Diff([]Command{RunTool{TurnID: "turn-2", ToolCallID: "a", IdempotencyKey: "s-1/turn-2/a"}}, cmds); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
@@ -342,7 +342,7 @@ func TestToolStepFailures(t *testing.T) {
 			s := startedWith(t, o)
 			c := call("c1", "tool", tt.effect)
 			s.ModelStepDone("turn-1", toolsRequested(c), now)
-			cmds := s.ToolStepFailed("turn-1", "c1", "boom", tt.notStarted)
+			cmds := s.ToolStepFailed("turn-1", "c1", "boom", tt.notStarted, 1)
 			if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
 				t.Errorf("commands (-want +got):\n%s", diff)
 			}
@@ -427,7 +427,7 @@ func TestNoDeadlineWithoutInterruptDeadline(t *testing.T) {
 	o.InterruptDeadlineMs = 0
 	s := New("s-1", o)
 	s.Start(client.StartInput{InitialMessage: "x"})
-	s.UserMessageBuilt("turn-1", userMsg("x"))
+	s.UserMessageBuilt("turn-1", userMsg("x"), 1)
 	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now))
 	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1"}}, cmds); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
@@ -442,8 +442,8 @@ func TestModelFailureLeavesNote(t *testing.T) {
 	s.ModelStepDone("turn-1", toolsRequested(call("c1", "lookup", pluginapi.EffectRead), call("c2", "refund", pluginapi.EffectNonIdempotentWrite)), now)
 	s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("found")})
 	s.ResolveInterrupt(client.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
-	s.ToolStepFailed("turn-1", "c2", "worker lost", false)
-	cmds := s.ModelStepFailed("turn-1", "RunModel failed after 3 attempts: 503")
+	s.ToolStepFailed("turn-1", "c2", "worker lost", false, 1)
+	cmds := s.ModelStepFailed("turn-1", "RunModel failed after 3 attempts: 503", 1)
 	wantNote := pluginapi.TurnFailureNoteHeader + "\n" +
 		`- lookup {"order_id":"7"} -> succeeded: found` + "\n" +
 		`- refund {"order_id":"7"} -> outcome_unknown: ` + pluginapi.OutcomeUnknownToolResult + "\n" +
@@ -453,7 +453,7 @@ func TestModelFailureLeavesNote(t *testing.T) {
 		t.Fatalf("commands (-want +got):\n%s", diff)
 	}
 	s.SendUserMessage(client.SendUserMessageRequest{Text: "next"})
-	cmds = s.TurnFailureRecorded("turn-1", []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}})
+	cmds = s.TurnFailureRecorded("turn-1", []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}}, 1)
 	if diff := cmp.Diff([]string{EventTurnFailed}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -465,7 +465,7 @@ func TestModelFailureLeavesNote(t *testing.T) {
 		t.Errorf("after failure: last=%+v err=%q", last, s.LastTurnError)
 	}
 	// A later completed turn clears last_turn_error.
-	s.UserMessageBuilt("turn-2", userMsg("next"))
+	s.UserMessageBuilt("turn-2", userMsg("next"), 1)
 	s.ModelStepDone("turn-2", completed("ok"), now)
 	if s.LastTurnError != "" {
 		t.Errorf("last_turn_error not cleared: %q", s.LastTurnError)
@@ -480,10 +480,10 @@ func TestStaleInputsAreIgnored(t *testing.T) {
 	if cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("x")}); cmds != nil {
 		t.Errorf("tool result while running the model applied")
 	}
-	if cmds := s.UserMessageBuilt("turn-1", userMsg("again")); cmds != nil {
+	if cmds := s.UserMessageBuilt("turn-1", userMsg("again"), 1); cmds != nil {
 		t.Errorf("second user message build applied")
 	}
-	if cmds := s.TurnFailureRecorded("turn-1", nil); cmds != nil {
+	if cmds := s.TurnFailureRecorded("turn-1", nil, 1); cmds != nil {
 		t.Errorf("failure record without a failure applied")
 	}
 }
@@ -527,7 +527,8 @@ func TestListMessages(t *testing.T) {
 		{"newest page", client.ListMessagesRequest{Limit: 2}, []int64{4, 5}, true, 4},
 		{"before", client.ListMessagesRequest{BeforeSequence: 4, Limit: 2}, []int64{2, 3}, true, 2},
 		{"last page", client.ListMessagesRequest{BeforeSequence: 2, Limit: 2}, []int64{1}, false, 0},
-		{"limit clamped up", client.ListMessagesRequest{Limit: -3}, []int64{1, 2, 3, 4, 5}, false, 0},
+		{"a negative limit reads 1", client.ListMessagesRequest{Limit: -3}, []int64{5}, true, 5},
+		{"a zero limit reads 1", client.ListMessagesRequest{}, []int64{5}, true, 5},
 		{"limit clamped down", client.ListMessagesRequest{Limit: 1000}, []int64{1, 2, 3, 4, 5}, false, 0},
 	}
 	for _, tt := range tests {
@@ -622,5 +623,39 @@ func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
 	want := []Command{RunTool{TurnID: "turn-1", ToolCallID: "c1", IdempotencyKey: "s-1/turn-1/c1"}}
 	if diff := cmp.Diff(want, cmds); diff != "" {
 		t.Errorf("legacy commands (-want +got):\n%s", diff)
+	}
+}
+
+// TestUsageIsRecordedAsReported: the session adds what the runner reported
+// for the call; a runner that reports no model call (a cached answer, say)
+// counts none.
+func TestUsageIsRecordedAsReported(t *testing.T) {
+	tests := []struct {
+		name string
+		u    pluginapi.Usage
+	}{
+		{"one call", pluginapi.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1}},
+		{"no model call", pluginapi.Usage{ModelCalls: 0}},
+		{"a provider total that is not the sum", pluginapi.Usage{InputTokens: 5, OutputTokens: 3, ReasoningTokens: 4, TotalTokens: 12, ModelCalls: 1}},
+		{"a harness that made three calls", pluginapi.Usage{InputTokens: 30, OutputTokens: 9, TotalTokens: 39, ModelCalls: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := started(t)
+			cmds := s.ModelStepDone("turn-1", ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{Usage: tt.u}, Attempt: 2}, now)
+			if diff := cmp.Diff(tt.u, s.Usage); diff != "" {
+				t.Errorf("session usage (-want +got):\n%s", diff)
+			}
+			var p usageRecordedPayload
+			if err := json.Unmarshal(cmds[0].(Emit).Event.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.u, p.Recorded); diff != "" {
+				t.Errorf("usage_recorded.recorded (-want +got):\n%s", diff)
+			}
+			if a := cmds[0].(Emit).Event.Attempt; a != 2 {
+				t.Errorf("usage_recorded attempt = %d, want the RunModel attempt 2", a)
+			}
+		})
 	}
 }

@@ -32,12 +32,20 @@ type ToolInput struct {
 	IdempotencyKey string             `json:"idempotency_key"`
 }
 
-// ToolHeartbeat is the heartbeat detail of a tool Step. Started is recorded
-// before the tool runs, so a failed Step whose last details lack it never
-// ran the tool (attempt progress NOT_STARTED).
-type ToolHeartbeat struct {
+// StepHeartbeat is the heartbeat detail of a RunModel or tool Step. Started
+// is recorded before a tool runs, so a failed tool Step whose last details
+// lack it never ran the tool (attempt progress NOT_STARTED). Attempt lets
+// the session name the attempt of a Step that timed out.
+type StepHeartbeat struct {
 	Started    bool   `json:"started"`
 	Checkpoint string `json:"checkpoint,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+}
+
+// StepFailure is the detail of every error a Step returns: the attempt
+// that failed.
+type StepFailure struct {
+	Attempt int `json:"attempt"`
 }
 
 // ToolNotStartedErrorType is the application error type a tool Step returns
@@ -54,6 +62,7 @@ type TurnFailureInput struct {
 // TurnFailureOutput holds the messages RecordTurnFailure stores.
 type TurnFailureOutput struct {
 	Messages []pluginapi.FrameworkMessage `json:"messages"`
+	Attempt  int                          `json:"attempt,omitempty"`
 }
 
 // turnInput builds the runner's view of the active turn.
@@ -72,6 +81,7 @@ func (s *State) turnInput() TurnInput {
 // BuildUserMessageOutput is the result of the BuildUserMessage local activity.
 type BuildUserMessageOutput struct {
 	Message pluginapi.FrameworkMessage `json:"message"`
+	Attempt int                        `json:"attempt,omitempty"`
 }
 
 func plainUserMessage(text string) pluginapi.FrameworkMessage {

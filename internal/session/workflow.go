@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -92,6 +93,9 @@ type loop struct {
 	futures []*pendingFuture
 	updates int
 	steps   []string
+	// legacySteps upserts the Step names of older workers (see
+	// specStepNamesChangeID).
+	legacySteps bool
 }
 
 func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
@@ -108,6 +112,9 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.st = New(info.WorkflowExecution.ID, opts)
 		l.pending = l.st.Start(client.StartInput{InitialMessage: in.InitialMessage})
 	}
+	// Runs of older workers upserted non-spec Step names; theirs replay
+	// with them.
+	l.legacySteps = workflow.GetVersion(ctx, specStepNamesChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	if err := l.registerHandlers(); err != nil {
 		return err
 	}
@@ -136,6 +143,10 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 // its history. Histories from before it have no marker for it: they were
 // made with the settings of the worker that ran them, which replay uses.
 const settingsChangeID = "record-session-settings"
+
+// specStepNamesChangeID names the change that keeps ActiveStepTypes to the
+// spec's Step names.
+const specStepNamesChangeID = "active-step-types-spec-names"
 
 // sessionOptions returns the session's settings: the ones carried through
 // continue-as-new when they were recorded, else the worker's current
@@ -175,29 +186,27 @@ func (l *loop) registerHandlers() error {
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateSendUserMessage,
+	// The updates answer false where the spec's RPCs return False (blank
+	// text, a message over the limit, an interrupt that is not pending), so
+	// they need no validator: a request that does not decode is refused by
+	// the engine.
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSendUserMessage,
 		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
 			l.updates++
 			ok, cmds := l.st.SendUserMessage(req)
 			l.pending = append(l.pending, cmds...)
 			return ok, nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.SendUserMessageRequest) error {
-			return l.st.ValidateUserMessage(req)
-		}},
 	); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateResolveInterrupt,
+	return workflow.SetUpdateHandler(l.ctx, client.UpdateResolveInterrupt,
 		func(ctx workflow.Context, req client.ResolveInterruptRequest) (bool, error) {
 			l.updates++
 			ok, cmds := l.st.ResolveInterrupt(req, workflow.Now(ctx).UnixMilli())
 			l.pending = append(l.pending, cmds...)
 			return ok, nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.ResolveInterruptRequest) error {
-			return l.st.ValidateResolveInterrupt(req)
-		}},
 	)
 }
 
@@ -270,10 +279,10 @@ func (l *loop) exec(cmd Command) {
 		l.add(f, func(f workflow.Future) {
 			var out BuildUserMessageOutput
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.then(l.st.UserMessageFailed(c.TurnID, errorText(err)))
+				l.then(l.st.UserMessageFailed(c.TurnID, errorText(err), attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)))
 				return
 			}
-			l.then(l.st.UserMessageBuilt(c.TurnID, out.Message))
+			l.then(l.st.UserMessageBuilt(c.TurnID, out.Message, out.Attempt))
 		})
 	case RunModel:
 		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(l.st.Options.RunModel, ""))
@@ -281,7 +290,7 @@ func (l *loop) exec(cmd Command) {
 		l.add(f, func(f workflow.Future) {
 			var out ModelOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.then(l.st.ModelStepFailed(c.TurnID, "RunModel failed: "+errorText(err)))
+				l.then(l.st.ModelStepFailed(c.TurnID, "RunModel failed: "+errorText(err), attemptOf(err, l.st.Options.RunModel.MaximumAttempts)))
 				return
 			}
 			l.then(l.st.ModelStepDone(c.TurnID, out, l.now()))
@@ -303,7 +312,7 @@ func (l *loop) exec(cmd Command) {
 		l.add(f, func(f workflow.Future) {
 			var out ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.then(l.st.ToolStepFailed(c.TurnID, c.ToolCallID, errorText(err), toolNotStarted(err)))
+				l.then(l.st.ToolStepFailed(c.TurnID, c.ToolCallID, errorText(err), toolNotStarted(err), attemptOf(err, limits.MaximumAttempts)))
 				return
 			}
 			l.then(l.st.ToolStepDone(c.TurnID, c.ToolCallID, out))
@@ -339,8 +348,9 @@ func (l *loop) exec(cmd Command) {
 				if c.Note != "" {
 					out.Messages = append(out.Messages, plainUserMessage(c.Note))
 				}
+				out.Attempt = attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)
 			}
-			l.then(l.st.TurnFailureRecorded(c.TurnID, out.Messages))
+			l.then(l.st.TurnFailureRecorded(c.TurnID, out.Messages, out.Attempt))
 		})
 	}
 }
@@ -372,7 +382,7 @@ func (l *loop) upsertSteps() {
 	if !l.st.Options.SearchAttributes {
 		return
 	}
-	steps := l.st.ActiveStepTypes()
+	steps := l.st.activeStepTypes(l.legacySteps)
 	if equalStrings(steps, l.steps) {
 		return
 	}
@@ -428,7 +438,7 @@ func toolNotStarted(err error) bool {
 		if !timeout.HasLastHeartbeatDetails() {
 			return true
 		}
-		var hb ToolHeartbeat
+		var hb StepHeartbeat
 		if timeout.LastHeartbeatDetails(&hb) != nil {
 			return false
 		}
@@ -437,12 +447,40 @@ func toolNotStarted(err error) bool {
 	return false
 }
 
+// attemptOf returns the attempt of a Step that failed: from its error's
+// details, or the heartbeat details of one that timed out; else the last
+// attempt its retry policy allows when the retries ran out, or 1.
+func attemptOf(err error, maxAttempts int32) int {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.HasDetails() {
+		var f StepFailure
+		if app.Details(&f) == nil && f.Attempt > 0 {
+			return f.Attempt
+		}
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.HasLastHeartbeatDetails() {
+		var hb StepHeartbeat
+		if timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
+			return hb.Attempt
+		}
+	}
+	var act *temporal.ActivityError
+	if errors.As(err, &act) && act.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED && maxAttempts > 0 {
+		return int(maxAttempts)
+	}
+	return 1
+}
+
 // errorText renders an activity failure for people and models: the
-// innermost cause, without the SDK's wrapping.
+// innermost cause, without the SDK's wrapping and error type.
 func errorText(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Error()
+		if cause := errors.Unwrap(app); cause != nil {
+			return app.Message() + ": " + errorText(cause)
+		}
+		return app.Message()
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) {

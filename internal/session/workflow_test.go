@@ -159,18 +159,37 @@ func TestWorkflowApprovalRunsTheTool(t *testing.T) {
 	}
 }
 
-func TestWorkflowValidatorsRejectBadInput(t *testing.T) {
+// TestWorkflowUpdatesAnswerFalseWhereTheSpecDoes: blank text, a message
+// over the limit, a blank or unknown interrupt ID and a rejection message
+// over the limit are answered false (the spec's RPCs return False), not
+// refused with an error.
+func TestWorkflowUpdatesAnswerFalseWhereTheSpecDoes(t *testing.T) {
 	env, _ := newEnv(t, runtime(0))
-	errs := make([]error, 2)
-	oks := make([]bool, 2)
+	type call struct {
+		name string
+		req  any
+		ok   bool
+		err  error
+	}
+	calls := []*call{
+		{name: client.UpdateSendUserMessage, req: client.SendUserMessageRequest{Text: strings.Repeat("x", MaxUserMessageBytes+1)}},
+		{name: client.UpdateSendUserMessage, req: client.SendUserMessageRequest{Text: " \n"}},
+		{name: client.UpdateResolveInterrupt, req: client.ResolveInterruptRequest{}},
+		{name: client.UpdateResolveInterrupt, req: client.ResolveInterruptRequest{InterruptID: "nope", Approved: true}},
+		{name: client.UpdateResolveInterrupt, req: client.ResolveInterruptRequest{InterruptID: "nope", RejectionMessage: strings.Repeat("x", MaxUserMessageBytes+1)}},
+	}
 	env.RegisterDelayedCallback(func() {
-		update(env, client.UpdateSendUserMessage, client.SendUserMessageRequest{Text: strings.Repeat("x", MaxUserMessageBytes+1)}, &oks[0], &errs[0])
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{}, &oks[1], &errs[1])
+		for _, c := range calls {
+			c.ok = true
+			update(env, c.name, c.req, &c.ok, &c.err)
+		}
 	}, time.Minute)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Minute)
 	env.ExecuteWorkflow("TestAgent", WorkflowInput{})
-	if oks[0] || oks[1] || errs[0] == nil || !strings.Contains(errs[0].Error(), "the limit is") || errs[1] == nil || !strings.Contains(errs[1].Error(), "interrupt_id is required") {
-		t.Errorf("validator errors = %v", errs)
+	for i, c := range calls {
+		if c.ok || c.err != nil {
+			t.Errorf("call %d (%s) = %v, %v; want false, nil", i, c.name, c.ok, c.err)
+		}
 	}
 }
 

@@ -62,24 +62,26 @@ func (a *Activities) redact(s string) string {
 	return a.Redact(s)
 }
 
-// scrub removes secrets from a Step's error before the engine stores it in
-// the session's history (where last_turn_error, events and the model take
-// it from). An application error keeps its type and retry rule.
-func (a *Activities) scrub(err error) error {
-	if err == nil || a.Redact == nil {
+// finish turns a Step's error into the application error the engine
+// stores in the session's history (where last_turn_error, events and the
+// model take it from): secrets removed, the failed attempt in its details
+// (StepFailure), and the type and retry rule of an application error kept.
+// An error of a cancelled attempt is left to the engine, which reports the
+// cancellation.
+func (a *Activities) finish(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	msg := err.Error()
-	clean := a.Redact(msg)
-	if clean == msg {
-		return err
-	}
+	msg, typ, nonRetryable := err.Error(), "", false
 	if app, ok := err.(*temporal.ApplicationError); ok {
 		// This package builds its application errors without a cause, so
 		// the message is the whole text.
-		return temporal.NewApplicationErrorWithOptions(a.Redact(app.Message()), app.Type(), temporal.ApplicationErrorOptions{NonRetryable: app.NonRetryable()})
+		msg, typ, nonRetryable = app.Message(), app.Type(), app.NonRetryable()
 	}
-	return errors.New(clean)
+	return temporal.NewApplicationErrorWithOptions(a.redact(msg), typ, temporal.ApplicationErrorOptions{
+		NonRetryable: nonRetryable,
+		Details:      []any{session.StepFailure{Attempt: int(activity.GetInfo(ctx).Attempt)}},
+	})
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -108,7 +110,8 @@ func heartbeatInterval(ctx context.Context) time.Duration {
 func (a *Activities) BuildUserMessage(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
 	defer a.begin()()
 	out, err := a.buildUserMessage(ctx, in)
-	return out, a.scrub(err)
+	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	return out, a.finish(ctx, err)
 }
 
 func (a *Activities) buildUserMessage(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
@@ -130,7 +133,8 @@ func (a *Activities) buildUserMessage(ctx context.Context, in session.BuildUserM
 func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
 	defer a.begin()()
 	out, err := a.runModel(ctx, in)
-	return out, a.scrub(err)
+	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	return out, a.finish(ctx, err)
 }
 
 func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
@@ -140,6 +144,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	}
 	info := activity.GetInfo(ctx)
 	w := a.writer(ctx, in.SessionID, in.TurnID, nil)
+	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
@@ -229,15 +234,17 @@ func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (sessio
 		msg := a.redact(*out.Error)
 		out.Error = &msg
 	}
-	return out, a.scrub(err)
+	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	return out, a.finish(ctx, err)
 }
 
 func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
 	info := activity.GetInfo(ctx)
-	var hb session.ToolHeartbeat
+	var hb session.StepHeartbeat
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &hb)
 	}
+	hb.Attempt = int(info.Attempt)
 	// notStarted fails the attempt without running the tool. When an earlier
 	// attempt reached the tool, the failure is an ordinary one.
 	notStarted := func(err error) error {
@@ -267,7 +274,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	if err := w.markStarted(ctx, info.TaskToken); err != nil {
 		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
 	}
-	w.publish(session.EventToolCallStarted, map[string]string{"tool_call_id": in.ToolCall.ToolCallID, "tool_name": in.ToolCall.ToolName})
+	w.publish(session.EventToolCallStarted, session.ToolCallStartedPayload{ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName})
 	resp, err := r.ExecuteDeferredToolCall(ctx, &pluginapi.ExecuteToolRequest{
 		Agent:               in.Agent,
 		SessionID:           in.SessionID,
@@ -330,7 +337,8 @@ func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (ses
 func (a *Activities) RecordTurnFailure(ctx context.Context, in session.TurnFailureInput) (session.TurnFailureOutput, error) {
 	defer a.begin()()
 	out, err := a.recordTurnFailure(ctx, in)
-	return out, a.scrub(err)
+	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	return out, a.finish(ctx, err)
 }
 
 func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailureInput) (session.TurnFailureOutput, error) {
@@ -417,10 +425,11 @@ type writer struct {
 	attempt int
 	mu      sync.Mutex
 	closed  bool
-	hb      *session.ToolHeartbeat // nil for model steps
+	hb      *session.StepHeartbeat // nil for model steps
+	model   session.StepHeartbeat  // the heartbeat detail of a model step
 }
 
-func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *session.ToolHeartbeat) *writer {
+func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *session.StepHeartbeat) *writer {
 	info := activity.GetInfo(ctx)
 	return &writer{
 		ctx: ctx, a: a, session: sessionID, turn: turnID,
@@ -453,13 +462,13 @@ func (w *writer) publish(typ string, payload any) {
 
 func (w *writer) WriteTextDelta(text string) {
 	if text != "" {
-		w.publish(session.EventTextDelta, map[string]string{"text": text})
+		w.publish(session.EventTextDelta, session.TextPayload{Text: text})
 	}
 }
 
 func (w *writer) WriteReasoningDelta(text string) {
 	if text != "" {
-		w.publish(session.EventReasoningDelta, map[string]string{"text": text})
+		w.publish(session.EventReasoningDelta, session.TextPayload{Text: text})
 	}
 }
 
@@ -488,7 +497,7 @@ func (w *writer) Heartbeat() {
 		activity.RecordHeartbeat(w.ctx, *w.hb)
 		return
 	}
-	activity.RecordHeartbeat(w.ctx)
+	activity.RecordHeartbeat(w.ctx, w.model)
 }
 
 // markStarted records the started marker with a synchronous heartbeat; the

@@ -1,0 +1,222 @@
+package session
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// wireNames are the constants that carry a spec name, by their Go name in
+// docs/conformance.md.
+var wireNames = map[string]string{
+	"session.EventTurnStarted":       EventTurnStarted,
+	"session.EventTurnCompleted":     EventTurnCompleted,
+	"session.EventTurnFailed":        EventTurnFailed,
+	"session.EventTextDelta":         EventTextDelta,
+	"session.EventReasoningDelta":    EventReasoningDelta,
+	"session.EventToolCallStarted":   EventToolCallStarted,
+	"session.EventToolCallFinished":  EventToolCallFinished,
+	"session.EventToolCallDeferred":  EventToolCallDeferred,
+	"session.EventInterruptRaised":   EventInterruptRaised,
+	"session.EventInterruptResolved": EventInterruptResolved,
+	"session.EventUsageRecorded":     EventUsageRecorded,
+
+	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
+	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
+	"client.QueryAgentSnapshot":     client.QueryAgentSnapshot,
+	"client.QueryListAgentMessages": client.QueryListAgentMessages,
+
+	"client.StepAwaitUserMessage":      client.StepAwaitUserMessage,
+	"client.StepRunModel":              client.StepRunModel,
+	"client.StepAwaitToolApproval":     client.StepAwaitToolApproval,
+	"client.StepCallTool":              client.StepCallTool,
+	"client.StepCallSingleAttemptTool": client.StepCallSingleAttemptTool,
+	"client.StepResumeTurn":            client.StepResumeTurn,
+	"client.StepRecordTurnFailure":     client.StepRecordTurnFailure,
+
+	"client.StatusWaitingForUserMessage": client.StatusWaitingForUserMessage,
+	"client.StatusRunningModel":          client.StatusRunningModel,
+	"client.StatusRunningTools":          client.StatusRunningTools,
+	"client.InterruptKindApproval":       client.InterruptKindApproval,
+
+	"pluginapi.EffectRead":               string(pluginapi.EffectRead),
+	"pluginapi.EffectIdempotentWrite":    string(pluginapi.EffectIdempotentWrite),
+	"pluginapi.EffectNonIdempotentWrite": string(pluginapi.EffectNonIdempotentWrite),
+	"pluginapi.EffectUnclassified":       string(pluginapi.EffectUnclassified),
+	"pluginapi.RoleUser":                 string(pluginapi.RoleUser),
+	"pluginapi.RoleAssistant":            string(pluginapi.RoleAssistant),
+	"pluginapi.RoleTool":                 string(pluginapi.RoleTool),
+
+	"pluginapi.ToolCallAwaitingApproval": string(pluginapi.ToolCallAwaitingApproval),
+	"pluginapi.ToolCallApproved":         string(pluginapi.ToolCallApproved),
+	"pluginapi.ToolCallAwaitingAnswer":   string(pluginapi.ToolCallAwaitingAnswer),
+	"pluginapi.ToolCallWaitingForTimer":  string(pluginapi.ToolCallWaitingForTimer),
+	"pluginapi.ToolCallWaitingForTask":   string(pluginapi.ToolCallWaitingForTask),
+	"pluginapi.ToolCallRejected":         string(pluginapi.ToolCallRejected),
+	"pluginapi.ToolCallSucceeded":        string(pluginapi.ToolCallSucceeded),
+	"pluginapi.ToolCallFailed":           string(pluginapi.ToolCallFailed),
+	"pluginapi.ToolCallOutcomeUnknown":   string(pluginapi.ToolCallOutcomeUnknown),
+
+	"session.CancellationSteered":       CancellationSteered,
+	"session.CancellationTurnCancelled": CancellationTurnCancelled,
+}
+
+// eventPayloads are the payload types of the events, by Go name.
+var eventPayloads = map[string]any{
+	"session.EventTurnStarted":       turnStartedPayload{},
+	"session.EventTurnCompleted":     turnCompletedPayload{},
+	"session.EventTurnFailed":        turnFailedPayload{},
+	"session.EventTextDelta":         TextPayload{},
+	"session.EventReasoningDelta":    TextPayload{},
+	"session.EventToolCallStarted":   ToolCallStartedPayload{},
+	"session.EventToolCallFinished":  toolCallFinishedPayload{},
+	"session.EventToolCallDeferred":  toolCallDeferredPayload{},
+	"session.EventInterruptRaised":   interruptRaisedPayload{},
+	"session.EventInterruptResolved": interruptResolvedPayload{},
+	"session.EventUsageRecorded":     usageRecordedPayload{},
+}
+
+// modelTexts are the texts the model sees, by Go name.
+var modelTexts = map[string]string{
+	"pluginapi.DefaultRejectionToolResult":     pluginapi.DefaultRejectionToolResult,
+	"pluginapi.ApprovalDeadlinePassed":         pluginapi.ApprovalDeadlinePassed,
+	"pluginapi.ToolCallNotRunErrorPrefix":      pluginapi.ToolCallNotRunErrorPrefix,
+	"pluginapi.ModelCallLimitToolResultFormat": pluginapi.ModelCallLimitToolResultFormat,
+}
+
+var (
+	codeSpan = regexp.MustCompile("`([^`]*)`")
+	goName   = regexp.MustCompile(`^[a-z]+\.[A-Z][A-Za-z]+$`)
+)
+
+// TestConformanceTable checks docs/conformance.md against the code: every
+// row built here names a constant whose value is the spec name (and, for an
+// event, a payload with the spec's fields, empty ones included), and every
+// constant above has its row.
+func TestConformanceTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "conformance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "| `") && !strings.HasPrefix(line, "| (") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		var spec, name string
+		if m := codeSpan.FindStringSubmatch(cells[0]); m != nil {
+			spec = m[1]
+		}
+		for _, c := range cells[1:] {
+			if m := codeSpan.FindStringSubmatch(c); m != nil && goName.MatchString(m[1]) {
+				name = m[1]
+			}
+		}
+		where := "docs/conformance.md:" + itoa(i+1)
+		if text, ok := modelTexts[name]; ok {
+			seen[name] = true
+			if got := cells[len(cells)-1]; got != text {
+				t.Errorf("%s: %s is %q here, the table says %q", where, name, text, got)
+			}
+			continue
+		}
+		built := cells[len(cells)-1] == "yes"
+		if !built {
+			if name != "" {
+				t.Errorf("%s: %s names %s but is not marked built", where, spec, name)
+			}
+			continue
+		}
+		value, ok := wireNames[name]
+		if !ok {
+			t.Errorf("%s: %s is marked built, but %q is not a constant this test knows", where, spec, name)
+			continue
+		}
+		seen[name] = true
+		if value != spec {
+			t.Errorf("%s: %s = %q, the spec name is %q", where, name, value, spec)
+		}
+		if payload, ok := eventPayloads[name]; ok {
+			want := strings.Split(cells[1], ", ")
+			if got := jsonFields(t, payload); !slices.Equal(sorted(want), got) {
+				t.Errorf("%s: the %s payload has fields %v, the spec lists %v", where, spec, got, want)
+			}
+		}
+	}
+	for name := range wireNames {
+		if !seen[name] {
+			t.Errorf("%s has no row in docs/conformance.md", name)
+		}
+	}
+	for name := range modelTexts {
+		if !seen[name] {
+			t.Errorf("%s has no row in docs/conformance.md", name)
+		}
+	}
+}
+
+// jsonFields returns the JSON fields of a zero payload: every field of the
+// spec's list must be present even when empty.
+func jsonFields(t *testing.T, payload any) []string {
+	t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return sorted(keys)
+}
+
+func sorted(v []string) []string {
+	out := slices.Clone(v)
+	slices.Sort(out)
+	return out
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestActiveStepTypesUseTheSpecNames: no phase of a turn lists a name the
+// spec does not have, while runs of older workers keep theirs.
+func TestActiveStepTypesUseTheSpecNames(t *testing.T) {
+	spec := []string{"AwaitUserMessage", "RunModel", "CompactContext", "AwaitToolApproval", "AwaitQuestionAnswer",
+		"AwaitTimer", "CallTool", "CallSingleAttemptTool", "PollToolTask", "CancelToolTask", "ResumeTurn",
+		"ApplyTurnControl", "FinishTurnCancellation", "RecordTurnFailure"}
+	s := New("s", opts())
+	check := func(when string) {
+		t.Helper()
+		for _, name := range s.ActiveStepTypes() {
+			if !slices.Contains(spec, name) {
+				t.Errorf("%s: ActiveStepTypes has %q, not a spec Step", when, name)
+			}
+		}
+	}
+	s.Start(client.StartInput{InitialMessage: "hi"})
+	check("building the user message")
+	if got := s.activeStepTypes(true); !slices.Equal(got, []string{client.StepBuildUserMessage}) {
+		t.Errorf("legacy names while building = %v", got)
+	}
+	s.UserMessageBuilt("turn-1", userMsg("hi"), 1)
+	check("running the model")
+	s.ModelStepFailed("turn-1", "boom", 3)
+	check("recording the turn failure")
+	if got := s.ActiveStepTypes(); !slices.Equal(got, []string{client.StepRunModel}) {
+		t.Errorf("ActiveStepTypes while the failure is recorded = %v, want [RunModel]", got)
+	}
+	s.TurnFailureRecorded("turn-1", nil, 1)
+	check("idle")
+}
