@@ -58,8 +58,12 @@ func TestRefundConversation(t *testing.T) {
 	dir := t.TempDir()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
 	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(dir, "orders.json")})
-	if _, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg}); err != nil {
+	resp, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.Join(resp.Tools, ","); got != "lookup_order,refund_order" {
+		t.Errorf("Configure reported tools %q, want lookup_order,refund_order", got)
 	}
 	var msgs []pluginapi.Message
 	store := func(ms []pluginapi.FrameworkMessage) {
