@@ -158,6 +158,7 @@ func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 		logger:   h.logger.With("plugin", spec.Name),
 		reaping:  &h.reaping,
 		configs:  map[string]agentConfig{},
+		tools:    map[string][]string{},
 	}
 	proc, err := inst.start(ctx)
 
@@ -227,6 +228,23 @@ func (h *Host) Info(plugin string) (pluginapi.InfoResponse, pluginapi.Capabiliti
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 	return inst.info, inst.caps, true
+}
+
+// Tools returns the names of the tools the plugin reported for the agent in
+// its latest successful Configure, in the plugin's order. nil means unknown:
+// the agent was never configured, or the plugin reports no tools (a plugin
+// built before ConfigureResponse.Tools existed).
+func (h *Host) Tools(plugin, agent string) []string {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return nil
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if len(inst.tools[agent]) == 0 {
+		return nil
+	}
+	return slices.Clone(inst.tools[agent])
 }
 
 // Ping checks the plugin's current process with go-plugin's gRPC health

@@ -386,6 +386,28 @@ func TestConfigure(t *testing.T) {
 	if err := h.Configure(ctx, "tp", "a", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
+	if got := h.Tools("tp", "a"); got != nil {
+		t.Errorf("Tools(tp, a) = %q for a plugin that reports none, want nil (unknown)", got)
+	}
+	if err := h.Configure(ctx, "tp", "c", []byte(`{"tools":["lookup","refund"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"lookup", "refund"}, h.Tools("tp", "c")); diff != "" {
+		t.Errorf("Tools(tp, c) (-want +got):\n%s", diff)
+	}
+	cr, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "c", RunnerConfig: []byte(`{"tools":["lookup"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"lookup"}, cr.Tools); diff != "" {
+		t.Errorf("handle Configure tools (-want +got):\n%s", diff)
+	}
+	if got := h.Tools("tp", "b"); got != nil {
+		t.Errorf("Tools(tp, b) = %q after a refused Configure, want nil", got)
+	}
+	if got := h.Tools("nope", "a"); got != nil {
+		t.Errorf("Tools(nope, a) = %q, want nil", got)
+	}
 
 	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn("a", "hi")})
 	if err != nil {

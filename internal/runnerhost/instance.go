@@ -48,7 +48,8 @@ type instance struct {
 	info      pluginapi.InfoResponse
 	caps      pluginapi.Capabilities
 	configs   map[string]agentConfig
-	rev       uint64 // the newest agentConfig.rev
+	rev       uint64              // the newest agentConfig.rev
+	tools     map[string][]string // agent -> the tools its latest Configure reported
 }
 
 // process is one plugin process.
@@ -407,7 +408,7 @@ func (i *instance) ensureConfigured(ctx context.Context, p *process) error {
 }
 
 func (i *instance) sendConfig(ctx context.Context, p *process, c agentConfig) error {
-	_, err := p.runner.Configure(ctx, &pluginapi.ConfigureRequest{
+	resp, err := p.runner.Configure(ctx, &pluginapi.ConfigureRequest{
 		Agent:           c.agent,
 		RunnerConfig:    slices.Clone(c.data),
 		ProtocolVersion: p.version,
@@ -418,6 +419,11 @@ func (i *instance) sendConfig(ctx context.Context, p *process, c agentConfig) er
 	p.mu.Lock()
 	p.applied[c.agent] = c.rev
 	p.mu.Unlock()
+	if resp != nil {
+		i.mu.Lock()
+		i.tools[c.agent] = slices.Clone(resp.Tools)
+		i.mu.Unlock()
+	}
 	return nil
 }
 

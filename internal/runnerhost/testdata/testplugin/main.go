@@ -2,7 +2,8 @@
 // it does is chosen by the request:
 //
 //   - Configure fails with runner_config's "fail" text when it has one, and
-//     otherwise remembers the config and writes a line to stderr.
+//     otherwise remembers the config, writes a line to stderr and reports
+//     runner_config's "tools" as the agent's tools.
 //   - RunModelStep with the last message "hang" sends a "test.pid" event
 //     with its process ID and waits until the call is cancelled; any other
 //     text completes the turn with "pid=<pid> config=<the agent's config>".
@@ -43,7 +44,8 @@ func (r *runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
 
 func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
 	var cfg struct {
-		Fail string `json:"fail"`
+		Fail  string   `json:"fail"`
+		Tools []string `json:"tools"`
 	}
 	if err := json.Unmarshal(req.RunnerConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("runner_config: %w", err)
@@ -55,7 +57,7 @@ func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (
 	r.configs[req.Agent] = string(req.RunnerConfig)
 	r.mu.Unlock()
 	fmt.Fprintf(os.Stderr, "configured agent %s (protocol %d)\n", req.Agent, req.ProtocolVersion)
-	return &pluginapi.ConfigureResponse{}, nil
+	return &pluginapi.ConfigureResponse{Tools: cfg.Tools}, nil
 }
 
 func (r *runner) BuildUserMessage(_ context.Context, req *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {
