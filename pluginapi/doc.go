@@ -60,8 +60,11 @@
 //
 // # Logs and environment
 //
-// Write logs to os.Stderr: each line reaches the worker's log tagged with
-// the plugin's name. JSON lines in hashicorp/go-hclog's format (an "@level"
+// Never print to stdout before [Serve] runs, not even in an init function:
+// the first line on stdout is the go-plugin handshake, and the worker
+// refuses to start a plugin whose first line is anything else ("the plugin
+// printed to stdout before pluginapi.Serve: ..."). Write logs to os.Stderr:
+// each line reaches the worker's log tagged with the plugin's name. JSON lines in hashicorp/go-hclog's format (an "@level"
 // and an "@message" key) keep their level and fields. The process sees
 // only the environment variables its config lists (plus go-plugin's
 // handshake variables), and the worker removes their values from what it

@@ -334,6 +334,46 @@ func TestPluginOutputIsLoggedAndSecretsRedacted(t *testing.T) {
 	}
 }
 
+// TestPrintBeforeServe launches a plugin that prints to stdout before
+// pluginapi.Serve: the first stdout line is go-plugin's handshake, so the
+// start fails, and the error says why instead of go-plugin's
+// "Unrecognized remote plugin message".
+func TestPrintBeforeServe(t *testing.T) {
+	const secret = "sk-test-print-0123456789"
+	t.Setenv("DEX_TEST_API_KEY", secret)
+	long := "x" + strings.Repeat("é", 300)
+	tests := []struct {
+		name, line, want string
+	}{
+		{"a log line", "starting my runner v1", `"starting my runner v1"`},
+		{"an empty line", "", `""`},
+		{"a secret", "key=" + secret, `"key=<redacted>"`},
+		{"a long line", long, fmt.Sprintf("%q", long[:199]+"...")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newTestHost(t)
+			err := h.Launch(testContext(t), PluginSpec{
+				Name: "tp", Command: testPluginPath, Env: []string{"DEX_TEST_API_KEY"},
+				Args: []string{"print-before-serve", tt.line},
+			})
+			if err == nil {
+				t.Fatal("Launch succeeded")
+			}
+			t.Logf("Launch error: %v", err)
+			want := "the plugin printed to stdout before pluginapi.Serve: " + tt.want + "; write logs to stderr"
+			for _, part := range []string{`runner plugin "tp"`, want} {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("Launch error lacks %q", part)
+				}
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "Unrecognized remote plugin message") {
+				t.Errorf("Launch error shows a secret or go-plugin's raw message")
+			}
+		})
+	}
+}
+
 func TestChecksum(t *testing.T) {
 	data, err := os.ReadFile(testPluginPath)
 	if err != nil {

@@ -176,7 +176,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 			i.spec.Name, cmd.Path, fileSHA256(cmd.Path), i.spec.SHA256, err)
 	}
 	if err != nil {
-		return nil, fail("start "+i.spec.Command, err)
+		return nil, fail("start "+i.spec.Command, handshakeError(err, redact))
 	}
 	raw, err := protocol.Dispense(pluginapi.PluginName)
 	if err != nil {

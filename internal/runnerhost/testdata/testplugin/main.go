@@ -11,7 +11,9 @@
 //     environment as JSON, also logged to both stderr streams) and "pid"
 //     (output: the process ID).
 //
-// It implements the ToolTaskPoller optional interface and no other.
+// It implements the ToolTaskPoller optional interface and no other. With
+// the arguments "print-before-serve LINE" it prints LINE to stdout before it
+// calls pluginapi.Serve, which breaks the handshake.
 package main
 
 import (
@@ -31,7 +33,14 @@ import (
 // the host's sync stream once it runs.
 var realStderr = os.Stderr
 
-func main() { pluginapi.Serve(&runner{configs: map[string]string{}}) }
+func main() {
+	// Run as "testplugin print-before-serve LINE", it breaks the rule that a
+	// plugin prints nothing to stdout before Serve.
+	if len(os.Args) == 3 && os.Args[1] == "print-before-serve" {
+		fmt.Println(os.Args[2])
+	}
+	pluginapi.Serve(&runner{configs: map[string]string{}})
+}
 
 type runner struct {
 	mu      sync.Mutex
