@@ -374,6 +374,68 @@ func TestPrintBeforeServe(t *testing.T) {
 	}
 }
 
+// TestExitLogLevel checks the level of the log record of a plugin
+// process's exit: INFO when the host stopped it, whatever its exit status;
+// WARN for SIGTERM from elsewhere; ERROR for a crash.
+func TestExitLogLevel(t *testing.T) {
+	exitRecords := func(logs *logBuffer) []map[string]any {
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if rec["msg"] == "plugin process exited" {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
+	t.Run("stopped by the host", func(t *testing.T) {
+		h, logs := newTestHost(t)
+		launch(t, h, PluginSpec{Name: "tp"})
+		// The process exits with status 3 once the host asks it to stop, as
+		// a runner whose shutdown fails would.
+		if err := h.Configure(testContext(t), "tp", "a", []byte(`{"exit_status":3}`)); err != nil {
+			t.Fatal(err)
+		}
+		h.Close() // returns once go-plugin has logged the exit
+		recs := exitRecords(logs)
+		if len(recs) != 1 || recs[0]["level"] != "INFO" || recs[0]["error"] != "exit status 3" || recs[0]["stopped_by_host"] != true {
+			t.Errorf("exit records = %v, want one at INFO with exit status 3 and stopped_by_host", recs)
+		}
+		if strings.Contains(logs.String(), `"level":"ERROR"`) {
+			t.Errorf("a stop by the host logged an error:\n%s", logs.String())
+		}
+	})
+	for _, tt := range []struct {
+		name   string
+		signal syscall.Signal
+		level  string
+		error  string
+	}{
+		{"crash", syscall.SIGKILL, "ERROR", "signal: killed"},
+		{"SIGTERM from elsewhere", syscall.SIGTERM, "WARN", "signal: terminated"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, logs := newTestHost(t)
+			r := launch(t, h, PluginSpec{Name: "tp"})
+			pid, err := strconv.Atoi(runTool(t, r, "pid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(pid, tt.signal); err != nil {
+				t.Fatal(err)
+			}
+			logs.waitFor(t, `"msg":"plugin process exited"`)
+			recs := exitRecords(logs)
+			if len(recs) != 1 || recs[0]["level"] != tt.level || recs[0]["error"] != tt.error || recs[0]["stopped_by_host"] != nil {
+				t.Errorf("exit records = %v, want one at %s with %q", recs, tt.level, tt.error)
+			}
+		})
+	}
+}
+
 func TestChecksum(t *testing.T) {
 	data, err := os.ReadFile(testPluginPath)
 	if err != nil {

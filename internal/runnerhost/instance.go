@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -61,6 +62,9 @@ type process struct {
 	caps     pluginapi.Capabilities
 	version  int
 	id       string
+	// stopping is set before the host kills the process, so its exit is
+	// not logged as a crash.
+	stopping *atomic.Bool
 
 	mu      sync.Mutex
 	broken  bool // a call saw it die; never use it again
@@ -97,6 +101,7 @@ func (p *process) markBroken() {
 // kill ends the process and waits until it is gone.
 func (p *process) kill() {
 	p.markBroken()
+	p.stopping.Store(true)
 	p.client.Kill()
 }
 
@@ -141,6 +146,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	cmd := exec.Command(i.spec.Command, i.spec.Args...)
 	cmd.Env = env
 	stderr := newTail()
+	stopping := new(atomic.Bool)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		Plugins:          plugin.PluginSet{pluginapi.PluginName: &pluginapi.RunnerPlugin{}},
@@ -150,7 +156,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		AutoMTLS:         true,
 		Managed:          true,
 		StartTimeout:     startTimeout,
-		Logger:           newHCLogAdapter(i.logger, redact),
+		Logger:           newHCLogAdapter(i.logger, redact, stopping),
 		Stderr:           stderr,
 		SyncStdout:       outputLogger(i.logger, redact, "stdout"),
 		SyncStderr:       outputLogger(i.logger, redact, "stderr"),
@@ -161,6 +167,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	client := plugin.NewClient(cfg)
 
 	fail := func(what string, err error) error {
+		stopping.Store(true)
 		client.Kill() // waits for the stderr reader, so the tail is complete
 		msg := fmt.Sprintf("runner plugin %q: %s: %s", i.spec.Name, what, redact.String(err.Error()))
 		if t := stderr.String(); t != "" {
@@ -171,6 +178,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 
 	protocol, err := client.Client()
 	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+		stopping.Store(true)
 		client.Kill()
 		return nil, fmt.Errorf("runner plugin %q: refusing to start %s: its SHA-256 is %s, the configuration expects %s: %w",
 			i.spec.Name, cmd.Path, fileSHA256(cmd.Path), i.spec.SHA256, err)
@@ -202,6 +210,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		caps:     caps,
 		version:  version,
 		id:       client.ID(),
+		stopping: stopping,
 		cfgSem:   make(chan struct{}, 1),
 		applied:  map[string]uint64{},
 	}

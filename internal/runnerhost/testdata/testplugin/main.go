@@ -3,7 +3,8 @@
 //
 //   - Configure fails with runner_config's "fail" text when it has one, and
 //     otherwise remembers the config, writes a line to stderr and reports
-//     runner_config's "tools" as the agent's tools.
+//     runner_config's "tools" as the agent's tools. Its "exit_status" is the
+//     status the process exits with when the host stops it.
 //   - RunModelStep with the last message "hang" sends a "test.pid" event
 //     with its process ID and waits until the call is cancelled; any other
 //     text completes the turn with "pid=<pid> config=<the agent's config>".
@@ -25,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -40,7 +42,12 @@ func main() {
 		fmt.Println(os.Args[2])
 	}
 	pluginapi.Serve(&runner{configs: map[string]string{}})
+	os.Exit(int(exitStatus.Load()))
 }
+
+// exitStatus is the status the process exits with once Serve returns (the
+// host asked it to stop): the latest runner_config "exit_status".
+var exitStatus atomic.Int32
 
 type runner struct {
 	mu      sync.Mutex
@@ -53,8 +60,9 @@ func (r *runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
 
 func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
 	var cfg struct {
-		Fail  string   `json:"fail"`
-		Tools []string `json:"tools"`
+		Fail       string   `json:"fail"`
+		Tools      []string `json:"tools"`
+		ExitStatus int32    `json:"exit_status"`
 	}
 	if err := json.Unmarshal(req.RunnerConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("runner_config: %w", err)
@@ -65,6 +73,7 @@ func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (
 	r.mu.Lock()
 	r.configs[req.Agent] = string(req.RunnerConfig)
 	r.mu.Unlock()
+	exitStatus.Store(cfg.ExitStatus)
 	fmt.Fprintf(os.Stderr, "configured agent %s (protocol %d)\n", req.Agent, req.ProtocolVersion)
 	return &pluginapi.ConfigureResponse{Tools: cfg.Tools}, nil
 }
