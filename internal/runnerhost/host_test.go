@@ -222,6 +222,10 @@ func TestLaunchErrors(t *testing.T) {
 	h, _ := newTestHost(t)
 	ctx := testContext(t)
 	launch(t, h, PluginSpec{Name: "tp"})
+	notExecutable := filepath.Join(t.TempDir(), "plugin")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name string
@@ -236,7 +240,22 @@ func TestLaunchErrors(t *testing.T) {
 		{
 			name: "missing command",
 			spec: PluginSpec{Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-plugin")},
-			want: []string{`runner plugin "missing"`, "no-such-plugin"},
+			want: []string{`runner plugin "missing": command /`, "no-such-plugin does not exist (build the plugin, or fix plugins.missing.command)"},
+		},
+		{
+			name: "not executable",
+			spec: PluginSpec{Name: "noexec", Command: notExecutable},
+			want: []string{`runner plugin "noexec": command ` + notExecutable + " is not executable (mode -rw-r--r--; chmod +x it)"},
+		},
+		{
+			name: "a directory",
+			spec: PluginSpec{Name: "dir", Command: t.TempDir()},
+			want: []string{`runner plugin "dir": command /`, "is a directory, not a program"},
+		},
+		{
+			name: "not on PATH",
+			spec: PluginSpec{Name: "path", Command: "dex-no-such-runner-plugin"},
+			want: []string{`runner plugin "path": command "dex-no-such-runner-plugin" is not found on PATH`},
 		},
 		{
 			name: "duplicate",
