@@ -10,20 +10,28 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	temporalclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/chat"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 )
 
+// sessionFlags are the session commands' connection flags.
 type sessionFlags struct {
 	address   string
 	namespace string
 	taskQueue string
 	config    string
+	// Temporal TLS and API key, as temporal.tls and temporal.api_key.
+	tlsCert, tlsKey, tlsCA, tlsServerName string
+	apiKeyEnv                             string
+
+	loaded     *config.Config // the --config file, once loaded
+	loadedPath string
 }
 
 func envOr(name, def string) string {
@@ -33,16 +41,88 @@ func envOr(name, def string) string {
 	return def
 }
 
-func (f *sessionFlags) dial(ctx context.Context, g *globals) (*client.AgentSessionClient, func(), error) {
-	c, err := temporalclient.DialContext(ctx, temporalclient.Options{
-		HostPort:  f.address,
-		Namespace: f.namespace,
-		Logger:    log.NewStructuredLogger(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to Temporal at %s: %w (is `make dev` running? set --address or DEX_TEMPORAL_ADDRESS)", f.address, err)
+// configFile returns the worker config that --config (or $DEX_CONFIG)
+// names, loaded once, or nil when none is named.
+func (f *sessionFlags) configFile() (*config.Config, error) {
+	path := f.config
+	if path == "" {
+		path = os.Getenv("DEX_CONFIG")
 	}
-	return client.New(c, f.namespace, f.taskQueue), c.Close, nil
+	if path == "" {
+		return nil, nil
+	}
+	if f.loaded == nil || f.loadedPath != path {
+		cfg, err := config.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		f.loaded, f.loadedPath = cfg, path
+	}
+	return f.loaded, nil
+}
+
+// temporal returns the connection settings. Each comes from its flag, else
+// its environment variable (address and namespace), else the --config
+// file's temporal section, else the default.
+func (f *sessionFlags) temporal() (config.Temporal, error) {
+	t := config.Temporal{Address: config.DefaultAddress, Namespace: config.DefaultNamespace, TaskQueue: config.DefaultTaskQueue}
+	cfg, err := f.configFile()
+	if err != nil {
+		return t, err
+	}
+	if cfg != nil {
+		t = cfg.Temporal
+	}
+	if v := os.Getenv("DEX_TEMPORAL_ADDRESS"); v != "" {
+		t.Address = v
+	}
+	if v := os.Getenv("DEX_TEMPORAL_NAMESPACE"); v != "" {
+		t.Namespace = v
+	}
+	for _, o := range []struct{ flag, into *string }{{&f.address, &t.Address}, {&f.namespace, &t.Namespace}, {&f.taskQueue, &t.TaskQueue}} {
+		if *o.flag != "" {
+			*o.into = *o.flag
+		}
+	}
+	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" || f.tlsServerName != "" {
+		tls := &config.TLS{}
+		if t.TLS != nil {
+			*tls = *t.TLS
+		}
+		for _, o := range []struct{ flag, into *string }{{&f.tlsCert, &tls.CertFile}, {&f.tlsKey, &tls.KeyFile}, {&f.tlsCA, &tls.CAFile}, {&f.tlsServerName, &tls.ServerName}} {
+			if *o.flag != "" {
+				*o.into = *o.flag
+			}
+		}
+		if (tls.CertFile == "") != (tls.KeyFile == "") {
+			return t, errors.New("--tls-cert and --tls-key go together (a client certificate and its key)")
+		}
+		t.TLS = tls
+	}
+	if f.apiKeyEnv != "" {
+		key := os.Getenv(f.apiKeyEnv)
+		if key == "" {
+			return t, fmt.Errorf("--api-key-env: environment variable %s is not set", f.apiKeyEnv)
+		}
+		t.APIKey = config.Secret(key)
+	}
+	return t, nil
+}
+
+func (f *sessionFlags) dial(ctx context.Context, g *globals) (*client.AgentSessionClient, func(), error) {
+	t, err := f.temporal()
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := daemon.Dial(ctx, t, "", logger)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "connect to Temporal") { // not a TLS file's problem
+			err = fmt.Errorf("%w (is `make dev` running? set --address or DEX_TEMPORAL_ADDRESS)", err)
+		}
+		return nil, nil, err
+	}
+	return client.New(c, t.Namespace, t.TaskQueue), c.Close, nil
 }
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -50,12 +130,21 @@ func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Start and drive agent sessions",
+		Long: "session starts and drives sessions through Temporal, like any application would.\n\n" +
+			"Connection settings come from the flags, else $DEX_TEMPORAL_ADDRESS and $DEX_TEMPORAL_NAMESPACE,\n" +
+			"else the temporal section of the worker config named by --config (or $DEX_CONFIG), else the\n" +
+			"defaults (localhost:7233, namespace default, task queue dex-agents, no TLS).",
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.address, "address", envOr("DEX_TEMPORAL_ADDRESS", "localhost:7233"), "Temporal frontend address ($DEX_TEMPORAL_ADDRESS)")
-	pf.StringVar(&f.namespace, "namespace", envOr("DEX_TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
-	pf.StringVar(&f.taskQueue, "task-queue", client.DefaultTaskQueue, "the workers' task queue")
-	pf.StringVar(&f.config, "config", envOr("DEX_CONFIG", ""), "worker config that maps agent names to flow types (default configs/dev.yaml when present)")
+	pf.StringVar(&f.address, "address", "", "Temporal frontend address (default $DEX_TEMPORAL_ADDRESS, else the config's, else localhost:7233)")
+	pf.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default $DEX_TEMPORAL_NAMESPACE, else the config's, else default)")
+	pf.StringVar(&f.taskQueue, "task-queue", "", "the workers' task queue (default the config's, else "+client.DefaultTaskQueue+")")
+	pf.StringVar(&f.config, "config", "", "worker config: maps agent names to flow types and gives the Temporal settings (default $DEX_CONFIG)")
+	pf.StringVar(&f.tlsCert, "tls-cert", "", "TLS client certificate (PEM) for mTLS, with --tls-key")
+	pf.StringVar(&f.tlsKey, "tls-key", "", "TLS client key (PEM)")
+	pf.StringVar(&f.tlsCA, "tls-ca", "", "CA certificates (PEM) that verify the server; any --tls-* flag enables TLS")
+	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "server name the server's certificate must carry")
+	pf.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable that holds a Temporal Cloud API key (enables TLS)")
 	cmd.AddCommand(
 		newSessionStartCmd(g, f),
 		newSessionSendCmd(g, f),
@@ -67,25 +156,41 @@ func newSessionCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// flowType maps an agent name to its flow type through the config.
-func (f *sessionFlags) flowType(agent string) (string, error) {
-	path := f.config
-	if path == "" {
-		if _, err := os.Stat("configs/dev.yaml"); err == nil {
-			path = "configs/dev.yaml"
-		}
-	}
-	if path == "" {
-		return "", fmt.Errorf("cannot map agent %q to its flow type: pass --config (the worker's config file) or --flow-type", agent)
-	}
-	cfg, err := config.Load(path)
+// flowType maps an agent name to its flow type: through the --config file;
+// else through the worker's HTTP API (GET /v1/agents) when an API token is
+// at hand; else through configs/dev.yaml when it exists.
+func (f *sessionFlags) flowType(ctx context.Context, agent string, api apiFlags) (string, error) {
+	cfg, err := f.configFile()
 	if err != nil {
 		return "", err
 	}
-	if a, ok := cfg.Agent(agent); ok {
-		if !cfgTaskQueueSet(f) {
+	if cfg != nil {
+		return flowTypeIn(cfg, f.loadedPath, agent)
+	}
+	if api.token != "" {
+		return api.flowType(ctx, agent)
+	}
+	if api.addressSet {
+		return "", errors.New("--http-address needs an API token: pass --token or set DEX_API_TOKEN")
+	}
+	const devConfig = "configs/dev.yaml"
+	if _, err := os.Stat(devConfig); err == nil {
+		cfg, err := config.Load(devConfig)
+		if err != nil {
+			return "", err
+		}
+		if f.taskQueue == "" {
 			f.taskQueue = cfg.Temporal.TaskQueue
 		}
+		return flowTypeIn(cfg, devConfig, agent)
+	}
+	return "", fmt.Errorf("cannot map agent %q to its flow type: pass --flow-type TYPE, or --config FILE (the worker's config), "+
+		"or an API token (--token or $DEX_API_TOKEN, and --http-address) to ask the worker's HTTP API", agent)
+}
+
+// flowTypeIn maps an agent name to its flow type through a loaded config.
+func flowTypeIn(cfg *config.Config, path, agent string) (string, error) {
+	if a, ok := cfg.Agent(agent); ok {
 		return a.FlowType, nil
 	}
 	var names []string
@@ -96,20 +201,57 @@ func (f *sessionFlags) flowType(agent string) (string, error) {
 	return "", fmt.Errorf("%s has no agent %q (it has: %s)", path, agent, strings.Join(names, ", "))
 }
 
-func cfgTaskQueueSet(f *sessionFlags) bool { return f.taskQueue != client.DefaultTaskQueue }
+// apiFlags say how to reach the worker's HTTP API.
+type apiFlags struct {
+	address    string
+	addressSet bool
+	token      string
+}
+
+// flowType asks the API for the agent's flow type.
+func (a apiFlags) flowType(ctx context.Context, agent string) (string, error) {
+	c, err := chat.NewClient(a.address, a.token, nil)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return "", fmt.Errorf("ask the worker's HTTP API at %s for agent %q: %w (is the worker running with http.listen set? or pass --flow-type or --config)", c.BaseURL(), agent, err)
+	}
+	var names []string
+	for _, x := range agents {
+		if x.Name == agent {
+			return x.FlowType, nil
+		}
+		names = append(names, x.Name)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("the worker's HTTP API at %s has no agent %q for this token (it has: %s)", c.BaseURL(), agent, strings.Join(names, ", "))
+}
 
 func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 	var agent, flowType, id, message, requestID string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "start --agent NAME [--id ID] [--message TEXT]",
 		Short: "Start a session; prints its ID alone on stdout",
-		Args:  cobra.NoArgs,
+		Long: "start starts a session of an agent. The session runs the agent's flow type, which --flow-type\n" +
+			"gives directly; otherwise start finds it by the agent's name in the --config file, else by\n" +
+			"asking the worker's HTTP API (GET /v1/agents) when an API token is set (--token or\n" +
+			"$DEX_API_TOKEN), else in configs/dev.yaml when that file exists.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if flowType == "" {
 				if agent == "" {
 					return errors.New("pass --agent NAME (or --flow-type TYPE)")
 				}
-				ft, err := f.flowType(agent)
+				api.addressSet = cmd.Flags().Changed("http-address")
+				if api.token == "" {
+					api.token = os.Getenv("DEX_API_TOKEN")
+				}
+				ft, err := f.flowType(cmd.Context(), agent, api)
 				if err != nil {
 					return err
 				}
@@ -128,11 +270,13 @@ func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&agent, "agent", "", "agent name from the worker config")
+	cmd.Flags().StringVar(&agent, "agent", "", "agent name")
 	cmd.Flags().StringVar(&flowType, "flow-type", "", "the agent's flow type, instead of --agent")
 	cmd.Flags().StringVar(&id, "id", "", "session ID (default: a new random ID)")
 	cmd.Flags().StringVar(&message, "message", "", "first user message")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "makes a retried start idempotent")
+	cmd.Flags().StringVar(&api.address, "http-address", envOr("DEX_HTTP_ADDRESS", defaultHTTPAddress), "the worker's HTTP API, asked for the agent's flow type ($DEX_HTTP_ADDRESS)")
+	cmd.Flags().StringVar(&api.token, "token", "", "API bearer token (default $DEX_API_TOKEN)")
 	return cmd
 }
 
