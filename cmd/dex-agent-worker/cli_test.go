@@ -183,8 +183,17 @@ agents:
 	if len(viaCLI.PendingInterrupts) != 1 || viaCLI.PendingInterrupts[0].ToolName != "refund_order" {
 		t.Fatalf("snapshot --json pending interrupts = %+v", viaCLI.PendingInterrupts)
 	}
-	if human := session("snapshot", id); !strings.Contains(human, "waiting for approval") || !strings.Contains(human, "refund_order") {
-		t.Errorf("snapshot text:\n%s", human)
+	human := session("snapshot", id)
+	interrupt := snap.PendingInterrupts[0]
+	for _, want := range []string{
+		"status   waiting for approval: refund_order (" + interrupt.ToolCallID + ")  [running_tools, turn-1]\n",
+		// A copied hint reaches the same engine and worker config.
+		"approve: dex-agent-worker session approve " + id + " " + interrupt.InterruptID + " --address " + stack.Address() + " --config " + stack.ConfigPath + "\n",
+		"reject:  dex-agent-worker session reject " + id + " " + interrupt.InterruptID + " --message 'the reason the model sees' --address " + stack.Address() + " --config " + stack.ConfigPath + "\n",
+	} {
+		if !strings.Contains(human, want) {
+			t.Errorf("snapshot text lacks %q:\n%s", want, human)
+		}
 	}
 	if got := session("approve", id, snap.PendingInterrupts[0].InterruptID); got != "approved\n" {
 		t.Errorf("approve printed %q", got)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/chat"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // sessionFlags are the session commands' connection flags.
@@ -360,7 +363,7 @@ func newSessionSnapshotCmd(g *globals, f *sessionFlags) *cobra.Command {
 			if asJSON {
 				return writeJSON(g.stdout, snap)
 			}
-			printSnapshot(g.stdout, snap)
+			printSnapshot(g.stdout, snap, func(sub string, args ...string) string { return commandLine(cmd, sub, args...) })
 			return nil
 		},
 	}
@@ -393,7 +396,11 @@ func newSessionMessagesCmd(g *globals, f *sessionFlags) *cobra.Command {
 				printMessage(g.stdout, m.Sequence, string(m.Role), m.ToolName, m.Text)
 			}
 			if page.HasMore {
-				fmt.Fprintf(g.stdout, "(older messages: --before %d)\n", page.NextBeforeSequence)
+				more := []string{args[0], "--before", strconv.FormatInt(page.NextBeforeSequence, 10)}
+				if cmd.Flags().Changed("limit") {
+					more = append(more, "--limit", strconv.Itoa(limit))
+				}
+				fmt.Fprintf(g.stdout, "(older messages: %s)\n", commandLine(cmd, "messages", more...))
 			}
 			return nil
 		},
@@ -421,14 +428,95 @@ func printMessage(w io.Writer, seq int64, role, tool, text string) {
 	fmt.Fprintf(w, "%4d  %-22s %s\n", seq, label, strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n"+strings.Repeat(" ", 29)))
 }
 
-func printSnapshot(w io.Writer, s client.Snapshot) {
+// commandLine returns a session command line that repeats the connection
+// flags this invocation was given, so a hint copied from its output reaches
+// the same session.
+func commandLine(cmd *cobra.Command, sub string, args ...string) string {
+	parts := append([]string{"dex-agent-worker", "session", sub}, args...)
+	for _, name := range []string{"address", "namespace", "task-queue", "config", "tls-cert", "tls-key", "tls-ca", "tls-server-name", "api-key-env"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			parts = append(parts, "--"+name, shellQuote(fl.Value.String()))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// statusLine says what the session does. While it runs tools the words say
+// which calls run and which wait for an answer; the spec's status value
+// (state.status in the JSON) follows in brackets.
+func statusLine(s client.Snapshot) string {
+	st := s.State
+	turn := ""
+	if st.ActiveTurnID != "" {
+		turn = st.ActiveTurnID
+	}
+	if st.Status != client.StatusRunningTools {
+		if turn != "" {
+			return fmt.Sprintf("%s (%s)", st.Status, turn)
+		}
+		return st.Status
+	}
+	var parts, running, other []string
+	for _, c := range s.ToolCalls {
+		switch {
+		case c.Status == pluginapi.ToolCallApproved:
+			running = append(running, fmt.Sprintf("%s (%s)", c.ToolName, c.ToolCallID))
+		case c.Status == pluginapi.ToolCallAwaitingApproval || c.Status.Final():
+		default:
+			other = append(other, fmt.Sprintf("%s (%s) %s", c.ToolName, c.ToolCallID, c.Status))
+		}
+	}
+	if len(running) > 0 {
+		parts = append(parts, "running "+strings.Join(running, ", "))
+	}
+	waiting := map[string][]string{}
+	var kinds []string
+	for _, in := range s.PendingInterrupts {
+		kind := in.Kind
+		if kind == "" {
+			kind = client.InterruptKindApproval
+		}
+		w := fmt.Sprintf("%s (%s)", in.ToolName, in.ToolCallID)
+		if in.Deadline != "" {
+			w += ", deadline " + in.Deadline
+		}
+		if waiting[kind] == nil {
+			kinds = append(kinds, kind)
+		}
+		waiting[kind] = append(waiting[kind], w)
+	}
+	for _, kind := range kinds {
+		parts = append(parts, "waiting for "+kind+": "+strings.Join(waiting[kind], "; "))
+	}
+	if len(other) > 0 {
+		parts = append(parts, "waiting: "+strings.Join(other, ", "))
+	}
+	bracket := st.Status
+	if turn != "" {
+		bracket += ", " + turn
+	}
+	if len(parts) == 0 {
+		return bracket
+	}
+	return strings.Join(parts, "; ") + "  [" + bracket + "]"
+}
+
+// printSnapshot prints a snapshot for people; command builds the hints'
+// command lines (see commandLine).
+func printSnapshot(w io.Writer, s client.Snapshot, command func(sub string, args ...string) string) {
 	fmt.Fprintf(w, "session %s (agent %s)\n", s.SessionID, s.Agent)
 	if s.State != nil {
-		fmt.Fprintf(w, "status   %s", s.State.Status)
-		if s.State.ActiveTurnID != "" {
-			fmt.Fprintf(w, " (%s)", s.State.ActiveTurnID)
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "status   %s\n", statusLine(s))
 		if s.State.LastTurnError != "" {
 			fmt.Fprintf(w, "error    %s\n", s.State.LastTurnError)
 		}
@@ -452,12 +540,17 @@ func printSnapshot(w io.Writer, s client.Snapshot) {
 	if len(s.PendingInterrupts) > 0 {
 		fmt.Fprintln(w, "\nwaiting for approval")
 		for _, in := range s.PendingInterrupts {
-			fmt.Fprintf(w, "  %s  %s %s", in.InterruptID, in.ToolName, in.Arguments)
+			fmt.Fprintf(w, "  %s %s\n", in.ToolName, in.Arguments)
+			fmt.Fprintf(w, "    call %s", in.ToolCallID)
+			if in.InterruptID != in.ToolCallID {
+				fmt.Fprintf(w, ", interrupt %s", in.InterruptID)
+			}
 			if in.Deadline != "" {
-				fmt.Fprintf(w, "  (deadline %s)", in.Deadline)
+				fmt.Fprintf(w, ", deadline %s", in.Deadline)
 			}
 			fmt.Fprintln(w)
-			fmt.Fprintf(w, "    approve: dex-agent-worker session approve %s %s\n", s.SessionID, in.InterruptID)
+			fmt.Fprintf(w, "    approve: %s\n", command("approve", s.SessionID, in.InterruptID))
+			fmt.Fprintf(w, "    reject:  %s\n", command("reject", s.SessionID, in.InterruptID, "--message", shellQuote("the reason the model sees")))
 		}
 	}
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // clearSessionEnv unsets the variables the session commands read.
@@ -171,5 +173,87 @@ func TestSessionStartAsksTheAPI(t *testing.T) {
 	_, stderr, code = runCLI(t, "session", "start", "--agent", "orders", "--http-address", "http://127.0.0.1:1")
 	if code != 1 || !strings.Contains(stderr, `ask the worker's HTTP API at http://127.0.0.1:1 for agent "orders"`) {
 		t.Errorf("no API: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestPrintSnapshot(t *testing.T) {
+	command := func(sub string, args ...string) string {
+		return "dex-agent-worker session " + sub + " " + strings.Join(args, " ") + " --address h:1"
+	}
+	snap := client.Snapshot{
+		SessionID: "s-1", Agent: "orders",
+		State: &client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-1", TurnCount: 1},
+		Usage: pluginapi.Usage{ModelCalls: 2, InputTokens: 100, OutputTokens: 20},
+		Messages: []pluginapi.Message{
+			{Sequence: 1, Role: pluginapi.RoleUser, Text: "refund order 7"},
+			{Sequence: 2, Role: pluginapi.RoleAssistant},
+		},
+		ToolCalls: []pluginapi.ToolCall{
+			{ToolCallID: "call_2_0", ToolName: "lookup_order", Status: pluginapi.ToolCallSucceeded, Arguments: `{"order_id":"7"}`},
+			{ToolCallID: "call_3_0", ToolName: "refund_order", Status: pluginapi.ToolCallAwaitingApproval, Arguments: `{"order_id":"7"}`},
+		},
+		PendingInterrupts: []client.Interrupt{{
+			InterruptID: "int-9", ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: `{"order_id":"7"}`,
+			Kind: client.InterruptKindApproval, Deadline: "2026-12-02T10:00:00Z",
+		}},
+	}
+	var b strings.Builder
+	printSnapshot(&b, snap, command)
+	want := `session s-1 (agent orders)
+status   waiting for approval: refund_order (call_3_0), deadline 2026-12-02T10:00:00Z  [running_tools, turn-1]
+usage    2 model calls, 100 input + 20 output tokens
+
+messages
+   1  user                   refund order 7
+   2  assistant              (asks for tool calls)
+
+tool calls of the active turn
+  call_2_0             lookup_order         succeeded          {"order_id":"7"}
+  call_3_0             refund_order         awaiting_approval  {"order_id":"7"}
+
+waiting for approval
+  refund_order {"order_id":"7"}
+    call call_3_0, interrupt int-9, deadline 2026-12-02T10:00:00Z
+    approve: dex-agent-worker session approve s-1 int-9 --address h:1
+    reject:  dex-agent-worker session reject s-1 int-9 --message 'the reason the model sees' --address h:1
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("printSnapshot (-want +got):\n%s", diff)
+	}
+
+	// The status line of other moments of a turn.
+	tests := []struct {
+		name  string
+		state client.SessionState
+		calls []pluginapi.ToolCall
+		ints  []client.Interrupt
+		want  string
+	}{
+		{"idle", client.SessionState{Status: client.StatusWaitingForUserMessage}, nil, nil, "waiting_for_user_message"},
+		{"model", client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-2"}, nil, nil, "running_model (turn-2)"},
+		{"a tool runs while another waits",
+			client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-2"},
+			[]pluginapi.ToolCall{
+				{ToolCallID: "c1", ToolName: "lookup_order", Status: pluginapi.ToolCallApproved},
+				{ToolCallID: "c2", ToolName: "refund_order", Status: pluginapi.ToolCallAwaitingApproval},
+			},
+			[]client.Interrupt{{InterruptID: "i2", ToolCallID: "c2", ToolName: "refund_order", Kind: client.InterruptKindApproval}},
+			"running lookup_order (c1); waiting for approval: refund_order (c2)  [running_tools, turn-2]"},
+		{"two approvals",
+			client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-3"},
+			nil,
+			[]client.Interrupt{
+				{InterruptID: "i1", ToolCallID: "c1", ToolName: "refund_order", Kind: client.InterruptKindApproval},
+				{InterruptID: "i2", ToolCallID: "c2", ToolName: "cancel_order", Kind: client.InterruptKindApproval, Deadline: "2026-12-02T10:00:00Z"},
+			},
+			"waiting for approval: refund_order (c1); cancel_order (c2), deadline 2026-12-02T10:00:00Z  [running_tools, turn-3]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := statusLine(client.Snapshot{State: &tt.state, ToolCalls: tt.calls, PendingInterrupts: tt.ints})
+			if got != tt.want {
+				t.Errorf("statusLine = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
