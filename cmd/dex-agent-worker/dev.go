@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -144,9 +145,33 @@ func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir,
 		if httpAddr != "" {
 			fmt.Fprintf(w, "  %s chat --agent %s --http-address http://%s\n\n", self, cfg.Agents[0].Name, httpAddr)
 		}
-		fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"refund order 7\")\n", self, addr, cfg.Agents[0].Name)
-		fmt.Fprintf(w, "  %s session snapshot%s $ID\n", self, addr)
-		fmt.Fprintf(w, "  %s session approve%s $ID <interrupt_id>\n\n", self, addr)
+		printSessionSuggestions(w, self, addr, srv.FrontendAddress(), cfgPath, cfg)
 	}
 	fmt.Fprintf(w, "Stop with Ctrl-C; starting again on %s resumes every running session.\n\n", dataDir)
+}
+
+// printSessionSuggestions prints the banner's session commands: a session
+// of the first agent, and the refund walkthrough when the config has the
+// orders demo agent. addr is the --address flag the commands need ("" for
+// the default frontend). A config other than configs/dev.yaml (which
+// session start finds itself) is passed by its absolute path, with the
+// frontend's address, so the commands work from any directory.
+func printSessionSuggestions(w io.Writer, self, addr, frontend, cfgPath string, cfg *config.Config) {
+	flags := addr
+	if cfgPath != "configs/dev.yaml" {
+		if abs, err := filepath.Abs(cfgPath); err == nil {
+			cfgPath = abs
+		}
+		flags = " --address " + frontend + " --config " + shellQuote(cfgPath)
+	}
+	fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"hello\")\n", self, flags, cfg.Agents[0].Name)
+	fmt.Fprintf(w, "  %s session snapshot%s $ID\n\n", self, addr)
+	for _, a := range cfg.Agents {
+		if a.Name == "orders" && a.FlowType == "OrdersAgent" { // the demo agent of configs/dev.yaml
+			fmt.Fprintf(w, "  The orders demo: a refund waits for your approval; the snapshot prints the approve command.\n")
+			fmt.Fprintf(w, "  ID=$(%s session start%s --agent orders --message \"refund order 7\")\n", self, flags)
+			fmt.Fprintf(w, "  %s session snapshot%s $ID\n\n", self, addr)
+			break
+		}
+	}
 }
