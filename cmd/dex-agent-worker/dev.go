@@ -36,14 +36,14 @@ func newDevCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := config.Load(cfgPath)
+			userDataDir := os.Getenv("DEX_DATA_DIR")
+			cfg, abs, err := loadDevConfig(cfgPath, dataDir)
 			if err != nil {
 				return err
 			}
 			logger := configuredLogger(g, cmd, cfg)
-			abs, err := filepath.Abs(dataDir)
-			if err != nil {
-				return err
+			if userDataDir != "" && userDataDir != abs && cmd.Flags().Changed("data-dir") {
+				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
 			}
 			started := time.Now()
 			srv, err := devserver.Start(ctx, devserver.Options{
@@ -85,12 +85,30 @@ func newDevCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "configs/dev.yaml", "config file")
-	cmd.Flags().StringVar(&dataDir, "data-dir", ".dex", "directory of the SQLite file and other state")
+	cmd.Flags().StringVar(&dataDir, "data-dir", envOr("DEX_DATA_DIR", ".dex"),
+		"directory of the SQLite file and other state (default $DEX_DATA_DIR, else .dex); dev sets DEX_DATA_DIR to it\n"+
+			"before it loads the config, for values such as ${DEX_DATA_DIR:-.dex}/orders.json (the flag wins over a DEX_DATA_DIR you set)")
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
 	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token (default $DEX_API_TOKEN, else a new random one printed in the banner)")
 	return cmd
+}
+
+// loadDevConfig makes dataDir absolute and sets DEX_DATA_DIR to it, so
+// that the config's ${DEX_DATA_DIR} references name this data dir (two data
+// dirs never share the orders demo's store), then loads the config. The
+// flag wins over a DEX_DATA_DIR the user set.
+func loadDevConfig(cfgPath, dataDir string) (*config.Config, string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("--data-dir %s: %w", dataDir, err)
+	}
+	if err := os.Setenv("DEX_DATA_DIR", abs); err != nil {
+		return nil, "", fmt.Errorf("set DEX_DATA_DIR: %w", err)
+	}
+	cfg, err := config.Load(cfgPath)
+	return cfg, abs, err
 }
 
 // devToken returns the dev API token: the flag, $DEX_API_TOKEN, or a new
