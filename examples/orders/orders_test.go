@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,6 +41,36 @@ func TestRefundIsAppliedOncePerIdempotencyKey(t *testing.T) {
 	}
 	if _, err := s.Get("nope"); err == nil {
 		t.Errorf("unknown order found")
+	}
+}
+
+// TestStoreModes checks that the store keeps its orders to the user: a
+// directory it creates is 0700, its files 0600.
+func TestStoreModes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := OpenStore(filepath.Join(dir, "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Refund("7", 500, "s/turn-1/call"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "orders.json"): 0o600, filepath.Join(dir, "orders.json.lock"): 0o600}
+	for path, mode := range want {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != mode {
+			t.Errorf("%s mode = %v, want %v", path, got, mode)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Errorf("the store's directory holds %d files, want orders.json and its lock", len(entries))
 	}
 }
 
