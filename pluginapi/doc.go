@@ -30,7 +30,7 @@
 //
 // `dex-agent-worker config validate --config FILE` starts the plugin and
 // configures every agent, as the worker does at start-up. The README's
-// "Write a runner plugin in your own module" walks through it all.
+// "Quickstart: a plugin in its own module" walks through it all.
 //
 // The worker calls Info once per process start, Configure once per agent
 // (and again after a restart of the process), then the rest concurrently,
