@@ -83,6 +83,25 @@ func checkBuildUserMessageResponse(r *BuildUserMessageResponse) string {
 	return ""
 }
 
+// checkConfigureResponse returns why r breaks the contract, or "". A nil
+// response is an empty one (the runner reports no tools).
+func checkConfigureResponse(r *ConfigureResponse) string {
+	if r == nil {
+		return ""
+	}
+	seen := make(map[string]bool, len(r.Tools))
+	for i, name := range r.Tools {
+		switch {
+		case name == "":
+			return fmt.Sprintf("Configure: Tools[%d] is empty", i)
+		case seen[name]:
+			return fmt.Sprintf("Configure: Tools[%d] %q is listed twice", i, name)
+		}
+		seen[name] = true
+	}
+	return ""
+}
+
 // checkRunModelStepResponse returns why r breaks the contract for a model
 // call of turn, or "".
 func checkRunModelStepResponse(r *RunModelStepResponse, turn *TurnContext) string {

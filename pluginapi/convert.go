@@ -76,6 +76,14 @@ func fromProtoConfigure(r *runnerpb.ConfigureRequest) *ConfigureRequest {
 	}
 }
 
+func toProtoConfigureResponse(r *ConfigureResponse) *runnerpb.ConfigureResponse {
+	return &runnerpb.ConfigureResponse{Tools: nilIfEmpty(r.Tools)}
+}
+
+func fromProtoConfigureResponse(r *runnerpb.ConfigureResponse) *ConfigureResponse {
+	return &ConfigureResponse{Tools: nilIfEmpty(r.GetTools())}
+}
+
 func toProtoToolPolicy(p ToolPolicy) *runnerpb.ToolPolicy {
 	out := &runnerpb.ToolPolicy{Effect: string(p.Effect)}
 	if p.RequiresApproval != nil {

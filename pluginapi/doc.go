@@ -14,16 +14,29 @@
 //
 //	func main() { pluginapi.Serve(&myRunner{}) }
 //
-// Build the binary and name it in the worker's config:
+// Build the binary and name it in the worker's config (relative paths are
+// resolved against the config file's directory):
 //
 //	plugins:
-//	  myrunner: {command: ./bin/myrunner, sha256: <hex>, env: [OPENAI_API_KEY]}
+//	  myrunner:
+//	    command: ./bin/myrunner
+//	    env: [OPENAI_API_KEY] # the only variables the plugin sees
+//	    # sha256: the binary's SHA-256 in hex (optional; a mismatch refuses to start it)
 //	agents:
-//	  - {name: support, runner: myrunner, runner_config: {model: gpt-5-mini}}
+//	  - name: support
+//	    flow_type: SupportAgent # the Temporal workflow type of its sessions
+//	    runner: myrunner
+//	    runner_config: {model: gpt-5-mini} # handed to Configure as JSON
+//
+// `dex-agent-worker config validate --config FILE` starts the plugin and
+// configures every agent, as the worker does at start-up. The README's
+// "Quickstart: a plugin in its own module" walks through it all.
 //
 // The worker calls Info once per process start, Configure once per agent
 // (and again after a restart of the process), then the rest concurrently,
 // for every agent that names the runner. Each request names its agent.
+// Configure's response lists the tools the runner offers the agent, so the
+// worker can warn about tool_policies that name a tool it does not offer.
 //
 // # Rules every runner follows
 //
@@ -60,8 +73,11 @@
 //
 // # Logs and environment
 //
-// Write logs to os.Stderr: each line reaches the worker's log tagged with
-// the plugin's name. JSON lines in hashicorp/go-hclog's format (an "@level"
+// Never print to stdout before [Serve] runs, not even in an init function:
+// the first line on stdout is the go-plugin handshake, and the worker
+// refuses to start a plugin whose first line is anything else ("the plugin
+// printed to stdout before pluginapi.Serve: ..."). Write logs to os.Stderr:
+// each line reaches the worker's log tagged with the plugin's name. JSON lines in hashicorp/go-hclog's format (an "@level"
 // and an "@message" key) keep their level and fields. The process sees
 // only the environment variables its config lists (plus go-plugin's
 // handshake variables), and the worker removes their values from what it

@@ -105,10 +105,15 @@ func (c *grpcClient) Info(ctx context.Context) (*InfoResponse, error) {
 func (c *grpcClient) Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error) {
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
-	if _, err := c.client.Configure(callCtx, toProtoConfigure(req)); err != nil {
+	resp, err := c.client.Configure(callCtx, toProtoConfigure(req))
+	if err != nil {
 		return nil, c.fail(ctx, "Configure", err)
 	}
-	return &ConfigureResponse{}, nil
+	out := fromProtoConfigureResponse(resp)
+	if reason := checkConfigureResponse(out); reason != "" {
+		return nil, malformed(reason)
+	}
+	return out, nil
 }
 
 // BuildUserMessage implements Runner.

@@ -69,11 +69,21 @@ func (s *grpcServer) Info(ctx context.Context, _ *runnerpb.InfoRequest) (*runner
 }
 
 func (s *grpcServer) Configure(ctx context.Context, req *runnerpb.ConfigureRequest) (*runnerpb.ConfigureResponse, error) {
-	_, err := call("Configure", func() (*ConfigureResponse, error) { return s.impl.Configure(ctx, fromProtoConfigure(req)) })
+	resp, err := call("Configure", func() (*ConfigureResponse, error) { return s.impl.Configure(ctx, fromProtoConfigure(req)) })
 	if err != nil {
 		return nil, err
 	}
-	return &runnerpb.ConfigureResponse{}, nil
+	if resp == nil {
+		resp = &ConfigureResponse{}
+	}
+	if reason := checkConfigureResponse(resp); reason != "" {
+		return nil, malformedStatus(reason)
+	}
+	out := toProtoConfigureResponse(resp)
+	if reason := checkUTF8("Configure", out); reason != "" {
+		return nil, malformedStatus(reason)
+	}
+	return out, nil
 }
 
 func (s *grpcServer) BuildUserMessage(ctx context.Context, req *runnerpb.BuildUserMessageRequest) (*runnerpb.BuildUserMessageResponse, error) {

@@ -109,23 +109,49 @@ func TestConfigure(t *testing.T) {
 	var got *ConfigureRequest
 	m := &mockRunner{ConfigureF: func(_ context.Context, req *ConfigureRequest) (*ConfigureResponse, error) {
 		got = req
-		if req.Agent == "bad" {
+		switch req.Agent {
+		case "bad":
 			return nil, errors.New(`runner_config.model: "name" is required`)
+		case "old":
+			return nil, nil // a runner written before ConfigureResponse had fields
+		case "empty-name":
+			return &ConfigureResponse{Tools: []string{"lookup", ""}}, nil
+		case "twice":
+			return &ConfigureResponse{Tools: []string{"lookup", "refund", "lookup"}}, nil
+		case "not-utf8":
+			return &ConfigureResponse{Tools: []string{"\xff"}}, nil
 		}
-		return &ConfigureResponse{}, nil
+		return &ConfigureResponse{Tools: []string{"lookup_order", "refund_order"}}, nil
 	}}
 	c, _ := connect(t, m)
 	ctx := testContext(t)
 
 	want := &ConfigureRequest{Agent: "support", RunnerConfig: []byte(`{"model":{"name":"gpt"}}`), ProtocolVersion: 1}
-	if _, err := c.Configure(ctx, want); err != nil {
+	resp, err := c.Configure(ctx, want)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(&ConfigureResponse{Tools: []string{"lookup_order", "refund_order"}}, resp); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+	resp, err = c.Configure(ctx, &ConfigureRequest{Agent: "old"})
+	if err != nil || resp == nil || resp.Tools != nil {
+		t.Errorf("nil response: %+v, %v; want no tools (unknown) and no error", resp, err)
+	}
+	for agent, want := range map[string]string{
+		"empty-name": "runner returned a malformed outcome: Configure: Tools[1] is empty",
+		"twice":      `runner returned a malformed outcome: Configure: Tools[2] "lookup" is listed twice`,
+		"not-utf8":   "runner returned a malformed outcome: Configure: tools[0] is not valid UTF-8",
+	} {
+		if _, err := c.Configure(ctx, &ConfigureRequest{Agent: agent}); err == nil || err.Error() != want {
+			t.Errorf("Configure(%s): error = %v, want %q", agent, err, want)
+		}
+	}
 
-	_, err := c.Configure(ctx, &ConfigureRequest{Agent: "bad", RunnerConfig: []byte("null")})
+	_, err = c.Configure(ctx, &ConfigureRequest{Agent: "bad", RunnerConfig: []byte("null")})
 	if err == nil || err.Error() != `runner_config.model: "name" is required` {
 		t.Errorf("error = %v, want the runner's message unchanged", err)
 	}
@@ -581,6 +607,11 @@ func TestPluginGoesAway(t *testing.T) {
 type rawServer struct {
 	runnerpb.UnimplementedRunnerServer
 	frames []*runnerpb.RunModelStepFrame
+	tools  []string
+}
+
+func (s *rawServer) Configure(context.Context, *runnerpb.ConfigureRequest) (*runnerpb.ConfigureResponse, error) {
+	return &runnerpb.ConfigureResponse{Tools: s.tools}, nil
 }
 
 func (s *rawServer) RunModelStep(_ *runnerpb.RunModelStepRequest, stream runnerpb.Runner_RunModelStepServer) error {
@@ -644,6 +675,40 @@ func TestProtocolViolationsFromOtherRunners(t *testing.T) {
 				t.Errorf("host-side writes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestConfigureToolsFromOtherRunners checks the tool list of a runner that
+// never passed through the Go plugin side.
+func TestConfigureToolsFromOtherRunners(t *testing.T) {
+	tests := []struct {
+		tools   []string
+		want    []string
+		wantErr string
+	}{
+		{tools: nil, want: nil},
+		{tools: []string{"a", "b"}, want: []string{"a", "b"}},
+		{tools: []string{"a", ""}, wantErr: "Configure: Tools[1] is empty"},
+		{tools: []string{"a", "a"}, wantErr: `Configure: Tools[1] "a" is listed twice`},
+	}
+	for _, tt := range tests {
+		conn, server := plugin.TestGRPCConn(t, func(s *grpc.Server) {
+			runnerpb.RegisterRunnerServer(s, &rawServer{tools: tt.tools})
+		})
+		c := newGRPCClient(t.Context(), runnerpb.NewRunnerClient(conn))
+		resp, err := c.Configure(testContext(t), &ConfigureRequest{Agent: "a"})
+		_ = conn.Close()
+		server.Stop()
+		if tt.wantErr != "" {
+			wantMalformed(t, err, tt.wantErr)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("tools %q: %v", tt.tools, err)
+		}
+		if diff := cmp.Diff(tt.want, resp.Tools); diff != "" {
+			t.Errorf("tools %q (-want +got):\n%s", tt.tools, diff)
+		}
 	}
 }
 

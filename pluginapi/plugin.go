@@ -65,6 +65,13 @@ func (p *RunnerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *
 //
 //	func main() { pluginapi.Serve(myrunner.New()) }
 //
+// Print nothing to stdout before Serve runs (in main, in an init function,
+// or in a package you import): the worker reads the first line of the
+// plugin's stdout as go-plugin's handshake, so any other line fails the
+// start, with the error "the plugin printed to stdout before
+// pluginapi.Serve: ...". Write logs to os.Stderr instead. Once Serve runs,
+// os.Stdout and os.Stderr are piped to the worker.
+//
 // Run by hand, the binary prints a note and exits with status 1. Logs
 // written to os.Stderr reach the worker's log, tagged with the plugin's
 // name; JSON lines in hashicorp/go-hclog's format keep their level and

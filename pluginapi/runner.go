@@ -21,7 +21,8 @@ type Runner interface {
 	// Info reports the plugin's name and version.
 	Info(ctx context.Context) (*InfoResponse, error)
 	// Configure receives one agent's runner_config (JSON) from the worker's
-	// config file. Return an error that names the problem for bad config.
+	// config file. Return an error that names the problem for bad config,
+	// and list the tools the runner offers the agent in the response.
 	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
 	// BuildUserMessage turns user text into the framework's user item. The
 	// session stores it as the turn's first message. It must return RoleUser.
@@ -110,8 +111,16 @@ type ConfigureRequest struct {
 	ProtocolVersion int
 }
 
-// ConfigureResponse is empty for now; it exists so fields can be added.
-type ConfigureResponse struct{}
+// ConfigureResponse says what the runner offers the configured agent.
+type ConfigureResponse struct {
+	// Tools lists the names of the tools the runner offers this agent's
+	// model: its own tools, not the host's tools that arrive in the turn
+	// context. The worker warns at start-up (and `config validate` reports)
+	// when the agent's tool_policies name a tool that is not in the list.
+	// Leave it empty when the runner cannot tell: empty means unknown, and
+	// nothing is checked. Names must be non-empty and unique.
+	Tools []string
+}
 
 // BuildUserMessageRequest asks for the framework's user item for Text.
 type BuildUserMessageRequest struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
 )
 
 // withChatStdin feeds the chat command input for one test.
@@ -134,5 +135,19 @@ http:
 	_, stderr, code = runCLI(t, "chat", "--session", id, "--agent", "other", "--http-address", addr, "--token", token)
 	if code != 1 || !strings.Contains(stderr, `is a session of agent "orders", not "other"`) {
 		t.Errorf("resume as another agent: exit %d, stderr %q", code, stderr)
+	}
+
+	// `session start` needs no worker config: it asks the API for the
+	// agent's flow type.
+	stdout, stderr, code = runCLI(t, "session", "start", "--agent", "orders", "--message", "look up order 3",
+		"--http-address", addr, "--token", token, "--address", stack.Address())
+	if code != 0 {
+		t.Fatalf("session start through the API: exit %d\n%s", code, stderr)
+	}
+	final := stack.WaitForSnapshot("the lookup's answer", strings.TrimSpace(stdout), func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	})
+	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Order 3: ") {
+		t.Errorf("answer = %q", got)
 	}
 }

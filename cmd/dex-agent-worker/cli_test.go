@@ -47,12 +47,96 @@ agents:
 	if code != 1 || !strings.Contains(stderr, `agents[1].tool_policies.refund.effect: unknown effect "write"`) {
 		t.Errorf("bad config: exit %d, stderr:\n%s", code, stderr)
 	}
-	stdout, stderr, code := runCLI(t, "config", "validate", "--config", filepath.Join("..", "..", "configs", "dev.yaml"))
-	if code != 0 || !strings.Contains(stdout, "is valid: 2 agent(s)") {
+	stdout, stderr, code := runCLI(t, "config", "validate", "--offline", "--config", filepath.Join("..", "..", "configs", "dev.yaml"))
+	if code != 0 || !strings.Contains(stdout, "is valid: 2 agent(s), 2 plugin(s); --offline: plugins not started") {
 		t.Errorf("dev config: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, _, code := runCLI(t, "config", "validate", "--config", filepath.Join(dir, "missing.yaml")); code != 1 {
 		t.Errorf("missing file: exit %d, want 1", code)
+	}
+}
+
+// TestConfigValidatePlugins runs `config validate` on configs whose
+// plugins are real binaries: it starts them and configures every agent.
+func TestConfigValidatePlugins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts plugins")
+	}
+	orders := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notExecutable := write("not-executable", "#!/bin/sh\n")
+
+	good := write("good.yaml", fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+  spare: {command: /nonexistent/spare}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: %s}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_ordr: {effect: non_idempotent_write}
+`, orders, filepath.Join(dir, "orders.json")))
+	stdout, stderr, code := runCLI(t, "config", "validate", "--config", good)
+	if code != 0 {
+		t.Errorf("good config: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if want := "is valid: 1 agent(s), 2 plugin(s); every plugin started and accepted its agents' runner_config\n"; !strings.HasSuffix(stdout, want) {
+		t.Errorf("stdout = %q, want it to end with %q", stdout, want)
+	}
+	wantWarnings := "warning: plugins.spare: no agent uses this plugin; the worker does not start it\n" +
+		`warning: agents[0].tool_policies.refund_ordr: runner orders does not offer a tool "refund_ordr" to agent orders (it offers: lookup_order, refund_order); the policy never applies` + "\n"
+	if stderr != wantWarnings {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, wantWarnings)
+	}
+
+	// Every kind of problem at once: each is listed, and the exit is 1.
+	bad := write("bad.yaml", fmt.Sprintf(`
+plugins:
+  orders: {command: %[1]s}
+  summed: {command: %[1]s, sha256: "%[2]s"}
+  missing: {command: ./bin/no-such-plugin}
+  noexec: {command: %[3]s}
+agents:
+  - {name: a, flow_type: A, runner: orders, runner_config: {store_path: %[4]s, bogus: 1}}
+  - {name: b, flow_type: B, runner: summed}
+  - {name: c, flow_type: C, runner: missing}
+  - {name: d, flow_type: D, runner: noexec}
+`, orders, strings.Repeat("0", 64), notExecutable, filepath.Join(dir, "orders.json")))
+	stdout, stderr, code = runCLI(t, "config", "validate", "--config", bad)
+	if code != 1 || stdout != "" {
+		t.Errorf("bad config: exit %d, stdout %q", code, stdout)
+	}
+	for _, want := range []string{
+		bad + " is not valid:\n",
+		"plugins.missing: runner plugin \"missing\": command " + filepath.Join(dir, "bin", "no-such-plugin") + " does not exist",
+		"plugins.noexec: runner plugin \"noexec\": command " + notExecutable + " is not executable",
+		"plugins.summed: runner plugin \"summed\": refusing to start " + orders + ": its SHA-256 is ",
+		"the configuration expects " + strings.Repeat("0", 64),
+		`agents[0].runner_config: agent a: plugin orders refused its runner_config: runner plugin "orders": Configure agent "a": orders runner_config: json: unknown field "bogus"`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%s", stderr)
+	}
+
+	// --offline checks the file alone, which is fine.
+	stdout, stderr, code = runCLI(t, "config", "validate", "--offline", "--config", bad)
+	if code != 0 || !strings.Contains(stdout, "is valid: 4 agent(s), 4 plugin(s); --offline: plugins not started") || stderr != "" {
+		t.Errorf("--offline: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 
@@ -99,8 +183,17 @@ agents:
 	if len(viaCLI.PendingInterrupts) != 1 || viaCLI.PendingInterrupts[0].ToolName != "refund_order" {
 		t.Fatalf("snapshot --json pending interrupts = %+v", viaCLI.PendingInterrupts)
 	}
-	if human := session("snapshot", id); !strings.Contains(human, "waiting for approval") || !strings.Contains(human, "refund_order") {
-		t.Errorf("snapshot text:\n%s", human)
+	human := session("snapshot", id)
+	interrupt := snap.PendingInterrupts[0]
+	for _, want := range []string{
+		"status   waiting for approval: refund_order (" + interrupt.ToolCallID + ")  [running_tools, turn-1]\n",
+		// A copied hint reaches the same engine and worker config.
+		"approve: dex-agent-worker session approve " + id + " " + interrupt.InterruptID + " --address " + stack.Address() + " --config " + stack.ConfigPath + "\n",
+		"reject:  dex-agent-worker session reject " + id + " " + interrupt.InterruptID + " --message 'the reason the model sees' --address " + stack.Address() + " --config " + stack.ConfigPath + "\n",
+	} {
+		if !strings.Contains(human, want) {
+			t.Errorf("snapshot text lacks %q:\n%s", want, human)
+		}
 	}
 	if got := session("approve", id, snap.PendingInterrupts[0].InterruptID); got != "approved\n" {
 		t.Errorf("approve printed %q", got)

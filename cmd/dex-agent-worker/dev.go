@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,14 +36,14 @@ func newDevCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := config.Load(cfgPath)
+			userDataDir := os.Getenv("DEX_DATA_DIR")
+			cfg, abs, err := loadDevConfig(cfgPath, dataDir)
 			if err != nil {
 				return err
 			}
 			logger := configuredLogger(g, cmd, cfg)
-			abs, err := filepath.Abs(dataDir)
-			if err != nil {
-				return err
+			if userDataDir != "" && userDataDir != abs && cmd.Flags().Changed("data-dir") {
+				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
 			}
 			started := time.Now()
 			srv, err := devserver.Start(ctx, devserver.Options{
@@ -84,12 +85,30 @@ func newDevCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "configs/dev.yaml", "config file")
-	cmd.Flags().StringVar(&dataDir, "data-dir", ".dex", "directory of the SQLite file and other state")
+	cmd.Flags().StringVar(&dataDir, "data-dir", envOr("DEX_DATA_DIR", ".dex"),
+		"directory of the SQLite file and other state (default $DEX_DATA_DIR, else .dex); dev sets DEX_DATA_DIR to it\n"+
+			"before it loads the config, for values such as ${DEX_DATA_DIR:-.dex}/orders.json (the flag wins over a DEX_DATA_DIR you set)")
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
 	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token (default $DEX_API_TOKEN, else a new random one printed in the banner)")
 	return cmd
+}
+
+// loadDevConfig makes dataDir absolute and sets DEX_DATA_DIR to it, so
+// that the config's ${DEX_DATA_DIR} references name this data dir (two data
+// dirs never share the orders demo's store), then loads the config. The
+// flag wins over a DEX_DATA_DIR the user set.
+func loadDevConfig(cfgPath, dataDir string) (*config.Config, string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("--data-dir %s: %w", dataDir, err)
+	}
+	if err := os.Setenv("DEX_DATA_DIR", abs); err != nil {
+		return nil, "", fmt.Errorf("set DEX_DATA_DIR: %w", err)
+	}
+	cfg, err := config.Load(cfgPath)
+	return cfg, abs, err
 }
 
 // devToken returns the dev API token: the flag, $DEX_API_TOKEN, or a new
@@ -144,9 +163,33 @@ func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir,
 		if httpAddr != "" {
 			fmt.Fprintf(w, "  %s chat --agent %s --http-address http://%s\n\n", self, cfg.Agents[0].Name, httpAddr)
 		}
-		fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"refund order 7\")\n", self, addr, cfg.Agents[0].Name)
-		fmt.Fprintf(w, "  %s session snapshot%s $ID\n", self, addr)
-		fmt.Fprintf(w, "  %s session approve%s $ID <interrupt_id>\n\n", self, addr)
+		printSessionSuggestions(w, self, addr, srv.FrontendAddress(), cfgPath, cfg)
 	}
 	fmt.Fprintf(w, "Stop with Ctrl-C; starting again on %s resumes every running session.\n\n", dataDir)
+}
+
+// printSessionSuggestions prints the banner's session commands: a session
+// of the first agent, and the refund walkthrough when the config has the
+// orders demo agent. addr is the --address flag the commands need ("" for
+// the default frontend). A config other than configs/dev.yaml (which
+// session start finds itself) is passed by its absolute path, with the
+// frontend's address, so the commands work from any directory.
+func printSessionSuggestions(w io.Writer, self, addr, frontend, cfgPath string, cfg *config.Config) {
+	flags := addr
+	if cfgPath != "configs/dev.yaml" {
+		if abs, err := filepath.Abs(cfgPath); err == nil {
+			cfgPath = abs
+		}
+		flags = " --address " + frontend + " --config " + shellQuote(cfgPath)
+	}
+	fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"hello\")\n", self, flags, cfg.Agents[0].Name)
+	fmt.Fprintf(w, "  %s session snapshot%s $ID\n\n", self, addr)
+	for _, a := range cfg.Agents {
+		if a.Name == "orders" && a.FlowType == "OrdersAgent" { // the demo agent of configs/dev.yaml
+			fmt.Fprintf(w, "  The orders demo: a refund waits for your approval; the snapshot prints the approve command.\n")
+			fmt.Fprintf(w, "  ID=$(%s session start%s --agent orders --message \"refund order 7\")\n", self, flags)
+			fmt.Fprintf(w, "  %s session snapshot%s $ID\n\n", self, addr)
+			break
+		}
+	}
 }

@@ -163,3 +163,51 @@ agents:
 		t.Error("a session started after the config change has no approval deadline")
 	}
 }
+
+// TestDevDataDirSetsDEX_DATA_DIR checks that the config sees --data-dir as
+// ${DEX_DATA_DIR}, over a DEX_DATA_DIR the user set.
+func TestDevDataDirSetsDEX_DATA_DIR(t *testing.T) {
+	t.Setenv("DEX_DATA_DIR", "/somewhere/else")
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(cfgPath, []byte(`
+plugins:
+  orders: {command: "${DEX_DATA_DIR}/no-such-plugin"}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "${DEX_DATA_DIR:-.dex}/orders.json"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, dataDir := range []string{"data-a", filepath.Join(dir, "data-b")} {
+		cfg, abs, err := loadDevConfig(cfgPath, dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(dir, filepath.Base(dataDir)); abs != want {
+			t.Errorf("data dir %s: abs = %s, want %s", dataDir, abs, want)
+		}
+		if got, want := cfg.Agents[0].RunnerConfig["store_path"], filepath.Join(abs, "orders.json"); got != want {
+			t.Errorf("data dir %s: store_path = %v, want %s", dataDir, got, want)
+		}
+		if got := os.Getenv("DEX_DATA_DIR"); got != abs {
+			t.Errorf("DEX_DATA_DIR = %q, want %q", got, abs)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	// Through the command: the plugin path names the flag's data dir, which
+	// shows the config was loaded after DEX_DATA_DIR was set.
+	t.Setenv("DEX_DATA_DIR", "/somewhere/else")
+	dataDir := filepath.Join(dir, "data-c")
+	_, stderr, code := runCLI(t, "dev", "--config", cfgPath, "--data-dir", dataDir,
+		"--temporal-port", fmt.Sprint(agenttest.FreePort(t)), "--ui-port", "0", "--http", "127.0.0.1:0")
+	want := filepath.Join(dataDir, "no-such-plugin") + " does not exist"
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--data-dir overrides DEX_DATA_DIR") {
+		t.Errorf("dev: exit %d, stderr lacks %q or the override warning:\n%s", code, want, stderr)
+	}
+}

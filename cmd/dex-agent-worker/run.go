@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -47,27 +46,4 @@ func configuredLogger(g *globals, cmd *cobra.Command, cfg *config.Config) *slog.
 		g.logLevel = cfg.Logging.Level
 	}
 	return g.logger()
-}
-
-func newConfigCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "config", Short: "Work with config files"}
-	var cfgPath string
-	validate := &cobra.Command{
-		Use:   "validate --config FILE",
-		Short: "Check a config file; exit 1 listing every problem",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				fmt.Fprintf(g.stderr, "%s is not valid:\n%v\n", cfgPath, err)
-				return exitError{code: 1}
-			}
-			fmt.Fprintf(g.stdout, "%s is valid: %d agent(s), %d plugin(s)\n", cfgPath, len(cfg.Agents), len(cfg.Plugins))
-			return nil
-		},
-	}
-	validate.Flags().StringVar(&cfgPath, "config", "", "config file (required)")
-	_ = validate.MarkFlagRequired("config")
-	cmd.AddCommand(validate)
-	return cmd
 }

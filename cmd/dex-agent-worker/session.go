@@ -8,22 +8,33 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	temporalclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/chat"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
+// sessionFlags are the session commands' connection flags.
 type sessionFlags struct {
 	address   string
 	namespace string
 	taskQueue string
 	config    string
+	// Temporal TLS and API key, as temporal.tls and temporal.api_key.
+	tlsCert, tlsKey, tlsCA, tlsServerName string
+	apiKeyEnv                             string
+
+	loaded     *config.Config // the --config file, once loaded
+	loadedPath string
 }
 
 func envOr(name, def string) string {
@@ -33,16 +44,88 @@ func envOr(name, def string) string {
 	return def
 }
 
-func (f *sessionFlags) dial(ctx context.Context, g *globals) (*client.AgentSessionClient, func(), error) {
-	c, err := temporalclient.DialContext(ctx, temporalclient.Options{
-		HostPort:  f.address,
-		Namespace: f.namespace,
-		Logger:    log.NewStructuredLogger(slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to Temporal at %s: %w (is `make dev` running? set --address or DEX_TEMPORAL_ADDRESS)", f.address, err)
+// configFile returns the worker config that --config (or $DEX_CONFIG)
+// names, loaded once, or nil when none is named.
+func (f *sessionFlags) configFile() (*config.Config, error) {
+	path := f.config
+	if path == "" {
+		path = os.Getenv("DEX_CONFIG")
 	}
-	return client.New(c, f.namespace, f.taskQueue), c.Close, nil
+	if path == "" {
+		return nil, nil
+	}
+	if f.loaded == nil || f.loadedPath != path {
+		cfg, err := config.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		f.loaded, f.loadedPath = cfg, path
+	}
+	return f.loaded, nil
+}
+
+// temporal returns the connection settings. Each comes from its flag, else
+// its environment variable (address and namespace), else the --config
+// file's temporal section, else the default.
+func (f *sessionFlags) temporal() (config.Temporal, error) {
+	t := config.Temporal{Address: config.DefaultAddress, Namespace: config.DefaultNamespace, TaskQueue: config.DefaultTaskQueue}
+	cfg, err := f.configFile()
+	if err != nil {
+		return t, err
+	}
+	if cfg != nil {
+		t = cfg.Temporal
+	}
+	if v := os.Getenv("DEX_TEMPORAL_ADDRESS"); v != "" {
+		t.Address = v
+	}
+	if v := os.Getenv("DEX_TEMPORAL_NAMESPACE"); v != "" {
+		t.Namespace = v
+	}
+	for _, o := range []struct{ flag, into *string }{{&f.address, &t.Address}, {&f.namespace, &t.Namespace}, {&f.taskQueue, &t.TaskQueue}} {
+		if *o.flag != "" {
+			*o.into = *o.flag
+		}
+	}
+	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" || f.tlsServerName != "" {
+		tls := &config.TLS{}
+		if t.TLS != nil {
+			*tls = *t.TLS
+		}
+		for _, o := range []struct{ flag, into *string }{{&f.tlsCert, &tls.CertFile}, {&f.tlsKey, &tls.KeyFile}, {&f.tlsCA, &tls.CAFile}, {&f.tlsServerName, &tls.ServerName}} {
+			if *o.flag != "" {
+				*o.into = *o.flag
+			}
+		}
+		if (tls.CertFile == "") != (tls.KeyFile == "") {
+			return t, errors.New("--tls-cert and --tls-key go together (a client certificate and its key)")
+		}
+		t.TLS = tls
+	}
+	if f.apiKeyEnv != "" {
+		key := os.Getenv(f.apiKeyEnv)
+		if key == "" {
+			return t, fmt.Errorf("--api-key-env: environment variable %s is not set", f.apiKeyEnv)
+		}
+		t.APIKey = config.Secret(key)
+	}
+	return t, nil
+}
+
+func (f *sessionFlags) dial(ctx context.Context, g *globals) (*client.AgentSessionClient, func(), error) {
+	t, err := f.temporal()
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := daemon.Dial(ctx, t, "", logger)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "connect to Temporal") { // not a TLS file's problem
+			err = fmt.Errorf("%w (is `make dev` running? set --address or DEX_TEMPORAL_ADDRESS)", err)
+		}
+		return nil, nil, err
+	}
+	return client.New(c, t.Namespace, t.TaskQueue), c.Close, nil
 }
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -50,12 +133,21 @@ func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Start and drive agent sessions",
+		Long: "session starts and drives sessions through Temporal, like any application would.\n\n" +
+			"Connection settings come from the flags, else $DEX_TEMPORAL_ADDRESS and $DEX_TEMPORAL_NAMESPACE,\n" +
+			"else the temporal section of the worker config named by --config (or $DEX_CONFIG), else the\n" +
+			"defaults (localhost:7233, namespace default, task queue dex-agents, no TLS).",
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.address, "address", envOr("DEX_TEMPORAL_ADDRESS", "localhost:7233"), "Temporal frontend address ($DEX_TEMPORAL_ADDRESS)")
-	pf.StringVar(&f.namespace, "namespace", envOr("DEX_TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
-	pf.StringVar(&f.taskQueue, "task-queue", client.DefaultTaskQueue, "the workers' task queue")
-	pf.StringVar(&f.config, "config", envOr("DEX_CONFIG", ""), "worker config that maps agent names to flow types (default configs/dev.yaml when present)")
+	pf.StringVar(&f.address, "address", "", "Temporal frontend address (default $DEX_TEMPORAL_ADDRESS, else the config's, else localhost:7233)")
+	pf.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default $DEX_TEMPORAL_NAMESPACE, else the config's, else default)")
+	pf.StringVar(&f.taskQueue, "task-queue", "", "the workers' task queue (default the config's, else "+client.DefaultTaskQueue+")")
+	pf.StringVar(&f.config, "config", "", "worker config: maps agent names to flow types and gives the Temporal settings (default $DEX_CONFIG)")
+	pf.StringVar(&f.tlsCert, "tls-cert", "", "TLS client certificate (PEM) for mTLS, with --tls-key")
+	pf.StringVar(&f.tlsKey, "tls-key", "", "TLS client key (PEM)")
+	pf.StringVar(&f.tlsCA, "tls-ca", "", "CA certificates (PEM) that verify the server; any --tls-* flag enables TLS")
+	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "server name the server's certificate must carry")
+	pf.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable that holds a Temporal Cloud API key (enables TLS)")
 	cmd.AddCommand(
 		newSessionStartCmd(g, f),
 		newSessionSendCmd(g, f),
@@ -67,25 +159,41 @@ func newSessionCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// flowType maps an agent name to its flow type through the config.
-func (f *sessionFlags) flowType(agent string) (string, error) {
-	path := f.config
-	if path == "" {
-		if _, err := os.Stat("configs/dev.yaml"); err == nil {
-			path = "configs/dev.yaml"
-		}
-	}
-	if path == "" {
-		return "", fmt.Errorf("cannot map agent %q to its flow type: pass --config (the worker's config file) or --flow-type", agent)
-	}
-	cfg, err := config.Load(path)
+// flowType maps an agent name to its flow type: through the --config file;
+// else through the worker's HTTP API (GET /v1/agents) when an API token is
+// at hand; else through configs/dev.yaml when it exists.
+func (f *sessionFlags) flowType(ctx context.Context, agent string, api apiFlags) (string, error) {
+	cfg, err := f.configFile()
 	if err != nil {
 		return "", err
 	}
-	if a, ok := cfg.Agent(agent); ok {
-		if !cfgTaskQueueSet(f) {
+	if cfg != nil {
+		return flowTypeIn(cfg, f.loadedPath, agent)
+	}
+	if api.token != "" {
+		return api.flowType(ctx, agent)
+	}
+	if api.addressSet {
+		return "", errors.New("--http-address needs an API token: pass --token or set DEX_API_TOKEN")
+	}
+	const devConfig = "configs/dev.yaml"
+	if _, err := os.Stat(devConfig); err == nil {
+		cfg, err := config.Load(devConfig)
+		if err != nil {
+			return "", err
+		}
+		if f.taskQueue == "" {
 			f.taskQueue = cfg.Temporal.TaskQueue
 		}
+		return flowTypeIn(cfg, devConfig, agent)
+	}
+	return "", fmt.Errorf("cannot map agent %q to its flow type: pass --flow-type TYPE, or --config FILE (the worker's config), "+
+		"or an API token (--token or $DEX_API_TOKEN, and --http-address) to ask the worker's HTTP API", agent)
+}
+
+// flowTypeIn maps an agent name to its flow type through a loaded config.
+func flowTypeIn(cfg *config.Config, path, agent string) (string, error) {
+	if a, ok := cfg.Agent(agent); ok {
 		return a.FlowType, nil
 	}
 	var names []string
@@ -96,20 +204,57 @@ func (f *sessionFlags) flowType(agent string) (string, error) {
 	return "", fmt.Errorf("%s has no agent %q (it has: %s)", path, agent, strings.Join(names, ", "))
 }
 
-func cfgTaskQueueSet(f *sessionFlags) bool { return f.taskQueue != client.DefaultTaskQueue }
+// apiFlags say how to reach the worker's HTTP API.
+type apiFlags struct {
+	address    string
+	addressSet bool
+	token      string
+}
+
+// flowType asks the API for the agent's flow type.
+func (a apiFlags) flowType(ctx context.Context, agent string) (string, error) {
+	c, err := chat.NewClient(a.address, a.token, nil)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return "", fmt.Errorf("ask the worker's HTTP API at %s for agent %q: %w (is the worker running with http.listen set? or pass --flow-type or --config)", c.BaseURL(), agent, err)
+	}
+	var names []string
+	for _, x := range agents {
+		if x.Name == agent {
+			return x.FlowType, nil
+		}
+		names = append(names, x.Name)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("the worker's HTTP API at %s has no agent %q for this token (it has: %s)", c.BaseURL(), agent, strings.Join(names, ", "))
+}
 
 func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 	var agent, flowType, id, message, requestID string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "start --agent NAME [--id ID] [--message TEXT]",
 		Short: "Start a session; prints its ID alone on stdout",
-		Args:  cobra.NoArgs,
+		Long: "start starts a session of an agent. The session runs the agent's flow type, which --flow-type\n" +
+			"gives directly; otherwise start finds it by the agent's name in the --config file, else by\n" +
+			"asking the worker's HTTP API (GET /v1/agents) when an API token is set (--token or\n" +
+			"$DEX_API_TOKEN), else in configs/dev.yaml when that file exists.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if flowType == "" {
 				if agent == "" {
 					return errors.New("pass --agent NAME (or --flow-type TYPE)")
 				}
-				ft, err := f.flowType(agent)
+				api.addressSet = cmd.Flags().Changed("http-address")
+				if api.token == "" {
+					api.token = os.Getenv("DEX_API_TOKEN")
+				}
+				ft, err := f.flowType(cmd.Context(), agent, api)
 				if err != nil {
 					return err
 				}
@@ -128,11 +273,13 @@ func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&agent, "agent", "", "agent name from the worker config")
+	cmd.Flags().StringVar(&agent, "agent", "", "agent name")
 	cmd.Flags().StringVar(&flowType, "flow-type", "", "the agent's flow type, instead of --agent")
 	cmd.Flags().StringVar(&id, "id", "", "session ID (default: a new random ID)")
 	cmd.Flags().StringVar(&message, "message", "", "first user message")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "makes a retried start idempotent")
+	cmd.Flags().StringVar(&api.address, "http-address", envOr("DEX_HTTP_ADDRESS", defaultHTTPAddress), "the worker's HTTP API, asked for the agent's flow type ($DEX_HTTP_ADDRESS)")
+	cmd.Flags().StringVar(&api.token, "token", "", "API bearer token (default $DEX_API_TOKEN)")
 	return cmd
 }
 
@@ -216,7 +363,7 @@ func newSessionSnapshotCmd(g *globals, f *sessionFlags) *cobra.Command {
 			if asJSON {
 				return writeJSON(g.stdout, snap)
 			}
-			printSnapshot(g.stdout, snap)
+			printSnapshot(g.stdout, snap, func(sub string, args ...string) string { return commandLine(cmd, sub, args...) })
 			return nil
 		},
 	}
@@ -249,7 +396,11 @@ func newSessionMessagesCmd(g *globals, f *sessionFlags) *cobra.Command {
 				printMessage(g.stdout, m.Sequence, string(m.Role), m.ToolName, m.Text)
 			}
 			if page.HasMore {
-				fmt.Fprintf(g.stdout, "(older messages: --before %d)\n", page.NextBeforeSequence)
+				more := []string{args[0], "--before", strconv.FormatInt(page.NextBeforeSequence, 10)}
+				if cmd.Flags().Changed("limit") {
+					more = append(more, "--limit", strconv.Itoa(limit))
+				}
+				fmt.Fprintf(g.stdout, "(older messages: %s)\n", commandLine(cmd, "messages", more...))
 			}
 			return nil
 		},
@@ -277,14 +428,95 @@ func printMessage(w io.Writer, seq int64, role, tool, text string) {
 	fmt.Fprintf(w, "%4d  %-22s %s\n", seq, label, strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n"+strings.Repeat(" ", 29)))
 }
 
-func printSnapshot(w io.Writer, s client.Snapshot) {
+// commandLine returns a session command line that repeats the connection
+// flags this invocation was given, so a hint copied from its output reaches
+// the same session.
+func commandLine(cmd *cobra.Command, sub string, args ...string) string {
+	parts := append([]string{"dex-agent-worker", "session", sub}, args...)
+	for _, name := range []string{"address", "namespace", "task-queue", "config", "tls-cert", "tls-key", "tls-ca", "tls-server-name", "api-key-env"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			parts = append(parts, "--"+name, shellQuote(fl.Value.String()))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// statusLine says what the session does. While it runs tools the words say
+// which calls run and which wait for an answer; the spec's status value
+// (state.status in the JSON) follows in brackets.
+func statusLine(s client.Snapshot) string {
+	st := s.State
+	turn := ""
+	if st.ActiveTurnID != "" {
+		turn = st.ActiveTurnID
+	}
+	if st.Status != client.StatusRunningTools {
+		if turn != "" {
+			return fmt.Sprintf("%s (%s)", st.Status, turn)
+		}
+		return st.Status
+	}
+	var parts, running, other []string
+	for _, c := range s.ToolCalls {
+		switch {
+		case c.Status == pluginapi.ToolCallApproved:
+			running = append(running, fmt.Sprintf("%s (%s)", c.ToolName, c.ToolCallID))
+		case c.Status == pluginapi.ToolCallAwaitingApproval || c.Status.Final():
+		default:
+			other = append(other, fmt.Sprintf("%s (%s) %s", c.ToolName, c.ToolCallID, c.Status))
+		}
+	}
+	if len(running) > 0 {
+		parts = append(parts, "running "+strings.Join(running, ", "))
+	}
+	waiting := map[string][]string{}
+	var kinds []string
+	for _, in := range s.PendingInterrupts {
+		kind := in.Kind
+		if kind == "" {
+			kind = client.InterruptKindApproval
+		}
+		w := fmt.Sprintf("%s (%s)", in.ToolName, in.ToolCallID)
+		if in.Deadline != "" {
+			w += ", deadline " + in.Deadline
+		}
+		if waiting[kind] == nil {
+			kinds = append(kinds, kind)
+		}
+		waiting[kind] = append(waiting[kind], w)
+	}
+	for _, kind := range kinds {
+		parts = append(parts, "waiting for "+kind+": "+strings.Join(waiting[kind], "; "))
+	}
+	if len(other) > 0 {
+		parts = append(parts, "waiting: "+strings.Join(other, ", "))
+	}
+	bracket := st.Status
+	if turn != "" {
+		bracket += ", " + turn
+	}
+	if len(parts) == 0 {
+		return bracket
+	}
+	return strings.Join(parts, "; ") + "  [" + bracket + "]"
+}
+
+// printSnapshot prints a snapshot for people; command builds the hints'
+// command lines (see commandLine).
+func printSnapshot(w io.Writer, s client.Snapshot, command func(sub string, args ...string) string) {
 	fmt.Fprintf(w, "session %s (agent %s)\n", s.SessionID, s.Agent)
 	if s.State != nil {
-		fmt.Fprintf(w, "status   %s", s.State.Status)
-		if s.State.ActiveTurnID != "" {
-			fmt.Fprintf(w, " (%s)", s.State.ActiveTurnID)
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "status   %s\n", statusLine(s))
 		if s.State.LastTurnError != "" {
 			fmt.Fprintf(w, "error    %s\n", s.State.LastTurnError)
 		}
@@ -308,12 +540,17 @@ func printSnapshot(w io.Writer, s client.Snapshot) {
 	if len(s.PendingInterrupts) > 0 {
 		fmt.Fprintln(w, "\nwaiting for approval")
 		for _, in := range s.PendingInterrupts {
-			fmt.Fprintf(w, "  %s  %s %s", in.InterruptID, in.ToolName, in.Arguments)
+			fmt.Fprintf(w, "  %s %s\n", in.ToolName, in.Arguments)
+			fmt.Fprintf(w, "    call %s", in.ToolCallID)
+			if in.InterruptID != in.ToolCallID {
+				fmt.Fprintf(w, ", interrupt %s", in.InterruptID)
+			}
 			if in.Deadline != "" {
-				fmt.Fprintf(w, "  (deadline %s)", in.Deadline)
+				fmt.Fprintf(w, ", deadline %s", in.Deadline)
 			}
 			fmt.Fprintln(w)
-			fmt.Fprintf(w, "    approve: dex-agent-worker session approve %s %s\n", s.SessionID, in.InterruptID)
+			fmt.Fprintf(w, "    approve: %s\n", command("approve", s.SessionID, in.InterruptID))
+			fmt.Fprintf(w, "    reject:  %s\n", command("reject", s.SessionID, in.InterruptID, "--message", shellQuote("the reason the model sees")))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -43,6 +44,36 @@ func TestRefundIsAppliedOncePerIdempotencyKey(t *testing.T) {
 	}
 }
 
+// TestStoreModes checks that the store keeps its orders to the user: a
+// directory it creates is 0700, its files 0600.
+func TestStoreModes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := OpenStore(filepath.Join(dir, "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Refund("7", 500, "s/turn-1/call"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "orders.json"): 0o600, filepath.Join(dir, "orders.json.lock"): 0o600}
+	for path, mode := range want {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != mode {
+			t.Errorf("%s mode = %v, want %v", path, got, mode)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Errorf("the store's directory holds %d files, want orders.json and its lock", len(entries))
+	}
+}
+
 type nopWriter struct{}
 
 func (nopWriter) WriteTextDelta(string)          {}
@@ -58,8 +89,12 @@ func TestRefundConversation(t *testing.T) {
 	dir := t.TempDir()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
 	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(dir, "orders.json")})
-	if _, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg}); err != nil {
+	resp, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.Join(resp.Tools, ","); got != "lookup_order,refund_order" {
+		t.Errorf("Configure reported tools %q, want lookup_order,refund_order", got)
 	}
 	var msgs []pluginapi.Message
 	store := func(ms []pluginapi.FrameworkMessage) {

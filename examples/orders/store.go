@@ -40,12 +40,19 @@ type storeFile struct {
 	Orders map[string]*Order `json:"orders"`
 }
 
+// The store's directory, when OpenStore creates it, and its files are the
+// user's alone, like the rest of the data dir.
+const (
+	storeDirMode  = 0o700
+	storeFileMode = 0o600
+)
+
 // OpenStore opens (and seeds, when missing) the store at path.
 func OpenStore(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store_path is required")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), storeDirMode); err != nil {
 		return nil, fmt.Errorf("store_path %s: %w", path, err)
 	}
 	s := &Store{path: path}
@@ -66,7 +73,7 @@ func seed() *storeFile {
 // update runs fn on the file's contents under an exclusive lock and writes
 // the result atomically.
 func (s *Store) update(fn func(*storeFile) error) error {
-	lock, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, storeFileMode)
 	if err != nil {
 		return err
 	}
@@ -99,7 +106,7 @@ func (s *Store) update(fn func(*storeFile) error) error {
 		return err
 	}
 	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+	if err := os.WriteFile(tmp, out, storeFileMode); err != nil {
 		return err
 	}
 	return os.Rename(tmp, s.path)

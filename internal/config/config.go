@@ -312,6 +312,24 @@ func (a *Agent) ResolveToolPolicy(tool string, frameworkEffect Effect) ToolPolic
 	return ToolPolicy{Effect: a.DefaultToolEffect}
 }
 
+// UnofferedToolPolicies returns, sorted, the tool_policies keys that are
+// not in offered, the tools the agent's runner reported in Configure. Such
+// a policy never applies, most likely a typo. With offered empty (a runner
+// that does not report its tools) it returns nil: nothing can be checked.
+func (a *Agent) UnofferedToolPolicies(offered []string) []string {
+	if len(offered) == 0 {
+		return nil
+	}
+	var out []string
+	for name := range a.ToolPolicies {
+		if !slices.Contains(offered, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Load reads the YAML file at path, expands ${VAR} references from the
 // environment, decodes it strictly, applies defaults, resolves relative file
 // paths against the file's directory and validates the result. Problems with

@@ -745,6 +745,30 @@ func TestToolPolicy(t *testing.T) {
 	}
 }
 
+func TestUnofferedToolPolicies(t *testing.T) {
+	a := &Agent{ToolPolicies: map[string]ToolPolicy{
+		"refund_order": {Effect: EffectNonIdempotentWrite},
+		"lookup_ordr":  {Effect: EffectRead},
+		"cancel":       {Effect: EffectRead},
+	}}
+	tests := []struct {
+		offered []string
+		want    []string
+	}{
+		{offered: nil, want: nil}, // the runner does not report its tools
+		{offered: []string{"lookup_order", "refund_order"}, want: []string{"cancel", "lookup_ordr"}},
+		{offered: []string{"cancel", "lookup_ordr", "refund_order", "more"}, want: nil},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, a.UnofferedToolPolicies(tt.offered)); diff != "" {
+			t.Errorf("UnofferedToolPolicies(%q) (-want +got):\n%s", tt.offered, diff)
+		}
+	}
+	if got := (&Agent{}).UnofferedToolPolicies([]string{"x"}); got != nil {
+		t.Errorf("an agent without tool_policies: %q, want nil", got)
+	}
+}
+
 func TestLookups(t *testing.T) {
 	cfg, err := Load("testdata/dev.good.yml")
 	if err != nil {

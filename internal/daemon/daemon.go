@@ -171,6 +171,13 @@ func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
 		if err := d.host.Configure(ctx, a.Runner, a.Name, raw); err != nil {
 			return fmt.Errorf("agent %s: plugin %s refused its runner_config: %w", a.Name, a.Runner, err)
 		}
+		// A policy for a tool the runner does not offer never applies: a typo,
+		// most likely. Runners that do not report their tools are not checked.
+		offered := d.host.Tools(a.Runner, a.Name)
+		for _, tool := range a.UnofferedToolPolicies(offered) {
+			d.log.Warn("tool_policies names a tool the runner does not offer; the policy never applies",
+				"agent", a.Name, "tool", tool, "runner", a.Runner, "offered", offered)
+		}
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		defer cancel()
 	}
 
-	dataDir, err := prepareDataDir(opts.DataDir)
+	dataDir, err := prepareDataDir(opts.DataDir, opts.Logger)
 	if err != nil {
 		return nil, err
 	}

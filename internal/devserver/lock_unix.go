@@ -15,7 +15,7 @@ import (
 type dirLock struct{ f *os.File }
 
 func acquireDirLock(path string) (*dirLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, dataFileMode)
 	if err != nil {
 		return nil, fmt.Errorf("data dir is not writable: cannot create lock file %q: %w", path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,9 +64,17 @@ func rememberDB(dbPath string) {
 // sqliteHeader is the magic string at the start of every SQLite 3 file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
+// Modes of what the dev server creates: the data dir and every file in it
+// are the user's alone (the database holds every session's conversation).
+const (
+	dataDirMode  fs.FileMode = 0o700
+	dataFileMode fs.FileMode = 0o600
+)
+
 // prepareDataDir makes sure dir exists and is a directory, and returns its
-// absolute path.
-func prepareDataDir(dir string) (string, error) {
+// absolute path. A new directory is created 0700; an existing one that
+// other users may enter is left as it is, with a warning on logger.
+func prepareDataDir(dir string, logger *slog.Logger) (string, error) {
 	if dir == "" {
 		return "", errors.New("devserver: Options.DataDir is required")
 	}
@@ -78,10 +87,15 @@ func prepareDataDir(dir string) (string, error) {
 	if strings.ContainsAny(abs, "?#%") {
 		return "", fmt.Errorf("devserver: data dir %q: path must not contain '?', '#' or '%%'", abs)
 	}
-	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil && !fi.IsDir():
 		return "", fmt.Errorf("devserver: data dir %q exists and is not a directory", abs)
+	case err == nil && fi.Mode().Perm()&0o077 != 0:
+		logger.Warn("the data dir is open to other users; it holds every session's conversation",
+			"data_dir", abs, "mode", fi.Mode().Perm().String(), "fix", "chmod 700 "+abs)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, dataDirMode); err != nil {
 		return "", fmt.Errorf("devserver: cannot create data dir %q: %w", abs, err)
 	}
 	return abs, nil
@@ -163,13 +177,23 @@ func createDatabase(dbPath string, cfg *config.SQL, ns *sqliteschema.NamespaceCo
 		return err
 	}
 	marker := dbPath + initMarkerSuffix
-	if err := os.WriteFile(marker, []byte("schema setup in progress; temporal.db is incomplete while this file exists\n"), 0o644); err != nil {
+	if err := os.WriteFile(marker, []byte("schema setup in progress; temporal.db is incomplete while this file exists\n"), dataFileMode); err != nil {
 		return fmt.Errorf("devserver: cannot write %q: %w", marker, err)
 	}
 	for _, p := range []string{dbPath, dbPath + "-wal", dbPath + "-shm", dbPath + "-journal"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("devserver: cannot remove stale %q: %w", p, err)
 		}
+	}
+	// SQLite creates a database 0644, and its -wal and -shm files with the
+	// database's mode: an empty file of mode 0600 is a new database that
+	// keeps all three private.
+	f, err := os.OpenFile(dbPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, dataFileMode)
+	if err != nil {
+		return fmt.Errorf("devserver: cannot create database %q: %w", dbPath, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("devserver: cannot create database %q: %w", dbPath, err)
 	}
 	// From here on the plugin caches a connection to this file.
 	defer rememberDB(dbPath)

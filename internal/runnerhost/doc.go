@@ -12,6 +12,7 @@
 //	if err := h.Configure(ctx, "stepwise", "support", runnerConfigJSON); err != nil {
 //		return err // the plugin's message for bad config
 //	}
+//	tools := h.Tools("stepwise", "support") // what the plugin offers the agent; nil: unknown
 //	runner, err := h.Runner("stepwise")
 //
 // Steps then call runner like any pluginapi.Runner; it also implements
@@ -29,5 +30,8 @@
 // (and go-plugin's handshake variables), always runs with AutoMTLS, and is
 // refused when its SHA-256 differs from the spec's. Its stderr and its
 // hclog output go to the Host's logger with the attribute plugin=<name>,
-// with the listed variables' values replaced by <redacted>.
+// with the listed variables' values replaced by <redacted>. A plugin that
+// printed to stdout before its handshake fails to start with an error that
+// says so. The exit of a process the Host stopped is logged at INFO; a
+// crash at ERROR.
 package runnerhost

@@ -2,6 +2,7 @@ package runnerhost
 
 import (
 	"context"
+	"slices"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -29,12 +30,16 @@ func (h *handle) Info(ctx context.Context) (*pluginapi.InfoResponse, error) {
 
 // Configure implements pluginapi.Runner like Host.Configure: the
 // configuration is remembered for restarts, and ProtocolVersion is the
-// negotiated one whatever req says.
+// negotiated one whatever req says. The response holds the tools the
+// plugin reported (see Host.Tools).
 func (h *handle) Configure(ctx context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
 	if err := h.inst.configure(ctx, req.Agent, req.RunnerConfig); err != nil {
 		return nil, err
 	}
-	return &pluginapi.ConfigureResponse{}, nil
+	h.inst.mu.Lock()
+	tools := slices.Clone(h.inst.tools[req.Agent])
+	h.inst.mu.Unlock()
+	return &pluginapi.ConfigureResponse{Tools: tools}, nil
 }
 
 // BuildUserMessage implements pluginapi.Runner.

@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -93,6 +96,32 @@ func (s PluginSpec) validate() (checksum []byte, err error) {
 	return checksum, nil
 }
 
+// checkCommand reports a command that cannot be started, with the reason
+// in words: go-plugin would only say "fork/exec ...". A bare name is looked
+// up on the worker's PATH, as exec.Command does.
+func (s PluginSpec) checkCommand() error {
+	path := s.Command
+	if !strings.ContainsRune(path, filepath.Separator) {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return fmt.Errorf("runner plugin %q: command %q is not found on PATH (give a path to the binary)", s.Name, path)
+		}
+		path = p
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("runner plugin %q: command %s does not exist (build the plugin, or fix plugins.%s.command)", s.Name, path, s.Name)
+	case err != nil:
+		return fmt.Errorf("runner plugin %q: command %s: %w", s.Name, path, err)
+	case fi.IsDir():
+		return fmt.Errorf("runner plugin %q: command %s is a directory, not a program", s.Name, path)
+	case fi.Mode()&0o111 == 0:
+		return fmt.Errorf("runner plugin %q: command %s is not executable (mode %v; chmod +x it)", s.Name, path, fi.Mode().Perm())
+	}
+	return nil
+}
+
 // environ returns the allow-listed variables that are set.
 func (s PluginSpec) environ() []string {
 	env := []string{}
@@ -125,7 +154,8 @@ func New(logger *slog.Logger) *Host {
 	return &Host{logger: logger, plugins: map[string]*instance{}, pending: map[string]bool{}}
 }
 
-// Launch starts the plugin, completes the handshake (with AutoMTLS, and the
+// Launch checks that spec.Command exists and is executable, starts the
+// plugin, completes the handshake (with AutoMTLS, and the
 // checksum when spec.SHA256 is set) and calls Info. It returns once the
 // plugin answers, or with an error that names the plugin and carries the
 // plugin's own message or the tail of its stderr. A plugin name is
@@ -133,6 +163,9 @@ func New(logger *slog.Logger) *Host {
 func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 	checksum, err := spec.validate()
 	if err != nil {
+		return err
+	}
+	if err := spec.checkCommand(); err != nil {
 		return err
 	}
 	spec.Args = slices.Clone(spec.Args)
@@ -158,6 +191,7 @@ func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 		logger:   h.logger.With("plugin", spec.Name),
 		reaping:  &h.reaping,
 		configs:  map[string]agentConfig{},
+		tools:    map[string][]string{},
 	}
 	proc, err := inst.start(ctx)
 
@@ -227,6 +261,23 @@ func (h *Host) Info(plugin string) (pluginapi.InfoResponse, pluginapi.Capabiliti
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 	return inst.info, inst.caps, true
+}
+
+// Tools returns the names of the tools the plugin reported for the agent in
+// its latest successful Configure, in the plugin's order. nil means unknown:
+// the agent was never configured, or the plugin reports no tools (a plugin
+// built before ConfigureResponse.Tools existed).
+func (h *Host) Tools(plugin, agent string) []string {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return nil
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if len(inst.tools[agent]) == 0 {
+		return nil
+	}
+	return slices.Clone(inst.tools[agent])
 }
 
 // Ping checks the plugin's current process with go-plugin's gRPC health

@@ -222,6 +222,10 @@ func TestLaunchErrors(t *testing.T) {
 	h, _ := newTestHost(t)
 	ctx := testContext(t)
 	launch(t, h, PluginSpec{Name: "tp"})
+	notExecutable := filepath.Join(t.TempDir(), "plugin")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name string
@@ -236,7 +240,22 @@ func TestLaunchErrors(t *testing.T) {
 		{
 			name: "missing command",
 			spec: PluginSpec{Name: "missing", Command: filepath.Join(t.TempDir(), "no-such-plugin")},
-			want: []string{`runner plugin "missing"`, "no-such-plugin"},
+			want: []string{`runner plugin "missing": command /`, "no-such-plugin does not exist (build the plugin, or fix plugins.missing.command)"},
+		},
+		{
+			name: "not executable",
+			spec: PluginSpec{Name: "noexec", Command: notExecutable},
+			want: []string{`runner plugin "noexec": command ` + notExecutable + " is not executable (mode -rw-r--r--; chmod +x it)"},
+		},
+		{
+			name: "a directory",
+			spec: PluginSpec{Name: "dir", Command: t.TempDir()},
+			want: []string{`runner plugin "dir": command /`, "is a directory, not a program"},
+		},
+		{
+			name: "not on PATH",
+			spec: PluginSpec{Name: "path", Command: "dex-no-such-runner-plugin"},
+			want: []string{`runner plugin "path": command "dex-no-such-runner-plugin" is not found on PATH`},
 		},
 		{
 			name: "duplicate",
@@ -334,6 +353,108 @@ func TestPluginOutputIsLoggedAndSecretsRedacted(t *testing.T) {
 	}
 }
 
+// TestPrintBeforeServe launches a plugin that prints to stdout before
+// pluginapi.Serve: the first stdout line is go-plugin's handshake, so the
+// start fails, and the error says why instead of go-plugin's
+// "Unrecognized remote plugin message".
+func TestPrintBeforeServe(t *testing.T) {
+	const secret = "sk-test-print-0123456789"
+	t.Setenv("DEX_TEST_API_KEY", secret)
+	long := "x" + strings.Repeat("é", 300)
+	tests := []struct {
+		name, line, want string
+	}{
+		{"a log line", "starting my runner v1", `"starting my runner v1"`},
+		{"an empty line", "", `""`},
+		{"a secret", "key=" + secret, `"key=<redacted>"`},
+		{"a long line", long, fmt.Sprintf("%q", long[:199]+"...")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newTestHost(t)
+			err := h.Launch(testContext(t), PluginSpec{
+				Name: "tp", Command: testPluginPath, Env: []string{"DEX_TEST_API_KEY"},
+				Args: []string{"print-before-serve", tt.line},
+			})
+			if err == nil {
+				t.Fatal("Launch succeeded")
+			}
+			t.Logf("Launch error: %v", err)
+			want := "the plugin printed to stdout before pluginapi.Serve: " + tt.want + "; write logs to stderr"
+			for _, part := range []string{`runner plugin "tp"`, want} {
+				if !strings.Contains(err.Error(), part) {
+					t.Errorf("Launch error lacks %q", part)
+				}
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "Unrecognized remote plugin message") {
+				t.Errorf("Launch error shows a secret or go-plugin's raw message")
+			}
+		})
+	}
+}
+
+// TestExitLogLevel checks the level of the log record of a plugin
+// process's exit: INFO when the host stopped it, whatever its exit status;
+// WARN for SIGTERM from elsewhere; ERROR for a crash.
+func TestExitLogLevel(t *testing.T) {
+	exitRecords := func(logs *logBuffer) []map[string]any {
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if rec["msg"] == "plugin process exited" {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
+	t.Run("stopped by the host", func(t *testing.T) {
+		h, logs := newTestHost(t)
+		launch(t, h, PluginSpec{Name: "tp"})
+		// The process exits with status 3 once the host asks it to stop, as
+		// a runner whose shutdown fails would.
+		if err := h.Configure(testContext(t), "tp", "a", []byte(`{"exit_status":3}`)); err != nil {
+			t.Fatal(err)
+		}
+		h.Close() // returns once go-plugin has logged the exit
+		recs := exitRecords(logs)
+		if len(recs) != 1 || recs[0]["level"] != "INFO" || recs[0]["error"] != "exit status 3" || recs[0]["stopped_by_host"] != true {
+			t.Errorf("exit records = %v, want one at INFO with exit status 3 and stopped_by_host", recs)
+		}
+		if strings.Contains(logs.String(), `"level":"ERROR"`) {
+			t.Errorf("a stop by the host logged an error:\n%s", logs.String())
+		}
+	})
+	for _, tt := range []struct {
+		name   string
+		signal syscall.Signal
+		level  string
+		error  string
+	}{
+		{"crash", syscall.SIGKILL, "ERROR", "signal: killed"},
+		{"SIGTERM from elsewhere", syscall.SIGTERM, "WARN", "signal: terminated"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, logs := newTestHost(t)
+			r := launch(t, h, PluginSpec{Name: "tp"})
+			pid, err := strconv.Atoi(runTool(t, r, "pid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(pid, tt.signal); err != nil {
+				t.Fatal(err)
+			}
+			logs.waitFor(t, `"msg":"plugin process exited"`)
+			recs := exitRecords(logs)
+			if len(recs) != 1 || recs[0]["level"] != tt.level || recs[0]["error"] != tt.error || recs[0]["stopped_by_host"] != nil {
+				t.Errorf("exit records = %v, want one at %s with %q", recs, tt.level, tt.error)
+			}
+		})
+	}
+}
+
 func TestChecksum(t *testing.T) {
 	data, err := os.ReadFile(testPluginPath)
 	if err != nil {
@@ -385,6 +506,28 @@ func TestConfigure(t *testing.T) {
 	}
 	if err := h.Configure(ctx, "tp", "a", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
+	}
+	if got := h.Tools("tp", "a"); got != nil {
+		t.Errorf("Tools(tp, a) = %q for a plugin that reports none, want nil (unknown)", got)
+	}
+	if err := h.Configure(ctx, "tp", "c", []byte(`{"tools":["lookup","refund"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"lookup", "refund"}, h.Tools("tp", "c")); diff != "" {
+		t.Errorf("Tools(tp, c) (-want +got):\n%s", diff)
+	}
+	cr, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "c", RunnerConfig: []byte(`{"tools":["lookup"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"lookup"}, cr.Tools); diff != "" {
+		t.Errorf("handle Configure tools (-want +got):\n%s", diff)
+	}
+	if got := h.Tools("tp", "b"); got != nil {
+		t.Errorf("Tools(tp, b) = %q after a refused Configure, want nil", got)
+	}
+	if got := h.Tools("nope", "a"); got != nil {
+		t.Errorf("Tools(nope, a) = %q, want nil", got)
 	}
 
 	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn("a", "hi")})

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -48,7 +49,8 @@ type instance struct {
 	info      pluginapi.InfoResponse
 	caps      pluginapi.Capabilities
 	configs   map[string]agentConfig
-	rev       uint64 // the newest agentConfig.rev
+	rev       uint64              // the newest agentConfig.rev
+	tools     map[string][]string // agent -> the tools its latest Configure reported
 }
 
 // process is one plugin process.
@@ -60,6 +62,9 @@ type process struct {
 	caps     pluginapi.Capabilities
 	version  int
 	id       string
+	// stopping is set before the host kills the process, so its exit is
+	// not logged as a crash.
+	stopping *atomic.Bool
 
 	mu      sync.Mutex
 	broken  bool // a call saw it die; never use it again
@@ -96,6 +101,7 @@ func (p *process) markBroken() {
 // kill ends the process and waits until it is gone.
 func (p *process) kill() {
 	p.markBroken()
+	p.stopping.Store(true)
 	p.client.Kill()
 }
 
@@ -141,6 +147,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	cmd.Env = env
 	cmd.SysProcAttr = pluginProcAttr()
 	stderr := newTail()
+	stopping := new(atomic.Bool)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		Plugins:          plugin.PluginSet{pluginapi.PluginName: &pluginapi.RunnerPlugin{}},
@@ -150,7 +157,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		AutoMTLS:         true,
 		Managed:          true,
 		StartTimeout:     startTimeout,
-		Logger:           newHCLogAdapter(i.logger, redact),
+		Logger:           newHCLogAdapter(i.logger, redact, stopping),
 		Stderr:           stderr,
 		SyncStdout:       outputLogger(i.logger, redact, "stdout"),
 		SyncStderr:       outputLogger(i.logger, redact, "stderr"),
@@ -161,6 +168,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	client := plugin.NewClient(cfg)
 
 	fail := func(what string, err error) error {
+		stopping.Store(true)
 		client.Kill() // waits for the stderr reader, so the tail is complete
 		msg := fmt.Sprintf("runner plugin %q: %s: %s", i.spec.Name, what, redact.String(err.Error()))
 		if t := stderr.String(); t != "" {
@@ -171,12 +179,13 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 
 	protocol, err := client.Client()
 	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+		stopping.Store(true)
 		client.Kill()
 		return nil, fmt.Errorf("runner plugin %q: refusing to start %s: its SHA-256 is %s, the configuration expects %s: %w",
 			i.spec.Name, cmd.Path, fileSHA256(cmd.Path), i.spec.SHA256, err)
 	}
 	if err != nil {
-		return nil, fail("start "+i.spec.Command, err)
+		return nil, fail("start "+i.spec.Command, handshakeError(err, redact))
 	}
 	raw, err := protocol.Dispense(pluginapi.PluginName)
 	if err != nil {
@@ -202,6 +211,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		caps:     caps,
 		version:  version,
 		id:       client.ID(),
+		stopping: stopping,
 		cfgSem:   make(chan struct{}, 1),
 		applied:  map[string]uint64{},
 	}
@@ -408,7 +418,7 @@ func (i *instance) ensureConfigured(ctx context.Context, p *process) error {
 }
 
 func (i *instance) sendConfig(ctx context.Context, p *process, c agentConfig) error {
-	_, err := p.runner.Configure(ctx, &pluginapi.ConfigureRequest{
+	resp, err := p.runner.Configure(ctx, &pluginapi.ConfigureRequest{
 		Agent:           c.agent,
 		RunnerConfig:    slices.Clone(c.data),
 		ProtocolVersion: p.version,
@@ -419,6 +429,11 @@ func (i *instance) sendConfig(ctx context.Context, p *process, c agentConfig) er
 	p.mu.Lock()
 	p.applied[c.agent] = c.rev
 	p.mu.Unlock()
+	if resp != nil {
+		i.mu.Lock()
+		i.tools[c.agent] = slices.Clone(resp.Tools)
+		i.mu.Unlock()
+	}
 	return nil
 }
 

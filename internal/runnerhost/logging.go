@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -110,10 +111,36 @@ type hclogAdapter struct {
 	redact  *redactor
 	name    string
 	implied []any
+	// stopping is set once the host stops the process (see exitLevel).
+	stopping *atomic.Bool
 }
 
-func newHCLogAdapter(logger *slog.Logger, redact *redactor) *hclogAdapter {
-	return &hclogAdapter{logger: logger, redact: redact}
+func newHCLogAdapter(logger *slog.Logger, redact *redactor, stopping *atomic.Bool) *hclogAdapter {
+	return &hclogAdapter{logger: logger, redact: redact, stopping: stopping}
+}
+
+// processExitedMsg is go-plugin's record of a plugin process's exit; it
+// logs it at ERROR whenever the exit status is not 0.
+const processExitedMsg = "plugin process exited"
+
+// exitLevel returns the level of go-plugin's exit record. An exit the host
+// caused (Close, or a kill after a failed start) is not an error, whatever
+// the status: INFO. A plugin stopped by SIGTERM or SIGINT that the host did
+// not send (a signal to the whole process group, say) did not crash: WARN.
+// Anything else is a crash and stays at ERROR.
+func (a *hclogAdapter) exitLevel(level hclog.Level, args []any) (hclog.Level, []any) {
+	if level < hclog.Warn {
+		return level, args
+	}
+	if a.stopping != nil && a.stopping.Load() {
+		return hclog.Info, append(slices.Clip(args), "stopped_by_host", true)
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "error" && (args[i+1] == "signal: terminated" || args[i+1] == "signal: interrupt") {
+			return hclog.Warn, args
+		}
+	}
+	return level, args
 }
 
 func slogLevel(l hclog.Level) slog.Level {
@@ -138,6 +165,9 @@ func (a *hclogAdapter) enabled(l hclog.Level) bool {
 }
 
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	if msg == processExitedMsg {
+		level, args = a.exitLevel(level, args)
+	}
 	if level == hclog.Off || !a.enabled(level) {
 		return
 	}

@@ -5,27 +5,64 @@
 // approvals, retries by effect class and idempotency keys work as for any
 // runner.
 //
-// A plugin binary builds its agents from their runner_config and serves them:
+// A plugin binary builds each agent from its runner_config and serves them
+// all. This one reads a real model's configuration (package
+// plugins/stepwise/model) and offers one tool:
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"encoding/json"
+//		"fmt"
+//		"os"
+//
+//		"github.com/dex-agents/dex-agent-worker/pluginapi"
+//		"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+//		"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model"
+//	)
 //
 //	func main() {
 //		pluginapi.Serve(stepwise.NewRunner("orders", "1.0.0", buildAgent))
 //	}
 //
-//	func buildAgent(ctx context.Context, agent string, cfg json.RawMessage) (*stepwise.AgentDefinition, error) {
+//	// config is the agent's runner_config, such as
+//	// {"model": {"provider": "openai", "name": "gpt-5-mini"}}.
+//	type config struct {
+//		Model model.Config `json:"model"`
+//	}
+//
+//	type lookupArgs struct {
+//		OrderID string `json:"order_id" description:"The order's ID."`
+//	}
+//
+//	func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
+//		var cfg config
+//		if err := json.Unmarshal(raw, &cfg); err != nil {
+//			return nil, fmt.Errorf("runner_config: %w", err)
+//		}
+//		client, err := model.New(cfg.Model, os.Getenv)
+//		if err != nil {
+//			return nil, fmt.Errorf("runner_config: %w", err)
+//		}
 //		lookup := stepwise.MustFunctionTool("lookup_order", "Look up an order by its ID.",
-//			func(ctx context.Context, tc stepwise.ToolCallContext, args struct {
-//				OrderID string `json:"order_id" description:"The order's ID."`
-//			}) (Order, error) {
-//				return store.Get(args.OrderID)
+//			func(ctx context.Context, tc stepwise.ToolCallContext, args lookupArgs) (string, error) {
+//				return "order " + args.OrderID + " was delivered", nil
 //			}, stepwise.WithEffect(pluginapi.EffectRead))
 //		return &stepwise.AgentDefinition{
-//			Name:         agent,
-//			Instructions: "You help customers with their orders.",
-//			Model:        model,
-//			Tools:        []*stepwise.Tool{lookup},
+//			Name:          agent,
+//			Instructions:  "You help customers with their orders.",
+//			Model:         client,
+//			ModelName:     cfg.Model.Name,
+//			ModelSettings: cfg.Model.Settings,
+//			Tools:         []*stepwise.Tool{lookup},
 //		}, nil
 //	}
 //
+// Configure reports each agent's tool names, so the worker can warn about
+// tool_policies that name a tool the agent does not have.
+//
 // ScriptedModelClient answers from a deterministic function of the request,
-// so agents run without a model key in demos and tests.
+// so agents run without a model key in demos and tests; the package example
+// runs a whole turn with one.
 package stepwise

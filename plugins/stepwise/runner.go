@@ -37,7 +37,8 @@ func (r *Runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
 	return &pluginapi.InfoResponse{Name: r.name, Version: r.version}, nil
 }
 
-// Configure implements pluginapi.Runner.
+// Configure implements pluginapi.Runner: it builds and checks the agent's
+// definition, and reports the names of its tools.
 func (r *Runner) Configure(ctx context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
 	cfg := json.RawMessage(req.RunnerConfig)
 	if len(cfg) == 0 {
@@ -54,7 +55,11 @@ func (r *Runner) Configure(ctx context.Context, req *pluginapi.ConfigureRequest)
 	r.mu.Lock()
 	r.agents[req.Agent] = c
 	r.mu.Unlock()
-	return &pluginapi.ConfigureResponse{}, nil
+	tools := make([]string, 0, len(def.Tools))
+	for _, t := range def.Tools {
+		tools = append(tools, t.def.Name)
+	}
+	return &pluginapi.ConfigureResponse{Tools: tools}, nil
 }
 
 func (r *Runner) agent(name string) (*compiled, error) {

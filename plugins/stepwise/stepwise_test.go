@@ -113,8 +113,12 @@ func newTestRunner(t *testing.T, maxCalls int, script func(ctx context.Context, 
 	r := NewRunner("test", "0", func(ctx context.Context, agent string, cfg json.RawMessage) (*AgentDefinition, error) {
 		return &AgentDefinition{Name: agent, Instructions: "Agent {{.Agent}} in {{.TurnID}}.", Model: model, Tools: []*Tool{lookup, refund}, MaxModelCallsPerTurn: maxCalls}, nil
 	})
-	if _, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "a", RunnerConfig: []byte("null")}); err != nil {
+	resp, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "a", RunnerConfig: []byte("null")})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"lookup", "refund"}, resp.Tools); diff != "" {
+		t.Errorf("Configure reported tools (-want +got):\n%s", diff)
 	}
 	return r, model
 }

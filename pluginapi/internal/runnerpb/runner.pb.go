@@ -385,9 +385,14 @@ func (x *ConfigureRequest) GetProtocolVersion() int32 {
 	return 0
 }
 
-// ConfigureResponse is empty.
+// ConfigureResponse says what the runner offers the agent.
 type ConfigureResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tools lists the names of the tools the runner offers this agent's model
+	// (its own tools, not the ones the host sends in the turn context). The
+	// worker warns about tool_policies that name a tool not in this list.
+	// Empty means unknown: the worker then checks nothing.
+	Tools         []string `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -420,6 +425,13 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ConfigureResponse) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
 }
 
 // ToolPolicy is the effect class of one tool and, optionally, an explicit
@@ -3625,8 +3637,9 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x10ConfigureRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12#\n" +
 	"\rrunner_config\x18\x02 \x01(\tR\frunnerConfig\x12)\n" +
-	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\"\x13\n" +
-	"\x11ConfigureResponse\"l\n" +
+	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\")\n" +
+	"\x11ConfigureResponse\x12\x14\n" +
+	"\x05tools\x18\x01 \x03(\tR\x05tools\"l\n" +
 	"\n" +
 	"ToolPolicy\x12\x16\n" +
 	"\x06effect\x18\x01 \x01(\tR\x06effect\x120\n" +

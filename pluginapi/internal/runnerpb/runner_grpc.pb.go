@@ -149,7 +149,8 @@ type RunnerClient interface {
 	// file. Called once per agent before any other call for that agent, and
 	// again after every restart of the process. Return an error status whose
 	// message names the problem for bad config: the worker refuses to start
-	// and shows that message.
+	// and shows that message. The response lists the tools the runner offers
+	// the agent.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// BuildUserMessage turns user text into the framework's user item. The
 	// session stores it as the turn's first message. Its role must be "user".
@@ -354,7 +355,8 @@ type RunnerServer interface {
 	// file. Called once per agent before any other call for that agent, and
 	// again after every restart of the process. Return an error status whose
 	// message names the problem for bad config: the worker refuses to start
-	// and shows that message.
+	// and shows that message. The response lists the tools the runner offers
+	// the agent.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// BuildUserMessage turns user text into the framework's user item. The
 	// session stores it as the turn's first message. Its role must be "user".

@@ -2,7 +2,9 @@
 // it does is chosen by the request:
 //
 //   - Configure fails with runner_config's "fail" text when it has one, and
-//     otherwise remembers the config and writes a line to stderr.
+//     otherwise remembers the config, writes a line to stderr and reports
+//     runner_config's "tools" as the agent's tools. Its "exit_status" is the
+//     status the process exits with when the host stops it.
 //   - RunModelStep with the last message "hang" sends a "test.pid" event
 //     with its process ID and waits until the call is cancelled; any other
 //     text completes the turn with "pid=<pid> config=<the agent's config>".
@@ -10,7 +12,9 @@
 //     environment as JSON, also logged to both stderr streams) and "pid"
 //     (output: the process ID).
 //
-// It implements the ToolTaskPoller optional interface and no other.
+// It implements the ToolTaskPoller optional interface and no other. With
+// the arguments "print-before-serve LINE" it prints LINE to stdout before it
+// calls pluginapi.Serve, which breaks the handshake.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -30,7 +35,19 @@ import (
 // the host's sync stream once it runs.
 var realStderr = os.Stderr
 
-func main() { pluginapi.Serve(&runner{configs: map[string]string{}}) }
+func main() {
+	// Run as "testplugin print-before-serve LINE", it breaks the rule that a
+	// plugin prints nothing to stdout before Serve.
+	if len(os.Args) == 3 && os.Args[1] == "print-before-serve" {
+		fmt.Println(os.Args[2])
+	}
+	pluginapi.Serve(&runner{configs: map[string]string{}})
+	os.Exit(int(exitStatus.Load()))
+}
+
+// exitStatus is the status the process exits with once Serve returns (the
+// host asked it to stop): the latest runner_config "exit_status".
+var exitStatus atomic.Int32
 
 type runner struct {
 	mu      sync.Mutex
@@ -43,7 +60,9 @@ func (r *runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
 
 func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (*pluginapi.ConfigureResponse, error) {
 	var cfg struct {
-		Fail string `json:"fail"`
+		Fail       string   `json:"fail"`
+		Tools      []string `json:"tools"`
+		ExitStatus int32    `json:"exit_status"`
 	}
 	if err := json.Unmarshal(req.RunnerConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("runner_config: %w", err)
@@ -54,8 +73,9 @@ func (r *runner) Configure(_ context.Context, req *pluginapi.ConfigureRequest) (
 	r.mu.Lock()
 	r.configs[req.Agent] = string(req.RunnerConfig)
 	r.mu.Unlock()
+	exitStatus.Store(cfg.ExitStatus)
 	fmt.Fprintf(os.Stderr, "configured agent %s (protocol %d)\n", req.Agent, req.ProtocolVersion)
-	return &pluginapi.ConfigureResponse{}, nil
+	return &pluginapi.ConfigureResponse{Tools: cfg.Tools}, nil
 }
 
 func (r *runner) BuildUserMessage(_ context.Context, req *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+// readmeQuickstart returns the main.go and the dex.yaml of the README's
+// plugin quickstart.
+func readmeQuickstart(t *testing.T) (mainGo, dexYAML string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n### Quickstart: a plugin in its own module\n")
+	if !ok {
+		t.Fatal("README.md has no plugin quickstart section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	block := func(lang string) string {
+		m := regexp.MustCompile("(?s)\n```" + lang + "\n(.*?)```\n").FindStringSubmatch(section)
+		if m == nil {
+			t.Fatalf("the quickstart has no %s block", lang)
+		}
+		return m[1]
+	}
+	return block("go"), block("yaml")
+}
+
+// TestPluginQuickstart follows the README's plugin quickstart as a plugin
+// author would, in a module of its own that requires this repository
+// through a replace directive: it builds the plugin, validates the config
+// (which starts the plugin and configures the agent through the host), and
+// runs a session on a worker.
+func TestPluginQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin in a new module")
+	}
+	mainGo, dexYAML := readmeQuickstart(t)
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(mainGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The go.sum of this repository lists every module the plugin needs,
+	// so the build works offline; -mod=mod adds the requirements that
+	// `go mod tidy` would.
+	sums, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goCmd := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	goCmd("mod", "init", "example.com/myrunner")
+	goCmd("mod", "edit", "-replace", "github.com/dex-agents/dex-agent-worker="+repo)
+	goCmd("build", "-o", filepath.Join("bin", "myrunner"), ".")
+
+	cfgPath := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfgPath, []byte(dexYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(t, "config", "validate", "--config", cfgPath)
+	if code != 0 || stderr != "" || !strings.Contains(stdout, "every plugin started and accepted its agents' runner_config") {
+		t.Fatalf("config validate: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// The same config on a worker: a session counts the words.
+	stack := agenttest.NewStack(t, strings.ReplaceAll(dexYAML, "./bin/myrunner", filepath.Join(dir, "bin", "myrunner")))
+	stack.StartWorker()
+	stdout, stderr, code = runCLI(t, "session", "start", "--address", stack.Address(), "--config", stack.ConfigPath,
+		"--agent", "counter", "--message", "one two three")
+	if code != 0 {
+		t.Fatalf("session start: exit %d\n%s", code, stderr)
+	}
+	id := strings.TrimSpace(stdout)
+	final := stack.WaitForSnapshot("the answer", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	})
+	if got := final.Messages[len(final.Messages)-1].Text; got != "Hello! Your message has 3 words." {
+		t.Errorf("answer = %q", got)
+	}
+}

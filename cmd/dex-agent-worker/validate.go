@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
+)
+
+// pluginCheckTimeout bounds the start of one plugin, and one Configure.
+const pluginCheckTimeout = time.Minute
+
+func newConfigCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Work with config files"}
+	var (
+		cfgPath string
+		offline bool
+	)
+	validate := &cobra.Command{
+		Use:   "validate --config FILE [--offline]",
+		Short: "Check a config file, its plugins and every agent's runner_config; exit 1 listing every problem",
+		Long: "validate checks the file (every problem with its key path and line), then does what the worker\n" +
+			"does at start-up: it starts every plugin an agent uses (its binary must exist, be executable and\n" +
+			"match its sha256) and calls Configure for every agent, so a runner_config the plugin refuses is\n" +
+			"reported with the plugin's message. It warns about tool_policies that name a tool the agent's\n" +
+			"runner does not offer. Exit 1 on any problem; warnings alone exit 0.\n\n" +
+			"--offline checks the file only and starts no plugin.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				fmt.Fprintf(g.stderr, "%s is not valid:\n%v\n", cfgPath, err)
+				return exitError{code: 1}
+			}
+			checked := "--offline: plugins not started"
+			if !offline {
+				problems, warnings := checkPlugins(cmd.Context(), cfg, validateLogger(g, cmd))
+				for _, w := range warnings {
+					fmt.Fprintln(g.stderr, "warning:", w)
+				}
+				if len(problems) > 0 {
+					fmt.Fprintf(g.stderr, "%s is not valid:\n%s\n", cfgPath, strings.Join(problems, "\n"))
+					return exitError{code: 1}
+				}
+				checked = "every plugin started and accepted its agents' runner_config"
+			}
+			fmt.Fprintf(g.stdout, "%s is valid: %d agent(s), %d plugin(s); %s\n", cfgPath, len(cfg.Agents), len(cfg.Plugins), checked)
+			return nil
+		},
+	}
+	validate.Flags().StringVar(&cfgPath, "config", "", "config file (required)")
+	validate.Flags().BoolVar(&offline, "offline", false, "check the file only; start no plugin")
+	_ = validate.MarkFlagRequired("config")
+	cmd.AddCommand(validate)
+	return cmd
+}
+
+// validateLogger is the plugin host's logger: warnings and errors only,
+// unless --log-level asks for more, so that plugin output does not bury
+// the report.
+func validateLogger(g *globals, cmd *cobra.Command) *slog.Logger {
+	if !cmd.Flags().Changed("log-level") {
+		g.logLevel = "warn"
+	}
+	return g.logger()
+}
+
+// checkPlugins starts every plugin an agent uses and configures every
+// agent, as daemon.Start does, and returns the problems (each names the
+// plugin or the agent) and the warnings.
+func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) (problems, warnings []string) {
+	h := runnerhost.New(logger)
+	defer h.Close()
+
+	used := map[string]bool{}
+	for _, a := range cfg.Agents {
+		used[a.Runner] = true
+	}
+	names := make([]string, 0, len(cfg.Plugins))
+	for name := range cfg.Plugins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	started := map[string]bool{}
+	for _, name := range names {
+		if !used[name] {
+			warnings = append(warnings, fmt.Sprintf("plugins.%s: no agent uses this plugin; the worker does not start it", name))
+			continue
+		}
+		p := cfg.Plugins[name]
+		lctx, cancel := context.WithTimeout(ctx, pluginCheckTimeout)
+		err := h.Launch(lctx, runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env})
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("plugins.%s: %v", name, err))
+			continue
+		}
+		started[name] = true
+	}
+	for i := range cfg.Agents {
+		a := &cfg.Agents[i]
+		if !started[a.Runner] {
+			continue // its plugin's problem is reported
+		}
+		raw, err := a.RunnerConfigJSON()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("agents[%d].runner_config: %v", i, err))
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, pluginCheckTimeout)
+		err = h.Configure(cctx, a.Runner, a.Name, raw)
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("agents[%d].runner_config: agent %s: plugin %s refused its runner_config: %v", i, a.Name, a.Runner, err))
+			continue
+		}
+		offered := h.Tools(a.Runner, a.Name)
+		for _, tool := range a.UnofferedToolPolicies(offered) {
+			warnings = append(warnings, fmt.Sprintf("agents[%d].tool_policies.%s: runner %s does not offer a tool %q to agent %s (it offers: %s); the policy never applies",
+				i, tool, a.Runner, tool, a.Name, strings.Join(offered, ", ")))
+		}
+	}
+	return problems, warnings
+}
