@@ -94,7 +94,8 @@ type APIToken struct {
 	// Agents limits the token to these agents; empty allows every agent.
 	Agents []string `yaml:"agents,omitempty"`
 	// SessionPrefix limits the token to session IDs with this prefix; new
-	// sessions it starts get IDs with it.
+	// sessions it starts get IDs with it. Each token's value is unique:
+	// one token, one scope.
 	SessionPrefix string `yaml:"session_prefix,omitempty"`
 }
 

@@ -234,7 +234,16 @@ var expectedErrors = []struct {
 			"15: http.auth.tokens[1]: set token or token_env, not both",
 			"16: http.auth.tokens[2]: set token (such as ${DEX_API_TOKEN}) or token_env",
 			"17: http.auth.tokens[3].token_env: environment variable DEX_TEST_SURELY_UNSET_VAR is not set",
+			"18: http.auth.tokens[4].token: has the same value as http.auth.tokens[1].token: one token, one scope (give each scope its own token)",
 			`18: http.auth.tokens[4].agents[0]: unknown agent "b"`,
+		},
+	},
+	{
+		filename: "http_tokens.bad.yml",
+		errs: []string{
+			"13: http.auth.tokens[2].token: has the same value as http.auth.tokens[0].token: one token, one scope (give each scope its own token)",
+			"14: http.auth.tokens[3].token: has the same value as http.auth.tokens[1].token_env: one token, one scope (give each scope its own token)",
+			`15: http.auth.tokens[4].session_prefix: "a b" has a space, a control character or '/', which session IDs cannot have`,
 		},
 	},
 	{

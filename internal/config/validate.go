@@ -117,15 +117,20 @@ func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
 			p.add(path+".auth.tokens", "at least one token is required when http.listen is set")
 		}
 	}
+	// One token, one scope: a value listed twice would reach the union of
+	// both scopes, whichever entry the server matched.
+	valueAt := make(map[string]string)
 	for i := range h.Auth.Tokens {
 		t := &h.Auth.Tokens[i]
 		tp := indexPath(path+".auth.tokens", i)
+		valuePath := tp + ".token"
 		switch {
 		case t.Token != "" && t.TokenEnv != "":
 			p.add(tp, "set token or token_env, not both")
 		case t.Token == "" && t.TokenEnv == "":
 			p.add(tp, "set token (such as ${DEX_API_TOKEN}) or token_env")
 		case t.TokenEnv != "":
+			valuePath = tp + ".token_env"
 			if v := os.Getenv(t.TokenEnv); v == "" {
 				p.add(tp+".token_env", "environment variable %s is not set", t.TokenEnv)
 			} else {
@@ -135,10 +140,22 @@ func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
 		if t.Token != "" && len(t.Token.Reveal()) < 16 {
 			p.add(tp+".token", "is too short: use at least 16 characters")
 		}
+		if v := t.Token.Reveal(); v != "" {
+			if first, dup := valueAt[v]; dup {
+				p.add(valuePath, "has the same value as %s: one token, one scope (give each scope its own token)", first)
+			} else {
+				valueAt[v] = valuePath
+			}
+		}
 		for j, a := range t.Agents {
 			if _, ok := agents[a]; !ok {
 				p.add(indexPath(tp+".agents", j), "unknown agent %q", a)
 			}
+		}
+		if sp := t.SessionPrefix; len(sp) > 128 {
+			p.add(tp+".session_prefix", "is longer than 128 characters")
+		} else if strings.ContainsFunc(sp, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '/' }) {
+			p.add(tp+".session_prefix", "%q has a space, a control character or '/', which session IDs cannot have", sp)
 		}
 	}
 }
