@@ -64,6 +64,14 @@ type Events struct {
 	// CapacityBytes bounds each session's retained events; the oldest are
 	// trimmed first. Default 10 MiB.
 	CapacityBytes int `yaml:"capacity_bytes"`
+	// MaxTotalBytes bounds the retained events of all sessions together.
+	// Past it, the sessions written least recently lose their events first,
+	// those without a reader before those with one. Default 256 MiB.
+	MaxTotalBytes int `yaml:"max_total_bytes"`
+	// IdleTTL drops a session's events when nothing was published to it
+	// and nobody read it for this long; its resume tokens then answer 400
+	// (reload the snapshot). Default 1h.
+	IdleTTL time.Duration `yaml:"idle_ttl"`
 }
 
 // HTTP configures the REST + SSE API and the web page.
@@ -73,6 +81,18 @@ type HTTP struct {
 	// WebUI serves the chat page at / (default true).
 	WebUI *bool `yaml:"web_ui,omitempty"`
 	Auth  Auth  `yaml:"auth"`
+	// TLS serves HTTPS with this certificate; nil serves plain HTTP.
+	TLS *HTTPTLS `yaml:"tls,omitempty"`
+	// MaxStreamsPerToken bounds the event streams (SSE) one token may hold
+	// open at once; the next one is refused with 429. Default 64.
+	MaxStreamsPerToken int `yaml:"max_streams_per_token"`
+}
+
+// HTTPTLS is the server certificate of the HTTP API. Relative file paths
+// are resolved against the config file's directory.
+type HTTPTLS struct {
+	CertFile string `yaml:"cert_file,omitempty"` // PEM certificate chain, leaf first
+	KeyFile  string `yaml:"key_file,omitempty"`  // PEM private key of the leaf
 }
 
 // WebUIEnabled reports whether the chat page is served.
@@ -231,6 +251,10 @@ const (
 	DefaultMaximumAttempts        = 3
 	DefaultScheduleToCloseTimeout = 30 * time.Minute
 	DefaultToolHeartbeatTimeout   = time.Minute
+	DefaultEventsCapacityBytes    = 10 * 1024 * 1024
+	DefaultEventsMaxTotalBytes    = 256 * 1024 * 1024
+	DefaultEventsIdleTTL          = time.Hour
+	DefaultMaxStreamsPerToken     = 64
 )
 
 // The decoder calls setDefaults on every struct it creates before it fills
@@ -240,7 +264,13 @@ const (
 func (c *Config) setDefaults() {
 	c.Temporal = Temporal{Address: DefaultAddress, Namespace: DefaultNamespace, TaskQueue: DefaultTaskQueue}
 	c.Logging = Logging{Level: "info", Format: "text"}
-	c.Events = Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024}
+	c.Events = Events{
+		Backend:       "memory",
+		CapacityBytes: DefaultEventsCapacityBytes,
+		MaxTotalBytes: DefaultEventsMaxTotalBytes,
+		IdleTTL:       DefaultEventsIdleTTL,
+	}
+	c.HTTP = HTTP{MaxStreamsPerToken: DefaultMaxStreamsPerToken}
 }
 
 func (a *Agent) setDefaults() {
@@ -422,5 +452,8 @@ func (c *Config) resolve(baseDir string) {
 	}
 	if t := c.Temporal.TLS; t != nil {
 		t.CertFile, t.KeyFile, t.CAFile = join(t.CertFile), join(t.KeyFile), join(t.CAFile)
+	}
+	if t := c.HTTP.TLS; t != nil {
+		t.CertFile, t.KeyFile = join(t.CertFile), join(t.KeyFile)
 	}
 }

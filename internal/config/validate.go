@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -106,6 +107,16 @@ func (e *Events) validate(p *problems, path string) {
 	if e.CapacityBytes != 0 && e.CapacityBytes < 64*1024 {
 		p.add(path+".capacity_bytes", "must be at least 65536, got %d", e.CapacityBytes)
 	}
+	// Zero keeps the default (for configs built in code).
+	switch capacity := cmp.Or(e.CapacityBytes, DefaultEventsCapacityBytes); {
+	case e.MaxTotalBytes < 0:
+		p.add(path+".max_total_bytes", "must be > 0, got %d", e.MaxTotalBytes)
+	case e.MaxTotalBytes != 0 && e.MaxTotalBytes < capacity:
+		p.add(path+".max_total_bytes", "must be at least capacity_bytes (%d), got %d", capacity, e.MaxTotalBytes)
+	}
+	if e.IdleTTL != 0 && e.IdleTTL < time.Minute {
+		p.add(path+".idle_ttl", "must be at least 1m (idle sessions are swept once a minute), got %s", formatDuration(e.IdleTTL))
+	}
 }
 
 func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
@@ -116,6 +127,20 @@ func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
 		if len(h.Auth.Tokens) == 0 {
 			p.add(path+".auth.tokens", "at least one token is required when http.listen is set")
 		}
+	}
+	if t := h.TLS; t != nil {
+		tp := path + ".tls"
+		switch {
+		case t.CertFile == "" && t.KeyFile == "":
+			p.add(tp, "set cert_file and key_file, or leave tls out to serve plain HTTP")
+		case t.CertFile != "" && t.KeyFile == "":
+			p.add(tp+".key_file", "is required when cert_file is set")
+		case t.KeyFile != "" && t.CertFile == "":
+			p.add(tp+".cert_file", "is required when key_file is set")
+		}
+	}
+	if h.MaxStreamsPerToken < 0 {
+		p.add(path+".max_streams_per_token", "must be > 0, got %d", h.MaxStreamsPerToken)
 	}
 	// One token, one scope: a value listed twice would reach the union of
 	// both scopes, whichever entry the server matched.
