@@ -113,9 +113,11 @@ type APIToken struct {
 	TokenEnv string `yaml:"token_env,omitempty"`
 	// Agents limits the token to these agents; empty allows every agent.
 	Agents []string `yaml:"agents,omitempty"`
-	// SessionPrefix limits the token to session IDs with this prefix; new
-	// sessions it starts get IDs with it. Each token's value is unique:
-	// one token, one scope.
+	// SessionPrefix limits the token to the session IDs inside the prefix:
+	// the ID equals it, or continues it after a separator ("-", "_", ":"
+	// or "."), so "u1" reaches "u1-abc" but not "u10-abc". A prefix that
+	// ends in a separator matches every ID that starts with it. New sessions
+	// the token starts get IDs inside it.
 	SessionPrefix string `yaml:"session_prefix,omitempty"`
 }
 

@@ -21,6 +21,7 @@ const (
 	tokenAll   = "token-all-0123456789abcdef"
 	tokenAcme  = "token-acme-0123456789abcdef"
 	tokenOther = "token-other-0123456789abcdef"
+	tokenU1    = "token-u1-0123456789abcdef"
 )
 
 // newHTTPStack is a stack whose worker serves the API, with two agents and
@@ -44,7 +45,8 @@ http:
       - {name: all, token: %s}
       - {name: acme, token: %s, session_prefix: "acme-"}
       - {name: other, token: %s, agents: [other]}
-`, port, tokenAll, tokenAcme, tokenOther)
+      - {name: u1, token: %s, session_prefix: "u1"}
+`, port, tokenAll, tokenAcme, tokenOther, tokenU1)
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
 	return s, fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -113,6 +115,31 @@ func TestAuthorizationMatrix(t *testing.T) {
 				t.Errorf("right token: %d %s", code, body)
 			}
 		})
+	}
+	// A session prefix matches at a separator only: "u1" reaches u1-abc
+	// and never u10-abc, on every route.
+	for _, sid := range []string{"u10-abc", "u1-abc"} {
+		if code, body := do(t, "POST", base+"/v1/sessions", tokenAll, `{"agent":"test","session_id":"`+sid+`","initial_message":"hello"}`); code != 201 {
+			t.Fatalf("start %s: %d %s", sid, code, body)
+		}
+		s.WaitForSnapshot("the answer", sid, idleWithAnswer)
+	}
+	for _, r := range routes {
+		if !strings.HasPrefix(r.url, sess) {
+			continue
+		}
+		for sid, want := range map[string]int{"u10-abc": 403, "u1-abc": r.okStatus} {
+			url := strings.Replace(r.url, sess, base+"/v1/sessions/"+sid, 1)
+			if code, body := do(t, r.method, url, tokenU1, r.body); code != want {
+				t.Errorf("u1 token: %s %s: %d %s, want %d", r.method, strings.TrimPrefix(url, base), code, body, want)
+			}
+		}
+	}
+	if code, body := do(t, "POST", base+"/v1/sessions", tokenU1, `{"agent":"test","session_id":"u10-new"}`); code != 403 {
+		t.Errorf("u1 token starting u10-new: %d %s", code, body)
+	}
+	if code, body := do(t, "POST", base+"/v1/sessions", tokenU1, `{"agent":"test"}`); code != 201 || !bytes.Contains(body, []byte(`"session_id":"u1-session-`)) {
+		t.Errorf("u1 start: %d %s, want an ID starting u1-session-", code, body)
 	}
 	// Unknown sessions are 404 for a token that may see them.
 	for _, p := range []string{"/snapshot", "/messages", "/events"} {

@@ -214,6 +214,49 @@ func (s *Server) authenticate(r *http.Request) (*scopedToken, error) {
 	return found, nil
 }
 
+// sessionSeparators may follow a token's session prefix in a session ID.
+const sessionSeparators = "-_:."
+
+// InSessionScope reports whether a session ID is inside a token's session
+// prefix. An empty prefix reaches every session. Otherwise the ID must equal
+// the prefix or continue it after a separator ("-", "_", ":" or "."), so
+// prefix "u1" reaches "u1", "u1-abc" and "u1.x" but not "u10-abc"; a prefix
+// that already ends in a separator ("acme-") reaches every ID that starts
+// with it.
+func InSessionScope(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	switch {
+	case !ok:
+		return false
+	case prefix == "" || rest == "":
+		return true
+	case strings.ContainsRune(sessionSeparators, rune(prefix[len(prefix)-1])):
+		return true
+	}
+	return strings.ContainsRune(sessionSeparators, rune(rest[0]))
+}
+
+// sessionIDIn returns a session ID inside prefix that ends with name:
+// prefix + "-" + name, without the "-" when the prefix is empty or already
+// ends in a separator.
+func sessionIDIn(prefix, name string) string {
+	if prefix == "" || strings.ContainsRune(sessionSeparators, rune(prefix[len(prefix)-1])) {
+		return prefix + name
+	}
+	return prefix + "-" + name
+}
+
+func (t *scopedToken) allowsSession(id string) bool { return InSessionScope(t.SessionPrefix, id) }
+
+// scopeRule describes the session IDs a token may use, for error messages.
+func (t *scopedToken) scopeRule() string {
+	p := t.SessionPrefix
+	if strings.ContainsRune(sessionSeparators, rune(p[len(p)-1])) {
+		return fmt.Sprintf("start with %q", p)
+	}
+	return fmt.Sprintf("be %q or start with %q followed by one of - _ : .", p, p)
+}
+
 func (t *scopedToken) allowsAgent(name string) bool {
 	if len(t.Agents) == 0 {
 		return true
@@ -248,7 +291,7 @@ func (s *Server) session(h func(http.ResponseWriter, *http.Request, string)) htt
 			s.fail(w, r, err)
 			return
 		}
-		if !strings.HasPrefix(id, tok.SessionPrefix) {
+		if !tok.allowsSession(id) {
 			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not access session %s", id))
 			return
 		}
@@ -355,14 +398,14 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 	}
 	id := req.SessionID
 	if id == "" {
-		id = tok.SessionPrefix + "session-" + uuid.NewString()
+		id = sessionIDIn(tok.SessionPrefix, "session-"+uuid.NewString())
 	}
 	if err := checkSessionID(id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if !strings.HasPrefix(id, tok.SessionPrefix) {
-		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must start with %q", tok.SessionPrefix))
+	if !tok.allowsSession(id) {
+		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must %s", tok.scopeRule()))
 		return
 	}
 	reqID := r.Header.Get("Idempotency-Key")
