@@ -103,6 +103,15 @@ type Auth struct {
 	Tokens []APIToken `yaml:"tokens,omitempty"`
 }
 
+// TokenName returns the name of Tokens[i] for logs and banners: its name,
+// or "tokens[i]" when it has none. It never shows the value.
+func (a Auth) TokenName(i int) string {
+	if n := a.Tokens[i].Name; n != "" {
+		return n
+	}
+	return fmt.Sprintf("tokens[%d]", i)
+}
+
 // APIToken is one bearer token and what it may reach.
 type APIToken struct {
 	// Name identifies the token in logs.

@@ -50,7 +50,8 @@ type Options struct {
 	// HTTPListen overrides config.HTTP.Listen ("" keeps it; the API is
 	// served only when one of them is set).
 	HTTPListen string
-	// ExtraTokens are accepted besides the config's (dev's generated token).
+	// ExtraTokens are accepted besides the config's (dev's token when the
+	// config declares none).
 	ExtraTokens []httpapi.Token
 	// WebUI serves the chat page at / of the API when the config enables it.
 	WebUI http.Handler
@@ -199,11 +200,7 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	}
 	var tokens []httpapi.Token
 	for i, t := range cfg.HTTP.Auth.Tokens {
-		name := t.Name
-		if name == "" {
-			name = fmt.Sprintf("tokens[%d]", i)
-		}
-		tokens = append(tokens, httpapi.Token{Name: name, Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix})
+		tokens = append(tokens, httpapi.Token{Name: cfg.HTTP.Auth.TokenName(i), Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix})
 	}
 	tokens = append(tokens, opts.ExtraTokens...)
 	if len(tokens) == 0 {
