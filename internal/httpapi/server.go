@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,9 @@ type Options struct {
 	// WriteTimeout bounds one write to an event stream, so a stuck client
 	// is dropped instead of holding its handler forever (default 30s).
 	WriteTimeout time.Duration
+	// UpdateTimeout bounds the wait for a session's answer to an update or
+	// a query (default DefaultUpdateTimeout).
+	UpdateTimeout time.Duration
 }
 
 // MaxBodyBytes bounds request bodies.
@@ -98,6 +102,9 @@ func New(opts Options) *Server {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.UpdateTimeout <= 0 {
+		opts.UpdateTimeout = DefaultUpdateTimeout
 	}
 	s := &Server{
 		opts:     opts,
@@ -150,6 +157,9 @@ type apiError struct {
 	status int
 	code   string
 	msg    string
+	// mayStillApply, when set, says whether the update the request sent
+	// can still be applied (errors of the update routes only).
+	mayStillApply *bool
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -165,14 +175,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+	MayStillApply *bool  `json:"may_still_apply,omitempty"`
+}
+
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	writeJSON(w, status, map[string]errorBody{"error": {Code: code, Message: msg}})
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		writeError(w, ae.status, ae.code, ae.msg)
+		if ae.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeJSON(w, ae.status, map[string]errorBody{"error": {Code: ae.code, Message: ae.msg, MayStillApply: ae.mayStillApply}})
 		return
 	}
 	var nf *serviceerror.NotFound
@@ -186,8 +206,16 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "bad_request", app.Message())
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	var (
+		deadline *serviceerror.DeadlineExceeded
+		down     *serviceerror.Unavailable
+	)
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the session did not answer in time; is a worker running?")
+		return
+	}
+	if errors.As(err, &down) {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "Temporal is unavailable")
 		return
 	}
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
@@ -381,6 +409,31 @@ type StartSessionRequest struct {
 	InitialMessage string `json:"initial_message,omitempty"`
 }
 
+// MaxIdempotencyKeyLength bounds the Idempotency-Key header.
+const MaxIdempotencyKeyLength = 200
+
+// idempotencyName derives the name of a session from an Idempotency-Key:
+// the same key, token scope (session prefix) and agent always give the
+// same name, so a retried start finds the session the first one started.
+func idempotencyName(prefix, agent, key string) string {
+	sum := sha256.Sum256([]byte("dex-agent-worker idempotency-key v1\x00" + prefix + "\x00" + agent + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+func checkIdempotencyKey(key string) error {
+	if len(key) > MaxIdempotencyKeyLength {
+		return errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key is longer than %d characters", MaxIdempotencyKeyLength)
+	}
+	for _, c := range key {
+		if c < 0x20 || c > 0x7e {
+			return errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+// startSession starts a session: 201 with its ID, or 200 with the ID of
+// the session an earlier start with the same Idempotency-Key created.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
 	var req StartSessionRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -396,8 +449,19 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not start sessions of agent %s", a.Name))
 		return
 	}
-	id := req.SessionID
-	if id == "" {
+	key := r.Header.Get("Idempotency-Key")
+	if err := checkIdempotencyKey(key); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, derived := req.SessionID, false
+	switch {
+	case id != "":
+	case key != "":
+		// A retry after a lost response must name the same session, so the
+		// ID comes from the key, not from a random UUID.
+		id, derived = sessionIDIn(tok.SessionPrefix, "session-"+idempotencyName(tok.SessionPrefix, a.Name, key)), true
+	default:
 		id = sessionIDIn(tok.SessionPrefix, "session-"+uuid.NewString())
 	}
 	if err := checkSessionID(id); err != nil {
@@ -408,17 +472,21 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must %s", tok.scopeRule()))
 		return
 	}
-	reqID := r.Header.Get("Idempotency-Key")
-	if len(reqID) > 200 {
-		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key is longer than 200 characters"))
-		return
+	reqID := ""
+	if key != "" {
+		// The engine deduplicates starts of a running session by request ID.
+		reqID = idempotencyName(tok.SessionPrefix, a.Name, key)
 	}
-	if reqID != "" {
-		// Scope the key to the token, so two callers never share one.
-		sum := sha256.Sum256([]byte(tok.Value + "\x00" + reqID))
-		reqID = fmt.Sprintf("%x", sum[:16])
+	got, created, err := s.sessions.EnsureSession(r.Context(), client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, RequestID: reqID})
+	if errors.Is(err, client.ErrSessionExists) && derived {
+		// The ID came from this key, scope and agent: the session is the
+		// one an earlier start with the key created (it may have ended
+		// since, so the engine no longer deduplicated the start).
+		agent, aerr := s.sessionAgent(r.Context(), id)
+		if aerr == nil && agent == a.Name {
+			got, created, err = id, false, nil
+		}
 	}
-	got, err := s.sessions.StartSession(r.Context(), client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, RequestID: reqID})
 	if errors.Is(err, client.ErrSessionExists) {
 		s.fail(w, r, errorf(http.StatusConflict, "conflict", "session %s already exists", id))
 		return
@@ -430,27 +498,100 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 	s.cacheMu.Lock()
 	s.agentOf[got] = a.Name
 	s.cacheMu.Unlock()
-	writeJSON(w, http.StatusCreated, map[string]string{"session_id": got})
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]string{"session_id": got})
 }
 
-// updateTimeout bounds an update: with no worker running, an update waits
-// until its deadline.
-const updateTimeout = 30 * time.Second
+// DefaultUpdateTimeout bounds an update: with no worker running, an update
+// waits until its deadline.
+const DefaultUpdateTimeout = 30 * time.Second
+
+// updateError sorts the error of an update call (send_user_message,
+// resolve_interrupt) and says whether the update may still be applied.
+// The engine admits an update before a worker accepts it, and keeps it
+// while it waits for one: an update whose answer did not come in time may
+// be applied once a worker polls again. Only answers that prove the update
+// was refused (a validator's rejection, a session that is not running, an
+// engine that refused to admit it) say it will not be.
+//
+// retry tells the caller how to retry safely.
+func updateError(id, retry string, err error) error {
+	no, maybe := false, true
+	var (
+		timeout   *temporalclient.WorkflowUpdateServiceTimeoutOrCanceledError
+		deadline  *serviceerror.DeadlineExceeded
+		down      *serviceerror.Unavailable
+		nf        *serviceerror.NotFound
+		app       *temporal.ApplicationError
+		exhausted *serviceerror.ResourceExhausted
+	)
+	switch {
+	case errors.As(err, &app):
+		// An update validator's rejection: the input was refused.
+		return &apiError{status: http.StatusBadRequest, code: "bad_request", msg: app.Message(), mayStillApply: &no}
+	case errors.As(err, &nf):
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: fmt.Sprintf("session %s is not running (it ended, or does not exist)", id), mayStillApply: &no}
+	case errors.As(err, &exhausted):
+		return &apiError{status: http.StatusTooManyRequests, code: "too_many_requests",
+			msg: "the engine refused the update (too many in flight for this session, or a rate limit); retry later", mayStillApply: &no}
+	case errors.As(err, &timeout), errors.As(err, &deadline), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", mayStillApply: &maybe,
+			msg: "the session did not answer in time (is a worker running?); the update may still be applied when a worker polls: " + retry}
+	case errors.As(err, &down):
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", mayStillApply: &maybe,
+			msg: "Temporal is unavailable; the update may have reached it: " + retry}
+	}
+	return err
+}
+
+// SendMessageRequest is the body of POST /v1/sessions/{id}/messages.
+type SendMessageRequest struct {
+	Text string `json:"text"`
+	// MessageID, when set, names the message: it is the update's ID, so a
+	// send retried with the same ID is applied once (see
+	// client.SendOptions).
+	MessageID string `json:"message_id,omitempty"`
+}
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) {
-	var req client.SendUserMessageRequest
+	var req SendMessageRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	if req.MessageID != "" {
+		if err := client.CheckMessageID(req.MessageID); err != nil {
+			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "message_id: %v", err))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	ok, err := s.sessions.SendUserMessage(ctx, id, req.Text)
+	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID})
 	if err != nil {
-		s.fail(w, r, err)
+		s.failUpdate(w, r, id, "retry with the same message_id to be safe", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"accepted": ok})
+}
+
+// failUpdate answers the error of an update call.
+func (s *Server) failUpdate(w http.ResponseWriter, r *http.Request, id, retry string, err error) {
+	if r.Context().Err() != nil {
+		return // the caller is gone
+	}
+	err = updateError(id, retry, err)
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		// Unknown: the update may have been applied before it failed.
+		s.log.Error("update failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		maybe := true
+		err = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error; the update may have been applied", mayStillApply: &maybe}
+	}
+	s.fail(w, r, err)
 }
 
 // ResolveRequest is the body of POST .../interrupts/{interrupt_id}.
@@ -469,13 +610,13 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"approved" is required`))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{
 		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage,
 	})
 	if err != nil {
-		s.fail(w, r, err)
+		s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once; a repeat answers resolved: false)", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"resolved": ok})
@@ -501,7 +642,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 	// The head token is taken before the query, so no event between the
 	// two is missed (one may repeat what the snapshot already shows).
 	token := s.opts.Broker.Head(id)
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	snap, err := s.sessions.GetAgentSnapshot(ctx, id)
 	if err != nil {
@@ -522,7 +663,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string)
 		s.fail(w, r, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	page, err := s.sessions.ListAgentMessages(ctx, id, req)
 	if err != nil {

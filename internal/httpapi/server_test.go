@@ -3,17 +3,20 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -146,8 +149,8 @@ type testAPI struct {
 	url      string
 }
 
-// newTestAPI serves the API over a fake engine with one agent ("test",
-// workflow type TestAgent) and three tokens: one for everything, one with
+// newTestAPI serves the API over a fake engine with two agents ("test" of
+// workflow type TestAgent, "other" of OtherAgent) and three tokens: one for everything, one with
 // session prefix "u1" and one with prefix "acme-".
 func newTestAPI(t *testing.T, mod func(*Options)) *testAPI {
 	t.Helper()
@@ -155,7 +158,7 @@ func newTestAPI(t *testing.T, mod func(*Options)) *testAPI {
 	opts := Options{
 		Temporal: ft, Namespace: "default", TaskQueue: "q",
 		Broker: events.NewMemoryBroker(events.MemoryOptions{}),
-		Agents: []Agent{{Name: "test", FlowType: "TestAgent"}},
+		Agents: []Agent{{Name: "test", FlowType: "TestAgent"}, {Name: "other", FlowType: "OtherAgent"}},
 		Tokens: []Token{
 			{Name: "all", Value: testTokenAll},
 			{Name: "u1", Value: testTokenU1, SessionPrefix: "u1"},
@@ -305,5 +308,189 @@ func TestPrefixMatchesAtASeparator(t *testing.T) {
 	code, _, body = a.do("POST", "/v1/sessions", testTokenAcme, `{"agent":"test","session_id":"acmex"}`)
 	if code != http.StatusForbidden || !strings.Contains(string(body), `start with \"acme-\"`) {
 		t.Errorf("start acmex with the acme- token: %d %s", code, body)
+	}
+}
+
+type startAnswer struct {
+	code int
+	id   string
+	body string
+}
+
+func (a *testAPI) start(token, body string, header ...string) startAnswer {
+	a.t.Helper()
+	code, _, b := a.do("POST", "/v1/sessions", token, body, header...)
+	var got struct {
+		SessionID string `json:"session_id"`
+	}
+	_ = json.Unmarshal(b, &got)
+	return startAnswer{code: code, id: got.SessionID, body: string(b)}
+}
+
+// TestIdempotencyKeyNamesTheSession checks that a start with an
+// Idempotency-Key and no session_id names its session after the key, the
+// token's scope and the agent, so a retry after a lost response starts
+// nothing new and answers 200 with the same ID.
+func TestIdempotencyKeyNamesTheSession(t *testing.T) {
+	a := newTestAPI(t, nil)
+	first := a.start(testTokenU1, `{"agent":"test","initial_message":"hi"}`, "Idempotency-Key", "key-1")
+	if first.code != http.StatusCreated || !strings.HasPrefix(first.id, "u1-session-") {
+		t.Fatalf("first start: %+v, want 201 and a u1-session- ID", first)
+	}
+	retry := a.start(testTokenU1, `{"agent":"test","initial_message":"hi"}`, "Idempotency-Key", "key-1")
+	if retry.code != http.StatusOK || retry.id != first.id {
+		t.Fatalf("retry: %+v, want 200 with %s", retry, first.id)
+	}
+	a.temporal.svc.mu.Lock()
+	starts := a.temporal.svc.starts
+	n := len(a.temporal.svc.workflows)
+	a.temporal.svc.mu.Unlock()
+	if len(starts) != 2 || starts[0].GetRequestId() == "" || starts[0].GetRequestId() != starts[1].GetRequestId() || n != 1 {
+		t.Fatalf("%d start requests (request IDs %q, %q) and %d sessions; want both starts with one request ID and one session",
+			len(starts), starts[0].GetRequestId(), starts[len(starts)-1].GetRequestId(), n)
+	}
+
+	// Once the engine no longer deduplicates the start (the session
+	// ended), the ID still proves the key: 200 with the same session.
+	a.temporal.svc.mu.Lock()
+	a.temporal.svc.requestIDs[first.id] = "closed"
+	a.temporal.svc.mu.Unlock()
+	if late := a.start(testTokenU1, `{"agent":"test"}`, "Idempotency-Key", "key-1"); late.code != http.StatusOK || late.id != first.id {
+		t.Errorf("retry after the session ended: %+v, want 200 with %s", late, first.id)
+	}
+
+	// The key is scoped: another prefix, agent or key names another session.
+	seen := map[string]string{first.id: "u1 test key-1"}
+	for _, tt := range []struct{ name, token, body, key string }{
+		{"another prefix", testTokenAcme, `{"agent":"test"}`, "key-1"},
+		{"no prefix", testTokenAll, `{"agent":"test"}`, "key-1"},
+		{"another agent", testTokenU1, `{"agent":"other"}`, "key-1"},
+		{"another key", testTokenU1, `{"agent":"test"}`, "key-2"},
+	} {
+		got := a.start(tt.token, tt.body, "Idempotency-Key", tt.key)
+		if got.code != http.StatusCreated || seen[got.id] != "" {
+			t.Errorf("%s: %+v, want 201 with a new session (seen: %v)", tt.name, got, seen)
+		}
+		seen[got.id] = tt.name
+	}
+	// Without a key every start is a new session.
+	for range 2 {
+		got := a.start(testTokenU1, `{"agent":"test"}`)
+		if got.code != http.StatusCreated || seen[got.id] != "" {
+			t.Errorf("start without a key: %+v, want 201 with a new session", got)
+		}
+		seen[got.id] = "no key"
+	}
+	// An explicit session_id wins over the key; a retry of it is a 200.
+	for i, want := range []int{http.StatusCreated, http.StatusOK} {
+		got := a.start(testTokenU1, `{"agent":"test","session_id":"u1-mine"}`, "Idempotency-Key", "key-3")
+		if got.code != want || got.id != "u1-mine" {
+			t.Errorf("explicit ID, start %d: %+v, want %d", i, got, want)
+		}
+	}
+	if got := a.start(testTokenU1, `{"agent":"test","session_id":"u1-mine"}`, "Idempotency-Key", "key-4"); got.code != http.StatusConflict {
+		t.Errorf("explicit ID with another key: %+v, want 409", got)
+	}
+	// A bad key is a clear 400.
+	for _, key := range []string{strings.Repeat("k", MaxIdempotencyKeyLength+1), "tab\there", "caf\u00e9"} {
+		got := a.start(testTokenU1, `{"agent":"test"}`, "Idempotency-Key", key)
+		if e := decodeError(t, []byte(got.body)); got.code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "Idempotency-Key") {
+			t.Errorf("key %q: %+v, want a 400 naming Idempotency-Key", key, got)
+		}
+	}
+}
+
+// TestMessageIDIsTheUpdateID checks that a send's message_id reaches the
+// engine as the update ID (the engine applies one update per ID), and that
+// a bad one is refused before anything is sent.
+func TestMessageIDIsTheUpdateID(t *testing.T) {
+	a := newTestAPI(t, nil)
+	a.temporal.addWorkflow("s-1", "TestAgent")
+	for range 2 {
+		if code, _, body := a.do("POST", "/v1/sessions/s-1/messages", testTokenAll, `{"text":"hi","message_id":"m-7.a:b_c"}`); code != http.StatusOK {
+			t.Fatalf("send: %d %s", code, body)
+		}
+	}
+	if code, _, body := a.do("POST", "/v1/sessions/s-1/messages", testTokenAll, `{"text":"hi"}`); code != http.StatusOK {
+		t.Fatalf("send without an ID: %d %s", code, body)
+	}
+	for _, bad := range []string{`"a b"`, `"x/y"`, `"` + strings.Repeat("m", 129) + `"`, `"é"`} {
+		code, _, body := a.do("POST", "/v1/sessions/s-1/messages", testTokenAll, `{"text":"hi","message_id":`+bad+`}`)
+		if e := decodeError(t, body); code != http.StatusBadRequest || !strings.HasPrefix(e.Error.Message, "message_id: ") {
+			t.Errorf("message_id %s: %d %s, want a 400 naming message_id", bad, code, body)
+		}
+	}
+	a.temporal.mu.Lock()
+	defer a.temporal.mu.Unlock()
+	var ids []string
+	for _, u := range a.temporal.updates {
+		ids = append(ids, u.UpdateID)
+	}
+	if len(ids) != 3 || ids[0] != "m-7.a:b_c" || ids[1] != "m-7.a:b_c" || ids[2] != "" {
+		t.Errorf("update IDs = %q, want the message_id twice, then one the SDK picks", ids)
+	}
+}
+
+// TestUpdateErrorsSayWhetherTheyMayStillApply checks the answers of the
+// update routes when the engine does not confirm the update.
+func TestUpdateErrorsSayWhetherTheyMayStillApply(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		answer error
+	)
+	a := newTestAPI(t, func(o *Options) { o.UpdateTimeout = 50 * time.Millisecond })
+	a.temporal.addWorkflow("s-1", "TestAgent")
+	a.temporal.mu.Lock()
+	a.temporal.update = func(ctx context.Context, _ temporalclient.UpdateWorkflowOptions) (bool, error) {
+		mu.Lock()
+		answer := answer
+		mu.Unlock()
+		if answer == nil {
+			// No worker: the engine holds the update until the caller's
+			// deadline, and the SDK reports the timeout.
+			<-ctx.Done()
+			return false, temporalclient.NewWorkflowUpdateServiceTimeoutOrCanceledError(ctx.Err())
+		}
+		return false, answer
+	}
+	a.temporal.mu.Unlock()
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		code   string
+		maybe  bool
+	}{
+		{"no worker answered in time", nil, 503, "unavailable", true},
+		{"engine unavailable", serviceerror.NewUnavailable("connection refused"), 503, "unavailable", true},
+		{"session not running", serviceerror.NewNotFound("workflow execution already completed"), 404, "not_found", false},
+		{"validator rejection", temporal.NewApplicationError("the message is too large", "InvalidMessage"), 400, "bad_request", false},
+		{"too many updates", serviceerror.NewResourceExhausted(0, "too many in-flight updates"), 429, "too_many_requests", false},
+		{"unknown", errors.New("boom"), 500, "internal", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			answer = tt.err
+			mu.Unlock()
+			for _, route := range []struct{ path, body, hint string }{
+				{"/v1/sessions/s-1/messages", `{"text":"hi","message_id":"m-1"}`, "retry with the same message_id"},
+				{"/v1/sessions/s-1/interrupts/call-1", `{"approved":true}`, "a retry is safe"},
+			} {
+				code, _, body := a.do("POST", route.path, testTokenAll, route.body)
+				e := decodeError(t, body)
+				if code != tt.status || e.Error.Code != tt.code || e.Error.MayStillApply == nil || *e.Error.MayStillApply != tt.maybe {
+					t.Errorf("%s: %d %s, want %d %s with may_still_apply %v", route.path, code, body, tt.status, tt.code, tt.maybe)
+				}
+				if tt.status == 503 && !strings.Contains(e.Error.Message, route.hint) {
+					t.Errorf("%s: message %q does not say how to retry (%q)", route.path, e.Error.Message, route.hint)
+				}
+			}
+		})
+	}
+	// Errors before the update was sent carry no may_still_apply.
+	code, _, body := a.do("POST", "/v1/sessions/s-1/messages", testTokenAll, `{"text":1}`)
+	if e := decodeError(t, body); code != 400 || e.Error.MayStillApply != nil {
+		t.Errorf("bad body: %d %s", code, body)
 	}
 }
