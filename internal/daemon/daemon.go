@@ -101,7 +101,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	})
 	sink := opts.Events
 	if sink == nil {
-		d.broker = events.NewMemoryBroker(events.MemoryOptions{CapacityBytes: cfg.Events.CapacityBytes})
+		d.broker = events.NewMemoryBroker(events.MemoryOptions{
+			CapacityBytes: cfg.Events.CapacityBytes,
+			MaxTotalBytes: cfg.Events.MaxTotalBytes,
+			IdleTTL:       cfg.Events.IdleTTL,
+		})
 		sink = d.broker
 	}
 	for i := range cfg.Agents {

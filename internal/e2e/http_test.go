@@ -236,9 +236,11 @@ func readSSE(t *testing.T, ctx context.Context, url, token, lastID string, stop 
 	return nil
 }
 
+// seqOf reads the event sequence of a memory broker's token
+// (epoch.generation.sequence.mac).
 func seqOf(t *testing.T, token string) int {
 	parts := strings.Split(token, ".")
-	n, err := strconv.Atoi(parts[1])
+	n, err := strconv.Atoi(parts[len(parts)-2])
 	if err != nil {
 		t.Fatalf("token %q", token)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -492,5 +494,46 @@ func TestUpdateErrorsSayWhetherTheyMayStillApply(t *testing.T) {
 	code, _, body := a.do("POST", "/v1/sessions/s-1/messages", testTokenAll, `{"text":1}`)
 	if e := decodeError(t, body); code != 400 || e.Error.MayStillApply != nil {
 		t.Errorf("bad body: %d %s", code, body)
+	}
+}
+
+// TestExpiredResumeTokenIsRejected drops a session's events after its idle
+// time (on an injected clock) while the session goes on publishing: the
+// snapshot's old token answers 400 "reload the snapshot" instead of
+// resuming in the new events.
+func TestExpiredResumeTokenIsRejected(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		now = time.Unix(1_800_000_000, 0)
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	broker := events.NewMemoryBroker(events.MemoryOptions{IdleTTL: time.Hour, Now: clock})
+	a := newTestAPI(t, func(o *Options) { o.Broker = broker })
+	a.temporal.addWorkflow("s-1", "TestAgent")
+	publish := func(n int) {
+		for i := range n {
+			broker.Publish(events.Event{SessionID: "s-1", Type: "text_delta", TurnID: "turn-1", Payload: json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i))})
+		}
+	}
+	publish(3)
+	code, _, body := a.do("GET", "/v1/sessions/s-1/snapshot", testTokenAll, "")
+	var snap struct {
+		ResumeToken string `json:"resume_token"`
+	}
+	if err := json.Unmarshal(body, &snap); err != nil || code != 200 || snap.ResumeToken == "" {
+		t.Fatalf("snapshot: %d %s", code, body)
+	}
+	if err := broker.Check("s-1", snap.ResumeToken); err != nil {
+		t.Fatalf("the snapshot's token: %v", err)
+	}
+
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	broker.Publish(events.Event{SessionID: "other", Type: "x.y", Payload: json.RawMessage(`{}`)}) // sweeps s-1
+	publish(10)                                                                                   // a new stream
+	code, _, body = a.do("GET", "/v1/sessions/s-1/events?resume_token="+url.QueryEscape(snap.ResumeToken), testTokenAll, "")
+	if e := decodeError(t, body); code != 400 || !strings.Contains(e.Error.Message, "expired") || !strings.Contains(e.Error.Message, "reload the snapshot") {
+		t.Errorf("events from the expired token: %d %s, want 400 saying it expired and to reload the snapshot", code, body)
 	}
 }

@@ -83,6 +83,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string) {
 		case errors.Is(err, events.ErrTrimmed):
 			_ = write([]byte(": the stream fell behind and was trimmed; reload the snapshot\n\n"))
 			return
+		case errors.Is(err, events.ErrExpired):
+			_ = write([]byte(": the session's events expired; reload the snapshot\n\n"))
+			return
 		case err != nil:
 			return
 		}
