@@ -65,7 +65,13 @@ type Options struct {
 	// UpdateTimeout bounds the wait for a session's answer to an update or
 	// a query (default DefaultUpdateTimeout).
 	UpdateTimeout time.Duration
+	// MaxStreamsPerToken bounds the event streams one token holds open at
+	// once; the next is refused with 429 (default DefaultMaxStreamsPerToken).
+	MaxStreamsPerToken int
 }
+
+// DefaultMaxStreamsPerToken is the default of Options.MaxStreamsPerToken.
+const DefaultMaxStreamsPerToken = 64
 
 // MaxBodyBytes bounds request bodies.
 const MaxBodyBytes = 1 << 20
@@ -85,11 +91,15 @@ type Server struct {
 
 	cacheMu sync.Mutex
 	agentOf map[string]string // session ID -> agent name, for sessions seen
+
+	streamsMu sync.Mutex
+	streams   []int // open event streams by token index
 }
 
 type scopedToken struct {
 	Token
-	hash [32]byte
+	index int
+	hash  [32]byte
 }
 
 // New returns the API server.
@@ -106,6 +116,9 @@ func New(opts Options) *Server {
 	if opts.UpdateTimeout <= 0 {
 		opts.UpdateTimeout = DefaultUpdateTimeout
 	}
+	if opts.MaxStreamsPerToken <= 0 {
+		opts.MaxStreamsPerToken = DefaultMaxStreamsPerToken
+	}
 	s := &Server{
 		opts:     opts,
 		sessions: client.New(opts.Temporal, opts.Namespace, opts.TaskQueue),
@@ -116,9 +129,10 @@ func New(opts Options) *Server {
 		shutdown: make(chan struct{}),
 		agentOf:  map[string]string{},
 	}
-	for _, t := range opts.Tokens {
-		s.tokens = append(s.tokens, scopedToken{Token: t, hash: sha256.Sum256([]byte(t.Value))})
+	for i, t := range opts.Tokens {
+		s.tokens = append(s.tokens, scopedToken{Token: t, index: i, hash: sha256.Sum256([]byte(t.Value))})
 	}
+	s.streams = make([]int, len(s.tokens))
 	for _, a := range opts.Agents {
 		s.byFlow[a.FlowType] = a
 		s.byName[a.Name] = a
@@ -133,7 +147,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.session(s.events))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -313,6 +327,11 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *scopedToken)
 // without a valid token, 403 outside the token's prefix or agents, 404 for
 // a session that does not exist.
 func (s *Server) session(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return s.sessionAs(func(w http.ResponseWriter, r *http.Request, id string, _ *scopedToken) { h(w, r, id) })
+}
+
+// sessionAs is session for handlers that also need the caller's token.
+func (s *Server) sessionAs(h func(http.ResponseWriter, *http.Request, string, *scopedToken)) http.HandlerFunc {
 	return s.authed(func(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
 		id := r.PathValue("id")
 		if err := checkSessionID(id); err != nil {
@@ -332,7 +351,7 @@ func (s *Server) session(h func(http.ResponseWriter, *http.Request, string)) htt
 			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not access sessions of agent %s", agent))
 			return
 		}
-		h(w, r, id)
+		h(w, r, id, tok)
 	})
 }
 

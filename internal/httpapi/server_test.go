@@ -537,3 +537,69 @@ func TestExpiredResumeTokenIsRejected(t *testing.T) {
 		t.Errorf("events from the expired token: %d %s, want 400 saying it expired and to reload the snapshot", code, body)
 	}
 }
+
+// openEvents opens an event stream and returns its status and a func that
+// closes it.
+func (a *testAPI) openEvents(id, token string) (int, []byte, func()) {
+	a.t.Helper()
+	ctx, cancel := context.WithCancel(a.t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.url+"/v1/sessions/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		a.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		return resp.StatusCode, b, func() {}
+	}
+	return resp.StatusCode, nil, func() { cancel(); resp.Body.Close() }
+}
+
+// TestEventStreamsPerTokenAreLimited holds a token's most streams open:
+// the next one gets 429, other tokens are not affected, and closing one
+// frees its place.
+func TestEventStreamsPerTokenAreLimited(t *testing.T) {
+	a := newTestAPI(t, func(o *Options) { o.MaxStreamsPerToken = 2 })
+	a.temporal.addWorkflow("s-1", "TestAgent")
+	a.temporal.addWorkflow("u1-s", "TestAgent")
+	var closers []func()
+	for i := range 2 {
+		code, body, closeIt := a.openEvents("s-1", testTokenAll)
+		if code != http.StatusOK {
+			t.Fatalf("stream %d: %d %s", i, code, body)
+		}
+		closers = append(closers, closeIt)
+	}
+	code, body, _ := a.openEvents("s-1", testTokenAll)
+	if e := decodeError(t, body); code != http.StatusTooManyRequests || e.Error.Code != "too_many_requests" || !strings.Contains(e.Error.Message, "2 event streams open") {
+		t.Fatalf("third stream: %d %s, want 429 too_many_requests", code, body)
+	}
+	// The limit is per token.
+	code, body, closeU1 := a.openEvents("u1-s", testTokenU1)
+	if code != http.StatusOK {
+		t.Fatalf("another token's stream: %d %s", code, body)
+	}
+	defer closeU1()
+	// Closing a stream frees its place once the server sees it end.
+	closers[0]()
+	defer closers[1]()
+	for {
+		code, body, closeIt := a.openEvents("s-1", testTokenAll)
+		if code == http.StatusOK {
+			closeIt()
+			break
+		}
+		if code != http.StatusTooManyRequests {
+			t.Fatalf("stream after a close: %d %s", code, body)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the closed stream's place was never freed")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
