@@ -152,6 +152,10 @@ type engineAddresses interface {
 
 func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir, cfgPath string, took time.Duration, httpAddr string, access apiAccess) {
 	w := g.stdout
+	base := "http://" + httpAddr
+	if cfg.HTTP.TLS != nil {
+		base = "https://" + httpAddr
+	}
 	fmt.Fprintf(w, "\ndex-agent-worker %s is running (started in %s)\n\n", version, took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  Temporal frontend  %s  (namespace %s, task queue %s)\n", srv.FrontendAddress(), srv.Namespace(), cfg.Temporal.TaskQueue)
 	if ui := srv.UIAddress(); ui != "" {
@@ -159,13 +163,13 @@ func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir, c
 	}
 	if httpAddr != "" && webUI() != nil && cfg.HTTP.WebUIEnabled() {
 		if access.token != "" {
-			fmt.Fprintf(w, "  Web chat           http://%s/#token=%s\n", httpAddr, access.token)
+			fmt.Fprintf(w, "  Web chat           %s/#token=%s\n", base, access.token)
 		} else {
-			fmt.Fprintf(w, "  Web chat           http://%s/  (paste one of the config's tokens)\n", httpAddr)
+			fmt.Fprintf(w, "  Web chat           %s/  (paste one of the config's tokens)\n", base)
 		}
 	}
 	if httpAddr != "" {
-		fmt.Fprintf(w, "  HTTP API           http://%s/v1  (Authorization: Bearer $DEX_API_TOKEN)\n", httpAddr)
+		fmt.Fprintf(w, "  HTTP API           %s/v1  (Authorization: Bearer $DEX_API_TOKEN)\n", base)
 		fmt.Fprintf(w, "  API token          %s\n", access.source)
 	}
 	fmt.Fprintf(w, "  Data directory     %s\n", dataDir)
@@ -189,7 +193,7 @@ func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir, c
 			fmt.Fprintf(w, "  export DEX_API_TOKEN=%s\n", access.token)
 		}
 		if httpAddr != "" {
-			fmt.Fprintf(w, "  %s chat --agent %s --http-address http://%s\n\n", self, cfg.Agents[0].Name, httpAddr)
+			fmt.Fprintf(w, "  %s chat --agent %s --http-address %s\n\n", self, cfg.Agents[0].Name, base)
 		}
 		fmt.Fprintf(w, "  ID=$(%s session start%s --agent %s --message \"refund order 7\")\n", self, addr, cfg.Agents[0].Name)
 		fmt.Fprintf(w, "  %s session snapshot%s $ID\n", self, addr)

@@ -269,3 +269,21 @@ http:
 		t.Errorf("dev created its data dir before refusing the flag: %v", err)
 	}
 }
+
+// TestDevBannerShowsHTTPS checks the banner's links for an API on TLS.
+func TestDevBannerShowsHTTPS(t *testing.T) {
+	cfg, err := config.LoadBytes([]byte(`
+plugins: {p: {command: x}}
+agents: [{name: orders, flow_type: OrdersAgent, runner: p}]
+http:
+  tls: {cert_file: /etc/dex/server.pem, key_file: /etc/dex/server.key}
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	printBanner(&globals{stdout: &out}, cfg, fakeEngine{}, "/data", "dev.yaml", time.Second, "127.0.0.1:8443", apiAccess{source: "generated (printed below)", token: "t", generated: true})
+	if !strings.Contains(out.String(), "  HTTP API           https://127.0.0.1:8443/v1") || strings.Contains(out.String(), "http://127.0.0.1:8443") {
+		t.Errorf("banner:\n%s", out.String())
+	}
+}

@@ -223,18 +223,35 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 		Broker: d.broker, Agents: agents, Tokens: tokens, WebUI: web, Logger: logger.With("component", "http"),
 		MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken,
 	})
+	sopts := httpapi.ServerOptions{Logger: logger.With("component", "http")}
+	if t := cfg.HTTP.TLS; t != nil {
+		sopts.CertFile, sopts.KeyFile = t.CertFile, t.KeyFile
+	}
+	srv, err := httpapi.NewHTTPServer(d.api, sopts)
+	if err != nil {
+		return fmt.Errorf("http.tls: %w", err)
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("serve the HTTP API on %s: %w", listen, err)
 	}
 	d.addr = ln.Addr().String()
-	d.http = &http.Server{Handler: d.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	d.http = srv
+	secure := srv.TLSConfig != nil
 	go func() {
-		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := srv.Serve
+		if secure {
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("HTTP server stopped", "error", err)
 		}
 	}()
-	logger.Info("HTTP API listening", "address", d.addr, "web_ui", web != nil)
+	if !secure && !httpapi.LoopbackOnly(d.addr) {
+		logger.Warn("the HTTP API listens beyond loopback without TLS: bearer tokens and conversations cross the network in clear text; set http.tls or serve it behind a TLS proxy",
+			"address", d.addr)
+	}
+	logger.Info("HTTP API listening", "address", d.addr, "tls", secure, "web_ui", web != nil)
 	return nil
 }
 
