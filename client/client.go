@@ -61,15 +61,28 @@ var ErrSessionExists = errors.New("session already exists")
 
 // StartSession starts one session and returns its ID.
 func (s *AgentSessionClient) StartSession(ctx context.Context, opts StartSessionOptions) (string, error) {
-	id, _, err := s.EnsureSession(ctx, opts)
+	id, _, err := s.start(ctx, opts, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL)
 	return id, err
 }
 
-// EnsureSession is StartSession that also reports whether this call
-// created the session: false when the engine recognized a retried start
-// (the same RequestID for a session that still runs) and returned the
-// session that start created.
+// EnsureSession starts the session opts names unless a session with its ID
+// is running already: then it returns that session's ID with created false
+// (whatever its flow type; check it when the ID may be shared). Use it for
+// IDs derived from an idempotency key, where the ID itself proves the
+// session is the one an earlier call started. A session of that ID that
+// has ended is ErrSessionExists. The engine answers a start repeated with
+// the same RequestID as created, so leave RequestID empty to learn whether
+// this call created the session.
 func (s *AgentSessionClient) EnsureSession(ctx context.Context, opts StartSessionOptions) (id string, created bool, err error) {
+	if opts.SessionID == "" {
+		return "", false, errors.New("ensure session: a session ID is required")
+	}
+	return s.start(ctx, opts, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING)
+}
+
+// start starts a workflow; started is the engine's answer (true also for a
+// start repeated with the same request ID).
+func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions, conflict enumspb.WorkflowIdConflictPolicy) (id string, started bool, err error) {
 	if opts.FlowType == "" {
 		return "", false, errors.New("start session: flow type is required")
 	}
@@ -94,7 +107,7 @@ func (s *AgentSessionClient) EnsureSession(ctx context.Context, opts StartSessio
 		Identity:                 "dex-agent-worker client",
 		RequestId:                reqID,
 		WorkflowIdReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIdConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIdConflictPolicy: conflict,
 	})
 	var exists *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &exists) {

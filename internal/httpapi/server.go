@@ -491,20 +491,32 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must %s", tok.scopeRule()))
 		return
 	}
-	reqID := ""
-	if key != "" {
-		// The engine deduplicates starts of a running session by request ID.
-		reqID = idempotencyName(tok.SessionPrefix, a.Name, key)
-	}
-	got, created, err := s.sessions.EnsureSession(r.Context(), client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, RequestID: reqID})
-	if errors.Is(err, client.ErrSessionExists) && derived {
-		// The ID came from this key, scope and agent: the session is the
-		// one an earlier start with the key created (it may have ended
-		// since, so the engine no longer deduplicated the start).
-		agent, aerr := s.sessionAgent(r.Context(), id)
-		if aerr == nil && agent == a.Name {
+	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage}
+	got, created, err := "", true, error(nil)
+	if derived {
+		// The ID came from this key, scope and agent, so a session of that
+		// ID is the one an earlier start with the key created: find it
+		// (running, or ended) instead of failing.
+		got, created, err = s.sessions.EnsureSession(r.Context(), start)
+		if errors.Is(err, client.ErrSessionExists) {
 			got, created, err = id, false, nil
 		}
+		if err == nil && !created {
+			agent, aerr := s.sessionAgent(r.Context(), id)
+			switch {
+			case aerr != nil:
+				err = aerr
+			case agent != a.Name:
+				err = errorf(http.StatusConflict, "conflict", "session %s already exists for another agent", id)
+			}
+		}
+	} else {
+		if key != "" {
+			// The engine treats a start of a running session with the same
+			// request ID as a retry and answers it with success.
+			start.RequestID = idempotencyName(tok.SessionPrefix, a.Name, key)
+		}
+		got, err = s.sessions.StartSession(r.Context(), start)
 	}
 	if errors.Is(err, client.ErrSessionExists) {
 		s.fail(w, r, errorf(http.StatusConflict, "conflict", "session %s already exists", id))
