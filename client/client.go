@@ -61,10 +61,32 @@ var ErrSessionExists = errors.New("session already exists")
 
 // StartSession starts one session and returns its ID.
 func (s *AgentSessionClient) StartSession(ctx context.Context, opts StartSessionOptions) (string, error) {
-	if opts.FlowType == "" {
-		return "", errors.New("start session: flow type is required")
+	id, _, err := s.start(ctx, opts, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL)
+	return id, err
+}
+
+// EnsureSession starts the session opts names unless a session with its ID
+// is running already: then it returns that session's ID with created false
+// (whatever its flow type; check it when the ID may be shared). Use it for
+// IDs derived from an idempotency key, where the ID itself proves the
+// session is the one an earlier call started. A session of that ID that
+// has ended is ErrSessionExists. The engine answers a start repeated with
+// the same RequestID as created, so leave RequestID empty to learn whether
+// this call created the session.
+func (s *AgentSessionClient) EnsureSession(ctx context.Context, opts StartSessionOptions) (id string, created bool, err error) {
+	if opts.SessionID == "" {
+		return "", false, errors.New("ensure session: a session ID is required")
 	}
-	id := opts.SessionID
+	return s.start(ctx, opts, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING)
+}
+
+// start starts a workflow; started is the engine's answer (true also for a
+// start repeated with the same request ID).
+func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions, conflict enumspb.WorkflowIdConflictPolicy) (id string, started bool, err error) {
+	if opts.FlowType == "" {
+		return "", false, errors.New("start session: flow type is required")
+	}
+	id = opts.SessionID
 	if id == "" {
 		id = "session-" + uuid.NewString()
 	}
@@ -74,9 +96,9 @@ func (s *AgentSessionClient) StartSession(ctx context.Context, opts StartSession
 	}
 	input, err := converter.GetDefaultDataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	_, err = s.c.WorkflowService().StartWorkflowExecution(ctx, &workflowservice.StartWorkflowExecutionRequest{
+	resp, err := s.c.WorkflowService().StartWorkflowExecution(ctx, &workflowservice.StartWorkflowExecutionRequest{
 		Namespace:                s.namespace,
 		WorkflowId:               id,
 		WorkflowType:             &commonpb.WorkflowType{Name: opts.FlowType},
@@ -85,31 +107,74 @@ func (s *AgentSessionClient) StartSession(ctx context.Context, opts StartSession
 		Identity:                 "dex-agent-worker client",
 		RequestId:                reqID,
 		WorkflowIdReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIdConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIdConflictPolicy: conflict,
 	})
 	var exists *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &exists) {
-		return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
+		return "", false, fmt.Errorf("%w: %s", ErrSessionExists, id)
 	}
 	if err != nil {
-		return "", fmt.Errorf("start session %s: %w", id, err)
+		return "", false, fmt.Errorf("start session %s: %w", id, err)
 	}
-	return id, nil
+	return id, resp.GetStarted(), nil
 }
 
 // SendUserMessage queues one user message. It returns false for blank text.
 func (s *AgentSessionClient) SendUserMessage(ctx context.Context, sessionID, text string) (bool, error) {
-	return s.update(ctx, sessionID, UpdateSendUserMessage, SendUserMessageRequest{Text: text})
+	return s.SendUserMessageWithOptions(ctx, sessionID, text, SendOptions{})
+}
+
+// SendOptions tune SendUserMessageWithOptions.
+type SendOptions struct {
+	// MessageID names the message so that sending it again is harmless: it
+	// is the ID of the send_user_message update, and the engine applies one
+	// update per ID within a session's run, answering a repeat with the
+	// first send's result. Use it to retry a send whose answer was lost (a
+	// timeout, a dropped connection). Empty: every call is a new message.
+	// See CheckMessageID for the allowed form.
+	MessageID string
+}
+
+// MaxMessageIDLength bounds SendOptions.MessageID.
+const MaxMessageIDLength = 128
+
+// CheckMessageID reports whether id can name a message: 1 to
+// MaxMessageIDLength letters, digits, '-', '_', '.' or ':' (a UUID or a
+// ULID fits).
+func CheckMessageID(id string) error {
+	if id == "" || len(id) > MaxMessageIDLength {
+		return fmt.Errorf("message ID must be 1 to %d characters", MaxMessageIDLength)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return fmt.Errorf("message ID %q has %q: use letters, digits, '-', '_', '.' and ':'", id, c)
+		}
+	}
+	return nil
+}
+
+// SendUserMessageWithOptions is SendUserMessage with options, such as a
+// message ID that makes a retried send apply once.
+func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, sessionID, text string, opts SendOptions) (bool, error) {
+	if opts.MessageID != "" {
+		if err := CheckMessageID(opts.MessageID); err != nil {
+			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
+		}
+	}
+	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text})
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns
 // false when the interrupt is unknown, already resolved, or past its deadline.
 func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID string, req ResolveInterruptRequest) (bool, error) {
-	return s.update(ctx, sessionID, UpdateResolveInterrupt, req)
+	return s.update(ctx, sessionID, UpdateResolveInterrupt, "", req)
 }
 
-func (s *AgentSessionClient) update(ctx context.Context, sessionID, name string, arg any) (bool, error) {
+// update calls an update and waits for its result; an empty updateID lets
+// the SDK pick a new one.
+func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, updateID string, arg any) (bool, error) {
 	h, err := s.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+		UpdateID:     updateID,
 		WorkflowID:   sessionID,
 		UpdateName:   name,
 		Args:         []any{arg},

@@ -3,10 +3,12 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,6 +43,10 @@ func newDevCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			access, err := devAccess(cfg, apiToken, cmd.Flags().Changed("api-token"), os.Getenv("DEX_API_TOKEN"))
+			if err != nil {
+				return err
+			}
 			logger := configuredLogger(g, cmd, cfg)
 			if userDataDir != "" && userDataDir != abs && cmd.Flags().Changed("data-dir") {
 				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
@@ -62,23 +68,19 @@ func newDevCmd(g *globals) *cobra.Command {
 					logger.Warn("stop the dev server", "error", err)
 				}
 			}()
-			token, generated, err := devToken(apiToken)
-			if err != nil {
-				return err
-			}
 			d, err := daemon.Start(ctx, daemon.Options{
 				Config:          cfg,
 				Logger:          logger,
 				TemporalAddress: srv.FrontendAddress(),
 				HTTPListen:      httpAddr,
-				ExtraTokens:     []httpapi.Token{{Name: "dev", Value: token}},
+				ExtraTokens:     access.tokens,
 				WebUI:           webUI(),
 			})
 			if err != nil {
 				return err
 			}
 			defer d.Stop()
-			printBanner(g, cfg, srv, abs, cfgPath, time.Since(started), d.HTTPAddress(), token, generated)
+			printBanner(g, cfg, srv, abs, cfgPath, time.Since(started), d.HTTPAddress(), access)
 			<-ctx.Done()
 			logger.Info("stopping")
 			return nil
@@ -91,7 +93,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
-	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token (default $DEX_API_TOKEN, else a new random one printed in the banner)")
+	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token when the config declares no http.auth.tokens (default $DEX_API_TOKEN, else a new random one printed in the banner)")
 	return cmd
 }
 
@@ -111,34 +113,83 @@ func loadDevConfig(cfgPath, dataDir string) (*config.Config, string, error) {
 	return cfg, abs, err
 }
 
-// devToken returns the dev API token: the flag, $DEX_API_TOKEN, or a new
-// random one (generated reports that).
-func devToken(flag string) (token string, generated bool, err error) {
-	if flag != "" {
-		return flag, false, nil
+// apiAccess is how dev's HTTP API authenticates callers.
+type apiAccess struct {
+	// tokens are the tokens dev adds to the config's: none when the config
+	// declares http.auth.tokens, else the one dev token.
+	tokens []httpapi.Token
+	// source says where the token in force comes from, for the banner; it
+	// never holds a value.
+	source string
+	// token is dev's own token (shown in the banner's links), or "" when
+	// the config's tokens are in force.
+	token string
+	// generated reports a new random token, printed for the user to export.
+	generated bool
+}
+
+// devAccess decides dev's API tokens. When the config declares
+// http.auth.tokens, dev serves exactly those and adds none, so a scoped
+// config is never widened by an unscoped token beside it; passing
+// --api-token then is an error. Otherwise dev's one token is the flag,
+// $DEX_API_TOKEN, or a new random one.
+func devAccess(cfg *config.Config, flag string, flagSet bool, env string) (apiAccess, error) {
+	if n := len(cfg.HTTP.Auth.Tokens); n > 0 {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = cfg.HTTP.Auth.TokenName(i)
+		}
+		list := fmt.Sprintf("%d token(s): %s", n, strings.Join(names, ", "))
+		if flagSet {
+			return apiAccess{}, fmt.Errorf("--api-token cannot be used with this config: it declares http.auth.tokens (%s), "+
+				"which dev serves as they are; call the API with one of them, or remove http.auth.tokens to use --api-token", list)
+		}
+		return apiAccess{source: "from the config (" + list + ")"}, nil
 	}
-	if v := os.Getenv("DEX_API_TOKEN"); v != "" {
-		return v, false, nil
+	switch {
+	case flag != "":
+		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: flag}}, source: "from --api-token", token: flag}, nil
+	case flagSet:
+		return apiAccess{}, errors.New("--api-token is empty: pass a token, or leave the flag out to use $DEX_API_TOKEN or a generated one")
+	case env != "":
+		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: env}}, source: "from $DEX_API_TOKEN", token: env}, nil
 	}
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
-		return "", false, err
+		return apiAccess{}, err
 	}
-	return hex.EncodeToString(b), true, nil
+	token := hex.EncodeToString(b)
+	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token}}, source: "generated (printed below)", token: token, generated: true}, nil
 }
 
-func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir, cfgPath string, took time.Duration, httpAddr, token string, generated bool) {
+// engineAddresses is what the banner shows of the embedded engine.
+type engineAddresses interface {
+	FrontendAddress() string
+	Namespace() string
+	UIAddress() string
+}
+
+func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir, cfgPath string, took time.Duration, httpAddr string, access apiAccess) {
 	w := g.stdout
+	base := "http://" + httpAddr
+	if cfg.HTTP.TLS != nil {
+		base = "https://" + httpAddr
+	}
 	fmt.Fprintf(w, "\ndex-agent-worker %s is running (started in %s)\n\n", version, took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  Temporal frontend  %s  (namespace %s, task queue %s)\n", srv.FrontendAddress(), srv.Namespace(), cfg.Temporal.TaskQueue)
 	if ui := srv.UIAddress(); ui != "" {
 		fmt.Fprintf(w, "  Temporal Web UI    %s\n", ui)
 	}
 	if httpAddr != "" && webUI() != nil && cfg.HTTP.WebUIEnabled() {
-		fmt.Fprintf(w, "  Web chat           http://%s/#token=%s\n", httpAddr, token)
+		if access.token != "" {
+			fmt.Fprintf(w, "  Web chat           %s/#token=%s\n", base, access.token)
+		} else {
+			fmt.Fprintf(w, "  Web chat           %s/  (paste one of the config's tokens)\n", base)
+		}
 	}
 	if httpAddr != "" {
-		fmt.Fprintf(w, "  HTTP API           http://%s/v1  (Authorization: Bearer $DEX_API_TOKEN)\n", httpAddr)
+		fmt.Fprintf(w, "  HTTP API           %s/v1  (Authorization: Bearer $DEX_API_TOKEN)\n", base)
+		fmt.Fprintf(w, "  API token          %s\n", access.source)
 	}
 	fmt.Fprintf(w, "  Data directory     %s\n", dataDir)
 	fmt.Fprintf(w, "  Config             %s\n", cfgPath)
@@ -157,11 +208,11 @@ func printBanner(g *globals, cfg *config.Config, srv *devserver.Server, dataDir,
 			addr = " --address " + srv.FrontendAddress()
 		}
 		fmt.Fprintf(w, "\nTry, in another shell:\n\n")
-		if generated {
-			fmt.Fprintf(w, "  export DEX_API_TOKEN=%s\n", token)
+		if access.generated {
+			fmt.Fprintf(w, "  export DEX_API_TOKEN=%s\n", access.token)
 		}
 		if httpAddr != "" {
-			fmt.Fprintf(w, "  %s chat --agent %s --http-address http://%s\n\n", self, cfg.Agents[0].Name, httpAddr)
+			fmt.Fprintf(w, "  %s chat --agent %s --http-address %s\n\n", self, cfg.Agents[0].Name, base)
 		}
 		printSessionSuggestions(w, self, addr, srv.FrontendAddress(), cfgPath, cfg)
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
 )
 
 // devProcess runs `dex-agent-worker dev` and waits for its banner.
@@ -209,5 +212,149 @@ agents:
 	want := filepath.Join(dataDir, "no-such-plugin") + " does not exist"
 	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--data-dir overrides DEX_DATA_DIR") {
 		t.Errorf("dev: exit %d, stderr lacks %q or the override warning:\n%s", code, want, stderr)
+	}
+}
+
+type fakeEngine struct{}
+
+func (fakeEngine) FrontendAddress() string { return "127.0.0.1:7233" }
+func (fakeEngine) Namespace() string       { return "default" }
+func (fakeEngine) UIAddress() string       { return "" }
+
+// TestDevTokenRule checks which tokens dev serves the API with: the
+// config's alone when it declares some (no unscoped token beside them),
+// otherwise --api-token, $DEX_API_TOKEN or a generated one; and that the
+// banner says which, without a config token's value.
+func TestDevTokenRule(t *testing.T) {
+	const (
+		adminValue  = "config-admin-0123456789abcdef"
+		tenantValue = "config-tenant-0123456789abcdef"
+		flagValue   = "flag-0123456789abcdef"
+		envValue    = "env-0123456789abcdef"
+	)
+	t.Setenv("DEX_TEST_ADMIN_TOKEN", adminValue)
+	scoped, err := config.LoadBytes([]byte(`
+plugins: {p: {command: x}}
+agents: [{name: orders, flow_type: OrdersAgent, runner: p}]
+http:
+  auth:
+    tokens:
+      - {name: admin, token: "${DEX_TEST_ADMIN_TOKEN}"}
+      - {token: "`+tenantValue+`", session_prefix: u1}
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := config.LoadBytes([]byte("plugins: {p: {command: x}}\nagents: [{name: orders, flow_type: OrdersAgent, runner: p}]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		cfg        *config.Config
+		flag       string
+		flagSet    bool
+		env        string
+		wantTokens []string // values dev adds
+		wantSource string
+		wantErr    string
+	}{
+		{name: "config tokens", cfg: scoped, env: envValue, wantSource: "from the config (2 token(s): admin, tokens[1])"},
+		{name: "config tokens and --api-token", cfg: scoped, flag: flagValue, flagSet: true,
+			wantErr: "--api-token cannot be used with this config: it declares http.auth.tokens (2 token(s): admin, tokens[1])"},
+		{name: "flag", cfg: plain, flag: flagValue, flagSet: true, env: envValue, wantTokens: []string{flagValue}, wantSource: "from --api-token"},
+		{name: "empty flag", cfg: plain, flagSet: true, wantErr: "--api-token is empty"},
+		{name: "environment", cfg: plain, env: envValue, wantTokens: []string{envValue}, wantSource: "from $DEX_API_TOKEN"},
+		{name: "generated", cfg: plain, wantSource: "generated (printed below)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			access, err := devAccess(tt.cfg, tt.flag, tt.flagSet, tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				for _, v := range []string{adminValue, tenantValue, flagValue} {
+					if strings.Contains(err.Error(), v) {
+						t.Errorf("the error shows a token value: %v", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var values []string
+			for _, tok := range access.tokens {
+				values = append(values, tok.Value)
+				if tok.SessionPrefix != "" || len(tok.Agents) != 0 {
+					t.Errorf("dev token %+v is scoped", tok)
+				}
+			}
+			if tt.name == "generated" {
+				if len(values) != 1 || len(values[0]) != 48 || !access.generated {
+					t.Fatalf("generated tokens = %q", values)
+				}
+				tt.wantTokens = values
+			}
+			if !slices.Equal(values, tt.wantTokens) || access.source != tt.wantSource {
+				t.Errorf("tokens %q from %q, want %q from %q", values, access.source, tt.wantTokens, tt.wantSource)
+			}
+			var out bytes.Buffer
+			printBanner(&globals{stdout: &out}, tt.cfg, fakeEngine{}, "/data", "dev.yaml", time.Second, "127.0.0.1:8080", access)
+			banner := out.String()
+			if !strings.Contains(banner, "  API token          "+tt.wantSource+"\n") {
+				t.Errorf("the banner does not say the token is %s:\n%s", tt.wantSource, banner)
+			}
+			for _, v := range []string{adminValue, tenantValue} {
+				if strings.Contains(banner, v) {
+					t.Errorf("the banner shows a config token's value:\n%s", banner)
+				}
+			}
+			if exported := strings.Contains(banner, "export DEX_API_TOKEN="+strings.Join(values, "")); exported != access.generated {
+				t.Errorf("banner exports the token: %v, generated: %v\n%s", exported, access.generated, banner)
+			}
+		})
+	}
+}
+
+// TestDevRefusesAPITokenBesideConfigTokens runs the command: the error
+// comes before anything starts.
+func TestDevRefusesAPITokenBesideConfigTokens(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+plugins: {p: {command: /bin/true}}
+agents: [{name: orders, flow_type: OrdersAgent, runner: p}]
+http:
+  auth:
+    tokens: [{name: tenant, token: "tenant-0123456789abcdef", session_prefix: u1}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, "dev", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--api-token", "flag-0123456789abcdef")
+	if code != 1 || !strings.Contains(stderr, "--api-token cannot be used with this config: it declares http.auth.tokens (1 token(s): tenant)") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("dev created its data dir before refusing the flag: %v", err)
+	}
+}
+
+// TestDevBannerShowsHTTPS checks the banner's links for an API on TLS.
+func TestDevBannerShowsHTTPS(t *testing.T) {
+	cfg, err := config.LoadBytes([]byte(`
+plugins: {p: {command: x}}
+agents: [{name: orders, flow_type: OrdersAgent, runner: p}]
+http:
+  tls: {cert_file: /etc/dex/server.pem, key_file: /etc/dex/server.key}
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	printBanner(&globals{stdout: &out}, cfg, fakeEngine{}, "/data", "dev.yaml", time.Second, "127.0.0.1:8443", apiAccess{source: "generated (printed below)", token: "t", generated: true})
+	if !strings.Contains(out.String(), "  HTTP API           https://127.0.0.1:8443/v1") || strings.Contains(out.String(), "http://127.0.0.1:8443") {
+		t.Errorf("banner:\n%s", out.String())
 	}
 }

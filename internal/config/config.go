@@ -70,6 +70,14 @@ type Events struct {
 	// CapacityBytes bounds each session's retained events; the oldest are
 	// trimmed first. Default 10 MiB.
 	CapacityBytes int `yaml:"capacity_bytes"`
+	// MaxTotalBytes bounds the retained events of all sessions together.
+	// Past it, the sessions written least recently lose their events first,
+	// those without a reader before those with one. Default 256 MiB.
+	MaxTotalBytes int `yaml:"max_total_bytes"`
+	// IdleTTL drops a session's events when nothing was published to it
+	// and nobody read it for this long; its resume tokens then answer 400
+	// (reload the snapshot). Default 1h.
+	IdleTTL time.Duration `yaml:"idle_ttl"`
 }
 
 // HTTP configures the REST + SSE API and the web page.
@@ -79,6 +87,18 @@ type HTTP struct {
 	// WebUI serves the chat page at / (default true).
 	WebUI *bool `yaml:"web_ui,omitempty"`
 	Auth  Auth  `yaml:"auth"`
+	// TLS serves HTTPS with this certificate; nil serves plain HTTP.
+	TLS *HTTPTLS `yaml:"tls,omitempty"`
+	// MaxStreamsPerToken bounds the event streams (SSE) one token may hold
+	// open at once; the next one is refused with 429. Default 64.
+	MaxStreamsPerToken int `yaml:"max_streams_per_token"`
+}
+
+// HTTPTLS is the server certificate of the HTTP API. Relative file paths
+// are resolved against the config file's directory.
+type HTTPTLS struct {
+	CertFile string `yaml:"cert_file,omitempty"` // PEM certificate chain, leaf first
+	KeyFile  string `yaml:"key_file,omitempty"`  // PEM private key of the leaf
 }
 
 // WebUIEnabled reports whether the chat page is served.
@@ -87,6 +107,15 @@ func (h HTTP) WebUIEnabled() bool { return h.WebUI == nil || *h.WebUI }
 // Auth lists the bearer tokens the API accepts.
 type Auth struct {
 	Tokens []APIToken `yaml:"tokens,omitempty"`
+}
+
+// TokenName returns the name of Tokens[i] for logs and banners: its name,
+// or "tokens[i]" when it has none. It never shows the value.
+func (a Auth) TokenName(i int) string {
+	if n := a.Tokens[i].Name; n != "" {
+		return n
+	}
+	return fmt.Sprintf("tokens[%d]", i)
 }
 
 // APIToken is one bearer token and what it may reach.
@@ -99,8 +128,11 @@ type APIToken struct {
 	TokenEnv string `yaml:"token_env,omitempty"`
 	// Agents limits the token to these agents; empty allows every agent.
 	Agents []string `yaml:"agents,omitempty"`
-	// SessionPrefix limits the token to session IDs with this prefix; new
-	// sessions it starts get IDs with it.
+	// SessionPrefix limits the token to the session IDs inside the prefix:
+	// the ID equals it, or continues it after a separator ("-", "_", ":"
+	// or "."), so "u1" reaches "u1-abc" but not "u10-abc". A prefix that
+	// ends in a separator matches every ID that starts with it. New sessions
+	// the token starts get IDs inside it.
 	SessionPrefix string `yaml:"session_prefix,omitempty"`
 }
 
@@ -237,6 +269,10 @@ const (
 	DefaultScheduleToCloseTimeout = 30 * time.Minute
 	DefaultToolHeartbeatTimeout   = time.Minute
 	DefaultShutdownTimeout        = 30 * time.Second
+	DefaultEventsCapacityBytes    = 10 * 1024 * 1024
+	DefaultEventsMaxTotalBytes    = 256 * 1024 * 1024
+	DefaultEventsIdleTTL          = time.Hour
+	DefaultMaxStreamsPerToken     = 64
 )
 
 // The decoder calls setDefaults on every struct it creates before it fills
@@ -246,7 +282,13 @@ const (
 func (c *Config) setDefaults() {
 	c.Temporal = Temporal{Address: DefaultAddress, Namespace: DefaultNamespace, TaskQueue: DefaultTaskQueue}
 	c.Logging = Logging{Level: "info", Format: "text"}
-	c.Events = Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024}
+	c.Events = Events{
+		Backend:       "memory",
+		CapacityBytes: DefaultEventsCapacityBytes,
+		MaxTotalBytes: DefaultEventsMaxTotalBytes,
+		IdleTTL:       DefaultEventsIdleTTL,
+	}
+	c.HTTP = HTTP{MaxStreamsPerToken: DefaultMaxStreamsPerToken}
 	c.ShutdownTimeout = DefaultShutdownTimeout
 }
 
@@ -447,5 +489,8 @@ func (c *Config) resolve(baseDir string) {
 	}
 	if t := c.Temporal.TLS; t != nil {
 		t.CertFile, t.KeyFile, t.CAFile = join(t.CertFile), join(t.KeyFile), join(t.CAFile)
+	}
+	if t := c.HTTP.TLS; t != nil {
+		t.CertFile, t.KeyFile = join(t.CertFile), join(t.KeyFile)
 	}
 }

@@ -241,7 +241,25 @@ var expectedErrors = []struct {
 			"15: http.auth.tokens[1]: set token or token_env, not both",
 			"16: http.auth.tokens[2]: set token (such as ${DEX_API_TOKEN}) or token_env",
 			"17: http.auth.tokens[3].token_env: environment variable DEX_TEST_SURELY_UNSET_VAR is not set",
+			"18: http.auth.tokens[4].token: has the same value as http.auth.tokens[1].token: one token, one scope (give each scope its own token)",
 			`18: http.auth.tokens[4].agents[0]: unknown agent "b"`,
+		},
+	},
+	{
+		filename: "http_tokens.bad.yml",
+		errs: []string{
+			"13: http.auth.tokens[2].token: has the same value as http.auth.tokens[0].token: one token, one scope (give each scope its own token)",
+			"14: http.auth.tokens[3].token: has the same value as http.auth.tokens[1].token_env: one token, one scope (give each scope its own token)",
+			`15: http.auth.tokens[4].session_prefix: "a b" has a space, a control character or '/', which session IDs cannot have`,
+		},
+	},
+	{
+		filename: "http_limits.bad.yml",
+		errs: []string{
+			"8: events.max_total_bytes: must be at least capacity_bytes (10485760), got 1048576",
+			"9: events.idle_ttl: must be at least 1m (idle sessions are swept once a minute), got 30s",
+			"12: http.tls.key_file: is required when cert_file is set",
+			"13: http.max_streams_per_token: must be > 0, got -1",
 		},
 	},
 	{
@@ -326,7 +344,8 @@ func TestDefaults(t *testing.T) {
 			},
 			ToolLimit: ToolLimit{StartToCloseTimeout: 15 * time.Minute, HeartbeatTimeout: time.Minute, MaximumAttempts: 3},
 		}},
-		Events:          Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024},
+		Events:          Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024, MaxTotalBytes: 256 * 1024 * 1024, IdleTTL: time.Hour},
+		HTTP:            HTTP{MaxStreamsPerToken: 64},
 		ShutdownTimeout: 30 * time.Second,
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{})); diff != "" {
@@ -702,6 +721,27 @@ func TestValidate(t *testing.T) {
 	cfg.Agents[0].ToolLimit.MaximumAttempts = 1
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("Validate() of a valid config: %v", err)
+	}
+}
+
+// TestHTTPTLS checks that http.tls needs both files and that their paths
+// are resolved against the config file's directory.
+func TestHTTPTLS(t *testing.T) {
+	base := "plugins: {p: {command: x}}\nagents: [{name: a, flow_type: A, runner: p}]\nhttp:\n"
+	_, err := LoadBytes([]byte(base+"  tls: {}\n"), "/etc/dex")
+	if want := "line 4: http.tls: set cert_file and key_file, or leave tls out to serve plain HTTP"; err == nil || err.Error() != want {
+		t.Errorf("empty tls: error = %v, want %q", err, want)
+	}
+	_, err = LoadBytes([]byte(base+"  tls: {key_file: k.pem}\n"), "/etc/dex")
+	if want := "line 4: http.tls.cert_file: is required when key_file is set"; err == nil || err.Error() != want {
+		t.Errorf("key without cert: error = %v, want %q", err, want)
+	}
+	cfg, err := LoadBytes([]byte(base+"  tls: {cert_file: certs/c.pem, key_file: /abs/k.pem}\n"), "/etc/dex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *cfg.HTTP.TLS; got != (HTTPTLS{CertFile: "/etc/dex/certs/c.pem", KeyFile: "/abs/k.pem"}) {
+		t.Errorf("tls = %+v", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -109,6 +110,16 @@ func (e *Events) validate(p *problems, path string) {
 	if e.CapacityBytes != 0 && e.CapacityBytes < 64*1024 {
 		p.add(path+".capacity_bytes", "must be at least 65536, got %d", e.CapacityBytes)
 	}
+	// Zero keeps the default (for configs built in code).
+	switch capacity := cmp.Or(e.CapacityBytes, DefaultEventsCapacityBytes); {
+	case e.MaxTotalBytes < 0:
+		p.add(path+".max_total_bytes", "must be > 0, got %d", e.MaxTotalBytes)
+	case e.MaxTotalBytes != 0 && e.MaxTotalBytes < capacity:
+		p.add(path+".max_total_bytes", "must be at least capacity_bytes (%d), got %d", capacity, e.MaxTotalBytes)
+	}
+	if e.IdleTTL != 0 && e.IdleTTL < time.Minute {
+		p.add(path+".idle_ttl", "must be at least 1m (idle sessions are swept once a minute), got %s", formatDuration(e.IdleTTL))
+	}
 }
 
 func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
@@ -120,15 +131,34 @@ func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
 			p.add(path+".auth.tokens", "at least one token is required when http.listen is set")
 		}
 	}
+	if t := h.TLS; t != nil {
+		tp := path + ".tls"
+		switch {
+		case t.CertFile == "" && t.KeyFile == "":
+			p.add(tp, "set cert_file and key_file, or leave tls out to serve plain HTTP")
+		case t.CertFile != "" && t.KeyFile == "":
+			p.add(tp+".key_file", "is required when cert_file is set")
+		case t.KeyFile != "" && t.CertFile == "":
+			p.add(tp+".cert_file", "is required when key_file is set")
+		}
+	}
+	if h.MaxStreamsPerToken < 0 {
+		p.add(path+".max_streams_per_token", "must be > 0, got %d", h.MaxStreamsPerToken)
+	}
+	// One token, one scope: a value listed twice would reach the union of
+	// both scopes, whichever entry the server matched.
+	valueAt := make(map[string]string)
 	for i := range h.Auth.Tokens {
 		t := &h.Auth.Tokens[i]
 		tp := indexPath(path+".auth.tokens", i)
+		valuePath := tp + ".token"
 		switch {
 		case t.Token != "" && t.TokenEnv != "":
 			p.add(tp, "set token or token_env, not both")
 		case t.Token == "" && t.TokenEnv == "":
 			p.add(tp, "set token (such as ${DEX_API_TOKEN}) or token_env")
 		case t.TokenEnv != "":
+			valuePath = tp + ".token_env"
 			if v := os.Getenv(t.TokenEnv); v == "" {
 				p.add(tp+".token_env", "environment variable %s is not set", t.TokenEnv)
 			} else {
@@ -138,10 +168,22 @@ func (h *HTTP) validate(p *problems, path string, agents map[string]int) {
 		if t.Token != "" && len(t.Token.Reveal()) < 16 {
 			p.add(tp+".token", "is too short: use at least 16 characters")
 		}
+		if v := t.Token.Reveal(); v != "" {
+			if first, dup := valueAt[v]; dup {
+				p.add(valuePath, "has the same value as %s: one token, one scope (give each scope its own token)", first)
+			} else {
+				valueAt[v] = valuePath
+			}
+		}
 		for j, a := range t.Agents {
 			if _, ok := agents[a]; !ok {
 				p.add(indexPath(tp+".agents", j), "unknown agent %q", a)
 			}
+		}
+		if sp := t.SessionPrefix; len(sp) > 128 {
+			p.add(tp+".session_prefix", "is longer than 128 characters")
+		} else if strings.ContainsFunc(sp, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '/' }) {
+			p.add(tp+".session_prefix", "%q has a space, a control character or '/', which session IDs cannot have", sp)
 		}
 	}
 }

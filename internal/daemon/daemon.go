@@ -51,7 +51,8 @@ type Options struct {
 	// HTTPListen overrides config.HTTP.Listen ("" keeps it; the API is
 	// served only when one of them is set).
 	HTTPListen string
-	// ExtraTokens are accepted besides the config's (dev's generated token).
+	// ExtraTokens are accepted besides the config's (dev's token when the
+	// config declares none).
 	ExtraTokens []httpapi.Token
 	// WebUI serves the chat page at / of the API when the config enables it.
 	WebUI http.Handler
@@ -105,7 +106,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.shutdownTimeout = cfg.ShutdownTimeout
 	sink := opts.Events
 	if sink == nil {
-		d.broker = events.NewMemoryBroker(events.MemoryOptions{CapacityBytes: cfg.Events.CapacityBytes})
+		d.broker = events.NewMemoryBroker(events.MemoryOptions{
+			CapacityBytes: cfg.Events.CapacityBytes,
+			MaxTotalBytes: cfg.Events.MaxTotalBytes,
+			IdleTTL:       cfg.Events.IdleTTL,
+		})
 		sink = d.broker
 	}
 	for i := range cfg.Agents {
@@ -238,11 +243,7 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	}
 	var tokens []httpapi.Token
 	for i, t := range cfg.HTTP.Auth.Tokens {
-		name := t.Name
-		if name == "" {
-			name = fmt.Sprintf("tokens[%d]", i)
-		}
-		tokens = append(tokens, httpapi.Token{Name: name, Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix})
+		tokens = append(tokens, httpapi.Token{Name: cfg.HTTP.Auth.TokenName(i), Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix})
 	}
 	tokens = append(tokens, opts.ExtraTokens...)
 	if len(tokens) == 0 {
@@ -259,19 +260,37 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	d.api = httpapi.New(httpapi.Options{
 		Temporal: d.client, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue,
 		Broker: d.broker, Agents: agents, Tokens: tokens, WebUI: web, Logger: logger.With("component", "http"),
+		MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken,
 	})
+	sopts := httpapi.ServerOptions{Logger: logger.With("component", "http")}
+	if t := cfg.HTTP.TLS; t != nil {
+		sopts.CertFile, sopts.KeyFile = t.CertFile, t.KeyFile
+	}
+	srv, err := httpapi.NewHTTPServer(d.api, sopts)
+	if err != nil {
+		return fmt.Errorf("http.tls: %w", err)
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("serve the HTTP API on %s: %w", listen, err)
 	}
 	d.addr = ln.Addr().String()
-	d.http = &http.Server{Handler: d.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	d.http = srv
+	secure := srv.TLSConfig != nil
 	go func() {
-		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := srv.Serve
+		if secure {
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("HTTP server stopped", "error", err)
 		}
 	}()
-	logger.Info("HTTP API listening", "address", d.addr, "web_ui", web != nil)
+	if !secure && !httpapi.LoopbackOnly(d.addr) {
+		logger.Warn("the HTTP API listens beyond loopback without TLS: bearer tokens and conversations cross the network in clear text; set http.tls or serve it behind a TLS proxy",
+			"address", d.addr)
+	}
+	logger.Info("HTTP API listening", "address", d.addr, "tls", secure, "web_ui", web != nil)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,12 +16,15 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
 )
 
 const (
 	tokenAll   = "token-all-0123456789abcdef"
 	tokenAcme  = "token-acme-0123456789abcdef"
 	tokenOther = "token-other-0123456789abcdef"
+	tokenU1    = "token-u1-0123456789abcdef"
 )
 
 // newHTTPStack is a stack whose worker serves the API, with two agents and
@@ -44,13 +48,16 @@ http:
       - {name: all, token: %s}
       - {name: acme, token: %s, session_prefix: "acme-"}
       - {name: other, token: %s, agents: [other]}
-`, port, tokenAll, tokenAcme, tokenOther)
+      - {name: u1, token: %s, session_prefix: "u1"}
+`, port, tokenAll, tokenAcme, tokenOther, tokenU1)
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
 	return s, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
-func do(t *testing.T, method, url, token, body string) (int, []byte) {
+// do sends a request, with header names and values in pairs, and returns
+// the status and the body (none for an open event stream).
+func do(t *testing.T, method, url, token, body string, header ...string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx(t), method, url, strings.NewReader(body))
 	if err != nil {
@@ -58,6 +65,9 @@ func do(t *testing.T, method, url, token, body string) (int, []byte) {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -113,6 +123,31 @@ func TestAuthorizationMatrix(t *testing.T) {
 				t.Errorf("right token: %d %s", code, body)
 			}
 		})
+	}
+	// A session prefix matches at a separator only: "u1" reaches u1-abc
+	// and never u10-abc, on every route.
+	for _, sid := range []string{"u10-abc", "u1-abc"} {
+		if code, body := do(t, "POST", base+"/v1/sessions", tokenAll, `{"agent":"test","session_id":"`+sid+`","initial_message":"hello"}`); code != 201 {
+			t.Fatalf("start %s: %d %s", sid, code, body)
+		}
+		s.WaitForSnapshot("the answer", sid, idleWithAnswer)
+	}
+	for _, r := range routes {
+		if !strings.HasPrefix(r.url, sess) {
+			continue
+		}
+		for sid, want := range map[string]int{"u10-abc": 403, "u1-abc": r.okStatus} {
+			url := strings.Replace(r.url, sess, base+"/v1/sessions/"+sid, 1)
+			if code, body := do(t, r.method, url, tokenU1, r.body); code != want {
+				t.Errorf("u1 token: %s %s: %d %s, want %d", r.method, strings.TrimPrefix(url, base), code, body, want)
+			}
+		}
+	}
+	if code, body := do(t, "POST", base+"/v1/sessions", tokenU1, `{"agent":"test","session_id":"u10-new"}`); code != 403 {
+		t.Errorf("u1 token starting u10-new: %d %s", code, body)
+	}
+	if code, body := do(t, "POST", base+"/v1/sessions", tokenU1, `{"agent":"test"}`); code != 201 || !bytes.Contains(body, []byte(`"session_id":"u1-session-`)) {
+		t.Errorf("u1 start: %d %s, want an ID starting u1-session-", code, body)
 	}
 	// Unknown sessions are 404 for a token that may see them.
 	for _, p := range []string{"/snapshot", "/messages", "/events"} {
@@ -201,9 +236,11 @@ func readSSE(t *testing.T, ctx context.Context, url, token, lastID string, stop 
 	return nil
 }
 
+// seqOf reads the event sequence of a memory broker's token
+// (epoch.generation.sequence.mac).
 func seqOf(t *testing.T, token string) int {
 	parts := strings.Split(token, ".")
-	n, err := strconv.Atoi(parts[1])
+	n, err := strconv.Atoi(parts[len(parts)-2])
 	if err != nil {
 		t.Fatalf("token %q", token)
 	}
@@ -309,4 +346,117 @@ func TestKeepAliveAfterIdle(t *testing.T) {
 		}
 	}
 	t.Fatalf("no keep-alive comment: %v", sc.Err())
+}
+
+// userMessages counts the session's user messages with this text.
+func userMessages(snap client.Snapshot, text string) int {
+	n := 0
+	for _, m := range snap.Messages {
+		if m.Role == "user" && m.Text == text {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHTTPRetriedRequestsApplyOnce retries the two requests whose answer a
+// client can lose: a start with an Idempotency-Key names the same session
+// and runs its first turn once, and a message sent twice with one
+// message_id is queued once (the engine deduplicates updates by ID).
+func TestHTTPRetriedRequestsApplyOnce(t *testing.T) {
+	s, base := newHTTPStack(t)
+	gate := s.Gate("tool-retry")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	startBody := `{"agent":"test","initial_message":"call:read_gate:retry"}`
+	var id string
+	for i, want := range []int{201, 200} {
+		code, body := do(t, "POST", base+"/v1/sessions", tokenAcme, startBody, "Idempotency-Key", "order-42")
+		var got struct {
+			SessionID string `json:"session_id"`
+		}
+		_ = json.Unmarshal(body, &got)
+		if code != want || !strings.HasPrefix(got.SessionID, "acme-session-") || (id != "" && got.SessionID != id) {
+			t.Fatalf("start %d: %d %s, want %d with one acme-session- ID", i, code, body, want)
+		}
+		id = got.SessionID
+	}
+	reached(t, gate) // the first turn waits in its tool: messages queue
+
+	send := base + "/v1/sessions/" + id + "/messages"
+	for i := range 2 {
+		if code, body := do(t, "POST", send, tokenAcme, `{"text":"second","message_id":"m-1"}`); code != 200 || string(body) != "{\"accepted\":true}\n" {
+			t.Fatalf("send %d: %d %s", i, code, body)
+		}
+	}
+	snap := s.WaitForSnapshot("the queued message", id, func(s client.Snapshot) bool { return s.QueuedCount > 0 })
+	if snap.QueuedCount != 1 {
+		t.Errorf("queued %d messages after two sends with one message_id, want 1: %+v", snap.QueuedCount, snap.QueuedMessages)
+	}
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	snap = s.WaitForSnapshot("both turns", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	// Sent again after it was consumed, the message is still not repeated.
+	if code, body := do(t, "POST", send, tokenAcme, `{"text":"second","message_id":"m-1"}`); code != 200 {
+		t.Fatalf("send after the turn: %d %s", code, body)
+	}
+	snap = s.WaitForSnapshot("the session idle", id, idleWithAnswer)
+	if n := userMessages(snap, "second"); n != 1 || snap.State.TurnCount != 2 {
+		t.Errorf("%d user messages \"second\" and %d turns, want 1 and 2", n, snap.State.TurnCount)
+	}
+	if n := userMessages(snap, "call:read_gate:retry"); n != 1 {
+		t.Errorf("the initial message is in the session %d times, want 1", n)
+	}
+	if n := s.Log().Count("tool", "read_gate"); n != 1 {
+		t.Errorf("read_gate ran %d times, want 1", n)
+	}
+}
+
+// TestHTTPUpdateTimeoutMayStillApply sends a message while no worker runs:
+// the answer is a 503 that says the message may still be applied, and a
+// retry with the same message_id once a worker runs queues it once,
+// whether or not the engine kept the first send.
+func TestHTTPUpdateTimeoutMayStillApply(t *testing.T) {
+	s := newStack(t)
+	api := httpapi.New(httpapi.Options{
+		Temporal: s.Client, Namespace: "default", TaskQueue: client.DefaultTaskQueue,
+		Broker: events.NewMemoryBroker(events.MemoryOptions{}),
+		Agents: []httpapi.Agent{{Name: "test", FlowType: flowType}},
+		Tokens: []httpapi.Token{{Name: "all", Value: tokenAll}},
+		// Short, so the test does not wait 30 s for the missing worker.
+		UpdateTimeout: 3 * time.Second,
+	})
+	hs := httptest.NewServer(api)
+	t.Cleanup(func() { api.Close(); hs.Close() })
+	id := start(t, s, "hello") // no worker: the session waits for one
+
+	send := hs.URL + "/v1/sessions/" + id + "/messages"
+	code, body := do(t, "POST", send, tokenAll, `{"text":"later","message_id":"m-later"}`)
+	var e struct {
+		Error struct {
+			Code          string `json:"code"`
+			Message       string `json:"message"`
+			MayStillApply *bool  `json:"may_still_apply"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || code != 503 || e.Error.Code != "unavailable" || e.Error.MayStillApply == nil || !*e.Error.MayStillApply {
+		t.Fatalf("send without a worker: %d %s, want 503 unavailable with may_still_apply true", code, body)
+	}
+	if !strings.Contains(e.Error.Message, "retry with the same message_id") {
+		t.Errorf("the 503 does not say how to retry: %q", e.Error.Message)
+	}
+
+	s.StartWorker()
+	if code, body := do(t, "POST", send, tokenAll, `{"text":"later","message_id":"m-later"}`); code != 200 {
+		t.Fatalf("retry with a worker: %d %s", code, body)
+	}
+	snap := s.WaitForSnapshot("both turns", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	if n := userMessages(snap, "later"); n != 1 {
+		t.Errorf("the message is in the session %d times, want 1", n)
+	}
+	if code, _ := do(t, "POST", hs.URL+"/v1/sessions/"+id+"/messages", tokenAll, `{"text":"x","message_id":"bad id"}`); code != 400 {
+		t.Errorf("bad message_id: %d, want 400", code)
+	}
 }

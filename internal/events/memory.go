@@ -1,6 +1,7 @@
 package events
 
 import (
+	"container/list"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -18,6 +19,18 @@ import (
 // DefaultCapacityBytes is a session's default event capacity: 10 MiB.
 const DefaultCapacityBytes = 10 * 1024 * 1024
 
+// DefaultMaxTotalBytes is the default cap on the events of all sessions
+// together: 256 MiB.
+const DefaultMaxTotalBytes = 256 * 1024 * 1024
+
+// DefaultIdleTTL is how long an idle session's events are kept by default.
+const DefaultIdleTTL = time.Hour
+
+// streamOverhead is what a session's stream counts against
+// MaxTotalBytes besides its events, so that many empty streams are bounded
+// too.
+const streamOverhead = 256
+
 // ErrInvalidToken reports a resume token that this broker never issued for
 // the session: forged, of another session, from before a restart, or
 // malformed. Answer it with 400 so the reader reloads the snapshot.
@@ -26,6 +39,12 @@ var ErrInvalidToken = errors.New("invalid resume token")
 // ErrTrimmed reports a token whose next event was trimmed: the reader fell
 // behind the session's capacity and must reload the snapshot.
 var ErrTrimmed = errors.New("events after this resume token were trimmed")
+
+// ErrExpired reports a token of a session whose events the broker dropped
+// (idle for IdleTTL, or evicted to stay under MaxTotalBytes). Events the
+// session publishes later form a new stream that such a token never names:
+// the reader must reload the snapshot.
+var ErrExpired = errors.New("this resume token's events expired")
 
 // Delivered is an event with the resume token that continues after it.
 type Delivered struct {
@@ -59,9 +78,16 @@ type MemoryOptions struct {
 	// CapacityBytes bounds each session's retained events (default 10 MiB);
 	// the oldest are trimmed first.
 	CapacityBytes int
+	// MaxTotalBytes bounds the retained events of all sessions together
+	// (default 256 MiB). Past it, the broker drops whole sessions' events,
+	// least recently written first, sessions nobody reads before those
+	// with a reader; the session being written loses its oldest events last
+	// (its newest event is always kept). A dropped session's tokens answer
+	// ErrExpired.
+	MaxTotalBytes int
 	// IdleTTL drops a session's events when nothing was published to it for
-	// this long (default 1h). A dropped session's old tokens then read as
-	// trimmed.
+	// this long and nobody reads it (default 1h; checked at most once a
+	// minute). A dropped session's tokens answer ErrExpired.
 	IdleTTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -69,6 +95,12 @@ type MemoryOptions struct {
 
 // MemoryBroker keeps events in this process's memory: right for one worker
 // process serving its own HTTP API. It is safe for concurrent use.
+//
+// A token names a position in one stream of one session: the broker's
+// random epoch, the stream's generation, the sequence of the event before
+// the position, and a MAC over all of them and the session ID. A session
+// whose events are dropped gets a new generation when it publishes again,
+// so an old token never names the new stream's events.
 type MemoryBroker struct {
 	opts  MemoryOptions
 	key   []byte
@@ -76,6 +108,9 @@ type MemoryBroker struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*stream
+	lru       *list.List // of *stream, least recently written first
+	total     int        // bytes of all streams, with their overhead
+	nextGen   uint64
 	lastSweep time.Time
 }
 
@@ -86,13 +121,16 @@ type entry struct {
 }
 
 type stream struct {
+	id         string
+	gen        uint64
 	entries    []entry // oldest first
 	next       uint64  // seq of the next event; the first event is 1
 	bytes      int
 	turnStarts map[string]uint64
-	changed    chan struct{} // closed and replaced on every publish
+	changed    chan struct{} // closed and replaced on every publish, closed when dropped
 	lastWrite  time.Time
 	readers    int
+	elem       *list.Element // in MemoryBroker.lru
 }
 
 // NewMemoryBroker returns an empty in-memory broker. Tokens carry a random
@@ -101,8 +139,11 @@ func NewMemoryBroker(opts MemoryOptions) *MemoryBroker {
 	if opts.CapacityBytes <= 0 {
 		opts.CapacityBytes = DefaultCapacityBytes
 	}
+	if opts.MaxTotalBytes <= 0 {
+		opts.MaxTotalBytes = DefaultMaxTotalBytes
+	}
 	if opts.IdleTTL <= 0 {
-		opts.IdleTTL = time.Hour
+		opts.IdleTTL = DefaultIdleTTL
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -113,21 +154,52 @@ func NewMemoryBroker(opts MemoryOptions) *MemoryBroker {
 	}
 	epoch := make([]byte, 6)
 	_, _ = rand.Read(epoch)
-	return &MemoryBroker{opts: opts, key: key, epoch: base64.RawURLEncoding.EncodeToString(epoch), sessions: map[string]*stream{}}
+	return &MemoryBroker{opts: opts, key: key, epoch: base64.RawURLEncoding.EncodeToString(epoch),
+		sessions: map[string]*stream{}, lru: list.New()}
 }
 
+// stream returns the session's stream, creating it (with a new
+// generation) if it has none.
 func (b *MemoryBroker) stream(sessionID string) *stream {
 	s := b.sessions[sessionID]
 	if s == nil {
-		s = &stream{next: 1, turnStarts: map[string]uint64{}, changed: make(chan struct{}), lastWrite: b.opts.Now()}
+		b.nextGen++
+		s = &stream{id: sessionID, gen: b.nextGen, next: 1, turnStarts: map[string]uint64{},
+			changed: make(chan struct{}), lastWrite: b.opts.Now()}
+		s.elem = b.lru.PushBack(s)
 		b.sessions[sessionID] = s
+		b.total += streamOverhead
 	}
 	return s
 }
 
+// drop forgets a stream and wakes its readers, who then see ErrExpired.
+func (b *MemoryBroker) drop(s *stream) {
+	delete(b.sessions, s.id)
+	b.lru.Remove(s.elem)
+	b.total -= s.bytes + streamOverhead
+	close(s.changed)
+}
+
+// trimOldest drops a stream's oldest event.
+func (b *MemoryBroker) trimOldest(s *stream) {
+	old := s.entries[0]
+	s.entries = s.entries[1:]
+	s.bytes -= old.size
+	b.total -= old.size
+	if old.event.Type == "turn_started" && s.turnStarts[old.event.TurnID] == old.seq {
+		delete(s.turnStarts, old.event.TurnID)
+	}
+}
+
+// eventSize is what an event counts against the capacities.
+func eventSize(e Event) int {
+	return len(e.Payload) + len(e.Type) + len(e.TurnID) + len(e.StepExecutionID) + 64
+}
+
 // Publish implements Sink.
 func (b *MemoryBroker) Publish(e Event) {
-	size := len(e.Payload) + len(e.Type) + len(e.TurnID) + len(e.StepExecutionID) + 64
+	size := eventSize(e)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.opts.Now()
@@ -137,20 +209,36 @@ func (b *MemoryBroker) Publish(e Event) {
 	s.next++
 	s.entries = append(s.entries, entry{seq: seq, size: size, event: e})
 	s.bytes += size
+	b.total += size
 	s.lastWrite = now
+	b.lru.MoveToBack(s.elem)
 	if e.Type == "turn_started" && e.TurnID != "" {
 		s.turnStarts[e.TurnID] = seq
 	}
 	for s.bytes > b.opts.CapacityBytes && len(s.entries) > 1 {
-		old := s.entries[0]
-		s.entries = s.entries[1:]
-		s.bytes -= old.size
-		if old.event.Type == "turn_started" && s.turnStarts[old.event.TurnID] == old.seq {
-			delete(s.turnStarts, old.event.TurnID)
-		}
+		b.trimOldest(s)
 	}
+	b.enforceTotal(s)
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// enforceTotal brings the total under MaxTotalBytes: it drops the streams
+// written least recently, those without readers first, then trims the
+// oldest events of current, the stream just written.
+func (b *MemoryBroker) enforceTotal(current *stream) {
+	for _, withReaders := range []bool{false, true} {
+		for el := b.lru.Front(); el != nil && b.total > b.opts.MaxTotalBytes; {
+			next := el.Next()
+			if s := el.Value.(*stream); s != current && (s.readers > 0) == withReaders {
+				b.drop(s)
+			}
+			el = next
+		}
+	}
+	for b.total > b.opts.MaxTotalBytes && len(current.entries) > 1 {
+		b.trimOldest(current)
+	}
 }
 
 // sweep drops idle sessions, at most once a minute.
@@ -159,22 +247,31 @@ func (b *MemoryBroker) sweep(now time.Time) {
 		return
 	}
 	b.lastSweep = now
-	for id, s := range b.sessions {
-		if s.readers == 0 && now.Sub(s.lastWrite) > b.opts.IdleTTL {
-			delete(b.sessions, id)
+	// The list is in write order, so the idle streams are at its front.
+	for el := b.lru.Front(); el != nil; {
+		next := el.Next()
+		s := el.Value.(*stream)
+		if now.Sub(s.lastWrite) <= b.opts.IdleTTL {
+			break
 		}
+		if s.readers == 0 {
+			b.drop(s)
+		}
+		el = next
 	}
 }
 
-// token renders the position after seq.
-func (b *MemoryBroker) token(sessionID string, seq uint64) string {
-	return b.epoch + "." + strconv.FormatUint(seq, 10) + "." + b.mac(sessionID, seq)
+// token renders the position after seq in generation gen of a session's
+// stream.
+func (b *MemoryBroker) token(sessionID string, gen, seq uint64) string {
+	return b.epoch + "." + strconv.FormatUint(gen, 10) + "." + strconv.FormatUint(seq, 10) + "." + b.mac(sessionID, gen, seq)
 }
 
-func (b *MemoryBroker) mac(sessionID string, seq uint64) string {
+func (b *MemoryBroker) mac(sessionID string, gen, seq uint64) string {
 	m := hmac.New(sha256.New, b.key)
-	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], seq)
+	var buf [16]byte
+	binary.BigEndian.PutUint64(buf[:8], gen)
+	binary.BigEndian.PutUint64(buf[8:], seq)
 	m.Write([]byte(b.epoch))
 	m.Write([]byte{0})
 	m.Write([]byte(sessionID))
@@ -183,48 +280,45 @@ func (b *MemoryBroker) mac(sessionID string, seq uint64) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:12])
 }
 
-// ParseToken returns the position a token names for a session.
-func (b *MemoryBroker) ParseToken(sessionID, token string) (uint64, error) {
+// ParseToken returns the stream generation and the position a token
+// names for a session.
+func (b *MemoryBroker) ParseToken(sessionID, token string) (gen, seq uint64, err error) {
 	parts := strings.Split(token, ".")
-	if len(parts) != 3 || len(token) > 128 {
-		return 0, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	if len(parts) != 4 || len(token) > 128 {
+		return 0, 0, fmt.Errorf("%w: malformed", ErrInvalidToken)
 	}
 	if parts[0] != b.epoch {
-		return 0, fmt.Errorf("%w: issued by another worker process or before a restart", ErrInvalidToken)
+		return 0, 0, fmt.Errorf("%w: issued by another worker process or before a restart", ErrInvalidToken)
 	}
-	seq, err := strconv.ParseUint(parts[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	gen, err1 := strconv.ParseUint(parts[1], 10, 64)
+	seq, err2 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("%w: malformed", ErrInvalidToken)
 	}
-	if !hmac.Equal([]byte(parts[2]), []byte(b.mac(sessionID, seq))) {
-		return 0, fmt.Errorf("%w: not issued for this session", ErrInvalidToken)
+	if !hmac.Equal([]byte(parts[3]), []byte(b.mac(sessionID, gen, seq))) {
+		return 0, 0, fmt.Errorf("%w: not issued for this session", ErrInvalidToken)
 	}
-	return seq, nil
+	return gen, seq, nil
 }
 
-// Head implements Broker.
+// Head implements Broker. It starts the session's stream if it has none,
+// so that the token names the stream later events join.
 func (b *MemoryBroker) Head(sessionID string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.sessions[sessionID]
-	if s == nil {
-		return b.token(sessionID, 0)
-	}
-	return b.token(sessionID, s.next-1)
+	s := b.stream(sessionID)
+	return b.token(sessionID, s.gen, s.next-1)
 }
 
-// Oldest implements Broker.
+// Oldest implements Broker. Like Head, it starts a stream.
 func (b *MemoryBroker) Oldest(sessionID string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.sessions[sessionID]
-	switch {
-	case s == nil:
-		return b.token(sessionID, 0)
-	case len(s.entries) == 0:
-		return b.token(sessionID, s.next-1)
+	s := b.stream(sessionID)
+	if len(s.entries) == 0 {
+		return b.token(sessionID, s.gen, s.next-1)
 	}
-	return b.token(sessionID, s.entries[0].seq-1)
+	return b.token(sessionID, s.gen, s.entries[0].seq-1)
 }
 
 // TurnStart implements Broker.
@@ -239,44 +333,55 @@ func (b *MemoryBroker) TurnStart(sessionID, turnID string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return b.token(sessionID, seq-1), true
+	return b.token(sessionID, s.gen, seq-1), true
 }
 
 // Check implements Broker.
 func (b *MemoryBroker) Check(sessionID, token string) error {
-	after, err := b.ParseToken(sessionID, token)
+	gen, after, err := b.ParseToken(sessionID, token)
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_, _, err = b.position(sessionID, after)
+	s, err := b.live(sessionID, gen)
+	if err != nil {
+		return err
+	}
+	_, err = s.position(after)
 	return err
 }
 
-// position finds the index of the first entry after seq; ch is closed
-// when a new event arrives.
-func (b *MemoryBroker) position(sessionID string, after uint64) (int, chan struct{}, error) {
-	s := b.stream(sessionID)
+// live returns the session's stream of generation gen, or ErrExpired.
+func (b *MemoryBroker) live(sessionID string, gen uint64) (*stream, error) {
+	s := b.sessions[sessionID]
+	if s == nil || s.gen != gen {
+		return nil, fmt.Errorf("%w: the session's events were dropped (idle, or over the memory cap)", ErrExpired)
+	}
+	return s, nil
+}
+
+// position finds the index of the first entry after seq.
+func (s *stream) position(after uint64) (int, error) {
 	if after >= s.next {
-		return 0, nil, fmt.Errorf("%w: names an event this session does not have yet", ErrInvalidToken)
+		return 0, fmt.Errorf("%w: names an event this session does not have yet", ErrInvalidToken)
 	}
 	if len(s.entries) == 0 {
 		if after == s.next-1 {
-			return 0, s.changed, nil
+			return 0, nil
 		}
-		return 0, nil, ErrTrimmed
+		return 0, ErrTrimmed
 	}
 	oldest := s.entries[0].seq
 	if after+1 < oldest {
-		return 0, nil, ErrTrimmed
+		return 0, ErrTrimmed
 	}
-	return int(after + 1 - oldest), s.changed, nil
+	return int(after + 1 - oldest), nil
 }
 
 // Read implements Broker.
 func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max int, wait time.Duration) ([]Delivered, error) {
-	after, err := b.ParseToken(sessionID, token)
+	gen, after, err := b.ParseToken(sessionID, token)
 	if err != nil {
 		return nil, err
 	}
@@ -284,13 +389,16 @@ func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max in
 		max = 256
 	}
 	b.mu.Lock()
-	b.stream(sessionID).readers++
+	s, err := b.live(sessionID, gen)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	s.readers++
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
-		if s := b.sessions[sessionID]; s != nil {
-			s.readers--
-		}
+		s.readers--
 		b.mu.Unlock()
 	}()
 	var timer <-chan time.Time
@@ -301,20 +409,21 @@ func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max in
 	}
 	for {
 		b.mu.Lock()
-		i, changed, err := b.position(sessionID, after)
+		if b.sessions[sessionID] != s {
+			b.mu.Unlock()
+			return nil, fmt.Errorf("%w: the session's events were dropped (idle, or over the memory cap)", ErrExpired)
+		}
+		i, err := s.position(after)
 		if err != nil {
 			b.mu.Unlock()
 			return nil, err
 		}
-		s := b.sessions[sessionID]
+		changed := s.changed
 		if i < len(s.entries) {
-			end := i + max
-			if end > len(s.entries) {
-				end = len(s.entries)
-			}
+			end := min(i+max, len(s.entries))
 			out := make([]Delivered, 0, end-i)
 			for _, e := range s.entries[i:end] {
-				out = append(out, Delivered{Token: b.token(sessionID, e.seq), Event: e.event})
+				out = append(out, Delivered{Token: b.token(sessionID, s.gen, e.seq), Event: e.event})
 			}
 			b.mu.Unlock()
 			return out, nil

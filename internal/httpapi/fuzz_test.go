@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/url"
 	"testing"
-
-	"github.com/dex-agents/dex-agent-worker/client"
 )
 
 // FuzzDecodeBodies feeds request bodies to the strict decoder of every
@@ -14,14 +12,14 @@ import (
 func FuzzDecodeBodies(f *testing.F) {
 	for _, seed := range []string{
 		`{"agent":"orders","session_id":"s-1","initial_message":"hi"}`,
-		`{"text":"refund order 7"}`,
+		`{"text":"refund order 7"}`, `{"text":"x","message_id":"m-1"}`,
 		`{"approved":true,"rejection_message":"no"}`,
 		`{}`, `[]`, `{"agent":1}`, `{"text":"a"} {}`, `{"x":1}`, "\xff", ``,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, v := range []any{&StartSessionRequest{}, &client.SendUserMessageRequest{}, &ResolveRequest{}} {
+		for _, v := range []any{&StartSessionRequest{}, &SendMessageRequest{}, &ResolveRequest{}} {
 			err := decodeJSON(body, v)
 			var ae *apiError
 			if err != nil && (!errors.As(err, &ae) || ae.status != 400) {

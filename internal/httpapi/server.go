@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +62,16 @@ type Options struct {
 	// WriteTimeout bounds one write to an event stream, so a stuck client
 	// is dropped instead of holding its handler forever (default 30s).
 	WriteTimeout time.Duration
+	// UpdateTimeout bounds the wait for a session's answer to an update or
+	// a query (default DefaultUpdateTimeout).
+	UpdateTimeout time.Duration
+	// MaxStreamsPerToken bounds the event streams one token holds open at
+	// once; the next is refused with 429 (default DefaultMaxStreamsPerToken).
+	MaxStreamsPerToken int
 }
+
+// DefaultMaxStreamsPerToken is the default of Options.MaxStreamsPerToken.
+const DefaultMaxStreamsPerToken = 64
 
 // MaxBodyBytes bounds request bodies.
 const MaxBodyBytes = 1 << 20
@@ -81,11 +91,15 @@ type Server struct {
 
 	cacheMu sync.Mutex
 	agentOf map[string]string // session ID -> agent name, for sessions seen
+
+	streamsMu sync.Mutex
+	streams   []int // open event streams by token index
 }
 
 type scopedToken struct {
 	Token
-	hash [32]byte
+	index int
+	hash  [32]byte
 }
 
 // New returns the API server.
@@ -99,6 +113,12 @@ func New(opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	if opts.UpdateTimeout <= 0 {
+		opts.UpdateTimeout = DefaultUpdateTimeout
+	}
+	if opts.MaxStreamsPerToken <= 0 {
+		opts.MaxStreamsPerToken = DefaultMaxStreamsPerToken
+	}
 	s := &Server{
 		opts:     opts,
 		sessions: client.New(opts.Temporal, opts.Namespace, opts.TaskQueue),
@@ -109,9 +129,10 @@ func New(opts Options) *Server {
 		shutdown: make(chan struct{}),
 		agentOf:  map[string]string{},
 	}
-	for _, t := range opts.Tokens {
-		s.tokens = append(s.tokens, scopedToken{Token: t, hash: sha256.Sum256([]byte(t.Value))})
+	for i, t := range opts.Tokens {
+		s.tokens = append(s.tokens, scopedToken{Token: t, index: i, hash: sha256.Sum256([]byte(t.Value))})
 	}
+	s.streams = make([]int, len(s.tokens))
 	for _, a := range opts.Agents {
 		s.byFlow[a.FlowType] = a
 		s.byName[a.Name] = a
@@ -126,7 +147,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.session(s.events))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -150,6 +171,9 @@ type apiError struct {
 	status int
 	code   string
 	msg    string
+	// mayStillApply, when set, says whether the update the request sent
+	// can still be applied (errors of the update routes only).
+	mayStillApply *bool
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -165,14 +189,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+	MayStillApply *bool  `json:"may_still_apply,omitempty"`
+}
+
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	writeJSON(w, status, map[string]errorBody{"error": {Code: code, Message: msg}})
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		writeError(w, ae.status, ae.code, ae.msg)
+		if ae.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeJSON(w, ae.status, map[string]errorBody{"error": {Code: ae.code, Message: ae.msg, MayStillApply: ae.mayStillApply}})
 		return
 	}
 	var nf *serviceerror.NotFound
@@ -186,8 +220,16 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "bad_request", app.Message())
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	var (
+		deadline *serviceerror.DeadlineExceeded
+		down     *serviceerror.Unavailable
+	)
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the session did not answer in time; is a worker running?")
+		return
+	}
+	if errors.As(err, &down) {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "Temporal is unavailable")
 		return
 	}
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
@@ -212,6 +254,49 @@ func (s *Server) authenticate(r *http.Request) (*scopedToken, error) {
 		return nil, errorf(http.StatusUnauthorized, "unauthorized", "invalid bearer token")
 	}
 	return found, nil
+}
+
+// sessionSeparators may follow a token's session prefix in a session ID.
+const sessionSeparators = "-_:."
+
+// InSessionScope reports whether a session ID is inside a token's session
+// prefix. An empty prefix reaches every session. Otherwise the ID must equal
+// the prefix or continue it after a separator ("-", "_", ":" or "."), so
+// prefix "u1" reaches "u1", "u1-abc" and "u1.x" but not "u10-abc"; a prefix
+// that already ends in a separator ("acme-") reaches every ID that starts
+// with it.
+func InSessionScope(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	switch {
+	case !ok:
+		return false
+	case prefix == "" || rest == "":
+		return true
+	case strings.ContainsRune(sessionSeparators, rune(prefix[len(prefix)-1])):
+		return true
+	}
+	return strings.ContainsRune(sessionSeparators, rune(rest[0]))
+}
+
+// sessionIDIn returns a session ID inside prefix that ends with name:
+// prefix + "-" + name, without the "-" when the prefix is empty or already
+// ends in a separator.
+func sessionIDIn(prefix, name string) string {
+	if prefix == "" || strings.ContainsRune(sessionSeparators, rune(prefix[len(prefix)-1])) {
+		return prefix + name
+	}
+	return prefix + "-" + name
+}
+
+func (t *scopedToken) allowsSession(id string) bool { return InSessionScope(t.SessionPrefix, id) }
+
+// scopeRule describes the session IDs a token may use, for error messages.
+func (t *scopedToken) scopeRule() string {
+	p := t.SessionPrefix
+	if strings.ContainsRune(sessionSeparators, rune(p[len(p)-1])) {
+		return fmt.Sprintf("start with %q", p)
+	}
+	return fmt.Sprintf("be %q or start with %q followed by one of - _ : .", p, p)
 }
 
 func (t *scopedToken) allowsAgent(name string) bool {
@@ -242,13 +327,18 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *scopedToken)
 // without a valid token, 403 outside the token's prefix or agents, 404 for
 // a session that does not exist.
 func (s *Server) session(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return s.sessionAs(func(w http.ResponseWriter, r *http.Request, id string, _ *scopedToken) { h(w, r, id) })
+}
+
+// sessionAs is session for handlers that also need the caller's token.
+func (s *Server) sessionAs(h func(http.ResponseWriter, *http.Request, string, *scopedToken)) http.HandlerFunc {
 	return s.authed(func(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
 		id := r.PathValue("id")
 		if err := checkSessionID(id); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		if !strings.HasPrefix(id, tok.SessionPrefix) {
+		if !tok.allowsSession(id) {
 			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not access session %s", id))
 			return
 		}
@@ -261,7 +351,7 @@ func (s *Server) session(h func(http.ResponseWriter, *http.Request, string)) htt
 			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not access sessions of agent %s", agent))
 			return
 		}
-		h(w, r, id)
+		h(w, r, id, tok)
 	})
 }
 
@@ -338,6 +428,31 @@ type StartSessionRequest struct {
 	InitialMessage string `json:"initial_message,omitempty"`
 }
 
+// MaxIdempotencyKeyLength bounds the Idempotency-Key header.
+const MaxIdempotencyKeyLength = 200
+
+// idempotencyName derives the name of a session from an Idempotency-Key:
+// the same key, token scope (session prefix) and agent always give the
+// same name, so a retried start finds the session the first one started.
+func idempotencyName(prefix, agent, key string) string {
+	sum := sha256.Sum256([]byte("dex-agent-worker idempotency-key v1\x00" + prefix + "\x00" + agent + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+func checkIdempotencyKey(key string) error {
+	if len(key) > MaxIdempotencyKeyLength {
+		return errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key is longer than %d characters", MaxIdempotencyKeyLength)
+	}
+	for _, c := range key {
+		if c < 0x20 || c > 0x7e {
+			return errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+// startSession starts a session: 201 with its ID, or 200 with the ID of
+// the session an earlier start with the same Idempotency-Key created.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
 	var req StartSessionRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -353,29 +468,56 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not start sessions of agent %s", a.Name))
 		return
 	}
-	id := req.SessionID
-	if id == "" {
-		id = tok.SessionPrefix + "session-" + uuid.NewString()
+	key := r.Header.Get("Idempotency-Key")
+	if err := checkIdempotencyKey(key); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, derived := req.SessionID, false
+	switch {
+	case id != "":
+	case key != "":
+		// A retry after a lost response must name the same session, so the
+		// ID comes from the key, not from a random UUID.
+		id, derived = sessionIDIn(tok.SessionPrefix, "session-"+idempotencyName(tok.SessionPrefix, a.Name, key)), true
+	default:
+		id = sessionIDIn(tok.SessionPrefix, "session-"+uuid.NewString())
 	}
 	if err := checkSessionID(id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if !strings.HasPrefix(id, tok.SessionPrefix) {
-		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must start with %q", tok.SessionPrefix))
+	if !tok.allowsSession(id) {
+		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must %s", tok.scopeRule()))
 		return
 	}
-	reqID := r.Header.Get("Idempotency-Key")
-	if len(reqID) > 200 {
-		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "Idempotency-Key is longer than 200 characters"))
-		return
+	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage}
+	got, created, err := "", true, error(nil)
+	if derived {
+		// The ID came from this key, scope and agent, so a session of that
+		// ID is the one an earlier start with the key created: find it
+		// (running, or ended) instead of failing.
+		got, created, err = s.sessions.EnsureSession(r.Context(), start)
+		if errors.Is(err, client.ErrSessionExists) {
+			got, created, err = id, false, nil
+		}
+		if err == nil && !created {
+			agent, aerr := s.sessionAgent(r.Context(), id)
+			switch {
+			case aerr != nil:
+				err = aerr
+			case agent != a.Name:
+				err = errorf(http.StatusConflict, "conflict", "session %s already exists for another agent", id)
+			}
+		}
+	} else {
+		if key != "" {
+			// The engine treats a start of a running session with the same
+			// request ID as a retry and answers it with success.
+			start.RequestID = idempotencyName(tok.SessionPrefix, a.Name, key)
+		}
+		got, err = s.sessions.StartSession(r.Context(), start)
 	}
-	if reqID != "" {
-		// Scope the key to the token, so two callers never share one.
-		sum := sha256.Sum256([]byte(tok.Value + "\x00" + reqID))
-		reqID = fmt.Sprintf("%x", sum[:16])
-	}
-	got, err := s.sessions.StartSession(r.Context(), client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, RequestID: reqID})
 	if errors.Is(err, client.ErrSessionExists) {
 		s.fail(w, r, errorf(http.StatusConflict, "conflict", "session %s already exists", id))
 		return
@@ -387,27 +529,100 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 	s.cacheMu.Lock()
 	s.agentOf[got] = a.Name
 	s.cacheMu.Unlock()
-	writeJSON(w, http.StatusCreated, map[string]string{"session_id": got})
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]string{"session_id": got})
 }
 
-// updateTimeout bounds an update: with no worker running, an update waits
-// until its deadline.
-const updateTimeout = 30 * time.Second
+// DefaultUpdateTimeout bounds an update: with no worker running, an update
+// waits until its deadline.
+const DefaultUpdateTimeout = 30 * time.Second
+
+// updateError sorts the error of an update call (send_user_message,
+// resolve_interrupt) and says whether the update may still be applied.
+// The engine admits an update before a worker accepts it, and keeps it
+// while it waits for one: an update whose answer did not come in time may
+// be applied once a worker polls again. Only answers that prove the update
+// was refused (a validator's rejection, a session that is not running, an
+// engine that refused to admit it) say it will not be.
+//
+// retry tells the caller how to retry safely.
+func updateError(id, retry string, err error) error {
+	no, maybe := false, true
+	var (
+		timeout   *temporalclient.WorkflowUpdateServiceTimeoutOrCanceledError
+		deadline  *serviceerror.DeadlineExceeded
+		down      *serviceerror.Unavailable
+		nf        *serviceerror.NotFound
+		app       *temporal.ApplicationError
+		exhausted *serviceerror.ResourceExhausted
+	)
+	switch {
+	case errors.As(err, &app):
+		// An update validator's rejection: the input was refused.
+		return &apiError{status: http.StatusBadRequest, code: "bad_request", msg: app.Message(), mayStillApply: &no}
+	case errors.As(err, &nf):
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: fmt.Sprintf("session %s is not running (it ended, or does not exist)", id), mayStillApply: &no}
+	case errors.As(err, &exhausted):
+		return &apiError{status: http.StatusTooManyRequests, code: "too_many_requests",
+			msg: "the engine refused the update (too many in flight for this session, or a rate limit); retry later", mayStillApply: &no}
+	case errors.As(err, &timeout), errors.As(err, &deadline), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", mayStillApply: &maybe,
+			msg: "the session did not answer in time (is a worker running?); the update may still be applied when a worker polls: " + retry}
+	case errors.As(err, &down):
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", mayStillApply: &maybe,
+			msg: "Temporal is unavailable; the update may have reached it: " + retry}
+	}
+	return err
+}
+
+// SendMessageRequest is the body of POST /v1/sessions/{id}/messages.
+type SendMessageRequest struct {
+	Text string `json:"text"`
+	// MessageID, when set, names the message: it is the update's ID, so a
+	// send retried with the same ID is applied once (see
+	// client.SendOptions).
+	MessageID string `json:"message_id,omitempty"`
+}
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) {
-	var req client.SendUserMessageRequest
+	var req SendMessageRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	if req.MessageID != "" {
+		if err := client.CheckMessageID(req.MessageID); err != nil {
+			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "message_id: %v", err))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	ok, err := s.sessions.SendUserMessage(ctx, id, req.Text)
+	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID})
 	if err != nil {
-		s.fail(w, r, err)
+		s.failUpdate(w, r, id, "retry with the same message_id to be safe", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"accepted": ok})
+}
+
+// failUpdate answers the error of an update call.
+func (s *Server) failUpdate(w http.ResponseWriter, r *http.Request, id, retry string, err error) {
+	if r.Context().Err() != nil {
+		return // the caller is gone
+	}
+	err = updateError(id, retry, err)
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		// Unknown: the update may have been applied before it failed.
+		s.log.Error("update failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		maybe := true
+		err = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error; the update may have been applied", mayStillApply: &maybe}
+	}
+	s.fail(w, r, err)
 }
 
 // ResolveRequest is the body of POST .../interrupts/{interrupt_id}.
@@ -426,13 +641,13 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"approved" is required`))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{
 		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage,
 	})
 	if err != nil {
-		s.fail(w, r, err)
+		s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once; a repeat answers resolved: false)", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"resolved": ok})
@@ -458,7 +673,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 	// The head token is taken before the query, so no event between the
 	// two is missed (one may repeat what the snapshot already shows).
 	token := s.opts.Broker.Head(id)
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	snap, err := s.sessions.GetAgentSnapshot(ctx, id)
 	if err != nil {
@@ -479,7 +694,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string)
 		s.fail(w, r, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), updateTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	page, err := s.sessions.ListAgentMessages(ctx, id, req)
 	if err != nil {

@@ -42,7 +42,23 @@ func Frame(d events.Delivered) []byte {
 // KeepAliveFrame is sent after an idle long poll.
 var KeepAliveFrame = []byte(": keep-alive\n\n")
 
-func (s *Server) events(w http.ResponseWriter, r *http.Request, id string) {
+// openStream counts an event stream of tok; false when the token holds
+// MaxStreamsPerToken already. Call the returned func when the stream ends.
+func (s *Server) openStream(tok *scopedToken) (func(), bool) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streams[tok.index] >= s.opts.MaxStreamsPerToken {
+		return nil, false
+	}
+	s.streams[tok.index]++
+	return func() {
+		s.streamsMu.Lock()
+		s.streams[tok.index]--
+		s.streamsMu.Unlock()
+	}, true
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *scopedToken) {
 	token := r.Header.Get("Last-Event-ID")
 	if token == "" {
 		token = r.URL.Query().Get("resume_token")
@@ -54,6 +70,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string) {
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%v: reload the snapshot and open the stream from its resume_token", err))
 		return
 	}
+	closeStream, ok := s.openStream(tok)
+	if !ok {
+		s.log.Warn("event stream refused: the token holds its most open streams", "token", tok.Name, "session_id", id, "max_streams_per_token", s.opts.MaxStreamsPerToken)
+		s.fail(w, r, errorf(http.StatusTooManyRequests, "too_many_requests",
+			"this token has %d event streams open, the most it may (http.max_streams_per_token): close one first", s.opts.MaxStreamsPerToken))
+		return
+	}
+	defer closeStream()
 	for k, v := range StreamHeaders {
 		w.Header().Set(k, v)
 	}
@@ -82,6 +106,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string) {
 		switch {
 		case errors.Is(err, events.ErrTrimmed):
 			_ = write([]byte(": the stream fell behind and was trimmed; reload the snapshot\n\n"))
+			return
+		case errors.Is(err, events.ErrExpired):
+			_ = write([]byte(": the session's events expired; reload the snapshot\n\n"))
 			return
 		case err != nil:
 			return
