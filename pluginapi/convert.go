@@ -214,26 +214,41 @@ func fromProtoToolCall(c *runnerpb.ToolCall) ToolCall {
 	}
 }
 
+// toProtoUsage sends a Go runner's usage: ModelCalls always (0 means none),
+// TotalTokens only when set (0 is how a Go runner leaves it out).
 func toProtoUsage(u Usage) *runnerpb.Usage {
-	return &runnerpb.Usage{
+	p := &runnerpb.Usage{
 		InputTokens:       u.InputTokens,
 		OutputTokens:      u.OutputTokens,
 		CachedInputTokens: u.CachedInputTokens,
 		ReasoningTokens:   u.ReasoningTokens,
-		TotalTokens:       u.TotalTokens,
-		ModelCalls:        u.ModelCalls,
+		ModelCalls:        &u.ModelCalls,
 	}
+	if u.TotalTokens != 0 {
+		p.TotalTokens = &u.TotalTokens
+	}
+	return p
 }
 
+// fromProtoUsage reads a runner's usage of one call: a left-out
+// total_tokens is input + output tokens, and a left-out model_calls (or
+// usage) is one call; values the runner set, 0 included, are kept.
 func fromProtoUsage(u *runnerpb.Usage) Usage {
-	return Usage{
+	out := Usage{
 		InputTokens:       u.GetInputTokens(),
 		OutputTokens:      u.GetOutputTokens(),
 		CachedInputTokens: u.GetCachedInputTokens(),
 		ReasoningTokens:   u.GetReasoningTokens(),
-		TotalTokens:       u.GetTotalTokens(),
-		ModelCalls:        u.GetModelCalls(),
+		TotalTokens:       u.GetInputTokens() + u.GetOutputTokens(),
+		ModelCalls:        1,
 	}
+	if u != nil && u.TotalTokens != nil {
+		out.TotalTokens = u.GetTotalTokens()
+	}
+	if u != nil && u.ModelCalls != nil {
+		out.ModelCalls = u.GetModelCalls()
+	}
+	return out
 }
 
 func toProtoMetadata(m *ModelCallMetadata) *runnerpb.ModelCallMetadata {

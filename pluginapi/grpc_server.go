@@ -422,9 +422,6 @@ func (s *liveStream) WriteReasoningDelta(text string) {
 
 // WriteEvent implements EventWriter.
 func (s *liveStream) WriteEvent(eventType string, payload any) error {
-	if eventType == "" {
-		return errors.New("pluginapi: WriteEvent: the event type is empty")
-	}
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("pluginapi: WriteEvent %q: %w", eventType, err)
@@ -432,7 +429,11 @@ func (s *liveStream) WriteEvent(eventType string, payload any) error {
 	if !isJSONObject(b) {
 		return fmt.Errorf("pluginapi: WriteEvent %q: the payload must marshal to a JSON object, not %.40s", eventType, b)
 	}
-	s.push(liveFrame{kind: liveEvent, eventType: strings.ToValidUTF8(eventType, "\uFFFD"), text: string(b)})
+	eventType = strings.ToValidUTF8(eventType, "\uFFFD")
+	if err := CheckEvent(eventType, b); err != nil {
+		return fmt.Errorf("pluginapi: WriteEvent: %w", err)
+	}
+	s.push(liveFrame{kind: liveEvent, eventType: eventType, text: string(b)})
 	return nil
 }
 

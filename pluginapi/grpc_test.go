@@ -248,6 +248,19 @@ func TestRunModelStepEventsInOrder(t *testing.T) {
 		}{7}); err != nil {
 			writeErrs = append(writeErrs, err.Error())
 		}
+		// A tool the runner runs itself, reported with the standard types.
+		if err := WriteToolCallStarted(w, "inline-1", "calculator"); err != nil {
+			writeErrs = append(writeErrs, err.Error())
+		}
+		if err := WriteToolCallFinished(w, "inline-1", "calculator", ToolCallSucceeded); err != nil {
+			writeErrs = append(writeErrs, err.Error())
+		}
+		// The session's own types and unprefixed custom ones are refused.
+		for _, typ := range []string{"turn_completed", "handoff"} {
+			if err := w.WriteEvent(typ, map[string]any{}); err != nil {
+				writeErrs = append(writeErrs, "rejected "+typ)
+			}
+		}
 		late = w
 		return &RunModelStepResponse{TurnCompleted: &TurnCompleted{}}, nil
 	}}
@@ -269,11 +282,13 @@ func TestRunModelStepEventsInOrder(t *testing.T) {
 		"heartbeat",
 		"text lo",
 		`event mock.struct {"n":7}`,
+		`event tool_call_started {"tool_call_id":"inline-1","tool_name":"calculator"}`,
+		`event tool_call_finished {"tool_call_id":"inline-1","tool_name":"calculator","status":"succeeded"}`,
 	}
 	if diff := cmp.Diff(want, rec.got()); diff != "" {
 		t.Errorf("host-side writes (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"rejected", "rejected", "rejected", "rejected"}, writeErrs); diff != "" {
+	if diff := cmp.Diff([]string{"rejected", "rejected", "rejected", "rejected", "rejected turn_completed", "rejected handoff"}, writeErrs); diff != "" {
 		t.Errorf("plugin-side WriteEvent errors (-want +got):\n%s", diff)
 	}
 }
@@ -478,7 +493,7 @@ func TestOptionalCalls(t *testing.T) {
 		t.Errorf("SelectCompactionCutoff = %+v, %v", cut, err)
 	}
 	sum, err := c.SummarizeContext(ctx, &SummarizeContextRequest{Turn: turn, Messages: turn.Messages, PreviousSummary: "Before.", Events: rec})
-	if diff := cmp.Diff(&SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, ModelCalls: 1}}, sum); err != nil || diff != "" {
+	if diff := cmp.Diff(&SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, TotalTokens: 9, ModelCalls: 1}}, sum); err != nil || diff != "" {
 		t.Errorf("SummarizeContext: %v (-want +got):\n%s", err, diff)
 	}
 

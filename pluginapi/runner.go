@@ -187,9 +187,14 @@ type EventWriter interface {
 	WriteTextDelta(text string)
 	// WriteReasoningDelta writes a chunk of a provider-authored reasoning summary.
 	WriteReasoningDelta(text string)
-	// WriteEvent writes a custom event. Give the type an adapter prefix
-	// ("myframework.handoff") so it never collides with a standard type.
-	// payload must marshal to a JSON object.
+	// WriteEvent writes one event whose payload marshals to a JSON object.
+	// eventType is a standard type a runner may write (see
+	// RunnerEventTypes; prefer the typed writers: the methods above, and
+	// WriteToolCallStarted and WriteToolCallFinished), or a custom type
+	// with an adapter prefix ("myframework.handoff") so it never collides
+	// with a standard type. A standard type the session writes itself, a
+	// custom type without a prefix, and a standard event that lacks its
+	// fields are refused with an error.
 	WriteEvent(eventType string, payload any) error
 	// Heartbeat records liveness. The host already heartbeats in the
 	// background; call it from long loops that hold no other output.

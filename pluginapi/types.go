@@ -164,8 +164,12 @@ type Usage struct {
 	OutputTokens      int64 `json:"output_tokens"`
 	CachedInputTokens int64 `json:"cached_input_tokens"`
 	ReasoningTokens   int64 `json:"reasoning_tokens"`
-	TotalTokens       int64 `json:"total_tokens"`
-	ModelCalls        int64 `json:"model_calls"`
+	// TotalTokens is the provider's total. A runner that leaves it 0 gets
+	// InputTokens + OutputTokens recorded.
+	TotalTokens int64 `json:"total_tokens"`
+	// ModelCalls counts the model calls (1 for a RunModelStep that made
+	// one). It is recorded as reported: 0 counts none.
+	ModelCalls int64 `json:"model_calls"`
 }
 
 // Add returns the sum of u and v.

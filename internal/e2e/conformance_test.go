@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
@@ -172,5 +173,33 @@ http:
 	}
 	if finished := find(frames, "tool_call_finished", nil, t); len(finished) != 1 || payloadOf(t, finished[0])["status"] != "rejected" {
 		t.Errorf("tool_call_finished = %v; want one, rejected", finished)
+	}
+}
+
+// TestHTTPAnswersFalseWhereTheSpecDoes: the HTTP API passes the updates'
+// false answers on as 200 with false, not as errors, and pages messages.
+func TestHTTPAnswersFalseWhereTheSpecDoes(t *testing.T) {
+	s, base := newHTTPStack(t)
+	id := start(t, s, "hello")
+	s.WaitForSnapshot("the answer", id, idleWithAnswer)
+	sess := base + "/v1/sessions/" + id
+	long, err := json.Marshal(map[string]string{"text": strings.Repeat("x", 300*1024)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ url, body, want string }{
+		{sess + "/messages", string(long), `{"accepted":false}`},
+		{sess + "/messages", `{"text":"  "}`, `{"accepted":false}`},
+		{sess + "/interrupts/no-such-interrupt", `{"approved":true}`, `{"resolved":false}`},
+	} {
+		code, body := do(t, "POST", c.url, tokenAll, c.body)
+		if code != 200 || strings.TrimSpace(string(body)) != c.want {
+			t.Errorf("POST %s: %d %s, want 200 %s", strings.TrimPrefix(c.url, sess), code, body, c.want)
+		}
+	}
+	code, body := do(t, "GET", sess+"/messages", tokenAll, "")
+	var page client.MessagesPage
+	if err := json.Unmarshal(body, &page); code != 200 || err != nil || len(page.Messages) != 2 {
+		t.Errorf("GET messages without a limit: %d %s; want the whole (2-message) transcript", code, body)
 	}
 }

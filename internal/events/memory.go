@@ -67,6 +67,10 @@ type Broker interface {
 	Oldest(sessionID string) string
 	// Check validates a token for a session without reading.
 	Check(sessionID, token string) error
+	// KeptUntil returns when the broker drops a session's events if it
+	// publishes nothing more (a later event moves it); its tokens resume no
+	// further. Memory pressure or a restart can end them sooner.
+	KeptUntil(sessionID string) time.Time
 	// Read waits until events after token exist, or ctx ends or wait
 	// passes, and returns up to max of them. It returns ErrInvalidToken or
 	// ErrTrimmed for a token it cannot continue.
@@ -308,6 +312,14 @@ func (b *MemoryBroker) Head(sessionID string) string {
 	defer b.mu.Unlock()
 	s := b.stream(sessionID)
 	return b.token(sessionID, s.gen, s.next-1)
+}
+
+// KeptUntil implements Broker: the last write plus the idle TTL (the sweep
+// runs once a minute, so the events may live up to a minute longer).
+func (b *MemoryBroker) KeptUntil(sessionID string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stream(sessionID).lastWrite.Add(b.opts.IdleTTL)
 }
 
 // Oldest implements Broker. Like Head, it starts a stream.

@@ -322,3 +322,19 @@ func FuzzParseToken(f *testing.F) {
 		}
 	})
 }
+
+// TestKeptUntil: a session's tokens resume until its idle TTL after its
+// last event; a new event moves that time.
+func TestKeptUntil(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	b := NewMemoryBroker(MemoryOptions{IdleTTL: 30 * time.Minute, Now: func() time.Time { return now }})
+	b.Publish(ev("s", "text_delta", "turn-1", 1))
+	if got, want := b.KeptUntil("s"), now.Add(30*time.Minute); !got.Equal(want) {
+		t.Errorf("KeptUntil = %v, want %v", got, want)
+	}
+	now = now.Add(10 * time.Minute)
+	b.Publish(ev("s", "text_delta", "turn-1", 2))
+	if got, want := b.KeptUntil("s"), now.Add(30*time.Minute); !got.Equal(want) {
+		t.Errorf("KeptUntil after a new event = %v, want %v", got, want)
+	}
+}

@@ -62,8 +62,13 @@ func decodeJSON(body []byte, v any) error {
 	return nil
 }
 
+// DefaultPageSize is the page size of GET .../messages without a limit
+// (list_agent_messages itself reads 1 for a missing limit, as the spec
+// clamps it to 1..200).
+const DefaultPageSize = 50
+
 func parseListQuery(q url.Values) (client.ListMessagesRequest, error) {
-	var req client.ListMessagesRequest
+	req := client.ListMessagesRequest{Limit: DefaultPageSize}
 	for key := range q {
 		if key != "before_sequence" && key != "limit" {
 			return req, errorf(http.StatusBadRequest, "bad_request", "unknown query parameter %q", key)

@@ -685,7 +685,13 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 			token = t
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"snapshot": BrowserSnapshot(snap), "resume_token": token})
+	writeJSON(w, http.StatusOK, map[string]any{
+		"snapshot":     BrowserSnapshot(snap),
+		"resume_token": token,
+		// The token resumes until then unless the session writes again
+		// (which moves it); a 400 from the stream means reload.
+		"resume_token_kept_until": s.opts.Broker.KeptUntil(id).UTC().Format(time.RFC3339),
+	})
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string) {

@@ -472,16 +472,21 @@ func (w *writer) WriteReasoningDelta(text string) {
 	}
 }
 
+// WriteEvent writes a runner's event: a standard type runners may write,
+// with its fields, or a custom type with an adapter prefix
+// (pluginapi.CheckEvent). Anything else is refused, and dropped when it
+// came over the wire.
 func (w *writer) WriteEvent(eventType string, payload any) error {
-	if !strings.Contains(eventType, ".") {
-		return fmt.Errorf("custom event type %q needs an adapter prefix, such as \"myframework.%s\"", eventType, eventType)
-	}
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("event payload: %w", err)
 	}
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("event payload must be a JSON object")
+	}
+	if err := pluginapi.CheckEvent(eventType, b); err != nil {
+		w.a.logger().Debug("dropped a runner event", "session_id", w.session, "type", eventType, "reason", err)
+		return err
 	}
 	w.publish(eventType, json.RawMessage(b))
 	return nil

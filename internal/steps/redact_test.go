@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -93,5 +95,39 @@ func TestRunnerErrorTextsAreRedacted(t *testing.T) {
 				t.Errorf("non-retryable = %v, want %v", app.NonRetryable(), tt.wantPermanent)
 			}
 		})
+	}
+}
+
+type sinkFunc func(events.Event)
+
+func (f sinkFunc) Publish(e events.Event) { f(e) }
+
+// TestRunnerEventsTheSessionAccepts: a runner (in any language: the host
+// checks what arrives over the wire) may write the standard types runners
+// write and prefixed custom types; the session's own types are dropped.
+func TestRunnerEventsTheSessionAccepts(t *testing.T) {
+	var got []string
+	a := &Activities{Events: sinkFunc(func(e events.Event) { got = append(got, e.Type+" "+string(e.Payload)) })}
+	w := &writer{a: a, session: "s", turn: "turn-1"}
+	for _, e := range []struct {
+		typ     string
+		payload string
+	}{
+		{"tool_call_started", `{"tool_call_id":"c9","tool_name":"calc"}`},
+		{"tool_call_finished", `{"tool_call_id":"c9","tool_name":"calc","status":"failed"}`},
+		{"lc.handoff", `{"to":"b"}`},
+		{"turn_completed", `{"message_count":3}`},
+		{"tool_call_finished", `{"tool_call_id":"c9","tool_name":"calc","status":"approved"}`},
+		{"handoff", `{}`},
+	} {
+		_ = w.WriteEvent(e.typ, json.RawMessage(e.payload))
+	}
+	want := []string{
+		`tool_call_started {"tool_call_id":"c9","tool_name":"calc"}`,
+		`tool_call_finished {"tool_call_id":"c9","tool_name":"calc","status":"failed"}`,
+		`lc.handoff {"to":"b"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("published:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -913,10 +913,12 @@ type Usage struct {
 	CachedInputTokens int64 `protobuf:"varint,3,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
 	// reasoning_tokens counts the model's reasoning tokens.
 	ReasoningTokens int64 `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
-	// total_tokens is the provider's total, or the sum of input and output.
-	TotalTokens int64 `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	// model_calls counts model calls (1 for one RunModelStep call).
-	ModelCalls    int64 `protobuf:"varint,6,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	// total_tokens is the provider's total. Leave it unset and the host
+	// records input_tokens + output_tokens.
+	TotalTokens *int64 `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3,oneof" json:"total_tokens,omitempty"`
+	// model_calls counts the model calls the step made. Leave it unset for
+	// one call; 0 records none (an answer served without a model call).
+	ModelCalls    *int64 `protobuf:"varint,6,opt,name=model_calls,json=modelCalls,proto3,oneof" json:"model_calls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -980,15 +982,15 @@ func (x *Usage) GetReasoningTokens() int64 {
 }
 
 func (x *Usage) GetTotalTokens() int64 {
-	if x != nil {
-		return x.TotalTokens
+	if x != nil && x.TotalTokens != nil {
+		return *x.TotalTokens
 	}
 	return 0
 }
 
 func (x *Usage) GetModelCalls() int64 {
-	if x != nil {
-		return x.ModelCalls
+	if x != nil && x.ModelCalls != nil {
+		return *x.ModelCalls
 	}
 	return 0
 }
@@ -1366,11 +1368,19 @@ func (x *ReasoningDelta) GetText() string {
 	return ""
 }
 
-// Event is a custom live event.
+// Event is a live event: a standard type a runner may write, or a custom
+// one.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// type names the event. Give it a prefix of your framework
-	// ("myframework.handoff") so it never collides with a standard type.
+	// type names the event. The standard types a runner may write are
+	// text_delta and reasoning_delta ({"text"}), and, for a tool the runner
+	// runs itself inside RunModelStep, tool_call_started ({"tool_call_id",
+	// "tool_name"}) and tool_call_finished ({"tool_call_id", "tool_name",
+	// "status"}, a final status). Give a custom type a prefix of your
+	// framework ("myframework.handoff") so it never collides with a standard
+	// type. The host drops the session's own types (turn_completed,
+	// usage_recorded, ...), unprefixed custom types, and standard events
+	// without their fields.
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// payload_json is a JSON object as text ("" counts as "{}").
 	PayloadJson   string `protobuf:"bytes,2,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
@@ -3685,15 +3695,17 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x11rejection_message\x18\n" +
 	" \x01(\tR\x10rejectionMessage\x122\n" +
 	"\x15tool_source_reference\x18\v \x01(\tR\x13toolSourceReference\x12/\n" +
-	"\x13cancellation_reason\x18\f \x01(\tR\x12cancellationReason\"\xee\x01\n" +
+	"\x13cancellation_reason\x18\f \x01(\tR\x12cancellationReason\"\x99\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
 	"\x13cached_input_tokens\x18\x03 \x01(\x03R\x11cachedInputTokens\x12)\n" +
-	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12!\n" +
-	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\x12\x1f\n" +
-	"\vmodel_calls\x18\x06 \x01(\x03R\n" +
-	"modelCalls\"\xcc\x01\n" +
+	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12&\n" +
+	"\ftotal_tokens\x18\x05 \x01(\x03H\x00R\vtotalTokens\x88\x01\x01\x12$\n" +
+	"\vmodel_calls\x18\x06 \x01(\x03H\x01R\n" +
+	"modelCalls\x88\x01\x01B\x0f\n" +
+	"\r_total_tokensB\x0e\n" +
+	"\f_model_calls\"\xcc\x01\n" +
 	"\x11ModelCallMetadata\x12#\n" +
 	"\rrequest_model\x18\x01 \x01(\tR\frequestModel\x12%\n" +
 	"\x0eresponse_model\x18\x02 \x01(\tR\rresponseModel\x12#\n" +
@@ -4023,6 +4035,7 @@ func file_dex_runner_v1_runner_proto_init() {
 		return
 	}
 	file_dex_runner_v1_runner_proto_msgTypes[5].OneofWrappers = []any{}
+	file_dex_runner_v1_runner_proto_msgTypes[10].OneofWrappers = []any{}
 	file_dex_runner_v1_runner_proto_msgTypes[22].OneofWrappers = []any{
 		(*RunModelStepFrame_TextDelta)(nil),
 		(*RunModelStepFrame_ReasoningDelta)(nil),
