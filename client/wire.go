@@ -103,6 +103,15 @@ const (
 	InterruptKindApproval = "approval"
 )
 
+// The statuses of a tool call record that waits, as snapshots show them
+// (records a runner sees are final, or approved while the call runs).
+const (
+	ToolCallAwaitingApproval pluginapi.ToolCallStatus = "awaiting_approval"
+	ToolCallAwaitingAnswer   pluginapi.ToolCallStatus = "awaiting_answer"
+	ToolCallWaitingForTimer  pluginapi.ToolCallStatus = "waiting_for_timer"
+	ToolCallWaitingForTask   pluginapi.ToolCallStatus = "waiting_for_task"
+)
+
 // QueuedMessage is a user message waiting for its turn.
 type QueuedMessage struct {
 	MessageID string `json:"message_id"`

@@ -117,17 +117,15 @@ type Message struct {
 // ToolCallStatus is the state of one tool call record.
 type ToolCallStatus string
 
-// Waiting and final tool call statuses. Runners only see final records.
+// The tool call statuses a runner sees: approved on the call it runs,
+// final on the records of a turn. (The statuses of records that wait, such
+// as awaiting_approval, are the session's; see package client.)
 const (
-	ToolCallAwaitingApproval ToolCallStatus = "awaiting_approval"
-	ToolCallApproved         ToolCallStatus = "approved"
-	ToolCallAwaitingAnswer   ToolCallStatus = "awaiting_answer"
-	ToolCallWaitingForTimer  ToolCallStatus = "waiting_for_timer"
-	ToolCallWaitingForTask   ToolCallStatus = "waiting_for_task"
-	ToolCallRejected         ToolCallStatus = "rejected"
-	ToolCallSucceeded        ToolCallStatus = "succeeded"
-	ToolCallFailed           ToolCallStatus = "failed"
-	ToolCallOutcomeUnknown   ToolCallStatus = "outcome_unknown"
+	ToolCallApproved       ToolCallStatus = "approved"
+	ToolCallRejected       ToolCallStatus = "rejected"
+	ToolCallSucceeded      ToolCallStatus = "succeeded"
+	ToolCallFailed         ToolCallStatus = "failed"
+	ToolCallOutcomeUnknown ToolCallStatus = "outcome_unknown"
 )
 
 // Final reports whether the status is final: rejected, succeeded, failed or

@@ -471,7 +471,7 @@ func statusLine(s client.Snapshot) string {
 		switch {
 		case c.Status == pluginapi.ToolCallApproved:
 			running = append(running, fmt.Sprintf("%s (%s)", c.ToolName, c.ToolCallID))
-		case c.Status == pluginapi.ToolCallAwaitingApproval || c.Status.Final():
+		case c.Status == client.ToolCallAwaitingApproval || c.Status.Final():
 		default:
 			other = append(other, fmt.Sprintf("%s (%s) %s", c.ToolName, c.ToolCallID, c.Status))
 		}

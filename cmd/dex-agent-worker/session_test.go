@@ -190,7 +190,7 @@ func TestPrintSnapshot(t *testing.T) {
 		},
 		ToolCalls: []pluginapi.ToolCall{
 			{ToolCallID: "call_2_0", ToolName: "lookup_order", Status: pluginapi.ToolCallSucceeded, Arguments: `{"order_id":"7"}`},
-			{ToolCallID: "call_3_0", ToolName: "refund_order", Status: pluginapi.ToolCallAwaitingApproval, Arguments: `{"order_id":"7"}`},
+			{ToolCallID: "call_3_0", ToolName: "refund_order", Status: client.ToolCallAwaitingApproval, Arguments: `{"order_id":"7"}`},
 		},
 		PendingInterrupts: []client.Interrupt{{
 			InterruptID: "int-9", ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: `{"order_id":"7"}`,
@@ -235,7 +235,7 @@ waiting for approval
 			client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-2"},
 			[]pluginapi.ToolCall{
 				{ToolCallID: "c1", ToolName: "lookup_order", Status: pluginapi.ToolCallApproved},
-				{ToolCallID: "c2", ToolName: "refund_order", Status: pluginapi.ToolCallAwaitingApproval},
+				{ToolCallID: "c2", ToolName: "refund_order", Status: client.ToolCallAwaitingApproval},
 			},
 			[]client.Interrupt{{InterruptID: "i2", ToolCallID: "c2", ToolName: "refund_order", Kind: client.InterruptKindApproval}},
 			"running lookup_order (c1); waiting for approval: refund_order (c2)  [running_tools, turn-2]"},

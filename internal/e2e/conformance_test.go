@@ -9,6 +9,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -168,7 +169,7 @@ http:
 		t.Fatalf("interrupt_resolved events: %d", len(resolved))
 	}
 	p := payloadOf(t, resolved[0])
-	if p["approved"] != false || p["rejection_message"] != pluginapi.ApprovalDeadlinePassed || p["cancellation_reason"] != "" || p["answered"] != false {
+	if p["approved"] != false || p["rejection_message"] != session.ApprovalDeadlinePassed || p["cancellation_reason"] != "" || p["answered"] != false {
 		t.Errorf("interrupt_resolved after the deadline = %v", p)
 	}
 	if finished := find(frames, "tool_call_finished", nil, t); len(finished) != 1 || payloadOf(t, finished[0])["status"] != "rejected" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -152,7 +153,7 @@ func TestToolStepThatNeverStartedIsNotRun(t *testing.T) {
 	s.StartWorker()
 	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	answer := lastText(snap)
-	if !contains(answer, "write_gate=failed:The tool call failed: "+pluginapi.ToolCallNotRunErrorPrefix+": ") {
+	if !contains(answer, "write_gate=failed:The tool call failed: "+session.ToolCallNotRunErrorPrefix+": ") {
 		t.Errorf("answer = %q, want a failure with the not-run prefix", answer)
 	}
 	if n := s.Log().Count("tool", "write_gate"); n != 0 {

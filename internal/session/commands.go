@@ -7,59 +7,65 @@ import (
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
-// Command is work a transition asks the workflow glue to do. The glue runs
-// commands in order.
+// Command is work Apply asks the workflow glue to do, in order. Commands
+// carry everything the glue needs: it never reads the State.
 type Command interface{ isCommand() }
 
-// BuildUserMessage asks the runner for the turn's user message (a local
-// activity); its result goes to UserMessageBuilt or UserMessageFailed.
+// BuildUserMessage runs the BuildUserMessage local activity; its result is
+// the input UserMessageBuilt or UserMessageFailed.
 type BuildUserMessage struct {
-	TurnID string
-	Text   string
+	Input BuildUserMessageInput
 }
 
-// RunModel starts the RunModel Step; its result goes to ModelStepDone or
-// ModelStepFailed.
-type RunModel struct{ TurnID string }
+// RunModel starts the RunModel Step with the spec's limits; its result is
+// ModelStepDone or ModelStepFailed.
+type RunModel struct {
+	Input  TurnInput
+	Limits Limits
+}
 
-// RunTool starts CallTool, or CallSingleAttemptTool when SingleAttempt is
-// set; its result goes to ToolStepDone or ToolStepFailed.
+// RunTool starts a tool Step: Step names the activity (CallTool, or
+// CallSingleAttemptTool with one attempt), ActivityID is stable for the
+// call so its events and history entries group. Its result is ToolStepDone
+// or ToolStepFailed.
 type RunTool struct {
-	TurnID         string
-	ToolCallID     string
-	SingleAttempt  bool
-	IdempotencyKey string
+	Step       string
+	ActivityID string
+	Limits     Limits
+	Input      ToolInput
 }
 
-// AwaitApproval arms the deadline timer of a pending approval; it fires into
-// ApprovalTimerFired. A zero deadline arms nothing.
-type AwaitApproval struct {
-	InterruptID    string
-	DeadlineUnixMs int64
+// StartTimer arms the deadline timer of a pending interrupt, DelayMs from
+// now (whole seconds); it fires DeadlineTimerFired.
+type StartTimer struct {
+	InterruptID string
+	DelayMs     int64
 }
 
-// CancelApprovalTimer cancels the deadline timer of a resolved approval.
-type CancelApprovalTimer struct{ InterruptID string }
+// CancelTimer cancels the deadline timer of an interrupt that was
+// resolved.
+type CancelTimer struct {
+	InterruptID string
+}
 
-// RecordTurnFailure builds the failed turn's messages through the runner:
-// its unfinished-turn messages, then Note as a user message when Note is not
-// empty. The result goes to TurnFailureRecorded.
+// RecordTurnFailure runs the RecordTurnFailure local activity: the
+// runner's unfinished-turn messages, then the note as a user message when
+// it is not empty. Its result is TurnFailureRecorded, or
+// TurnFailureRecordFailed when the runner could not be reached.
 type RecordTurnFailure struct {
-	TurnID string
-	Error  string
-	Note   string
+	Input TurnFailureInput
 }
 
 // Emit writes a live event. The glue never writes it again on replay.
 type Emit struct{ Event Event }
 
-func (BuildUserMessage) isCommand()    {}
-func (RunModel) isCommand()            {}
-func (RunTool) isCommand()             {}
-func (AwaitApproval) isCommand()       {}
-func (CancelApprovalTimer) isCommand() {}
-func (RecordTurnFailure) isCommand()   {}
-func (Emit) isCommand()                {}
+func (BuildUserMessage) isCommand()  {}
+func (RunModel) isCommand()          {}
+func (RunTool) isCommand()           {}
+func (StartTimer) isCommand()        {}
+func (CancelTimer) isCommand()       {}
+func (RecordTurnFailure) isCommand() {}
+func (Emit) isCommand()              {}
 
 // Event types written by the session and by runners.
 const (

@@ -54,15 +54,15 @@ var wireNames = map[string]string{
 	"pluginapi.RoleAssistant":            string(pluginapi.RoleAssistant),
 	"pluginapi.RoleTool":                 string(pluginapi.RoleTool),
 
-	"pluginapi.ToolCallAwaitingApproval": string(pluginapi.ToolCallAwaitingApproval),
-	"pluginapi.ToolCallApproved":         string(pluginapi.ToolCallApproved),
-	"pluginapi.ToolCallAwaitingAnswer":   string(pluginapi.ToolCallAwaitingAnswer),
-	"pluginapi.ToolCallWaitingForTimer":  string(pluginapi.ToolCallWaitingForTimer),
-	"pluginapi.ToolCallWaitingForTask":   string(pluginapi.ToolCallWaitingForTask),
-	"pluginapi.ToolCallRejected":         string(pluginapi.ToolCallRejected),
-	"pluginapi.ToolCallSucceeded":        string(pluginapi.ToolCallSucceeded),
-	"pluginapi.ToolCallFailed":           string(pluginapi.ToolCallFailed),
-	"pluginapi.ToolCallOutcomeUnknown":   string(pluginapi.ToolCallOutcomeUnknown),
+	"client.ToolCallAwaitingApproval":  string(client.ToolCallAwaitingApproval),
+	"pluginapi.ToolCallApproved":       string(pluginapi.ToolCallApproved),
+	"client.ToolCallAwaitingAnswer":    string(client.ToolCallAwaitingAnswer),
+	"client.ToolCallWaitingForTimer":   string(client.ToolCallWaitingForTimer),
+	"client.ToolCallWaitingForTask":    string(client.ToolCallWaitingForTask),
+	"pluginapi.ToolCallRejected":       string(pluginapi.ToolCallRejected),
+	"pluginapi.ToolCallSucceeded":      string(pluginapi.ToolCallSucceeded),
+	"pluginapi.ToolCallFailed":         string(pluginapi.ToolCallFailed),
+	"pluginapi.ToolCallOutcomeUnknown": string(pluginapi.ToolCallOutcomeUnknown),
 
 	"session.CancellationSteered":       CancellationSteered,
 	"session.CancellationTurnCancelled": CancellationTurnCancelled,
@@ -86,8 +86,8 @@ var eventPayloads = map[string]any{
 // modelTexts are the texts the model sees, by Go name.
 var modelTexts = map[string]string{
 	"pluginapi.DefaultRejectionToolResult":     pluginapi.DefaultRejectionToolResult,
-	"pluginapi.ApprovalDeadlinePassed":         pluginapi.ApprovalDeadlinePassed,
-	"pluginapi.ToolCallNotRunErrorPrefix":      pluginapi.ToolCallNotRunErrorPrefix,
+	"session.ApprovalDeadlinePassed":           ApprovalDeadlinePassed,
+	"session.ToolCallNotRunErrorPrefix":        ToolCallNotRunErrorPrefix,
 	"pluginapi.ModelCallLimitToolResultFormat": pluginapi.ModelCallLimitToolResultFormat,
 }
 
@@ -205,18 +205,18 @@ func TestActiveStepTypesUseTheSpecNames(t *testing.T) {
 			}
 		}
 	}
-	s.Start(client.StartInput{InitialMessage: "hi"})
+	s.Apply(Start{InitialMessage: "hi"})
 	check("building the user message")
 	if got := s.activeStepTypes(true); !slices.Equal(got, []string{client.StepBuildUserMessage}) {
 		t.Errorf("legacy names while building = %v", got)
 	}
-	s.UserMessageBuilt("turn-1", userMsg("hi"), 1)
+	s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("hi"), Attempt: 1})
 	check("running the model")
-	s.ModelStepFailed("turn-1", "boom", 3)
+	s.Apply(ModelStepFailed{TurnID: "turn-1", Reason: "boom", Attempt: 3})
 	check("recording the turn failure")
 	if got := s.ActiveStepTypes(); !slices.Equal(got, []string{client.StepRunModel}) {
 		t.Errorf("ActiveStepTypes while the failure is recorded = %v, want [RunModel]", got)
 	}
-	s.TurnFailureRecorded("turn-1", nil, 1)
+	s.Apply(TurnFailureRecorded{TurnID: "turn-1", Attempt: 1})
 	check("idle")
 }

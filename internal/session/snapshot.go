@@ -36,10 +36,10 @@ func (s *State) Snapshot() client.Snapshot {
 	for _, in := range s.Interrupts {
 		ci := client.Interrupt{
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
-			Kind: in.Kind, Deadline: formatDeadline(in.DeadlineUnixMs),
+			Kind: string(in.Kind), Deadline: formatDeadline(in.DeadlineUnixMs),
 		}
-		if c, ok := s.ToolCall(in.ToolCallID); ok {
-			ci.Arguments = c.Arguments
+		if c := s.findCall(in.ToolCallID); c >= 0 {
+			ci.Arguments = s.ToolCalls[c].Arguments
 		}
 		snap.PendingInterrupts = append(snap.PendingInterrupts, ci)
 	}

@@ -1,8 +1,8 @@
 package session
 
-// This file and the other pure files of the package (state.go, commands.go,
-// snapshot.go, timefmt.go) hold the session as a deterministic state
-// machine. They import neither the Temporal SDK nor time nor math/rand, and
+// This file and the other pure files of the package (apply.go, state.go,
+// commands.go, snapshot.go, timefmt.go, steps.go, policy.go, texts.go) hold
+// the session as a deterministic state machine. They import neither the Temporal SDK nor time nor math/rand, and
 // never range over a map; purity_test.go checks the imports.
 
 import (
@@ -44,13 +44,23 @@ type Options struct {
 // policies are the authority on every call (AuthorizePolicy).
 const SettingsVersion = 1
 
+// InterruptKind tags a pending interrupt: what answers it and how.
+type InterruptKind string
+
+// Interrupt kinds. Questions and plan approvals come with the features that
+// raise them.
+const (
+	// InterruptApproval waits for resolve_interrupt on one tool call.
+	InterruptApproval InterruptKind = client.InterruptKindApproval
+)
+
 // Interrupt is a pending interrupt with its deadline as Unix milliseconds.
 type Interrupt struct {
-	InterruptID    string `json:"interrupt_id"`
-	ToolCallID     string `json:"tool_call_id"`
-	ToolName       string `json:"tool_name"`
-	Kind           string `json:"kind"`
-	DeadlineUnixMs int64  `json:"deadline_unix_ms,omitempty"`
+	InterruptID    string        `json:"interrupt_id"`
+	ToolCallID     string        `json:"tool_call_id"`
+	ToolName       string        `json:"tool_name"`
+	Kind           InterruptKind `json:"kind"`
+	DeadlineUnixMs int64         `json:"deadline_unix_ms,omitempty"`
 }
 
 // State is the whole session. It is serializable and passes through
@@ -94,34 +104,6 @@ func New(sessionID string, opts Options) *State {
 	return &State{SessionID: sessionID, Options: opts, NextSequence: 1, NextMessageID: 1}
 }
 
-// Start runs StartAgentSession: it initializes the session and queues a
-// non-blank initial message, which starts the first turn.
-func (s *State) Start(in client.StartInput) []Command {
-	if s.Started {
-		return nil
-	}
-	s.Started = true
-	s.Status = client.StatusWaitingForUserMessage
-	if strings.TrimSpace(in.InitialMessage) != "" {
-		s.enqueue(in.InitialMessage)
-	}
-	return s.next()
-}
-
-// MaxUserMessageBytes bounds one user message, well below Temporal's 2 MB
-// payload limit.
-const MaxUserMessageBytes = 256 * 1024
-
-// SendUserMessage queues one user message. It returns false for blank
-// text and for text over MaxUserMessageBytes.
-func (s *State) SendUserMessage(req client.SendUserMessageRequest) (bool, []Command) {
-	if strings.TrimSpace(req.Text) == "" || len(req.Text) > MaxUserMessageBytes {
-		return false, nil
-	}
-	s.enqueue(req.Text)
-	return true, s.next()
-}
-
 func (s *State) enqueue(text string) {
 	id := "msg-" + strconv.FormatInt(s.NextMessageID, 10)
 	s.NextMessageID++
@@ -140,36 +122,7 @@ func (s *State) next() []Command {
 	s.Status = client.StatusRunningModel
 	s.Phase = phaseBuildingUser
 	s.TurnText = msg.Text
-	return []Command{BuildUserMessage{TurnID: s.ActiveTurnID, Text: msg.Text}}
-}
-
-// UserMessageBuilt stores the turn's user message and starts the first model call.
-// attempt is the attempt of the Step that built it.
-func (s *State) UserMessageBuilt(turnID string, m pluginapi.FrameworkMessage, attempt int) []Command {
-	if s.Phase != phaseBuildingUser || turnID != s.ActiveTurnID {
-		return nil
-	}
-	if m.Role != pluginapi.RoleUser {
-		return s.UserMessageFailed(turnID, "build_user_message returned role "+strconv.Quote(string(m.Role))+"; want \"user\"", attempt)
-	}
-	s.TurnText = ""
-	seq := s.append(m)
-	s.Phase = phaseRunningModel
-	return []Command{
-		Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, attempt, turnStartedPayload{Sequence: seq})},
-		RunModel{TurnID: s.ActiveTurnID},
-	}
-}
-
-// UserMessageFailed fails a turn whose user message could not be built. The
-// user's text is kept as a plain user message, so nothing the user sent is lost.
-func (s *State) UserMessageFailed(turnID, reason string, attempt int) []Command {
-	if s.Phase != phaseBuildingUser || turnID != s.ActiveTurnID {
-		return nil
-	}
-	s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
-	s.TurnText = ""
-	return s.failTurn("build_user_message failed: " + reason)
+	return []Command{BuildUserMessage{Input: BuildUserMessageInput{Agent: s.Options.Agent, TurnID: s.ActiveTurnID, Text: msg.Text}}}
 }
 
 func (s *State) append(m pluginapi.FrameworkMessage) int64 {
@@ -199,12 +152,9 @@ type ModelOutcome struct {
 	Attempt int `json:"attempt,omitempty"`
 }
 
-// ModelStepDone applies a RunModel outcome. nowMs is the workflow clock in
+// modelStepDone applies a RunModel outcome. nowMs is the workflow clock in
 // Unix milliseconds, used for approval deadlines.
-func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Command {
-	if s.Phase != phaseRunningModel || turnID != s.ActiveTurnID {
-		return nil
-	}
+func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	var usage pluginapi.Usage
 	switch {
 	case out.TurnCompleted != nil && out.ToolCallsRequested == nil:
@@ -224,7 +174,7 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 		count := len(s.Messages) - first
 		turn := s.ActiveTurnID
 		s.LastTurnError = ""
-		s.endTurn()
+		cmds = append(cmds, s.endTurn()...)
 		cmds = append(cmds, Emit{Event: newEvent(EventTurnCompleted, turn, attempt, turnCompletedPayload{MessageCount: count})})
 		return append(cmds, s.next()...)
 	}
@@ -256,20 +206,20 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))})
 		if rec.RequiresApproval {
-			rec.Status = pluginapi.ToolCallAwaitingApproval
-			in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: client.InterruptKindApproval}
+			rec.Status = client.ToolCallAwaitingApproval
+			in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: InterruptApproval}
 			if s.Options.InterruptDeadlineMs > 0 {
 				in.DeadlineUnixMs = nowMs + s.Options.InterruptDeadlineMs
 			}
 			s.Interrupts = append(s.Interrupts, in)
 			s.ToolCalls = append(s.ToolCalls, rec)
-			cmds = append(cmds,
-				Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, attempt, interruptRaisedPayload{
-					InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
-					Deadline: formatDeadline(in.DeadlineUnixMs), Kind: in.Kind, Choices: []string{},
-				}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))},
-				AwaitApproval{InterruptID: in.InterruptID, DeadlineUnixMs: in.DeadlineUnixMs},
-			)
+			cmds = append(cmds, Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, attempt, interruptRaisedPayload{
+				InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
+				Deadline: formatDeadline(in.DeadlineUnixMs), Kind: string(in.Kind), Choices: []string{},
+			}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
+			if in.DeadlineUnixMs > 0 {
+				cmds = append(cmds, deadlineTimer(in, nowMs))
+			}
 			continue
 		}
 		rec.Status = pluginapi.ToolCallApproved
@@ -277,6 +227,18 @@ func (s *State) ModelStepDone(turnID string, out ModelOutcome, nowMs int64) []Co
 		cmds = append(cmds, s.runTool(rec))
 	}
 	return cmds
+}
+
+// deadlineTimer arms the timer of an interrupt's deadline: the time left,
+// rounded up to whole seconds and at least one, as the spec's
+// AwaitToolApproval waits.
+func deadlineTimer(in Interrupt, nowMs int64) StartTimer {
+	ms := in.DeadlineUnixMs - nowMs
+	secs := (ms + 999) / 1000
+	if secs < 1 {
+		secs = 1
+	}
+	return StartTimer{InterruptID: in.InterruptID, DelayMs: secs * 1000}
 }
 
 // checkToolCalls returns why a ToolCallsRequested must fail the turn, or "".
@@ -311,12 +273,27 @@ func (s *State) checkToolCalls(req *pluginapi.ToolCallsRequested, unfinishedCapa
 	return ""
 }
 
-func (s *State) runTool(rec pluginapi.ToolCall) Command {
+// runModel starts the RunModel Step with the committed turn state.
+func (s *State) runModel() RunModel {
+	return RunModel{Input: s.turnInput(), Limits: s.Options.RunModel}
+}
+
+// runTool starts the tool Step of an approved record: CallTool for the
+// effects that retry, CallSingleAttemptTool (one attempt) otherwise.
+func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
+	limits, step := s.Options.Tool, client.StepCallTool
+	if !rec.Effect.Retryable() {
+		limits.MaximumAttempts, step = 1, client.StepCallSingleAttemptTool
+	}
 	return RunTool{
-		TurnID:         s.ActiveTurnID,
-		ToolCallID:     rec.ToolCallID,
-		SingleAttempt:  !rec.Effect.Retryable(),
-		IdempotencyKey: s.SessionID + "/" + s.ActiveTurnID + "/" + rec.ToolCallID,
+		Step:       step,
+		ActivityID: toolStep(s.ActiveTurnID, rec.ToolCallID),
+		Limits:     limits,
+		Input: ToolInput{
+			Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
+			ToolCall:       rec,
+			IdempotencyKey: s.SessionID + "/" + s.ActiveTurnID + "/" + rec.ToolCallID,
+		},
 	}
 }
 
@@ -328,118 +305,116 @@ func (s *State) recordUsage(u pluginapi.Usage, attempt int) []Command {
 	return []Command{Emit{Event: newEvent(EventUsageRecorded, s.ActiveTurnID, attempt, usageRecordedPayload{Recorded: u, Session: s.Usage})}}
 }
 
-// ModelStepFailed routes a RunModel Step whose attempts are spent to
-// RecordTurnFailure.
-func (s *State) ModelStepFailed(turnID, reason string, attempt int) []Command {
-	if s.Phase != phaseRunningModel || turnID != s.ActiveTurnID {
-		return nil
-	}
-	return s.failTurn(reason)
-}
-
 // failTurn starts RecordTurnFailure for the active turn.
 func (s *State) failTurn(reason string) []Command {
 	s.Phase = phaseRecordFailure
 	s.LastTurnError = reason
-	return []Command{RecordTurnFailure{
-		TurnID: s.ActiveTurnID,
-		Error:  reason,
-		Note:   pluginapi.BuildTurnFailureNote(s.ToolCalls),
-	}}
+	return []Command{RecordTurnFailure{Input: TurnFailureInput{
+		Turn: s.turnInput(),
+		Note: BuildTurnFailureNote(s.ToolCalls),
+	}}}
 }
 
-// TurnFailureRecorded stores the unfinished-turn messages and the note, and
+// turnFailureRecorded stores the unfinished-turn messages and the note, and
 // ends the failed turn.
-func (s *State) TurnFailureRecorded(turnID string, msgs []pluginapi.FrameworkMessage, attempt int) []Command {
-	if s.Phase != phaseRecordFailure || turnID != s.ActiveTurnID {
-		return nil
-	}
+func (s *State) turnFailureRecorded(msgs []pluginapi.FrameworkMessage, attempt int) []Command {
 	for _, m := range msgs {
 		s.append(m)
 	}
-	reason := s.LastTurnError
-	s.endTurn()
+	turn, reason := s.ActiveTurnID, s.LastTurnError
+	cmds := s.endTurn()
 	s.LastTurnError = reason
-	cmds := []Command{Emit{Event: newEvent(EventTurnFailed, turnID, attempt, turnFailedPayload{Error: reason})}}
+	cmds = append(cmds, Emit{Event: newEvent(EventTurnFailed, turn, attempt, turnFailedPayload{Error: reason})})
 	return append(cmds, s.next()...)
 }
 
-func (s *State) endTurn() {
+// endTurn clears the turn. A deadline timer of an interrupt still pending
+// (none is, today, when a turn ends) is cancelled, so no timer outlives its
+// turn.
+func (s *State) endTurn() []Command {
+	var cmds []Command
+	for _, in := range s.Interrupts {
+		if in.DeadlineUnixMs > 0 {
+			cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
+		}
+	}
 	s.ActiveTurnID = ""
 	s.Phase = phaseNone
 	s.Status = client.StatusWaitingForUserMessage
 	s.RunState = ""
 	s.ToolCalls = nil
 	s.Interrupts = nil
+	return cmds
 }
 
-// ResolveInterrupt approves or rejects a pending approval. It returns false
-// when the interrupt is not pending (a blank or unknown ID) or its deadline
-// has passed, and for a rejection message over MaxUserMessageBytes, as the
-// spec's RPC returns False. A request that does not decode is refused by
-// the engine before it reaches the session.
-func (s *State) ResolveInterrupt(req client.ResolveInterruptRequest, nowMs int64) (bool, []Command) {
+// resolveInterrupt approves or rejects a pending approval. It is not
+// accepted when the interrupt is not pending (a blank or unknown ID) or its
+// deadline has passed, or for a rejection message over
+// MaxUserMessageBytes, as the spec's RPC returns False. A request that
+// does not decode is refused by the engine before it reaches the session.
+func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 	if len(req.RejectionMessage) > MaxUserMessageBytes {
-		return false, nil
+		return Result{}
 	}
 	i := s.findInterrupt(req.InterruptID)
 	if i < 0 {
-		return false, nil
+		return Result{}
 	}
 	in := s.Interrupts[i]
-	if in.DeadlineUnixMs > 0 && nowMs >= in.DeadlineUnixMs {
-		return false, nil
+	if in.DeadlineUnixMs > 0 && req.NowMs >= in.DeadlineUnixMs {
+		return Result{}
 	}
 	c := s.findCall(in.ToolCallID)
-	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallAwaitingApproval {
-		return false, nil
+	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingApproval {
+		return Result{}
 	}
 	s.removeInterrupt(i)
 	rejection := ""
 	if !req.Approved {
 		rejection = req.RejectionMessage
 	}
-	cmds := []Command{
-		CancelApprovalTimer{InterruptID: in.InterruptID},
-		Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
-			InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: in.Kind,
-		}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))},
+	var cmds []Command
+	if in.DeadlineUnixMs > 0 {
+		cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
 	}
+	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
+		InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: string(in.Kind),
+	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if req.Approved {
 		s.ToolCalls[c].Status = pluginapi.ToolCallApproved
-		return true, append(cmds, s.runTool(s.ToolCalls[c]))
+		return applied(append(cmds, s.runTool(s.ToolCalls[c])))
 	}
 	if rejection == "" {
 		rejection = pluginapi.DefaultRejectionToolResult
 	}
 	s.ToolCalls[c].RejectionMessage = rejection
-	return true, append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...)
+	return applied(append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...))
 }
 
-// ApprovalTimerFired applies an approval deadline. A timer that fired early
-// is armed again.
-func (s *State) ApprovalTimerFired(interruptID string, nowMs int64) []Command {
-	i := s.findInterrupt(interruptID)
+// deadlineTimerFired applies an approval deadline. A timer that fired
+// early is armed again.
+func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
+	i := s.findInterrupt(t.InterruptID)
 	if i < 0 {
-		return nil
+		return Result{}
 	}
 	in := s.Interrupts[i]
 	if in.DeadlineUnixMs == 0 {
-		return nil
+		return Result{}
 	}
-	if nowMs < in.DeadlineUnixMs {
-		return []Command{AwaitApproval{InterruptID: in.InterruptID, DeadlineUnixMs: in.DeadlineUnixMs}}
+	if t.NowMs < in.DeadlineUnixMs {
+		return applied([]Command{deadlineTimer(in, t.NowMs)})
 	}
 	c := s.findCall(in.ToolCallID)
 	s.removeInterrupt(i)
 	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
-		InterruptID: in.InterruptID, Approved: false, RejectionMessage: pluginapi.ApprovalDeadlinePassed, Kind: in.Kind,
+		InterruptID: in.InterruptID, Approved: false, RejectionMessage: ApprovalDeadlinePassed, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))}}
-	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallAwaitingApproval {
-		return cmds
+	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingApproval {
+		return applied(cmds)
 	}
-	s.ToolCalls[c].RejectionMessage = pluginapi.ApprovalDeadlinePassed
-	return append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...)
+	s.ToolCalls[c].RejectionMessage = ApprovalDeadlinePassed
+	return applied(append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...))
 }
 
 // ToolOutcome is what a tool Step returns when it ran to an outcome.
@@ -452,12 +427,8 @@ type ToolOutcome struct {
 	Attempt int `json:"attempt,omitempty"`
 }
 
-// ToolStepDone records the outcome of a tool Step.
-func (s *State) ToolStepDone(turnID, toolCallID string, out ToolOutcome) []Command {
-	c := s.runningCall(turnID, toolCallID)
-	if c < 0 {
-		return nil
-	}
+// toolStepDone records the outcome of the tool Step of record c.
+func (s *State) toolStepDone(c int, out ToolOutcome) []Command {
 	switch {
 	case out.Output != nil && out.Error == nil:
 		s.ToolCalls[c].Output = *out.Output
@@ -468,21 +439,17 @@ func (s *State) ToolStepDone(turnID, toolCallID string, out ToolOutcome) []Comma
 	}
 	// A tool Step never returns a malformed outcome (it fails its attempt
 	// instead); treat one like a failure of the Step.
-	return s.ToolStepFailed(turnID, toolCallID, "the tool step returned a malformed outcome", false, out.Attempt)
+	return s.toolStepFailed(c, "the tool step returned a malformed outcome", false, out.Attempt)
 }
 
-// ToolStepFailed applies RecordToolFailure (CallTool) or
+// toolStepFailed applies RecordToolFailure (CallTool) or
 // RecordToolOutcomeUnknown (CallSingleAttemptTool) once the Step's attempts
 // are spent. notStarted reports that no attempt reached the tool; attempt
 // is the Step's last attempt.
-func (s *State) ToolStepFailed(turnID, toolCallID, detail string, notStarted bool, attempt int) []Command {
-	c := s.runningCall(turnID, toolCallID)
-	if c < 0 {
-		return nil
-	}
+func (s *State) toolStepFailed(c int, detail string, notStarted bool, attempt int) []Command {
 	switch {
 	case notStarted:
-		s.ToolCalls[c].Error = pluginapi.ToolCallNotRunErrorPrefix + ": " + detail
+		s.ToolCalls[c].Error = ToolCallNotRunErrorPrefix + ": " + detail
 		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
 	case s.ToolCalls[c].Effect == pluginapi.EffectRead:
 		s.ToolCalls[c].Error = detail
@@ -493,8 +460,10 @@ func (s *State) ToolStepFailed(turnID, toolCallID, detail string, notStarted boo
 	}
 }
 
+// runningCall finds the approved (running) record a tool Step reports on,
+// or -1 for a stale result.
 func (s *State) runningCall(turnID, toolCallID string) int {
-	if s.Phase != phaseRunningTools || turnID != s.ActiveTurnID {
+	if turnID != s.ActiveTurnID {
 		return -1
 	}
 	c := s.findCall(toolCallID)
@@ -520,7 +489,7 @@ func (s *State) finishCall(c int, status pluginapi.ToolCallStatus, attempt int) 
 	}
 	s.Phase = phaseRunningModel
 	s.Status = client.StatusRunningModel
-	return append(cmds, RunModel{TurnID: s.ActiveTurnID})
+	return append(cmds, s.runModel())
 }
 
 func (s *State) findCall(id string) int {
@@ -546,16 +515,11 @@ func (s *State) removeInterrupt(i int) {
 }
 
 // Idle reports a turn boundary: no turn is active and nothing is running,
-// so the session may continue as new.
+// so the session may continue as new once its queue is empty too.
 func (s *State) Idle() bool { return s.Started && s.Phase == phaseNone }
 
-// ToolCall returns the record of one tool call of the active turn.
-func (s *State) ToolCall(id string) (pluginapi.ToolCall, bool) {
-	if c := s.findCall(id); c >= 0 {
-		return s.ToolCalls[c], true
-	}
-	return pluginapi.ToolCall{}, false
-}
+// QueuedCount is the number of user messages waiting for a turn.
+func (s *State) QueuedCount() int { return len(s.Queued) }
 
 // ActiveStepTypes lists the Steps the session waits in, sorted, for the
 // ActiveStepTypes search attribute: the spec's Step names only.
@@ -594,7 +558,7 @@ func (s *State) activeStepTypes(legacy bool) []string {
 		add(client.StepResumeTurn)
 		for _, c := range s.ToolCalls {
 			switch {
-			case c.Status == pluginapi.ToolCallAwaitingApproval:
+			case c.Status == client.ToolCallAwaitingApproval:
 				add(client.StepAwaitToolApproval)
 			case c.Status == pluginapi.ToolCallApproved && c.Effect.Retryable():
 				add(client.StepCallTool)

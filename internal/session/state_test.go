@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ func opts() Options {
 		},
 		InterruptDeadlineMs: 60_000,
 		Version:             SettingsVersion,
+		RunModel:            DefaultRunModelLimits,
+		Tool:                DefaultToolLimits,
 	}
 }
 
@@ -62,8 +65,8 @@ func started(t *testing.T) *State {
 func startedWith(t *testing.T, o Options) *State {
 	t.Helper()
 	s := New("s-1", o)
-	s.Start(client.StartInput{InitialMessage: "refund order 7"})
-	s.UserMessageBuilt("turn-1", userMsg("refund order 7"), 1)
+	s.Apply(Start{InitialMessage: "refund order 7"})
+	s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("refund order 7"), Attempt: 1})
 	return s
 }
 
@@ -100,24 +103,24 @@ func TestStart(t *testing.T) {
 	tests := []struct {
 		name      string
 		initial   string
-		wantCmds  []Command
+		wantCmds  []string
 		wantState string
 	}{
 		{"blank initial message starts no turn", "  \n", nil, client.StatusWaitingForUserMessage},
 		{"empty initial message starts no turn", "", nil, client.StatusWaitingForUserMessage},
-		{"initial message starts turn-1", "hello", []Command{BuildUserMessage{TurnID: "turn-1", Text: "hello"}}, client.StatusRunningModel},
+		{"initial message starts turn-1", "hello", []string{`build_user_message turn-1 "hello"`}, client.StatusRunningModel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New("s", opts())
-			got := s.Start(client.StartInput{InitialMessage: tt.initial})
-			if diff := cmp.Diff(tt.wantCmds, got); diff != "" {
+			got := s.Apply(Start{InitialMessage: tt.initial}).Commands
+			if diff := cmp.Diff(tt.wantCmds, renderAll(got)); diff != "" {
 				t.Errorf("commands (-want +got):\n%s", diff)
 			}
 			if s.Status != tt.wantState {
 				t.Errorf("status = %q, want %q", s.Status, tt.wantState)
 			}
-			if again := s.Start(client.StartInput{InitialMessage: "x"}); again != nil {
+			if again := s.Apply(Start{InitialMessage: "x"}).Commands; again != nil {
 				t.Errorf("second Start = %v, want nil", again)
 			}
 		})
@@ -126,32 +129,32 @@ func TestStart(t *testing.T) {
 
 func TestUserMessages(t *testing.T) {
 	s := New("s", opts())
-	s.Start(client.StartInput{})
-	if ok, cmds := s.SendUserMessage(client.SendUserMessageRequest{Text: " \t"}); ok || cmds != nil {
+	s.Apply(Start{})
+	if ok, cmds := send(s, " \t"); ok || cmds != nil {
 		t.Fatalf("blank message accepted: %v %v", ok, cmds)
 	}
-	ok, cmds := s.SendUserMessage(client.SendUserMessageRequest{Text: "first"})
-	if !ok || cmp.Diff([]Command{BuildUserMessage{TurnID: "turn-1", Text: "first"}}, cmds) != "" {
+	ok, cmds := send(s, "first")
+	if !ok || cmp.Diff([]string{`build_user_message turn-1 "first"`}, renderAll(cmds)) != "" {
 		t.Fatalf("first message: %v %#v", ok, cmds)
 	}
 	// A message sent while a turn runs is queued.
-	ok, cmds = s.SendUserMessage(client.SendUserMessageRequest{Text: "second"})
+	ok, cmds = send(s, "second")
 	if !ok || cmds != nil || len(s.Queued) != 1 || s.Queued[0].MessageID != "msg-2" {
 		t.Fatalf("second message: ok=%v cmds=%v queued=%v", ok, cmds, s.Queued)
 	}
-	cmds = s.UserMessageBuilt("turn-1", userMsg("first"), 1)
+	cmds = s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("first"), Attempt: 1}).Commands
 	if diff := cmp.Diff([]string{EventTurnStarted}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{"run_model turn-1 messages=[1] attempts=3"}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	if s.Messages[0].Sequence != 1 || s.Messages[0].TurnID != "turn-1" || s.Messages[0].Item != `{"u":"first"}` {
 		t.Errorf("stored message = %+v", s.Messages[0])
 	}
 	// The turn completes and the queued message starts turn-2.
-	cmds = s.ModelStepDone("turn-1", completed("done"), now)
-	if diff := cmp.Diff([]Command{BuildUserMessage{TurnID: "turn-2", Text: "second"}}, nonEmit(cmds)); diff != "" {
+	cmds = s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: completed("done"), NowMs: now}).Commands
+	if diff := cmp.Diff([]string{`build_user_message turn-2 "second"`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{EventUsageRecorded, EventTurnCompleted}, eventTypes(cmds)); diff != "" {
@@ -173,22 +176,24 @@ func TestUserMessageBuildFailures(t *testing.T) {
 		want  string
 	}{
 		{"wrong role", func(s *State) []Command {
-			return s.UserMessageBuilt("turn-1", pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: "x"}, 1)
+			return s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: "x"}, Attempt: 1}).Commands
 		}, `build_user_message failed: build_user_message returned role "assistant"; want "user"`},
-		{"runner error", func(s *State) []Command { return s.UserMessageFailed("turn-1", "boom", 1) }, "build_user_message failed: boom"},
+		{"runner error", func(s *State) []Command {
+			return s.Apply(UserMessageFailed{TurnID: "turn-1", Reason: "boom", Attempt: 1}).Commands
+		}, "build_user_message failed: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New("s", opts())
-			s.Start(client.StartInput{InitialMessage: "hi"})
+			s.Apply(Start{InitialMessage: "hi"})
 			cmds := tt.apply(s)
-			if diff := cmp.Diff([]Command{RecordTurnFailure{TurnID: "turn-1", Error: tt.want}}, cmds); diff != "" {
+			if diff := cmp.Diff([]string{"record_turn_failure turn-1"}, renderAll(cmds)); diff != "" {
 				t.Fatalf("commands (-want +got):\n%s", diff)
 			}
 			if len(s.Messages) != 1 || s.Messages[0].Text != "hi" || s.Messages[0].Role != pluginapi.RoleUser {
 				t.Errorf("user text not kept: %+v", s.Messages)
 			}
-			s.TurnFailureRecorded("turn-1", nil, 1)
+			s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: nil, Attempt: 1})
 			if s.LastTurnError != tt.want || s.Status != client.StatusWaitingForUserMessage {
 				t.Errorf("after failure: status %q error %q", s.Status, s.LastTurnError)
 			}
@@ -198,19 +203,19 @@ func TestUserMessageBuildFailures(t *testing.T) {
 
 func TestToolCallsRequested(t *testing.T) {
 	s := started(t)
-	cmds := s.ModelStepDone("turn-1", toolsRequested(
+	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(
 		call("c1", "lookup", pluginapi.EffectRead),
 		call("c2", "refund", pluginapi.EffectNonIdempotentWrite),
 		pluginapi.DeferredToolCall{ToolCallID: "c3", ToolName: "ping", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectIdempotentWrite, RequiresApproval: ptr(true)}},
 		pluginapi.DeferredToolCall{ToolCallID: "c4", ToolName: "mystery", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectUnclassified, RequiresApproval: ptr(false)}},
-	), now)
-	wantCmds := []Command{
-		RunTool{TurnID: "turn-1", ToolCallID: "c1", IdempotencyKey: "s-1/turn-1/c1"},
-		AwaitApproval{InterruptID: "c2", DeadlineUnixMs: now + 60_000},
-		AwaitApproval{InterruptID: "c3", DeadlineUnixMs: now + 60_000},
-		RunTool{TurnID: "turn-1", ToolCallID: "c4", SingleAttempt: true, IdempotencyKey: "s-1/turn-1/c4"},
+	), NowMs: now}).Commands
+	wantCmds := []string{
+		"CallTool turn-1/c1 effect=read attempts=3 key=s-1/turn-1/c1",
+		"start_timer c2 1m0s",
+		"start_timer c3 1m0s",
+		"CallSingleAttemptTool turn-1/c4 effect=unclassified attempts=1 key=s-1/turn-1/c4",
 	}
-	if diff := cmp.Diff(wantCmds, nonEmit(cmds)); diff != "" {
+	if diff := cmp.Diff(wantCmds, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	wantEvents := []string{EventUsageRecorded, EventToolCallDeferred, EventToolCallDeferred, EventInterruptRaised,
@@ -259,9 +264,9 @@ func TestInvalidToolCallsFailTheTurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := started(t)
-			cmds := nonEmit(s.ModelStepDone("turn-1", tt.out, now))
-			if diff := cmp.Diff([]Command{RecordTurnFailure{TurnID: "turn-1", Error: tt.want}}, cmds); diff != "" {
-				t.Errorf("commands (-want +got):\n%s", diff)
+			cmds := nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: tt.out, NowMs: now}).Commands)
+			if diff := cmp.Diff([]string{"record_turn_failure turn-1"}, renderAll(cmds)); diff != "" || s.LastTurnError != tt.want {
+				t.Errorf("commands (-want +got):\n%s\nlast_turn_error %q, want %q", diff, s.LastTurnError, tt.want)
 			}
 			if len(s.ToolCalls) != 0 {
 				t.Errorf("records stored for a failed turn: %+v", s.ToolCalls)
@@ -272,34 +277,34 @@ func TestInvalidToolCallsFailTheTurn(t *testing.T) {
 
 func TestIDsMayRepeatInLaterTurnsButNotWithinOne(t *testing.T) {
 	s := started(t)
-	s.ModelStepDone("turn-1", toolsRequested(call("a", "lookup", "read")), now)
-	s.ToolStepDone("turn-1", "a", ToolOutcome{Output: ptr("ok")})
-	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(call("a", "lookup", "read")), now))
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("a", "lookup", "read")), NowMs: now})
+	s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "a", Outcome: ToolOutcome{Output: ptr("ok")}})
+	cmds := nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("a", "lookup", "read")), NowMs: now}).Commands)
 	if _, ok := cmds[0].(RecordTurnFailure); !ok {
 		t.Fatalf("reusing an ID within a turn: %#v", cmds)
 	}
-	s.TurnFailureRecorded("turn-1", nil, 1)
-	s.SendUserMessage(client.SendUserMessageRequest{Text: "again"})
-	s.UserMessageBuilt("turn-2", userMsg("again"), 1)
-	cmds = nonEmit(s.ModelStepDone("turn-2", toolsRequested(call("a", "lookup", "read")), now))
-	if diff := cmp.Diff([]Command{RunTool{TurnID: "turn-2", ToolCallID: "a", IdempotencyKey: "s-1/turn-2/a"}}, cmds); diff != "" {
+	s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: nil, Attempt: 1})
+	send(s, "again")
+	s.Apply(UserMessageBuilt{TurnID: "turn-2", Message: userMsg("again"), Attempt: 1})
+	cmds = nonEmit(s.Apply(ModelStepDone{TurnID: "turn-2", Outcome: toolsRequested(call("a", "lookup", "read")), NowMs: now}).Commands)
+	if diff := cmp.Diff([]string{"CallTool turn-2/a effect=read attempts=3 key=s-1/turn-2/a"}, renderAll(cmds)); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 }
 
 func TestToolResultsResumeTheTurn(t *testing.T) {
 	s := started(t)
-	s.ModelStepDone("turn-1", toolsRequested(call("c1", "lookup", "read"), call("c2", "lookup", "read")), now)
-	cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("order 7: $20")})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "lookup", "read"), call("c2", "lookup", "read")), NowMs: now})
+	cmds := s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("order 7: $20")}}).Commands
 	if nonEmit(cmds) != nil || s.Status != client.StatusRunningTools {
 		t.Fatalf("resumed before every result: %#v", cmds)
 	}
 	// A duplicate result for a final record is ignored.
-	if cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("again")}); cmds != nil {
+	if cmds := s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("again")}}).Commands; cmds != nil {
 		t.Fatalf("duplicate result applied: %#v", cmds)
 	}
-	cmds = s.ToolStepDone("turn-1", "c2", ToolOutcome{Error: ptr("no such order")})
-	if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+	cmds = s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c2", Outcome: ToolOutcome{Error: ptr("no such order")}}).Commands
+	if diff := cmp.Diff([]string{`run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:succeeded c2:failed] attempts=3`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]pluginapi.ToolCallStatus{"c1": "succeeded", "c2": "failed"}, statuses(s)); diff != "" {
@@ -308,7 +313,7 @@ func TestToolResultsResumeTheTurn(t *testing.T) {
 	if s.ToolCalls[0].Output != "order 7: $20" || s.ToolCalls[1].Error != "no such order" {
 		t.Errorf("records = %+v", s.ToolCalls)
 	}
-	cmds = s.ModelStepDone("turn-1", completed("Order 7 costs $20."), now)
+	cmds = s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: completed("Order 7 costs $20."), NowMs: now}).Commands
 	if s.Status != client.StatusWaitingForUserMessage || s.ToolCalls != nil || s.RunState != "" || s.ActiveTurnID != "" {
 		t.Errorf("turn not ended: %+v", s)
 	}
@@ -332,8 +337,8 @@ func TestToolStepFailures(t *testing.T) {
 		{"idempotent write retries spent", pluginapi.EffectIdempotentWrite, false, "outcome_unknown", "boom"},
 		{"non-idempotent write crashed", pluginapi.EffectNonIdempotentWrite, false, "outcome_unknown", "boom"},
 		{"unclassified crashed", pluginapi.EffectUnclassified, false, "outcome_unknown", "boom"},
-		{"write never started", pluginapi.EffectNonIdempotentWrite, true, "failed", pluginapi.ToolCallNotRunErrorPrefix + ": boom"},
-		{"read never started", pluginapi.EffectRead, true, "failed", pluginapi.ToolCallNotRunErrorPrefix + ": boom"},
+		{"write never started", pluginapi.EffectNonIdempotentWrite, true, "failed", ToolCallNotRunErrorPrefix + ": boom"},
+		{"read never started", pluginapi.EffectRead, true, "failed", ToolCallNotRunErrorPrefix + ": boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,9 +346,10 @@ func TestToolStepFailures(t *testing.T) {
 			o.Policies.Policies = map[string]pluginapi.ToolPolicy{"tool": {Effect: tt.effect, RequiresApproval: ptr(false)}}
 			s := startedWith(t, o)
 			c := call("c1", "tool", tt.effect)
-			s.ModelStepDone("turn-1", toolsRequested(c), now)
-			cmds := s.ToolStepFailed("turn-1", "c1", "boom", tt.notStarted, 1)
-			if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+			s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(c), NowMs: now})
+			cmds := s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "boom", NotStarted: tt.notStarted, Attempt: 1}).Commands
+			want := fmt.Sprintf(`run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:%s] attempts=3`, tt.wantStatus)
+			if diff := cmp.Diff([]string{want}, renderAll(nonEmit(cmds))); diff != "" {
 				t.Errorf("commands (-want +got):\n%s", diff)
 			}
 			got := s.ToolCalls[0]
@@ -361,27 +367,27 @@ func TestApprovals(t *testing.T) {
 		at         int64
 		wantOK     bool
 		wantStatus pluginapi.ToolCallStatus
-		wantCmds   []Command
+		wantCmds   []string
 		wantReject string
 	}{
 		{"approve", client.ResolveInterruptRequest{InterruptID: "c1", Approved: true, RejectionMessage: "dropped"}, now + 1, true, "approved",
-			[]Command{CancelApprovalTimer{InterruptID: "c1"}, RunTool{TurnID: "turn-1", ToolCallID: "c1", SingleAttempt: true, IdempotencyKey: "s-1/turn-1/c1"}}, ""},
+			[]string{"cancel_timer c1", "CallSingleAttemptTool turn-1/c1 effect=non_idempotent_write attempts=1 key=s-1/turn-1/c1"}, ""},
 		{"reject with message", client.ResolveInterruptRequest{InterruptID: "c1", RejectionMessage: "not that one"}, now + 1, true, "rejected",
-			[]Command{CancelApprovalTimer{InterruptID: "c1"}, RunModel{TurnID: "turn-1"}}, "not that one"},
+			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, "not that one"},
 		{"reject without message", client.ResolveInterruptRequest{InterruptID: "c1"}, now + 1, true, "rejected",
-			[]Command{CancelApprovalTimer{InterruptID: "c1"}, RunModel{TurnID: "turn-1"}}, pluginapi.DefaultRejectionToolResult},
+			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, pluginapi.DefaultRejectionToolResult},
 		{"unknown interrupt", client.ResolveInterruptRequest{InterruptID: "nope", Approved: true}, now + 1, false, "awaiting_approval", nil, ""},
 		{"past the deadline", client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now + 60_000, false, "awaiting_approval", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := started(t)
-			s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now)
-			ok, cmds := s.ResolveInterrupt(tt.req, tt.at)
+			s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
+			ok, cmds := resolve(s, tt.req, tt.at)
 			if ok != tt.wantOK {
 				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
 			}
-			if diff := cmp.Diff(tt.wantCmds, nonEmit(cmds)); diff != "" {
+			if diff := cmp.Diff(tt.wantCmds, renderAll(nonEmit(cmds))); diff != "" {
 				t.Errorf("commands (-want +got):\n%s", diff)
 			}
 			rec := s.ToolCalls[0]
@@ -391,7 +397,7 @@ func TestApprovals(t *testing.T) {
 			if tt.wantOK && len(s.Interrupts) != 0 {
 				t.Errorf("interrupt still pending: %+v", s.Interrupts)
 			}
-			if ok2, _ := s.ResolveInterrupt(tt.req, tt.at); ok2 {
+			if ok2, _ := resolve(s, tt.req, tt.at); ok2 {
 				t.Errorf("second resolve returned true")
 			}
 		})
@@ -400,24 +406,24 @@ func TestApprovals(t *testing.T) {
 
 func TestApprovalDeadline(t *testing.T) {
 	s := started(t)
-	s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now)
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
 	// A timer that fires early is armed again.
-	cmds := s.ApprovalTimerFired("c1", now+59_999)
-	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1", DeadlineUnixMs: now + 60_000}}, cmds); diff != "" {
+	cmds := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 59_999}).Commands
+	if diff := cmp.Diff([]string{"start_timer c1 1s"}, renderAll(cmds)); diff != "" {
 		t.Fatalf("early timer (-want +got):\n%s", diff)
 	}
-	cmds = s.ApprovalTimerFired("c1", now+60_000)
-	if diff := cmp.Diff([]Command{RunModel{TurnID: "turn-1"}}, nonEmit(cmds)); diff != "" {
+	cmds = s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 60_000}).Commands
+	if diff := cmp.Diff([]string{`run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{EventInterruptResolved, EventToolCallFinished}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	rec := s.ToolCalls[0]
-	if rec.Status != pluginapi.ToolCallRejected || rec.RejectionMessage != pluginapi.ApprovalDeadlinePassed {
+	if rec.Status != pluginapi.ToolCallRejected || rec.RejectionMessage != ApprovalDeadlinePassed {
 		t.Errorf("record = %+v", rec)
 	}
-	if cmds := s.ApprovalTimerFired("c1", now+70_000); cmds != nil {
+	if cmds := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 70_000}).Commands; cmds != nil {
 		t.Errorf("second firing applied: %#v", cmds)
 	}
 }
@@ -426,38 +432,38 @@ func TestNoDeadlineWithoutInterruptDeadline(t *testing.T) {
 	o := opts()
 	o.InterruptDeadlineMs = 0
 	s := New("s-1", o)
-	s.Start(client.StartInput{InitialMessage: "x"})
-	s.UserMessageBuilt("turn-1", userMsg("x"), 1)
-	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now))
-	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1"}}, cmds); diff != "" {
-		t.Errorf("commands (-want +got):\n%s", diff)
+	s.Apply(Start{InitialMessage: "x"})
+	s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("x"), Attempt: 1})
+	cmds := nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now}).Commands)
+	if cmds != nil {
+		t.Errorf("commands = %q, want none (no deadline timer)", renderAll(cmds))
 	}
-	if ok, _ := s.ResolveInterrupt(client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+365*24*3600*1000); !ok {
+	if ok, _ := resolve(s, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+365*24*3600*1000); !ok {
 		t.Errorf("approval without a deadline refused")
 	}
 }
 
 func TestModelFailureLeavesNote(t *testing.T) {
 	s := started(t)
-	s.ModelStepDone("turn-1", toolsRequested(call("c1", "lookup", pluginapi.EffectRead), call("c2", "refund", pluginapi.EffectNonIdempotentWrite)), now)
-	s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("found")})
-	s.ResolveInterrupt(client.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
-	s.ToolStepFailed("turn-1", "c2", "worker lost", false, 1)
-	cmds := s.ModelStepFailed("turn-1", "RunModel failed after 3 attempts: 503", 1)
-	wantNote := pluginapi.TurnFailureNoteHeader + "\n" +
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "lookup", pluginapi.EffectRead), call("c2", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
+	s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("found")}})
+	resolve(s, client.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
+	s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c2", Detail: "worker lost", NotStarted: false, Attempt: 1})
+	cmds := s.Apply(ModelStepFailed{TurnID: "turn-1", Reason: "RunModel failed after 3 attempts: 503", Attempt: 1}).Commands
+	wantNote := TurnFailureNoteHeader + "\n" +
 		`- lookup {"order_id":"7"} -> succeeded: found` + "\n" +
 		`- refund {"order_id":"7"} -> outcome_unknown: ` + pluginapi.OutcomeUnknownToolResult + "\n" +
-		pluginapi.TurnFailureNoteFooter
-	want := []Command{RecordTurnFailure{TurnID: "turn-1", Error: "RunModel failed after 3 attempts: 503", Note: wantNote}}
-	if diff := cmp.Diff(want, cmds); diff != "" {
-		t.Fatalf("commands (-want +got):\n%s", diff)
+		TurnFailureNoteFooter
+	want := []string{fmt.Sprintf("record_turn_failure turn-1 note=%q", wantNote)}
+	if diff := cmp.Diff(want, renderAll(cmds)); diff != "" || s.LastTurnError != "RunModel failed after 3 attempts: 503" {
+		t.Fatalf("commands (-want +got):\n%s\nlast_turn_error %q", diff, s.LastTurnError)
 	}
-	s.SendUserMessage(client.SendUserMessageRequest{Text: "next"})
-	cmds = s.TurnFailureRecorded("turn-1", []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}}, 1)
+	send(s, "next")
+	cmds = s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}}, Attempt: 1}).Commands
 	if diff := cmp.Diff([]string{EventTurnFailed}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Command{BuildUserMessage{TurnID: "turn-2", Text: "next"}}, nonEmit(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{`build_user_message turn-2 "next"`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	last := s.Messages[len(s.Messages)-1]
@@ -465,8 +471,8 @@ func TestModelFailureLeavesNote(t *testing.T) {
 		t.Errorf("after failure: last=%+v err=%q", last, s.LastTurnError)
 	}
 	// A later completed turn clears last_turn_error.
-	s.UserMessageBuilt("turn-2", userMsg("next"), 1)
-	s.ModelStepDone("turn-2", completed("ok"), now)
+	s.Apply(UserMessageBuilt{TurnID: "turn-2", Message: userMsg("next"), Attempt: 1})
+	s.Apply(ModelStepDone{TurnID: "turn-2", Outcome: completed("ok"), NowMs: now})
 	if s.LastTurnError != "" {
 		t.Errorf("last_turn_error not cleared: %q", s.LastTurnError)
 	}
@@ -474,23 +480,23 @@ func TestModelFailureLeavesNote(t *testing.T) {
 
 func TestStaleInputsAreIgnored(t *testing.T) {
 	s := started(t)
-	if cmds := s.ModelStepDone("turn-9", completed("x"), now); cmds != nil {
+	if cmds := s.Apply(ModelStepDone{TurnID: "turn-9", Outcome: completed("x"), NowMs: now}).Commands; cmds != nil {
 		t.Errorf("result for another turn applied")
 	}
-	if cmds := s.ToolStepDone("turn-1", "c1", ToolOutcome{Output: ptr("x")}); cmds != nil {
+	if cmds := s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("x")}}).Commands; cmds != nil {
 		t.Errorf("tool result while running the model applied")
 	}
-	if cmds := s.UserMessageBuilt("turn-1", userMsg("again"), 1); cmds != nil {
+	if cmds := s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("again"), Attempt: 1}).Commands; cmds != nil {
 		t.Errorf("second user message build applied")
 	}
-	if cmds := s.TurnFailureRecorded("turn-1", nil, 1); cmds != nil {
+	if cmds := s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: nil, Attempt: 1}).Commands; cmds != nil {
 		t.Errorf("failure record without a failure applied")
 	}
 }
 
 func TestStateSurvivesJSON(t *testing.T) {
 	s := started(t)
-	s.ModelStepDone("turn-1", toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), now)
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +512,7 @@ func TestStateSurvivesJSON(t *testing.T) {
 
 func TestListMessages(t *testing.T) {
 	s := New("s", opts())
-	s.Start(client.StartInput{})
+	s.Apply(Start{})
 	for i := 0; i < 5; i++ {
 		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: strings.Repeat("x", i)})
 	}
@@ -608,8 +614,8 @@ func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
 	lying.Policy.RequiresApproval = ptr(false)
 
 	s := started(t)
-	cmds := nonEmit(s.ModelStepDone("turn-1", toolsRequested(lying), now))
-	if diff := cmp.Diff([]Command{AwaitApproval{InterruptID: "c1", DeadlineUnixMs: now + 60_000}}, cmds); diff != "" {
+	cmds := nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(lying), NowMs: now}).Commands)
+	if diff := cmp.Diff([]string{"start_timer c1 1m0s"}, renderAll(cmds)); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 	if rec := s.ToolCalls[0]; rec.Effect != pluginapi.EffectNonIdempotentWrite || !rec.RequiresApproval {
@@ -619,9 +625,9 @@ func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
 	legacy := opts()
 	legacy.Version = 0
 	s = startedWith(t, legacy)
-	cmds = nonEmit(s.ModelStepDone("turn-1", toolsRequested(lying), now))
-	want := []Command{RunTool{TurnID: "turn-1", ToolCallID: "c1", IdempotencyKey: "s-1/turn-1/c1"}}
-	if diff := cmp.Diff(want, cmds); diff != "" {
+	cmds = nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(lying), NowMs: now}).Commands)
+	want := []string{"CallTool turn-1/c1 effect=read attempts=3 key=s-1/turn-1/c1"}
+	if diff := cmp.Diff(want, renderAll(cmds)); diff != "" {
 		t.Errorf("legacy commands (-want +got):\n%s", diff)
 	}
 }
@@ -642,7 +648,7 @@ func TestUsageIsRecordedAsReported(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := started(t)
-			cmds := s.ModelStepDone("turn-1", ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{Usage: tt.u}, Attempt: 2}, now)
+			cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{Usage: tt.u}, Attempt: 2}, NowMs: now}).Commands
 			if diff := cmp.Diff(tt.u, s.Usage); diff != "" {
 				t.Errorf("session usage (-want +got):\n%s", diff)
 			}
@@ -658,4 +664,14 @@ func TestUsageIsRecordedAsReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+func send(s *State, text string) (bool, []Command) {
+	r := s.Apply(SendUserMessage{Text: text})
+	return r.Accepted, r.Commands
+}
+
+func resolve(s *State, req client.ResolveInterruptRequest, nowMs int64) (bool, []Command) {
+	r := s.Apply(ResolveInterrupt{InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage, NowMs: nowMs})
+	return r.Accepted, r.Commands
 }

@@ -83,7 +83,3 @@ type BuildUserMessageOutput struct {
 	Message pluginapi.FrameworkMessage `json:"message"`
 	Attempt int                        `json:"attempt,omitempty"`
 }
-
-func plainUserMessage(text string) pluginapi.FrameworkMessage {
-	return pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: text}
-}

@@ -110,7 +110,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.st.Options = opts
 	} else {
 		l.st = New(info.WorkflowExecution.ID, opts)
-		l.pending = l.st.Start(client.StartInput{InitialMessage: in.InitialMessage})
+		l.apply(Start{InitialMessage: in.InitialMessage})
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
 	// with them.
@@ -119,7 +119,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		return err
 	}
 	if in.Continued != nil {
-		l.pending = append(l.pending, l.st.next()...)
+		l.apply(Continued{})
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
@@ -134,7 +134,6 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.dispatch()
 		l.collect()
 		l.dispatch()
-		l.sweepTimers()
 		l.upsertSteps()
 	}
 }
@@ -193,9 +192,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSendUserMessage,
 		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
 			l.updates++
-			ok, cmds := l.st.SendUserMessage(req)
-			l.pending = append(l.pending, cmds...)
-			return ok, nil
+			return l.apply(SendUserMessage{Text: req.Text}), nil
 		},
 	); err != nil {
 		return err
@@ -203,9 +200,10 @@ func (l *loop) registerHandlers() error {
 	return workflow.SetUpdateHandler(l.ctx, client.UpdateResolveInterrupt,
 		func(ctx workflow.Context, req client.ResolveInterruptRequest) (bool, error) {
 			l.updates++
-			ok, cmds := l.st.ResolveInterrupt(req, workflow.Now(ctx).UnixMilli())
-			l.pending = append(l.pending, cmds...)
-			return ok, nil
+			return l.apply(ResolveInterrupt{
+				InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage,
+				NowMs: workflow.Now(ctx).UnixMilli(),
+			}), nil
 		},
 	)
 }
@@ -220,7 +218,7 @@ func (l *loop) anyReady() bool {
 }
 
 func (l *loop) shouldContinueAsNew() bool {
-	if !l.st.Idle() || len(l.futures) > 0 || len(l.st.Queued) > 0 {
+	if !l.st.Idle() || len(l.futures) > 0 || l.st.QueuedCount() > 0 {
 		return false
 	}
 	if !workflow.GetInfo(l.ctx).GetContinueAsNewSuggested() && l.updates < l.rt.MaxUpdatesPerRun {
@@ -254,10 +252,19 @@ func (l *loop) add(f workflow.Future, done func(workflow.Future)) {
 	l.futures = append(l.futures, &pendingFuture{future: f, done: done})
 }
 
-func (l *loop) then(cmds []Command) { l.pending = append(l.pending, cmds...) }
+// apply applies one input to the session and queues its commands; it
+// reports whether the input was accepted.
+func (l *loop) apply(in Input) bool {
+	r := l.st.Apply(in)
+	l.pending = append(l.pending, r.Commands...)
+	return r.Accepted
+}
 
 func (l *loop) now() int64 { return workflow.Now(l.ctx).UnixMilli() }
 
+// exec turns one command into an engine call: an activity or local
+// activity whose result is applied when its future is ready, a timer, or
+// a live event. It never reads the session's state.
 func (l *loop) exec(cmd Command) {
 	switch c := cmd.(type) {
 	case Emit:
@@ -274,83 +281,64 @@ func (l *loop) exec(cmd Command) {
 		}
 	case BuildUserMessage:
 		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
-		f := workflow.ExecuteLocalActivity(ctx, client.StepBuildUserMessage,
-			BuildUserMessageInput{Agent: l.st.Options.Agent, TurnID: c.TurnID, Text: c.Text})
+		f := workflow.ExecuteLocalActivity(ctx, client.StepBuildUserMessage, c.Input)
+		turn := c.Input.TurnID
 		l.add(f, func(f workflow.Future) {
 			var out BuildUserMessageOutput
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.then(l.st.UserMessageFailed(c.TurnID, errorText(err), attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)))
+				l.apply(UserMessageFailed{TurnID: turn, Reason: errorText(err), Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
 				return
 			}
-			l.then(l.st.UserMessageBuilt(c.TurnID, out.Message, out.Attempt))
+			l.apply(UserMessageBuilt{TurnID: turn, Message: out.Message, Attempt: out.Attempt})
 		})
 	case RunModel:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(l.st.Options.RunModel, ""))
-		f := workflow.ExecuteActivity(ctx, client.StepRunModel, l.st.turnInput())
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, ""))
+		f := workflow.ExecuteActivity(ctx, client.StepRunModel, c.Input)
+		turn := c.Input.TurnID
 		l.add(f, func(f workflow.Future) {
 			var out ModelOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.then(l.st.ModelStepFailed(c.TurnID, "RunModel failed: "+errorText(err), attemptOf(err, l.st.Options.RunModel.MaximumAttempts)))
+				l.apply(ModelStepFailed{TurnID: turn, Reason: "RunModel failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
 				return
 			}
-			l.then(l.st.ModelStepDone(c.TurnID, out, l.now()))
+			l.apply(ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
 	case RunTool:
-		rec, ok := l.st.ToolCall(c.ToolCallID)
-		if !ok {
-			return
-		}
-		limits, name := l.st.Options.Tool, client.StepCallTool
-		if c.SingleAttempt {
-			limits.MaximumAttempts, name = 1, client.StepCallSingleAttemptTool
-		}
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(limits, toolStep(c.TurnID, c.ToolCallID)))
-		f := workflow.ExecuteActivity(ctx, name, ToolInput{
-			Agent: l.st.Options.Agent, SessionID: l.st.SessionID, TurnID: c.TurnID,
-			ToolCall: rec, IdempotencyKey: c.IdempotencyKey,
-		})
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
+		f := workflow.ExecuteActivity(ctx, c.Step, c.Input)
+		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.add(f, func(f workflow.Future) {
 			var out ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.then(l.st.ToolStepFailed(c.TurnID, c.ToolCallID, errorText(err), toolNotStarted(err), attemptOf(err, limits.MaximumAttempts)))
+				l.apply(ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
 				return
 			}
-			l.then(l.st.ToolStepDone(c.TurnID, c.ToolCallID, out))
+			l.apply(ToolStepDone{TurnID: turn, ToolCallID: call, Outcome: out})
 		})
-	case AwaitApproval:
-		if c.DeadlineUnixMs == 0 {
-			return
-		}
-		wait := time.Duration(c.DeadlineUnixMs-l.now()) * time.Millisecond
-		// Whole seconds, rounded up, as the spec's AwaitToolApproval does.
-		wait = (wait + time.Second - 1).Truncate(time.Second)
-		if wait < time.Second {
-			wait = time.Second
-		}
+	case StartTimer:
 		tctx, cancel := workflow.WithCancel(l.ctx)
-		f := workflow.NewTimer(tctx, wait)
-		l.futures = append(l.futures, &pendingFuture{future: f, interruptID: c.InterruptID, cancel: cancel, done: func(f workflow.Future) {
+		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
+		id := c.InterruptID
+		l.futures = append(l.futures, &pendingFuture{future: f, interruptID: id, cancel: cancel, done: func(f workflow.Future) {
 			if err := f.Get(l.ctx, nil); err != nil {
 				return // cancelled
 			}
-			l.then(l.st.ApprovalTimerFired(c.InterruptID, l.now()))
+			l.apply(DeadlineTimerFired{InterruptID: id, NowMs: l.now()})
 		}})
-	case CancelApprovalTimer:
+	case CancelTimer:
 		l.cancelTimer(c.InterruptID)
 	case RecordTurnFailure:
 		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
-		f := workflow.ExecuteLocalActivity(ctx, client.StepRecordTurnFailure, TurnFailureInput{Turn: l.st.turnInput(), Note: c.Note})
+		f := workflow.ExecuteLocalActivity(ctx, client.StepRecordTurnFailure, c.Input)
+		turn := c.Input.Turn.TurnID
 		l.add(f, func(f workflow.Future) {
 			var out TurnFailureOutput
 			if err := f.Get(l.ctx, &out); err != nil {
 				workflow.GetLogger(l.ctx).Warn("RecordTurnFailure could not reach the runner; storing the note as plain text", "error", err)
-				out.Messages = nil
-				if c.Note != "" {
-					out.Messages = append(out.Messages, plainUserMessage(c.Note))
-				}
-				out.Attempt = attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)
+				l.apply(TurnFailureRecordFailed{TurnID: turn, Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
+				return
 			}
-			l.then(l.st.TurnFailureRecorded(c.TurnID, out.Messages, out.Attempt))
+			l.apply(TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Attempt: out.Attempt})
 		})
 	}
 }
@@ -362,19 +350,6 @@ func (l *loop) cancelTimer(interruptID string) {
 			l.futures = append(l.futures[:i:i], l.futures[i+1:]...)
 			return
 		}
-	}
-}
-
-// sweepTimers cancels deadline timers whose interrupt is no longer pending.
-func (l *loop) sweepTimers() {
-	for i := 0; i < len(l.futures); {
-		f := l.futures[i]
-		if f.interruptID != "" && l.st.findInterrupt(f.interruptID) < 0 {
-			f.cancel()
-			l.futures = append(l.futures[:i:i], l.futures[i+1:]...)
-			continue
-		}
-		i++
 	}
 }
 

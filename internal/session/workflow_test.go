@@ -119,7 +119,7 @@ func TestWorkflowApprovalDeadlinePassesAfterSevenDays(t *testing.T) {
 		if s.State.Status != client.StatusWaitingForUserMessage || len(s.PendingInterrupts) != 0 {
 			t.Fatalf("after 8 days: %+v", s.State)
 		}
-		want := "rejected: " + pluginapi.ApprovalDeadlinePassed
+		want := "rejected: " + ApprovalDeadlinePassed
 		if got := s.Messages[len(s.Messages)-1].Text; got != want {
 			t.Errorf("answer = %q, want %q", got, want)
 		}
@@ -224,7 +224,7 @@ func TestWorkflowToolNotStartedRecordsFailed(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
 		got := s.Messages[len(s.Messages)-1].Text
-		if !strings.HasPrefix(got, "failed: The tool call failed: "+pluginapi.ToolCallNotRunErrorPrefix+": ") {
+		if !strings.HasPrefix(got, "failed: The tool call failed: "+ToolCallNotRunErrorPrefix+": ") {
 			t.Errorf("answer = %q", got)
 		}
 		env.CancelWorkflow()

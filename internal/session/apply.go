@@ -1,0 +1,284 @@
+package session
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// Input is one thing that happens to a session: a request from a client,
+// the result of a Step, a timer that fired. State.Apply takes every input;
+// the workflow glue turns what the engine delivers into inputs and the
+// commands Apply returns into engine calls.
+type Input interface{ isInput() }
+
+// Requests.
+type (
+	// Start is StartAgentSession: the session begins, and a non-blank
+	// initial message starts the first turn.
+	Start struct {
+		InitialMessage string
+	}
+	// Continued starts a new run of the session after continue-as-new: the
+	// carried state goes on where the last run stopped.
+	Continued struct{}
+	// SendUserMessage is send_user_message: it queues a message. Rejected
+	// for blank text and text over MaxUserMessageBytes.
+	SendUserMessage struct {
+		Text string
+	}
+	// ResolveInterrupt is resolve_interrupt: it approves or rejects a
+	// pending approval. Rejected when the interrupt is not pending, its
+	// deadline passed, or the rejection message is over the limit.
+	ResolveInterrupt struct {
+		InterruptID      string
+		Approved         bool
+		RejectionMessage string
+		// NowMs is the workflow clock in Unix milliseconds.
+		NowMs int64
+	}
+)
+
+// Step results.
+type (
+	// UserMessageBuilt is the runner's user message for the turn's text.
+	UserMessageBuilt struct {
+		TurnID  string
+		Message pluginapi.FrameworkMessage
+		Attempt int
+	}
+	// UserMessageFailed reports that the user message could not be built.
+	UserMessageFailed struct {
+		TurnID  string
+		Reason  string
+		Attempt int
+	}
+	// ModelStepDone is the outcome of a RunModel Step.
+	ModelStepDone struct {
+		TurnID  string
+		Outcome ModelOutcome
+		NowMs   int64
+	}
+	// ModelStepFailed reports a RunModel Step whose attempts are spent (or
+	// that failed permanently).
+	ModelStepFailed struct {
+		TurnID  string
+		Reason  string
+		Attempt int
+	}
+	// ToolStepDone is the outcome of a tool Step.
+	ToolStepDone struct {
+		TurnID     string
+		ToolCallID string
+		Outcome    ToolOutcome
+	}
+	// ToolStepFailed reports a tool Step whose attempts are spent.
+	// NotStarted says that no attempt reached the tool.
+	ToolStepFailed struct {
+		TurnID     string
+		ToolCallID string
+		Detail     string
+		NotStarted bool
+		Attempt    int
+	}
+	// TurnFailureRecorded holds the messages RecordTurnFailure built.
+	TurnFailureRecorded struct {
+		TurnID   string
+		Messages []pluginapi.FrameworkMessage
+		Attempt  int
+	}
+	// TurnFailureRecordFailed reports that RecordTurnFailure could not reach
+	// the runner: the note is stored as plain text.
+	TurnFailureRecordFailed struct {
+		TurnID  string
+		Attempt int
+	}
+	// DeadlineTimerFired is a deadline timer of a pending interrupt.
+	DeadlineTimerFired struct {
+		InterruptID string
+		NowMs       int64
+	}
+)
+
+func (Start) isInput()                   {}
+func (Continued) isInput()               {}
+func (SendUserMessage) isInput()         {}
+func (ResolveInterrupt) isInput()        {}
+func (UserMessageBuilt) isInput()        {}
+func (UserMessageFailed) isInput()       {}
+func (ModelStepDone) isInput()           {}
+func (ModelStepFailed) isInput()         {}
+func (ToolStepDone) isInput()            {}
+func (ToolStepFailed) isInput()          {}
+func (TurnFailureRecorded) isInput()     {}
+func (TurnFailureRecordFailed) isInput() {}
+func (DeadlineTimerFired) isInput()      {}
+
+// Result is what Apply returns: whether the input was accepted (for a
+// request, the bool its client gets, false where the spec's RPC returns
+// False; for a Step result or a timer, whether it belonged to the current
+// turn) and the commands for the glue, in order.
+type Result struct {
+	Accepted bool
+	Commands []Command
+}
+
+// Apply applies one input and returns the commands it leads to. It is the
+// only way the session changes. Requests are handled in any phase; every
+// other input goes to the function of the turn's phase, which owns that
+// phase's rules and ignores an input that does not belong to it (a stale
+// result of another turn, say).
+func (s *State) Apply(in Input) Result {
+	switch in := in.(type) {
+	case Start:
+		return s.start(in)
+	case Continued:
+		return applied(s.next())
+	case SendUserMessage:
+		return s.sendUserMessage(in)
+	}
+	if !s.Started {
+		return Result{}
+	}
+	switch s.Phase {
+	case phaseBuildingUser:
+		return s.buildingUser(in)
+	case phaseRunningModel:
+		return s.runningModel(in)
+	case phaseRunningTools:
+		return s.runningTools(in)
+	case phaseRecordFailure:
+		return s.recordingFailure(in)
+	}
+	// Idle: nothing runs, so every result is stale.
+	return Result{}
+}
+
+// applied is the Result of an input the phase took.
+func applied(cmds []Command) Result { return Result{Accepted: true, Commands: cmds} }
+
+// start runs StartAgentSession.
+func (s *State) start(in Start) Result {
+	if s.Started {
+		return Result{}
+	}
+	s.Started = true
+	s.Status = client.StatusWaitingForUserMessage
+	if strings.TrimSpace(in.InitialMessage) != "" {
+		s.enqueue(in.InitialMessage)
+	}
+	return applied(s.next())
+}
+
+// MaxUserMessageBytes bounds one user message, well below Temporal's 2 MB
+// payload limit.
+const MaxUserMessageBytes = 256 * 1024
+
+func (s *State) sendUserMessage(in SendUserMessage) Result {
+	if strings.TrimSpace(in.Text) == "" || len(in.Text) > MaxUserMessageBytes {
+		return Result{}
+	}
+	s.enqueue(in.Text)
+	return applied(s.next())
+}
+
+// buildingUser is the phase that waits for the turn's user message.
+func (s *State) buildingUser(in Input) Result {
+	switch in := in.(type) {
+	case UserMessageBuilt:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		if in.Message.Role != pluginapi.RoleUser {
+			return applied(s.userMessageFailed("build_user_message returned role " + strconv.Quote(string(in.Message.Role)) + "; want \"user\""))
+		}
+		s.TurnText = ""
+		seq := s.append(in.Message)
+		s.Phase = phaseRunningModel
+		return applied([]Command{
+			Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, in.Attempt, turnStartedPayload{Sequence: seq})},
+			s.runModel(),
+		})
+	case UserMessageFailed:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		return applied(s.userMessageFailed(in.Reason))
+	}
+	return Result{}
+}
+
+// userMessageFailed fails a turn whose user message could not be built.
+// The user's text is kept as a plain user message, so nothing the user
+// sent is lost.
+func (s *State) userMessageFailed(reason string) []Command {
+	s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
+	s.TurnText = ""
+	return s.failTurn("build_user_message failed: " + reason)
+}
+
+// runningModel is the phase of a RunModel Step.
+func (s *State) runningModel(in Input) Result {
+	switch in := in.(type) {
+	case ModelStepDone:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		return applied(s.modelStepDone(in.Outcome, in.NowMs))
+	case ModelStepFailed:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		return applied(s.failTurn(in.Reason))
+	}
+	return Result{}
+}
+
+// runningTools is the phase of a turn's tool calls: approvals, tool Steps
+// and deadlines, until every record is final and the turn resumes.
+func (s *State) runningTools(in Input) Result {
+	switch in := in.(type) {
+	case ResolveInterrupt:
+		return s.resolveInterrupt(in)
+	case DeadlineTimerFired:
+		return s.deadlineTimerFired(in)
+	case ToolStepDone:
+		c := s.runningCall(in.TurnID, in.ToolCallID)
+		if c < 0 {
+			return Result{}
+		}
+		return applied(s.toolStepDone(c, in.Outcome))
+	case ToolStepFailed:
+		c := s.runningCall(in.TurnID, in.ToolCallID)
+		if c < 0 {
+			return Result{}
+		}
+		return applied(s.toolStepFailed(c, in.Detail, in.NotStarted, in.Attempt))
+	}
+	return Result{}
+}
+
+// recordingFailure is the phase of RecordTurnFailure.
+func (s *State) recordingFailure(in Input) Result {
+	switch in := in.(type) {
+	case TurnFailureRecorded:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		return applied(s.turnFailureRecorded(in.Messages, in.Attempt))
+	case TurnFailureRecordFailed:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		// The runner could not build the messages: keep the note as plain
+		// text, so the next turn still learns what ran.
+		var msgs []pluginapi.FrameworkMessage
+		if note := BuildTurnFailureNote(s.ToolCalls); note != "" {
+			msgs = append(msgs, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: note})
+		}
+		return applied(s.turnFailureRecorded(msgs, in.Attempt))
+	}
+	return Result{}
+}

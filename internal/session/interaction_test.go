@@ -1,0 +1,155 @@
+package session
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the expected output of testdata/interactions/*.txt")
+
+// inputKinds names the inputs a script may apply. Their JSON uses the Go
+// field names of the input structs.
+var inputKinds = map[string]reflect.Type{
+	"start":                      reflect.TypeFor[Start](),
+	"continued":                  reflect.TypeFor[Continued](),
+	"send_user_message":          reflect.TypeFor[SendUserMessage](),
+	"resolve_interrupt":          reflect.TypeFor[ResolveInterrupt](),
+	"user_message_built":         reflect.TypeFor[UserMessageBuilt](),
+	"user_message_failed":        reflect.TypeFor[UserMessageFailed](),
+	"model_step_done":            reflect.TypeFor[ModelStepDone](),
+	"model_step_failed":          reflect.TypeFor[ModelStepFailed](),
+	"tool_step_done":             reflect.TypeFor[ToolStepDone](),
+	"tool_step_failed":           reflect.TypeFor[ToolStepFailed](),
+	"turn_failure_recorded":      reflect.TypeFor[TurnFailureRecorded](),
+	"turn_failure_record_failed": reflect.TypeFor[TurnFailureRecordFailed](),
+	"deadline_timer_fired":       reflect.TypeFor[DeadlineTimerFired](),
+}
+
+// TestInteractions runs the golden interaction scripts in
+// testdata/interactions: readable sequences of inputs, each followed by the
+// commands Apply returned and a line of the session's state. A script
+// starts with "> session <Options JSON>" (merged over the tests' options);
+// then "> <input> <JSON>" lines. Run with -update to rewrite the expected
+// output, then read the diff.
+func TestInteractions(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "interactions", "*.txt"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no interaction scripts: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := runScript(t, string(b))
+			if *updateGolden {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if diff := cmp.Diff(string(b), got); diff != "" {
+				t.Errorf("%s (-want +got; run go test ./internal/session -run TestInteractions -update):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+// runScript replays a script's inputs and returns the script with freshly
+// computed output under each input.
+func runScript(t *testing.T, script string) string {
+	t.Helper()
+	var out strings.Builder
+	var s *State
+	sc := bufio.NewScanner(strings.NewReader(script))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	skipping := false // inside the output of the previous input
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "> "):
+			skipping = true
+			out.WriteString(line + "\n")
+			kind, arg, _ := strings.Cut(strings.TrimPrefix(line, "> "), " ")
+			if kind == "session" {
+				o := opts()
+				if arg != "" {
+					if err := json.Unmarshal([]byte(arg), &o); err != nil {
+						t.Fatalf("%s: %v", line, err)
+					}
+				}
+				s = New("s-1", o)
+				out.WriteString(stateLine(s) + "\n")
+				continue
+			}
+			if s == nil {
+				t.Fatalf("%s: the script must start with > session", line)
+			}
+			typ, ok := inputKinds[kind]
+			if !ok {
+				t.Fatalf("%s: unknown input %q", line, kind)
+			}
+			ptr := reflect.New(typ)
+			if arg == "" {
+				arg = "{}"
+			}
+			dec := json.NewDecoder(strings.NewReader(arg))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(ptr.Interface()); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			r := s.Apply(ptr.Elem().Interface().(Input))
+			if !r.Accepted {
+				out.WriteString("not accepted\n")
+			}
+			for _, c := range r.Commands {
+				out.WriteString(render(c) + "\n")
+			}
+			out.WriteString(stateLine(s) + "\n")
+		case line == "" || strings.HasPrefix(line, "#"):
+			skipping = false
+			out.WriteString(line + "\n")
+		case !skipping:
+			t.Fatalf("unexpected line outside an input's output: %q", line)
+		}
+	}
+	return out.String()
+}
+
+// stateLine summarizes the session for a script.
+func stateLine(s *State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "= status=%s", orNone(s.Status))
+	if s.ActiveTurnID != "" {
+		fmt.Fprintf(&b, " turn=%s phase=%s", s.ActiveTurnID, s.Phase)
+	}
+	fmt.Fprintf(&b, " messages=%d queued=%d", len(s.Messages), len(s.Queued))
+	for _, in := range s.Interrupts {
+		fmt.Fprintf(&b, " interrupt=%s/%s", in.Kind, in.InterruptID)
+	}
+	for _, c := range s.ToolCalls {
+		fmt.Fprintf(&b, " call=%s:%s:%s", c.ToolCallID, c.Effect, c.Status)
+	}
+	if s.LastTurnError != "" {
+		fmt.Fprintf(&b, " last_turn_error=%q", s.LastTurnError)
+	}
+	fmt.Fprintf(&b, " model_calls=%d steps=%s", s.Usage.ModelCalls, strings.Join(s.ActiveStepTypes(), ","))
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

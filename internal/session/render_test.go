@@ -1,0 +1,61 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// render writes a command as one readable line, for table tests and the
+// golden interaction scripts.
+func render(c Command) string {
+	switch c := c.(type) {
+	case BuildUserMessage:
+		return fmt.Sprintf("build_user_message %s %q", c.Input.TurnID, c.Input.Text)
+	case RunModel:
+		var seqs []string
+		for _, m := range c.Input.Messages {
+			seqs = append(seqs, fmt.Sprint(m.Sequence))
+		}
+		var calls []string
+		for _, tc := range c.Input.ToolCalls {
+			calls = append(calls, tc.ToolCallID+":"+string(tc.Status))
+		}
+		out := fmt.Sprintf("run_model %s messages=[%s]", c.Input.TurnID, strings.Join(seqs, " "))
+		if c.Input.RunState != "" {
+			out += fmt.Sprintf(" run_state=%s", c.Input.RunState)
+		}
+		if len(calls) > 0 {
+			out += " tool_calls=[" + strings.Join(calls, " ") + "]"
+		}
+		return out + fmt.Sprintf(" attempts=%d", c.Limits.MaximumAttempts)
+	case RunTool:
+		return fmt.Sprintf("%s %s effect=%s attempts=%d key=%s", c.Step, c.ActivityID, c.Input.ToolCall.Effect, c.Limits.MaximumAttempts, c.Input.IdempotencyKey)
+	case StartTimer:
+		return fmt.Sprintf("start_timer %s %s", c.InterruptID, time.Duration(c.DelayMs)*time.Millisecond)
+	case CancelTimer:
+		return "cancel_timer " + c.InterruptID
+	case RecordTurnFailure:
+		out := "record_turn_failure " + c.Input.Turn.TurnID
+		if c.Input.Note != "" {
+			out += fmt.Sprintf(" note=%q", c.Input.Note)
+		}
+		return out
+	case Emit:
+		e := c.Event
+		out := fmt.Sprintf("emit %s turn=%s attempt=%d", e.Type, e.TurnID, e.Attempt)
+		if e.Step != "" {
+			out += " step=" + e.Step
+		}
+		return out + " " + string(e.Payload)
+	}
+	return fmt.Sprintf("unknown command %T", c)
+}
+
+func renderAll(cmds []Command) []string {
+	var out []string
+	for _, c := range cmds {
+		out = append(out, render(c))
+	}
+	return out
+}
