@@ -72,8 +72,9 @@ func (s *Stack) StartEngine() {
 	s.port = srv.FrontendPort()
 	if s.Client == nil {
 		c, err := temporalclient.DialContext(ctx, temporalclient.Options{
-			HostPort: srv.FrontendAddress(),
-			Logger:   log.NewStructuredLogger(slog.New(slog.NewTextHandler(s.logFile("client.log"), nil))),
+			HostPort:      srv.FrontendAddress(),
+			DataConverter: client.DataConverter(),
+			Logger:        log.NewStructuredLogger(slog.New(slog.NewTextHandler(s.logFile("client.log"), nil))),
 		})
 		if err != nil {
 			s.t.Fatalf("connect to the engine: %v", err)

@@ -12,7 +12,6 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 )
 
 // AgentSessionClient starts agent sessions and calls their updates and
@@ -31,7 +30,9 @@ type AgentSessionClient struct {
 }
 
 // New wraps a connected Temporal client. taskQueue is the workers' task
-// queue ("" means DefaultTaskQueue). The caller keeps ownership of c.
+// queue ("" means DefaultTaskQueue). The caller keeps ownership of c. Dial
+// c with DataConverter() so that large messages are not inflated by HTML
+// escaping (any converter that writes "json/plain" works).
 func New(c temporalclient.Client, namespace, taskQueue string) *AgentSessionClient {
 	if taskQueue == "" {
 		taskQueue = DefaultTaskQueue
@@ -94,7 +95,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	if reqID == "" {
 		reqID = uuid.NewString()
 	}
-	input, err := converter.GetDefaultDataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage})
+	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage})
 	if err != nil {
 		return "", false, err
 	}

@@ -407,9 +407,10 @@ func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.L
 		address = t.Address
 	}
 	opts := temporalclient.Options{
-		HostPort:  address,
-		Namespace: t.Namespace,
-		Logger:    log.NewStructuredLogger(logger.With("component", "temporal")),
+		HostPort:      address,
+		Namespace:     t.Namespace,
+		DataConverter: client.DataConverter(),
+		Logger:        log.NewStructuredLogger(logger.With("component", "temporal")),
 	}
 	if t.TLS != nil {
 		tc, err := tlsConfig(t.TLS)
