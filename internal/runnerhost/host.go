@@ -36,7 +36,15 @@ var (
 	ErrUnsupported = errors.New("runner plugin does not support this call")
 	// ErrUnknownPlugin means no plugin of that name was launched.
 	ErrUnknownPlugin = errors.New("unknown runner plugin")
+	// ErrMessageTooLarge means a request or an answer passed
+	// MaxMessageBytes; repeating the call cannot help.
+	ErrMessageTooLarge = errors.New("the gRPC message passes the host's limit")
 )
+
+// MaxMessageBytes bounds one gRPC message between the host and a plugin in
+// either direction (a turn's transcript, a model call's outcome). gRPC's
+// default of 4 MiB is far too small for a long session's transcript.
+const MaxMessageBytes = 512 << 20
 
 // Timing of launches and restarts.
 const (
@@ -65,6 +73,9 @@ type PluginSpec struct {
 	// SHA256 is the executable's expected SHA-256 in hex, or "" to skip
 	// the check. A mismatch refuses to start the plugin.
 	SHA256 string
+	// MaxMessageBytes bounds one gRPC message to or from the plugin; 0
+	// means MaxMessageBytes.
+	MaxMessageBytes int
 	// Env names the worker's environment variables the plugin may see.
 	// Listed variables that are unset are left out; nothing else is passed
 	// (not even PATH) besides go-plugin's own handshake variables.

@@ -735,3 +735,19 @@ func TestBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestMessagesPastTheLimit: a request or an answer larger than the host's
+// gRPC limit fails with ErrMessageTooLarge, which says so, instead of
+// gRPC's bare "received message larger than max".
+func TestMessagesPastTheLimit(t *testing.T) {
+	h, _ := newTestHost(t)
+	r := launch(t, h, PluginSpec{Name: "tp", MaxMessageBytes: 64 << 10})
+	ctx := testContext(t)
+	_, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: "a", Text: strings.Repeat("x", 80<<10)})
+	if !errors.Is(err, ErrMessageTooLarge) || !strings.Contains(err.Error(), "65536 bytes") {
+		t.Errorf("BuildUserMessage with 80 KiB: error = %v, want ErrMessageTooLarge naming the limit", err)
+	}
+	if resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: "a", Text: "small"}); err != nil || resp.Message.Text != "small" {
+		t.Errorf("a small call after them: %v", err)
+	}
+}

@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -161,6 +163,8 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		Stderr:           stderr,
 		SyncStdout:       outputLogger(i.logger, redact, "stdout"),
 		SyncStderr:       outputLogger(i.logger, redact, "stderr"),
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(i.maxMessage()), grpc.MaxCallSendMsgSize(i.maxMessage()))},
 	}
 	if i.checksum != nil {
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: i.checksum, Hash: sha256.New()}
@@ -465,6 +469,14 @@ func (i *instance) configure(ctx context.Context, agent string, data []byte) err
 	return nil
 }
 
+// maxMessage is the plugin's gRPC message limit.
+func (i *instance) maxMessage() int {
+	if i.spec.MaxMessageBytes > 0 {
+		return i.spec.MaxMessageBytes
+	}
+	return MaxMessageBytes
+}
+
 // named adds the plugin's name to an error that lacks it.
 func (i *instance) named(call string, err error) error {
 	return fmt.Errorf("runner plugin %q: %s: %w", i.spec.Name, call, err)
@@ -506,6 +518,12 @@ func (i *instance) wrap(ctx context.Context, p *process, call string, err error)
 	case codes.Unimplemented:
 		sentinel = ErrUnsupported
 		i.noteSuccess()
+	case codes.ResourceExhausted:
+		if strings.Contains(status.Convert(err).Message(), "larger than max") {
+			sentinel = ErrMessageTooLarge
+			err = fmt.Errorf("%w (%d bytes): %s", ErrMessageTooLarge, i.maxMessage(), status.Convert(err).Message())
+			i.noteSuccess()
+		}
 	default:
 		if ctx.Err() == nil {
 			i.noteSuccess()

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -170,7 +171,8 @@ const PermanentErrorType = "PermanentRunnerError"
 // its remaining attempts.
 func stepError(call string, err error) error {
 	var perm *pluginapi.PermanentError
-	if errors.As(err, &perm) {
+	if errors.As(err, &perm) || errors.Is(err, runnerhost.ErrMessageTooLarge) {
+		// A message past the gRPC limit would be as large on every retry.
 		return temporal.NewNonRetryableApplicationError(call+": "+err.Error(), PermanentErrorType, nil)
 	}
 	return fmt.Errorf("%s: %w", call, err)
