@@ -41,10 +41,21 @@ type StartInput struct {
 	InitialMessage string `json:"initial_message,omitempty"`
 }
 
-// SendUserMessageRequest is the input of send_user_message.
+// SendUserMessageRequest is the input of send_user_message. A text over
+// MaxInlineMessageBytes is sent by reference: store it in the session's
+// message store first (the HTTP API does) and set TextRef, with Text
+// holding its beginning for display.
 type SendUserMessageRequest struct {
-	Text string `json:"text"`
+	Text    string `json:"text"`
+	TextRef string `json:"text_ref,omitempty"`
 }
+
+// MaxInlineMessageBytes bounds the text of a send_user_message sent
+// inline; MaxMessageBytes bounds one message sent by reference.
+const (
+	MaxInlineMessageBytes = 64 << 10
+	MaxMessageBytes       = 8 << 20
+)
 
 // ResolveInterruptRequest is the input of resolve_interrupt.
 type ResolveInterruptRequest struct {
@@ -60,11 +71,23 @@ type ListMessagesRequest struct {
 	Limit          int   `json:"limit,omitempty"`
 }
 
+// Message is a stored message as a snapshot or a page shows it. In the
+// workflow's own answers (get_agent_snapshot, list_agent_messages), the text
+// of a long message is cut to its beginning and TextTruncated is set; the
+// HTTP API and the message store serve it whole.
+type Message struct {
+	pluginapi.Message
+	TextTruncated bool `json:"text_truncated,omitempty"`
+}
+
 // MessagesPage is one page of stored messages, oldest first.
 type MessagesPage struct {
-	Messages []pluginapi.Message `json:"messages"`
+	Messages []Message `json:"messages"`
 	// FirstSequence is the oldest stored sequence (0 when none is stored).
 	FirstSequence int64 `json:"first_sequence"`
+	// DeletedBeforeSequence is set once retention deleted the messages
+	// before it.
+	DeletedBeforeSequence int64 `json:"deleted_before_sequence,omitempty"`
 	// HasMore reports older messages before this page; pass
 	// NextBeforeSequence as before_sequence to read them.
 	HasMore            bool  `json:"has_more"`
@@ -115,7 +138,9 @@ const (
 // QueuedMessage is a user message waiting for its turn.
 type QueuedMessage struct {
 	MessageID string `json:"message_id"`
-	Text      string `json:"text"`
+	// Text is the message, or its beginning when TextRef is set.
+	Text    string `json:"text"`
+	TextRef string `json:"text_ref,omitempty"`
 }
 
 // Snapshot is what get_agent_snapshot returns: everything a UI renders.
@@ -123,7 +148,7 @@ type Snapshot struct {
 	SessionID         string               `json:"session_id"`
 	Agent             string               `json:"agent"`
 	State             *SessionState        `json:"state"`
-	Messages          []pluginapi.Message  `json:"messages"`
+	Messages          []Message            `json:"messages"`
 	PendingInterrupts []Interrupt          `json:"pending_interrupts"`
 	ToolCalls         []pluginapi.ToolCall `json:"tool_calls"`
 	Usage             pluginapi.Usage      `json:"usage"`

@@ -184,9 +184,9 @@ func TestPrintSnapshot(t *testing.T) {
 		SessionID: "s-1", Agent: "orders",
 		State: &client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-1", TurnCount: 1},
 		Usage: pluginapi.Usage{ModelCalls: 2, InputTokens: 100, OutputTokens: 20},
-		Messages: []pluginapi.Message{
-			{Sequence: 1, Role: pluginapi.RoleUser, Text: "refund order 7"},
-			{Sequence: 2, Role: pluginapi.RoleAssistant},
+		Messages: []client.Message{
+			{Message: pluginapi.Message{Sequence: 1, Role: pluginapi.RoleUser, Text: "refund order 7"}},
+			{Message: pluginapi.Message{Sequence: 2, Role: pluginapi.RoleAssistant}},
 		},
 		ToolCalls: []pluginapi.ToolCall{
 			{ToolCallID: "call_2_0", ToolName: "lookup_order", Status: pluginapi.ToolCallSucceeded, Arguments: `{"order_id":"7"}`},

@@ -254,7 +254,7 @@ func (f *fakeAPI) addMessage(s *Snapshot, role pluginapi.Role, text, toolCallID,
 	if s.State != nil {
 		turn = s.State.ActiveTurnID
 	}
-	s.Messages = append(s.Messages, Message{Sequence: f.seq, Role: role, Text: text, ToolCallID: toolCallID, ToolName: toolName, TurnID: turn})
+	s.Messages = append(s.Messages, Message{Message: pluginapi.Message{Sequence: f.seq, Role: role, Text: text, ToolCallID: toolCallID, ToolName: toolName, TurnID: turn}})
 }
 
 func (f *fakeAPI) setCall(s *Snapshot, tc ToolCall) {

@@ -13,7 +13,7 @@ import (
 type (
 	Snapshot      = client.Snapshot
 	State         = client.SessionState
-	Message       = pluginapi.Message
+	Message       = client.Message
 	Interrupt     = client.Interrupt
 	ToolCall      = pluginapi.ToolCall
 	Usage         = pluginapi.Usage

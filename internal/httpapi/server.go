@@ -656,7 +656,7 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 // BrowserSnapshot is the snapshot without what only the session's Steps use.
 func BrowserSnapshot(snap client.Snapshot) client.Snapshot {
 	out := snap
-	out.Messages = make([]pluginMessage, len(snap.Messages))
+	out.Messages = make([]client.Message, len(snap.Messages))
 	for i, m := range snap.Messages {
 		m.Item = ""
 		out.Messages[i] = m

@@ -25,9 +25,13 @@ type (
 	// carried state goes on where the last run stopped.
 	Continued struct{}
 	// SendUserMessage is send_user_message: it queues a message. Rejected
-	// for blank text and text over MaxUserMessageBytes.
+	// for blank text, text over MaxUserMessageBytes, and a reference in a
+	// session without the store.
 	SendUserMessage struct {
 		Text string
+		// TextRef is the store reference of a text sent by reference
+		// (Text holds its beginning).
+		TextRef string
 	}
 	// ResolveInterrupt is resolve_interrupt: it approves or rejects a
 	// pending approval. Rejected when the interrupt is not pending, its
@@ -43,10 +47,12 @@ type (
 
 // Step results.
 type (
-	// UserMessageBuilt is the runner's user message for the turn's text.
+	// UserMessageBuilt is the runner's user message for the turn's text,
+	// or (with the store) what the Step stored.
 	UserMessageBuilt struct {
 		TurnID  string
 		Message pluginapi.FrameworkMessage
+		Stored  *StoreResult
 		Attempt int
 	}
 	// UserMessageFailed reports that the user message could not be built.
@@ -83,10 +89,12 @@ type (
 		NotStarted bool
 		Attempt    int
 	}
-	// TurnFailureRecorded holds the messages RecordTurnFailure built.
+	// TurnFailureRecorded holds the messages RecordTurnFailure built, or
+	// (with the store) what it stored.
 	TurnFailureRecorded struct {
 		TurnID   string
 		Messages []pluginapi.FrameworkMessage
+		Stored   *StoreResult
 		Attempt  int
 	}
 	// TurnFailureRecordFailed reports that RecordTurnFailure could not reach
@@ -167,7 +175,7 @@ func (s *State) start(in Start) Result {
 	s.Started = true
 	s.Status = client.StatusWaitingForUserMessage
 	if strings.TrimSpace(in.InitialMessage) != "" {
-		s.enqueue(in.InitialMessage)
+		s.enqueue(in.InitialMessage, "")
 	}
 	return applied(s.next())
 }
@@ -177,11 +185,41 @@ func (s *State) start(in Start) Result {
 const MaxUserMessageBytes = 256 * 1024
 
 func (s *State) sendUserMessage(in SendUserMessage) Result {
-	if strings.TrimSpace(in.Text) == "" || len(in.Text) > MaxUserMessageBytes {
+	if strings.TrimSpace(in.Text) == "" || len(in.Text) > s.maxInlineMessage() {
 		return Result{}
 	}
-	s.enqueue(in.Text)
+	if in.TextRef != "" {
+		if !s.Options.Messages.Store || !validRef(in.TextRef) {
+			return Result{}
+		}
+		in.Text = preview(in.Text)
+	}
+	if s.queuedBytes()+len(in.Text) > maxQueuedBytes {
+		return Result{}
+	}
+	s.enqueue(in.Text, in.TextRef)
 	return applied(s.next())
+}
+
+// maxQueuedBytes bounds the text of the messages waiting for a turn, which
+// the workflow keeps in its state; a message past it is not accepted.
+const maxQueuedBytes = 512 << 10
+
+func (s *State) queuedBytes() int {
+	n := 0
+	for _, m := range s.Queued {
+		n += len(m.Text)
+	}
+	return n
+}
+
+// maxInlineMessage is the longest text send_user_message takes inline: a
+// session without the store keeps the old limit.
+func (s *State) maxInlineMessage() int {
+	if s.Options.Messages.Store {
+		return MaxInlineMessageBytes
+	}
+	return MaxUserMessageBytes
 }
 
 // buildingUser is the phase that waits for the turn's user message.
@@ -191,11 +229,22 @@ func (s *State) buildingUser(in Input) Result {
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
 		}
-		if in.Message.Role != pluginapi.RoleUser {
-			return applied(s.userMessageFailed("build_user_message returned role " + strconv.Quote(string(in.Message.Role)) + "; want \"user\""))
+		role := in.Message.Role
+		if in.Stored != nil {
+			if len(in.Stored.Messages) != 1 {
+				return applied(s.userMessageFailed("the step stored " + strconv.Itoa(len(in.Stored.Messages)) + " user messages; want 1"))
+			}
+			role = in.Stored.Messages[0].Role
 		}
-		s.TurnText = ""
-		seq := s.append(in.Message)
+		if role != pluginapi.RoleUser {
+			return applied(s.userMessageFailed("build_user_message returned role " + strconv.Quote(string(role)) + "; want \"user\""))
+		}
+		if reason := s.checkStored(in.Stored); reason != "" {
+			return applied(s.userMessageFailed(reason))
+		}
+		s.TurnText, s.TurnTextRef = "", ""
+		seq := s.NextSequence
+		s.store([]pluginapi.FrameworkMessage{in.Message}, in.Stored)
 		s.Phase = phaseRunningModel
 		return applied([]Command{
 			Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, in.Attempt, turnStartedPayload{Sequence: seq})},
@@ -212,10 +261,13 @@ func (s *State) buildingUser(in Input) Result {
 
 // userMessageFailed fails a turn whose user message could not be built.
 // The user's text is kept as a plain user message, so nothing the user
-// sent is lost.
+// sent is lost: here without the store; with it, RecordTurnFailure stores
+// it first.
 func (s *State) userMessageFailed(reason string) []Command {
-	s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
-	s.TurnText = ""
+	if !s.Options.Messages.Store {
+		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
+		s.TurnText = ""
+	}
 	return s.failTurn("build_user_message failed: " + reason)
 }
 
@@ -267,7 +319,7 @@ func (s *State) recordingFailure(in Input) Result {
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
 		}
-		return applied(s.turnFailureRecorded(in.Messages, in.Attempt))
+		return applied(s.turnFailureRecorded(in.Messages, in.Stored, in.Attempt))
 	case TurnFailureRecordFailed:
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
@@ -278,7 +330,13 @@ func (s *State) recordingFailure(in Input) Result {
 		if note := BuildTurnFailureNote(s.ToolCalls); note != "" {
 			msgs = append(msgs, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: note})
 		}
-		return applied(s.turnFailureRecorded(msgs, in.Attempt))
+		if s.Options.Messages.Store {
+			// The store did not take them: the note and the user's text
+			// are lost, and the reason says so.
+			s.LastTurnError += "; the turn-failure note could not be stored"
+			return applied(s.turnFailureRecorded(nil, &StoreResult{}, in.Attempt))
+		}
+		return applied(s.turnFailureRecorded(msgs, nil, in.Attempt))
 	}
 	return Result{}
 }

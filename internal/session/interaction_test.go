@@ -133,7 +133,18 @@ func stateLine(s *State) string {
 	if s.ActiveTurnID != "" {
 		fmt.Fprintf(&b, " turn=%s phase=%s", s.ActiveTurnID, s.Phase)
 	}
-	fmt.Fprintf(&b, " messages=%d queued=%d", len(s.Messages), len(s.Queued))
+	if s.Options.Messages.Store {
+		fmt.Fprintf(&b, " window=%d..%d", s.windowFirst(), s.NextSequence-1)
+		if s.RolledThrough > 0 {
+			fmt.Fprintf(&b, " rolled_through=%d", s.RolledThrough)
+		}
+		if s.DeletedBefore > 0 {
+			fmt.Fprintf(&b, " deleted_before=%d", s.DeletedBefore)
+		}
+		fmt.Fprintf(&b, " queued=%d", len(s.Queued))
+	} else {
+		fmt.Fprintf(&b, " messages=%d queued=%d", len(s.Messages), len(s.Queued))
+	}
 	for _, in := range s.Interrupts {
 		fmt.Fprintf(&b, " interrupt=%s/%s", in.Kind, in.InterruptID)
 	}

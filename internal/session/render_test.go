@@ -11,7 +11,11 @@ import (
 func render(c Command) string {
 	switch c := c.(type) {
 	case BuildUserMessage:
-		return fmt.Sprintf("build_user_message %s %q", c.Input.TurnID, c.Input.Text)
+		out := fmt.Sprintf("build_user_message %s %q", c.Input.TurnID, c.Input.Text)
+		if c.Input.TextRef != "" {
+			out += " ref=" + c.Input.TextRef
+		}
+		return out + renderStore(c.Input.Store)
 	case RunModel:
 		var seqs []string
 		for _, m := range c.Input.Messages {
@@ -22,13 +26,16 @@ func render(c Command) string {
 			calls = append(calls, tc.ToolCallID+":"+string(tc.Status))
 		}
 		out := fmt.Sprintf("run_model %s messages=[%s]", c.Input.TurnID, strings.Join(seqs, " "))
+		if tr := c.Input.Transcript; tr != nil {
+			out = fmt.Sprintf("run_model %s transcript=%d..%d window_from=%d", c.Input.TurnID, tr.From, tr.Last, tr.WindowFirst)
+		}
 		if c.Input.RunState != "" {
 			out += fmt.Sprintf(" run_state=%s", c.Input.RunState)
 		}
 		if len(calls) > 0 {
 			out += " tool_calls=[" + strings.Join(calls, " ") + "]"
 		}
-		return out + fmt.Sprintf(" attempts=%d", c.Limits.MaximumAttempts)
+		return out + fmt.Sprintf(" attempts=%d", c.Limits.MaximumAttempts) + renderStore(c.Input.Store)
 	case RunTool:
 		return fmt.Sprintf("%s %s effect=%s attempts=%d key=%s", c.Step, c.ActivityID, c.Input.ToolCall.Effect, c.Limits.MaximumAttempts, c.Input.IdempotencyKey)
 	case StartTimer:
@@ -40,7 +47,10 @@ func render(c Command) string {
 		if c.Input.Note != "" {
 			out += fmt.Sprintf(" note=%q", c.Input.Note)
 		}
-		return out
+		if c.Input.UserText != "" {
+			out += fmt.Sprintf(" user_text=%q", c.Input.UserText)
+		}
+		return out + renderStore(c.Input.Turn.Store)
 	case Emit:
 		e := c.Event
 		out := fmt.Sprintf("emit %s turn=%s attempt=%d", e.Type, e.TurnID, e.Attempt)
@@ -58,4 +68,22 @@ func renderAll(cmds []Command) []string {
 		out = append(out, render(c))
 	}
 	return out
+}
+
+// renderStore writes a storing Step's store work.
+func renderStore(w *StoreWork) string {
+	if w == nil {
+		return ""
+	}
+	out := fmt.Sprintf(" store{gen=%d next=%d", w.Gen, w.NextSequence)
+	if w.DeleteThrough > 0 {
+		out += fmt.Sprintf(" delete_through=%d", w.DeleteThrough)
+	}
+	for _, c := range w.Roll {
+		out += fmt.Sprintf(" roll=%d..%d", c.First, c.Last)
+	}
+	if w.RetainFrom > 0 {
+		out += fmt.Sprintf(" retain_from=%d", w.RetainFrom)
+	}
+	return out + "}"
 }

@@ -13,7 +13,7 @@ func (s *State) Snapshot() client.Snapshot {
 	snap := client.Snapshot{
 		SessionID:         s.SessionID,
 		Agent:             s.Options.Agent,
-		Messages:          []pluginapi.Message{},
+		Messages:          []client.Message{},
 		PendingInterrupts: []client.Interrupt{},
 		ToolCalls:         []pluginapi.ToolCall{},
 		QueuedMessages:    []client.QueuedMessage{},
@@ -28,7 +28,7 @@ func (s *State) Snapshot() client.Snapshot {
 			TurnCount:     s.TurnCount,
 		}
 	}
-	msgs := s.Messages
+	msgs := s.messages()
 	if len(msgs) > SnapshotMessageLimit {
 		msgs = msgs[len(msgs)-SnapshotMessageLimit:]
 	}
@@ -48,32 +48,56 @@ func (s *State) Snapshot() client.Snapshot {
 	return snap
 }
 
+// messages returns the messages the workflow holds: every message without
+// the store, the window (previews) with it.
+func (s *State) messages() []client.Message {
+	if s.Options.Messages.Store {
+		out := make([]client.Message, len(s.Window))
+		for i, e := range s.Window {
+			out[i] = client.Message{Message: e.Message, TextTruncated: e.Truncated}
+		}
+		return out
+	}
+	out := make([]client.Message, len(s.Messages))
+	for i, m := range s.Messages {
+		out[i] = client.Message{Message: m}
+	}
+	return out
+}
+
 // MaxPageSize bounds list_agent_messages.
 const MaxPageSize = 200
 
 // ListMessages renders list_agent_messages: up to Limit messages (clamped to
 // 1..200, as the spec says: a limit of 0 or less reads 1) older than
-// BeforeSequence, or the newest, oldest first.
+// BeforeSequence, or the newest, oldest first. With the message store it
+// pages the window only; older pages come from the store (the HTTP API,
+// package client), and FirstSequence and DeletedBeforeSequence say where
+// the stored messages begin.
 func (s *State) ListMessages(req client.ListMessagesRequest) client.MessagesPage {
 	limit := min(max(req.Limit, 1), MaxPageSize)
-	end := len(s.Messages)
+	msgs := s.messages()
+	end := len(msgs)
 	if req.BeforeSequence > 0 {
 		end = 0
-		for end < len(s.Messages) && s.Messages[end].Sequence < req.BeforeSequence {
+		for end < len(msgs) && msgs[end].Sequence < req.BeforeSequence {
 			end++
 		}
 	}
-	start := end - limit
-	if start < 0 {
-		start = 0
+	start := max(end-limit, 0)
+	page := client.MessagesPage{Messages: append([]client.Message{}, msgs[start:end]...)}
+	if len(msgs) > 0 {
+		page.FirstSequence = msgs[0].Sequence
 	}
-	page := client.MessagesPage{Messages: append([]pluginapi.Message{}, s.Messages[start:end]...)}
-	if len(s.Messages) > 0 {
-		page.FirstSequence = s.Messages[0].Sequence
+	if s.Options.Messages.Store && s.NextSequence > 1 {
+		page.FirstSequence = max(s.DeletedBefore, 1)
+		if s.DeletedBefore > 1 {
+			page.DeletedBeforeSequence = s.DeletedBefore
+		}
 	}
-	if start > 0 {
+	if start < len(msgs) && msgs[start].Sequence > page.FirstSequence {
 		page.HasMore = true
-		page.NextBeforeSequence = s.Messages[start].Sequence
+		page.NextBeforeSequence = msgs[start].Sequence
 	}
 	return page
 }

@@ -33,11 +33,30 @@ type Options struct {
 	// RunModel and Tool are the timeouts and retry budgets of the Steps.
 	RunModel Limits `json:"run_model"`
 	Tool     Limits `json:"tool"`
+	// Messages says where the session keeps its messages.
+	Messages MessageOptions `json:"messages"`
 	// Version is SettingsVersion once the settings were recorded in the
 	// session's history; 0 for sessions started by older workers, which
 	// replay as they ran: with the worker's settings, trusting the effect
 	// and approval the runner resolved for each call.
 	Version int `json:"version,omitempty"`
+}
+
+// MessageOptions say where a session keeps its messages: in its own state
+// (Store false: sessions started before the message store, whose
+// histories replay that way), or in the message store, with a window of
+// the newest ones in the workflow.
+type MessageOptions struct {
+	Store bool `json:"store,omitempty"`
+	// WindowSize is message_window_size: the newest messages the workflow
+	// keeps (as previews); older ones move into chunks.
+	WindowSize int `json:"window_size,omitempty"`
+	// ChunkSize and ChunkMaxBytes bound one chunk.
+	ChunkSize     int   `json:"chunk_size,omitempty"`
+	ChunkMaxBytes int64 `json:"chunk_max_bytes,omitempty"`
+	// RetainedLimit is retained_message_limit: whole chunks older than the
+	// newest RetainedLimit messages are deleted; 0 keeps every message.
+	RetainedLimit int64 `json:"retained_limit,omitempty"`
 }
 
 // SettingsVersion is the version of recorded settings: the config's
@@ -77,17 +96,43 @@ type State struct {
 	// Phase says which Step the active turn is in; see the phase constants.
 	Phase string `json:"phase,omitempty"`
 
-	NextSequence  int64                  `json:"next_sequence"`
-	Messages      []pluginapi.Message    `json:"messages"`
+	NextSequence int64 `json:"next_sequence"`
+	// Messages holds every message whole, in a session without the
+	// message store.
+	Messages []pluginapi.Message `json:"messages"`
+	// Window holds the newest messages as previews, in a session with the
+	// message store (which holds them whole); the store's chunks hold the
+	// older ones from DeletedBefore on.
+	Window []Entry `json:"window,omitempty"`
+	// RolledThrough is the last sequence committed chunks hold: the next
+	// storing Step deletes the window rows up to it.
+	RolledThrough int64 `json:"rolled_through,omitempty"`
+	// DeletedBefore is where retention cut: the messages before it are
+	// deleted (0: none).
+	DeletedBefore int64 `json:"deleted_before,omitempty"`
+	// WriterGen is the Gen of the last Step scheduled that stores messages.
+	WriterGen int64 `json:"writer_gen,omitempty"`
+	// Rolling and Retaining are the roll and the retention asked of that
+	// Step; its result must report exactly that roll and no deletion past
+	// Retaining.
+	Rolling   []ChunkPlan `json:"rolling,omitempty"`
+	Retaining int64       `json:"retaining,omitempty"`
+
 	Queued        []client.QueuedMessage `json:"queued,omitempty"`
 	NextMessageID int64                  `json:"next_message_id"`
-	// TurnText is the user text of the turn whose message is being built.
-	TurnText string `json:"turn_text,omitempty"`
-	// RunState is the framework run state while a turn waits for tool calls.
-	RunState   string               `json:"run_state,omitempty"`
-	ToolCalls  []pluginapi.ToolCall `json:"tool_calls,omitempty"`
-	Interrupts []Interrupt          `json:"interrupts,omitempty"`
-	Usage      pluginapi.Usage      `json:"usage"`
+	// TurnText is the user text of the turn whose message is being built
+	// (its preview when TurnTextRef is set).
+	TurnText    string `json:"turn_text,omitempty"`
+	TurnTextRef string `json:"turn_text_ref,omitempty"`
+	// RunState is the framework run state while a turn waits for tool
+	// calls (its preview when RunStateRef is set).
+	RunState    string               `json:"run_state,omitempty"`
+	RunStateRef string               `json:"run_state_ref,omitempty"`
+	ToolCalls   []pluginapi.ToolCall `json:"tool_calls,omitempty"`
+	// Refs hold the store references of the records' large fields.
+	Refs       []RecordRefs    `json:"refs,omitempty"`
+	Interrupts []Interrupt     `json:"interrupts,omitempty"`
+	Usage      pluginapi.Usage `json:"usage"`
 }
 
 // Turn phases. The phase decides which inputs a state accepts.
@@ -104,10 +149,10 @@ func New(sessionID string, opts Options) *State {
 	return &State{SessionID: sessionID, Options: opts, NextSequence: 1, NextMessageID: 1}
 }
 
-func (s *State) enqueue(text string) {
+func (s *State) enqueue(text, ref string) {
 	id := "msg-" + strconv.FormatInt(s.NextMessageID, 10)
 	s.NextMessageID++
-	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: id, Text: text})
+	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: id, Text: text, TextRef: ref})
 }
 
 // next starts the next queued turn when the session is idle.
@@ -121,8 +166,11 @@ func (s *State) next() []Command {
 	s.ActiveTurnID = "turn-" + strconv.Itoa(s.TurnCount)
 	s.Status = client.StatusRunningModel
 	s.Phase = phaseBuildingUser
-	s.TurnText = msg.Text
-	return []Command{BuildUserMessage{Input: BuildUserMessageInput{Agent: s.Options.Agent, TurnID: s.ActiveTurnID, Text: msg.Text}}}
+	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
+	return []Command{BuildUserMessage{Input: BuildUserMessageInput{
+		Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
+		Text: msg.Text, TextRef: msg.TextRef, Store: s.storeWork(),
+	}}}
 }
 
 func (s *State) append(m pluginapi.FrameworkMessage) int64 {
@@ -141,10 +189,17 @@ func (s *State) append(m pluginapi.FrameworkMessage) int64 {
 	return seq
 }
 
-// ModelOutcome is the result of one RunModel Step.
+// ModelOutcome is the result of one RunModel Step. With the message store,
+// the outcome's new messages are stored and Stored describes them (the
+// outcome's NewMessages are then empty), a long run state is stored
+// (RunStateRef; RunState holds its preview), and so are long tool call
+// arguments (Refs; Arguments holds their preview).
 type ModelOutcome struct {
 	TurnCompleted      *pluginapi.TurnCompleted      `json:"turn_completed,omitempty"`
 	ToolCallsRequested *pluginapi.ToolCallsRequested `json:"tool_calls_requested,omitempty"`
+	Stored             *StoreResult                  `json:"stored,omitempty"`
+	RunStateRef        string                        `json:"run_state_ref,omitempty"`
+	Refs               []RecordRefs                  `json:"refs,omitempty"`
 	// UnfinishedCapable reports that the runner implements
 	// build_unfinished_turn_messages.
 	UnfinishedCapable bool `json:"unfinished_capable,omitempty"`
@@ -166,12 +221,11 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	}
 	attempt := out.Attempt
 	cmds := s.recordUsage(usage, attempt)
+	if reason := s.checkStored(out.Stored); reason != "" {
+		return append(cmds, s.failTurn(reason)...)
+	}
 	if tc := out.TurnCompleted; tc != nil {
-		first := len(s.Messages)
-		for _, m := range tc.NewMessages {
-			s.append(m)
-		}
-		count := len(s.Messages) - first
+		count := s.store(tc.NewMessages, out.Stored)
 		turn := s.ActiveTurnID
 		s.LastTurnError = ""
 		cmds = append(cmds, s.endTurn()...)
@@ -179,13 +233,12 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		return append(cmds, s.next()...)
 	}
 	req := out.ToolCallsRequested
-	if reason := s.checkToolCalls(req, out.UnfinishedCapable); reason != "" {
+	if reason := s.checkToolCalls(out); reason != "" {
 		return append(cmds, s.failTurn(reason)...)
 	}
-	for _, m := range req.NewMessages {
-		s.append(m)
-	}
-	s.RunState = req.RunState
+	s.store(req.NewMessages, out.Stored)
+	s.RunState, s.RunStateRef = req.RunState, out.RunStateRef
+	s.Refs = append(s.Refs, out.Refs...)
 	s.Phase = phaseRunningTools
 	s.Status = client.StatusRunningTools
 	for _, call := range req.ToolCalls {
@@ -242,14 +295,16 @@ func deadlineTimer(in Interrupt, nowMs int64) StartTimer {
 }
 
 // checkToolCalls returns why a ToolCallsRequested must fail the turn, or "".
-func (s *State) checkToolCalls(req *pluginapi.ToolCallsRequested, unfinishedCapable bool) string {
-	if req.RunState == "" {
+func (s *State) checkToolCalls(out ModelOutcome) string {
+	req := out.ToolCallsRequested
+	if req.RunState == "" && out.RunStateRef == "" {
 		return "the runner returned tool_calls_requested with an empty framework_run_state"
 	}
 	if len(req.ToolCalls) == 0 {
 		return "the runner returned tool_calls_requested without tool calls"
 	}
-	if len(req.NewMessages) > 0 && !unfinishedCapable {
+	stored := len(req.NewMessages) > 0 || out.Stored != nil && len(out.Stored.Messages) > 0
+	if stored && !out.UnfinishedCapable {
 		return "the runner stored new_messages in tool_calls_requested but does not implement build_unfinished_turn_messages"
 	}
 	for i, call := range req.ToolCalls {
@@ -275,7 +330,30 @@ func (s *State) checkToolCalls(req *pluginapi.ToolCallsRequested, unfinishedCapa
 
 // runModel starts the RunModel Step with the committed turn state.
 func (s *State) runModel() RunModel {
-	return RunModel{Input: s.turnInput(), Limits: s.Options.RunModel}
+	in := s.turnInput()
+	in.Store = s.storeWork()
+	return RunModel{Input: in, Limits: s.Options.RunModel}
+}
+
+// turnInput builds the runner's view of the active turn: the messages
+// themselves without the store, where the store holds them with it.
+func (s *State) turnInput() TurnInput {
+	in := TurnInput{
+		Agent:       s.Options.Agent,
+		SessionID:   s.SessionID,
+		TurnID:      s.ActiveTurnID,
+		RunState:    s.RunState,
+		RunStateRef: s.RunStateRef,
+		ToolCalls:   s.ToolCalls,
+		Refs:        s.Refs,
+		Policies:    s.Options.Policies,
+	}
+	if s.Options.Messages.Store {
+		in.Transcript = &Transcript{From: max(s.DeletedBefore, 1), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}
+	} else {
+		in.Messages = s.Messages
+	}
+	return in
 }
 
 // runTool starts the tool Step of an approved record: CallTool for the
@@ -293,6 +371,8 @@ func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
 			Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
 			ToolCall:       rec,
 			IdempotencyKey: s.SessionID + "/" + s.ActiveTurnID + "/" + rec.ToolCallID,
+			ArgumentsRef:   s.refs(rec.ToolCallID).ArgumentsRef,
+			StoreOutput:    s.Options.Messages.Store,
 		},
 	}
 }
@@ -309,18 +389,28 @@ func (s *State) recordUsage(u pluginapi.Usage, attempt int) []Command {
 func (s *State) failTurn(reason string) []Command {
 	s.Phase = phaseRecordFailure
 	s.LastTurnError = reason
-	return []Command{RecordTurnFailure{Input: TurnFailureInput{
-		Turn: s.turnInput(),
-		Note: BuildTurnFailureNote(s.ToolCalls),
-	}}}
+	in := TurnFailureInput{Turn: s.turnInput(), Note: BuildTurnFailureNote(s.ToolCalls)}
+	if s.Options.Messages.Store {
+		in.Turn.Store = s.storeWork()
+		// A user message that could not be built is stored as plain text
+		// by the Step, first, so nothing the user sent is lost.
+		in.UserText, in.UserTextRef = s.TurnText, s.TurnTextRef
+	}
+	return []Command{RecordTurnFailure{Input: in}}
 }
 
-// turnFailureRecorded stores the unfinished-turn messages and the note, and
-// ends the failed turn.
-func (s *State) turnFailureRecorded(msgs []pluginapi.FrameworkMessage, attempt int) []Command {
-	for _, m := range msgs {
-		s.append(m)
+// turnFailureRecorded stores the unfinished-turn messages and the note
+// (stored is what the Step stored, with the store), and ends the failed
+// turn.
+func (s *State) turnFailureRecorded(msgs []pluginapi.FrameworkMessage, stored *StoreResult, attempt int) []Command {
+	if reason := s.checkStored(stored); reason != "" {
+		// Our own Step broke the store contract: keep what the Step said
+		// out of the session and end the turn with the reason.
+		s.LastTurnError += "; and " + reason
+		stored = nil
 	}
+	s.TurnText, s.TurnTextRef = "", ""
+	s.store(msgs, stored)
 	turn, reason := s.ActiveTurnID, s.LastTurnError
 	cmds := s.endTurn()
 	s.LastTurnError = reason
@@ -341,8 +431,9 @@ func (s *State) endTurn() []Command {
 	s.ActiveTurnID = ""
 	s.Phase = phaseNone
 	s.Status = client.StatusWaitingForUserMessage
-	s.RunState = ""
+	s.RunState, s.RunStateRef = "", ""
 	s.ToolCalls = nil
+	s.Refs = nil
 	s.Interrupts = nil
 	return cmds
 }
@@ -423,6 +514,9 @@ type ToolOutcome struct {
 	Output *string `json:"output,omitempty"`
 	// Error is a failure the model sees (ToolExecutionError).
 	Error *string `json:"error,omitempty"`
+	// OutputRef is the store reference of an output longer than
+	// PreviewBytes; Output then holds its preview.
+	OutputRef string `json:"output_ref,omitempty"`
 	// Attempt is the attempt of the tool Step that ran the call.
 	Attempt int `json:"attempt,omitempty"`
 }
@@ -432,6 +526,9 @@ func (s *State) toolStepDone(c int, out ToolOutcome) []Command {
 	switch {
 	case out.Output != nil && out.Error == nil:
 		s.ToolCalls[c].Output = *out.Output
+		if out.OutputRef != "" {
+			s.setOutputRef(s.ToolCalls[c].ToolCallID, out.OutputRef)
+		}
 		return s.finishCall(c, pluginapi.ToolCallSucceeded, out.Attempt)
 	case out.Error != nil && out.Output == nil:
 		s.ToolCalls[c].Error = *out.Error

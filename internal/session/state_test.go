@@ -675,3 +675,46 @@ func resolve(s *State, req client.ResolveInterruptRequest, nowMs int64) (bool, [
 	r := s.Apply(ResolveInterrupt{InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage, NowMs: nowMs})
 	return r.Accepted, r.Commands
 }
+
+// TestPlanRoll: the window's oldest messages are cut into whole chunks,
+// the same way whatever comes after them, so every attempt and every later
+// Step cuts the same chunks.
+func TestPlanRoll(t *testing.T) {
+	window := func(sizes ...int64) []Entry {
+		out := make([]Entry, len(sizes))
+		for i, b := range sizes {
+			out[i] = Entry{Message: pluginapi.Message{Sequence: int64(i + 1)}, Bytes: b}
+		}
+		return out
+	}
+	repeat := func(n int, b int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = b
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		o      MessageOptions
+		window []Entry
+		want   string
+	}{
+		{"under the threshold", MessageOptions{WindowSize: 4, ChunkSize: 2, ChunkMaxBytes: 100}, window(1, 1, 1, 1, 1), "none"},
+		{"one full chunk", MessageOptions{WindowSize: 4, ChunkSize: 2, ChunkMaxBytes: 100}, window(1, 1, 1, 1, 1, 1), "1..2"},
+		{"a partial chunk stays", MessageOptions{WindowSize: 2, ChunkSize: 2, ChunkMaxBytes: 100}, window(1, 1, 1, 1, 1), "1..2"},
+		{"cut by bytes", MessageOptions{WindowSize: 2, ChunkSize: 3, ChunkMaxBytes: 100}, window(60, 30, 30, 1, 1, 1, 1), "1..2, 3..5"},
+		{"no roll before WindowSize+ChunkSize messages", MessageOptions{WindowSize: 2, ChunkSize: 10, ChunkMaxBytes: 100}, window(60, 30, 30, 1, 1, 1, 1), "none"},
+		{"a large message alone", MessageOptions{WindowSize: 2, ChunkSize: 3, ChunkMaxBytes: 100}, window(10, 500, 10, 10, 10, 1, 1), "1..1, 2..2, 3..5"},
+		{"at most four chunks", MessageOptions{WindowSize: 1, ChunkSize: 1, ChunkMaxBytes: 100}, window(repeat(8, 1)...), "1..1, 2..2, 3..3, 4..4"},
+		{"at most 8 MiB", MessageOptions{WindowSize: 1, ChunkSize: 1, ChunkMaxBytes: 8 << 20}, window(5<<20, 5<<20, 1, 1), "1..1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &State{Options: Options{Messages: tt.o}, Window: tt.window}
+			if got := plans(s.planRoll()); got != tt.want {
+				t.Errorf("planRoll = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

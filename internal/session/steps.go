@@ -1,26 +1,140 @@
 package session
 
-import "github.com/dex-agents/dex-agent-worker/pluginapi"
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
 
 // Inputs and outputs of the session's activities. They travel as plain JSON
-// through the engine's history.
+// through the engine's history, so none of them grows with the session: in
+// a session whose messages live in the message store, a Step gets sequence
+// ranges and references, loads what it needs from the store, and returns
+// short previews.
+
+// PreviewBytes bounds a text the workflow keeps in its own state (a window
+// message, a tool call's arguments or output, a run state): a longer one is
+// kept in the message store and the workflow keeps its first PreviewBytes.
+const PreviewBytes = 2 << 10
+
+// MaxInlineMessageBytes bounds a user message sent in send_user_message
+// itself. A client sends a longer one (up to MaxStoredMessageBytes) by
+// storing it first and sending its reference, as the HTTP API does.
+const MaxInlineMessageBytes = 64 << 10
+
+// MaxStoredMessageBytes is the hard cap on one message (its encoding).
+const MaxStoredMessageBytes = 8 << 20
+
+// StoreWork is what a Step that stores messages does in the message store
+// besides its own work, in this order: delete the window rows that
+// committed chunks hold, move the oldest committed window rows into the
+// planned chunks, delete whole chunks before RetainFrom, then write its own
+// messages as window rows from NextSequence on, fenced by Gen. Every part
+// is idempotent, so a retried attempt does it again harmlessly.
+type StoreWork struct {
+	// Gen fences the Step's writes: it grows with every Step the session
+	// schedules that stores messages.
+	Gen int64 `json:"gen"`
+	// NextSequence is the sequence of the Step's first message.
+	NextSequence int64 `json:"next_sequence"`
+	// DeleteThrough deletes window rows with sequences <= it (0: none).
+	DeleteThrough int64 `json:"delete_through,omitempty"`
+	// Roll lists the chunks to cut from committed window rows, in order.
+	Roll []ChunkPlan `json:"roll,omitempty"`
+	// RetainFrom deletes the chunks whose messages all precede it (0: none).
+	RetainFrom int64 `json:"retain_from,omitempty"`
+	// DeletedBefore is where retention cut before, so the Step lists only
+	// chunks after it.
+	DeletedBefore int64 `json:"deleted_before,omitempty"`
+}
+
+// ChunkPlan is one chunk to cut: the window rows First..Last.
+type ChunkPlan struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
+}
+
+// StoreResult is what a Step that stores messages did in the store.
+type StoreResult struct {
+	// Messages are the Step's own messages, as the window keeps them.
+	Messages []Entry `json:"messages,omitempty"`
+	// Chunks are the chunks it wrote, as StoreWork.Roll planned them.
+	Chunks []ChunkPlan `json:"chunks,omitempty"`
+	// DeletedBefore is the first sequence still stored after retention
+	// (0: retention deleted nothing).
+	DeletedBefore int64 `json:"deleted_before,omitempty"`
+}
+
+// Entry is a message as the session's window keeps it: the stored message
+// without its framework item, with its text cut to PreviewBytes, and the
+// size of its stored encoding.
+type Entry struct {
+	pluginapi.Message
+	// Bytes is the size of the stored message's encoding.
+	Bytes int64 `json:"bytes"`
+	// Truncated reports that Text holds only the first PreviewBytes.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Transcript says where a Step finds the session's messages in the store:
+// chunks for [From, WindowFirst-1] and window rows for [WindowFirst, Last].
+type Transcript struct {
+	From        int64 `json:"from"`
+	WindowFirst int64 `json:"window_first"`
+	Last        int64 `json:"last"`
+}
 
 // BuildUserMessageInput is the input of the BuildUserMessage local activity.
 type BuildUserMessageInput struct {
-	Agent  string `json:"agent"`
-	TurnID string `json:"turn_id"`
-	Text   string `json:"text"`
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id,omitempty"`
+	TurnID    string `json:"turn_id"`
+	// Text is the user's text, or its preview when TextRef is set.
+	Text string `json:"text"`
+	// TextRef is the message store reference of a text sent by reference.
+	TextRef string `json:"text_ref,omitempty"`
+	// Store is set when the session keeps its messages in the store.
+	Store *StoreWork `json:"store,omitempty"`
+}
+
+// BuildUserMessageOutput is the result of the BuildUserMessage local activity.
+type BuildUserMessageOutput struct {
+	// Message is the built message, in a session without the store.
+	Message pluginapi.FrameworkMessage `json:"message"`
+	// Stored is what the Step stored, in a session with the store.
+	Stored  *StoreResult `json:"stored,omitempty"`
+	Attempt int          `json:"attempt,omitempty"`
 }
 
 // TurnInput is the committed turn state a runner sees; RunModel's input.
 type TurnInput struct {
-	Agent     string               `json:"agent"`
-	SessionID string               `json:"session_id"`
-	TurnID    string               `json:"turn_id"`
-	Messages  []pluginapi.Message  `json:"messages"`
-	RunState  string               `json:"run_state,omitempty"`
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	// Messages holds every message, in a session without the store.
+	Messages []pluginapi.Message `json:"messages"`
+	// Transcript locates the messages in the store, in a session with it.
+	Transcript *Transcript `json:"transcript,omitempty"`
+	// RunState is the framework run state, or its preview when RunStateRef
+	// is set.
+	RunState    string `json:"run_state,omitempty"`
+	RunStateRef string `json:"run_state_ref,omitempty"`
+	// ToolCalls are the turn's records; their large arguments and outputs
+	// travel by reference (Refs).
 	ToolCalls []pluginapi.ToolCall `json:"tool_calls,omitempty"`
+	Refs      []RecordRefs         `json:"refs,omitempty"`
 	Policies  pluginapi.PolicySet  `json:"policies"`
+	// Store is set when the session keeps its messages in the store.
+	Store *StoreWork `json:"store,omitempty"`
+}
+
+// RecordRefs are the message store references of a tool call record's
+// large fields.
+type RecordRefs struct {
+	ToolCallID   string `json:"tool_call_id"`
+	ArgumentsRef string `json:"arguments_ref,omitempty"`
+	OutputRef    string `json:"output_ref,omitempty"`
 }
 
 // ToolInput is the input of CallTool and CallSingleAttemptTool.
@@ -30,6 +144,12 @@ type ToolInput struct {
 	TurnID         string             `json:"turn_id"`
 	ToolCall       pluginapi.ToolCall `json:"tool_call"`
 	IdempotencyKey string             `json:"idempotency_key"`
+	// ArgumentsRef is the reference of arguments longer than PreviewBytes
+	// (ToolCall.Arguments then holds their preview).
+	ArgumentsRef string `json:"arguments_ref,omitempty"`
+	// StoreOutput asks the Step to store an output longer than
+	// PreviewBytes and return its reference.
+	StoreOutput bool `json:"store_output,omitempty"`
 }
 
 // StepHeartbeat is the heartbeat detail of a RunModel or tool Step. Started
@@ -57,29 +177,46 @@ type TurnFailureInput struct {
 	Turn TurnInput `json:"turn"`
 	// Note is the turn-failure note, or "" when no tool call ran.
 	Note string `json:"note,omitempty"`
+	// UserText (or UserTextRef) is the text of a user message that could
+	// not be built: with the store, the Step stores it first, as a plain
+	// user message.
+	UserText    string `json:"user_text,omitempty"`
+	UserTextRef string `json:"user_text_ref,omitempty"`
 }
 
 // TurnFailureOutput holds the messages RecordTurnFailure stores.
 type TurnFailureOutput struct {
+	// Messages are the messages, in a session without the store.
 	Messages []pluginapi.FrameworkMessage `json:"messages"`
-	Attempt  int                          `json:"attempt,omitempty"`
+	// Stored is what the Step stored, in a session with the store.
+	Stored  *StoreResult `json:"stored,omitempty"`
+	Attempt int          `json:"attempt,omitempty"`
 }
 
-// turnInput builds the runner's view of the active turn.
-func (s *State) turnInput() TurnInput {
-	return TurnInput{
-		Agent:     s.Options.Agent,
-		SessionID: s.SessionID,
-		TurnID:    s.ActiveTurnID,
-		Messages:  s.Messages,
-		RunState:  s.RunState,
-		ToolCalls: s.ToolCalls,
-		Policies:  s.Options.Policies,
+// preview returns the beginning of text the workflow keeps in its state:
+// at most PreviewBytes, cut at a character boundary.
+func preview(text string) string {
+	if len(text) <= PreviewBytes {
+		return text
 	}
+	cut := PreviewBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }
 
-// BuildUserMessageOutput is the result of the BuildUserMessage local activity.
-type BuildUserMessageOutput struct {
-	Message pluginapi.FrameworkMessage `json:"message"`
-	Attempt int                        `json:"attempt,omitempty"`
+// validRef reports whether ref looks like a message store reference
+// ("sha256:" and 64 hex digits).
+func validRef(ref string) bool {
+	hexPart, ok := strings.CutPrefix(ref, "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	for _, c := range hexPart {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

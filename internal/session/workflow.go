@@ -192,7 +192,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSendUserMessage,
 		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
 			l.updates++
-			return l.apply(SendUserMessage{Text: req.Text}), nil
+			return l.apply(SendUserMessage{Text: req.Text, TextRef: req.TextRef}), nil
 		},
 	); err != nil {
 		return err
@@ -289,7 +289,7 @@ func (l *loop) exec(cmd Command) {
 				l.apply(UserMessageFailed{TurnID: turn, Reason: errorText(err), Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
 				return
 			}
-			l.apply(UserMessageBuilt{TurnID: turn, Message: out.Message, Attempt: out.Attempt})
+			l.apply(UserMessageBuilt{TurnID: turn, Message: out.Message, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	case RunModel:
 		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, ""))
@@ -338,7 +338,7 @@ func (l *loop) exec(cmd Command) {
 				l.apply(TurnFailureRecordFailed{TurnID: turn, Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
 				return
 			}
-			l.apply(TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Attempt: out.Attempt})
+			l.apply(TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	}
 }
