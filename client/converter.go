@@ -52,6 +52,8 @@ func (jsonPayloadConverter) FromPayload(payload *commonpb.Payload, valuePtr any)
 	return nil
 }
 
-func (jsonPayloadConverter) ToString(payload *commonpb.Payload) string { return string(payload.GetData()) }
+func (jsonPayloadConverter) ToString(payload *commonpb.Payload) string {
+	return string(payload.GetData())
+}
 
 func (jsonPayloadConverter) Encoding() string { return converter.MetadataEncodingJSON }
