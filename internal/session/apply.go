@@ -22,8 +22,12 @@ type (
 		InitialMessage string
 	}
 	// Continued starts a new run of the session after continue-as-new: the
-	// carried state goes on where the last run stopped.
-	Continued struct{}
+	// carried state goes on where the last run stopped. A run continues as
+	// new only when no Step runs, so the Steps the turn is waiting for are
+	// started again (they never started), and deadline timers re-armed.
+	Continued struct {
+		NowMs int64
+	}
 	// SendUserMessage is send_user_message: it queues a message. Rejected
 	// for blank text, text over MaxUserMessageBytes, and a reference in a
 	// session without the store.
@@ -143,7 +147,7 @@ func (s *State) Apply(in Input) Result {
 	case Start:
 		return s.start(in)
 	case Continued:
-		return applied(s.next())
+		return applied(s.resume(in.NowMs))
 	case SendUserMessage:
 		return s.sendUserMessage(in)
 	}
@@ -166,6 +170,40 @@ func (s *State) Apply(in Input) Result {
 
 // applied is the Result of an input the phase took.
 func applied(cmds []Command) Result { return Result{Accepted: true, Commands: cmds} }
+
+// resume re-creates, in a new run, the commands the turn waits on: the
+// Step of its phase, the tool Steps of approved calls, and the deadline
+// timers of pending interrupts. The last run continued as new before it
+// started any of them.
+func (s *State) resume(nowMs int64) []Command {
+	switch s.Phase {
+	case phaseNone:
+		return s.next()
+	case phaseBuildingUser:
+		return []Command{BuildUserMessage{Input: BuildUserMessageInput{
+			Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
+			Text: s.TurnText, TextRef: s.TurnTextRef, Store: s.storeWork(),
+		}}}
+	case phaseRunningModel:
+		return []Command{s.runModel()}
+	case phaseRunningTools:
+		var cmds []Command
+		for _, rec := range s.ToolCalls {
+			if rec.Status == pluginapi.ToolCallApproved {
+				cmds = append(cmds, s.runTool(rec))
+			}
+		}
+		for _, in := range s.Interrupts {
+			if in.DeadlineUnixMs > 0 {
+				cmds = append(cmds, deadlineTimer(in, nowMs))
+			}
+		}
+		return cmds
+	case phaseRecordFailure:
+		return s.failTurn(s.LastTurnError)
+	}
+	return nil
+}
 
 // start runs StartAgentSession.
 func (s *State) start(in Start) Result {

@@ -85,5 +85,8 @@ func renderStore(w *StoreWork) string {
 	if w.RetainFrom > 0 {
 		out += fmt.Sprintf(" retain_from=%d", w.RetainFrom)
 	}
+	if w.Sweep {
+		out += fmt.Sprintf(" sweep_keep=%v", w.SweepKeep)
+	}
 	return out + "}"
 }

@@ -167,10 +167,31 @@ func (s *State) next() []Command {
 	s.Status = client.StatusRunningModel
 	s.Phase = phaseBuildingUser
 	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
+	w := s.storeWork()
+	if w != nil {
+		// A new turn: the last turn's blobs (its tool arguments and
+		// outputs, its run state, its user text) are garbage now.
+		w.Sweep, w.SweepKeep = true, s.heldRefs()
+	}
 	return []Command{BuildUserMessage{Input: BuildUserMessageInput{
 		Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
-		Text: msg.Text, TextRef: msg.TextRef, Store: s.storeWork(),
+		Text: msg.Text, TextRef: msg.TextRef, Store: w,
 	}}}
+}
+
+// heldRefs lists the store references the session holds between turns:
+// the texts of queued messages and of the turn about to start.
+func (s *State) heldRefs() []string {
+	var refs []string
+	if s.TurnTextRef != "" {
+		refs = append(refs, s.TurnTextRef)
+	}
+	for _, m := range s.Queued {
+		if m.TextRef != "" {
+			refs = append(refs, m.TextRef)
+		}
+	}
+	return refs
 }
 
 func (s *State) append(m pluginapi.FrameworkMessage) int64 {

@@ -47,6 +47,10 @@ type StoreWork struct {
 	// DeletedBefore is where retention cut before, so the Step lists only
 	// chunks after it.
 	DeletedBefore int64 `json:"deleted_before,omitempty"`
+	// Sweep deletes the session's blobs that are not in SweepKeep (the
+	// references the session still holds), sparing recent ones.
+	Sweep     bool     `json:"sweep,omitempty"`
+	SweepKeep []string `json:"sweep_keep,omitempty"`
 }
 
 // ChunkPlan is one chunk to cut: the window rows First..Last.

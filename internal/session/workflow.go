@@ -119,7 +119,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		return err
 	}
 	if in.Continued != nil {
-		l.apply(Continued{})
+		l.apply(Continued{NowMs: l.now()})
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
@@ -133,6 +133,14 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		}
 		l.dispatch()
 		l.collect()
+		if l.shouldContinueMidTurn() {
+			// Between Steps of a long turn: the new run starts the Steps
+			// the turn waits on again (none of them started here).
+			l.emitPending()
+			workflow.GetLogger(ctx).Info("continuing as new inside a turn", "turn", l.st.ActiveTurnID,
+				"history_events", info.GetCurrentHistoryLength(), "history_bytes", info.GetCurrentHistorySize())
+			return workflow.NewContinueAsNewError(ctx, info.WorkflowType.Name, WorkflowInput{Continued: l.st})
+		}
 		l.dispatch()
 		l.upsertSteps()
 	}
@@ -225,6 +233,44 @@ func (l *loop) shouldContinueAsNew() bool {
 		return false
 	}
 	return workflow.AllHandlersFinished(l.ctx)
+}
+
+// MidTurnHistoryBytes continues a session that keeps its messages in the
+// store as new between two Steps of a turn once its history passes this
+// size (the engine terminates a run at about 50 MB), or when the engine
+// suggests it.
+const MidTurnHistoryBytes = 20 << 20
+
+// shouldContinueMidTurn reports a Step boundary inside a turn where the run
+// should continue as new: no Step runs (a deadline timer may wait; the new
+// run arms it again), no update handler runs, and the history is long.
+// Sessions without the store keep continuing only between turns, as their
+// recorded histories did.
+func (l *loop) shouldContinueMidTurn() bool {
+	if !l.st.Options.Messages.Store || l.st.Idle() || !l.st.Started {
+		return false
+	}
+	for _, f := range l.futures {
+		if f.interruptID == "" {
+			return false
+		}
+	}
+	info := workflow.GetInfo(l.ctx)
+	if !info.GetContinueAsNewSuggested() && info.GetCurrentHistorySize() < MidTurnHistoryBytes {
+		return false
+	}
+	return workflow.AllHandlersFinished(l.ctx)
+}
+
+// emitPending writes the live events among the pending commands before
+// the run ends; the other commands are re-created by the next run.
+func (l *loop) emitPending() {
+	for _, c := range l.pending {
+		if e, ok := c.(Emit); ok {
+			l.exec(e)
+		}
+	}
+	l.pending = nil
 }
 
 // collect applies every finished future, in the order they were started.
@@ -328,7 +374,15 @@ func (l *loop) exec(cmd Command) {
 	case CancelTimer:
 		l.cancelTimer(c.InterruptID)
 	case RecordTurnFailure:
-		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
+		opts := localOptions()
+		if c.Input.Turn.Store != nil {
+			// With the store, the failure record is where the turn's last
+			// messages (the user's text, the note) are stored: wait out a
+			// store outage of up to an hour rather than lose them.
+			opts.ScheduleToCloseTimeout = time.Hour
+			opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}
+		}
+		ctx := workflow.WithLocalActivityOptions(l.ctx, opts)
 		f := workflow.ExecuteLocalActivity(ctx, client.StepRecordTurnFailure, c.Input)
 		turn := c.Input.Turn.TurnID
 		l.add(f, func(f workflow.Future) {

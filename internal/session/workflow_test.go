@@ -267,3 +267,96 @@ func TestWorkflowContinuesAsNewAtATurnBoundary(t *testing.T) {
 		t.Fatalf("carried state = %+v", st)
 	}
 }
+
+// storingSteps wraps the fakes for a session with the message store: each
+// storing Step reports the roll it was asked for and its messages as
+// previews, as the real Steps do.
+func registerStoringSteps(env *testsuite.TestWorkflowEnvironment, f *fakeSteps, onToolsRequested func()) {
+	stored := func(w *StoreWork, msgs ...pluginapi.FrameworkMessage) *StoreResult {
+		r := &StoreResult{Chunks: w.Roll}
+		for i, m := range msgs {
+			r.Messages = append(r.Messages, Entry{Message: pluginapi.Message{Sequence: w.NextSequence + int64(i), Role: m.Role, Text: m.Text}, Bytes: int64(len(m.Text) + 20)})
+		}
+		return r
+	}
+	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildUserMessageInput) (BuildUserMessageOutput, error) {
+		return BuildUserMessageOutput{Stored: stored(in.Store, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Text})}, nil
+	}, activity.RegisterOptions{Name: client.StepBuildUserMessage})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnInput) (ModelOutcome, error) {
+		f.modelCalls.Add(1)
+		if in.RunState == "" {
+			if onToolsRequested != nil {
+				onToolsRequested()
+			}
+			return ModelOutcome{Stored: stored(in.Store), ToolCallsRequested: &pluginapi.ToolCallsRequested{
+				RunState:  "r",
+				ToolCalls: []pluginapi.DeferredToolCall{{ToolCallID: "c1", ToolName: "refund", Arguments: "{}"}},
+			}}, nil
+		}
+		rec := in.ToolCalls[0]
+		return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{}, Stored: stored(in.Store,
+			pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(rec)})}, nil
+	}, activity.RegisterOptions{Name: client.StepRunModel})
+	tool := func(ctx context.Context, in ToolInput) (ToolOutcome, error) {
+		f.toolCalls.Add(1)
+		out := "refunded " + in.IdempotencyKey
+		return ToolOutcome{Output: &out}, nil
+	}
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallTool})
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallSingleAttemptTool})
+}
+
+// TestWorkflowContinuesAsNewInsideATurn: a session with the store whose
+// history passed the limit continues as new while an approval waits, with
+// no Step running; the next run arms the deadline again, takes the
+// approval, runs the tool once, and ends the turn.
+func TestWorkflowContinuesAsNewInsideATurn(t *testing.T) {
+	rt := runtime(time.Hour)
+	rt.Options.Messages = MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quietLogger)
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Workflow(rt), workflow.RegisterOptions{Name: "TestAgent"})
+	f := &fakeSteps{}
+	// The history passes the limit while the model asks for the refund.
+	registerStoringSteps(env, f, func() { env.SetCurrentHistorySize(MidTurnHistoryBytes + 1) })
+	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
+	var can *workflow.ContinueAsNewError
+	if !errors.As(env.GetWorkflowError(), &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new inside the turn", env.GetWorkflowError())
+	}
+	var next WorkflowInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	st := next.Continued
+	if st == nil || st.Phase != phaseRunningTools || len(st.Interrupts) != 1 || st.Interrupts[0].DeadlineUnixMs == 0 {
+		t.Fatalf("carried state = %+v, want the turn waiting for the approval", st)
+	}
+
+	// The next run, until the turn ends.
+	env = suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Workflow(rt), workflow.RegisterOptions{Name: "TestAgent"})
+	registerStoringSteps(env, f, nil)
+	var ok bool
+	var err error
+	env.RegisterDelayedCallback(func() {
+		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		s := snapshot(t, env)
+		if s.State.Status != client.StatusWaitingForUserMessage || len(s.Messages) != 2 {
+			t.Errorf("after the approval: %+v, %d messages", s.State, len(s.Messages))
+		} else if got := s.Messages[1].Text; !strings.HasPrefix(got, "succeeded: refunded") {
+			t.Errorf("answer = %q", got)
+		}
+		env.CancelWorkflow()
+	}, 2*time.Minute)
+	env.ExecuteWorkflow("TestAgent", next)
+	if !ok || err != nil {
+		t.Fatalf("approve in the new run = %v, %v", ok, err)
+	}
+	if f.toolCalls.Load() != 1 {
+		t.Errorf("the tool ran %d times, want 1", f.toolCalls.Load())
+	}
+}
