@@ -59,6 +59,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
