@@ -2,9 +2,10 @@
 // outside the workflow, so the workflow's state and every payload stay
 // small however long the session runs. Open returns a Store backed by
 // SQLite (a file of its own, for dev) or PostgreSQL (shared by every
-// worker).
+// worker); NewCache puts a per-worker read cache in front of either.
 //
 //	st, err := transcript.Open(ctx, transcript.Options{Driver: transcript.DriverSQLite, Path: dataDir + "/messages.db"})
+//	st = transcript.NewCache(st, 256<<20)
 //	defer st.Close()
 //
 // # How a message moves
@@ -22,8 +23,9 @@
 //     returns the ChunkRefs. After the workflow commits them, a later Step
 //     calls DeleteWindowThrough for the last moved sequence.
 //  3. The next model call loads the transcript inside its Step: the chunks
-//     after the latest compaction summary (Chunks, then Chunk each) and
-//     the window rows (Window), and hands them to the runner. Large content (a user
+//     after the latest compaction summary (Chunks, then Chunk each; the
+//     cache serves them again on the next call) and the window rows
+//     (Window), and hands them to the runner. Large content (a user
 //     message the HTTP API stored, a large tool output) travels as a blob
 //     reference from PutBlob and is read with Blob.
 //
