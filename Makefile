@@ -43,10 +43,12 @@ test-unit:
 	$(GO) test -race -short -count=1 ./...
 
 # Installs the real peers the tests run against: Debian's Chromium and
-# playwright-core for the web page, aimock for the model providers.
+# playwright-core for the web page, aimock for the model providers,
+# PostgreSQL 15 for the message store.
 test-peers:
 	bash internal/webui/browsertest/install.sh
 	bash plugins/stepwise/model/testdata/aimock/install.sh
+	bash internal/transcript/pgtest/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
@@ -57,9 +59,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 
 bench: build
-	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
+	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/ ./internal/transcript/
 
 proto:
 	bash proto/generate.sh

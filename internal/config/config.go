@@ -34,6 +34,10 @@ type Config struct {
 	// grace period of whatever stops the process (Kubernetes:
 	// terminationGracePeriodSeconds).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MessageStore is where sessions keep the messages outside their
+	// window. Nil when the file has no message_store: dev then uses SQLite
+	// in its data dir.
+	MessageStore *MessageStore `yaml:"message_store,omitempty"`
 
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
@@ -78,6 +82,51 @@ type Events struct {
 	// and nobody read it for this long; its resume tokens then answer 400
 	// (reload the snapshot). Default 1h.
 	IdleTTL time.Duration `yaml:"idle_ttl"`
+}
+
+// MessageStore configures the message store: the messages of every
+// session that are not in its window (chunks, window rows, large content).
+type MessageStore struct {
+	// Driver is "sqlite" (one file, for one machine) or "postgres"
+	// (shared by every worker). Default sqlite.
+	Driver string `yaml:"driver"`
+	// Path is the SQLite database file, resolved against the config
+	// file's directory; driver sqlite only. It is created with mode 0600.
+	Path string `yaml:"path,omitempty"`
+	// DSNEnv names the environment variable that holds the PostgreSQL
+	// connection string; driver postgres only. The DSN may hold a
+	// password, so it is never in the file: read it with DSN.
+	DSNEnv string `yaml:"dsn_env,omitempty"`
+	// CacheBytes bounds each worker's in-memory cache of chunks and
+	// blobs read from the store. Default 256 MiB; 0 turns the cache off.
+	CacheBytes int64 `yaml:"cache_bytes"`
+}
+
+// The message store drivers.
+const (
+	MessageStoreSQLite   = "sqlite"
+	MessageStorePostgres = "postgres"
+)
+
+// DSN returns the PostgreSQL connection string from the variable DSNEnv
+// names, read now, as a Secret: fmt and slog show it as <secret>.
+func (m *MessageStore) DSN() (Secret, error) {
+	if m.DSNEnv == "" {
+		return "", errors.New("config: message_store.dsn_env is not set")
+	}
+	v := os.Getenv(m.DSNEnv)
+	if v == "" {
+		return "", fmt.Errorf("config: message_store.dsn_env: environment variable %s is not set", m.DSNEnv)
+	}
+	return Secret(v), nil
+}
+
+// MessageLimit is a number of messages, or no limit (YAML null).
+type MessageLimit struct {
+	// Unlimited means no limit: every message is kept.
+	Unlimited bool
+	// N is the limit when Unlimited is false; Validate wants N >= 1.
+	N int
 }
 
 // HTTP configures the REST + SSE API and the web page.
@@ -194,6 +243,19 @@ type Agent struct {
 	RunModelLimit     RunModelLimit `yaml:"run_model_limit"`
 	// ToolLimit bounds the tool Steps (CallTool, CallSingleAttemptTool).
 	ToolLimit ToolLimit `yaml:"tool_limit"`
+	// MessageWindowSize is how many of the newest messages a session keeps
+	// in its state; older ones move into chunks in the message store.
+	// Default 64.
+	MessageWindowSize int `yaml:"message_window_size"`
+	// MessageChunkSize is the most messages one chunk holds. Default 32.
+	MessageChunkSize int `yaml:"message_chunk_size"`
+	// MessageChunkMaxBytes bounds a chunk's encoded JSON, from 1 KiB to
+	// 8 MiB; a larger message is a chunk of its own. Default 1 MiB.
+	MessageChunkMaxBytes int `yaml:"message_chunk_max_bytes"`
+	// RetainedMessageLimit is how many of the newest messages retention
+	// keeps at least: it deletes whole chunks before them that the latest
+	// compaction summary covers. Default 1000; null keeps every message.
+	RetainedMessageLimit MessageLimit `yaml:"retained_message_limit"`
 }
 
 // ToolLimit holds the timeouts of one tool Step attempt and the attempts of
@@ -273,6 +335,15 @@ const (
 	DefaultEventsMaxTotalBytes    = 256 * 1024 * 1024
 	DefaultEventsIdleTTL          = time.Hour
 	DefaultMaxStreamsPerToken     = 64
+	DefaultMessageCacheBytes      = 256 << 20
+	DefaultMessageWindowSize      = 64
+	DefaultMessageChunkSize       = 32
+	DefaultMessageChunkMaxBytes   = 1 << 20
+	DefaultRetainedMessageLimit   = 1000
+	// MinMessageChunkMaxBytes and MaxMessageChunkMaxBytes bound
+	// message_chunk_max_bytes (the store refuses larger chunks).
+	MinMessageChunkMaxBytes = 1 << 10
+	MaxMessageChunkMaxBytes = 8 << 20
 )
 
 // The decoder calls setDefaults on every struct it creates before it fills
@@ -292,8 +363,17 @@ func (c *Config) setDefaults() {
 	c.ShutdownTimeout = DefaultShutdownTimeout
 }
 
+func (m *MessageStore) setDefaults() {
+	m.Driver = MessageStoreSQLite
+	m.CacheBytes = DefaultMessageCacheBytes
+}
+
 func (a *Agent) setDefaults() {
 	a.DefaultToolEffect = EffectUnclassified
+	a.MessageWindowSize = DefaultMessageWindowSize
+	a.MessageChunkSize = DefaultMessageChunkSize
+	a.MessageChunkMaxBytes = DefaultMessageChunkMaxBytes
+	a.RetainedMessageLimit = MessageLimit{N: DefaultRetainedMessageLimit}
 	a.RunModelLimit = RunModelLimit{
 		StartToCloseTimeout:    DefaultStartToCloseTimeout,
 		HeartbeatTimeout:       DefaultHeartbeatTimeout,
@@ -492,5 +572,8 @@ func (c *Config) resolve(baseDir string) {
 	}
 	if t := c.HTTP.TLS; t != nil {
 		t.CertFile, t.KeyFile = join(t.CertFile), join(t.KeyFile)
+	}
+	if m := c.MessageStore; m != nil {
+		m.Path = join(m.Path)
 	}
 }

@@ -27,10 +27,11 @@ const goldenBaseDir = "/etc/dex-agent-worker"
 // testEnv is the environment the testdata files expect. Its values are
 // distinctive so that a leak is easy to find.
 var testEnv = map[string]string{
-	"DEX_TEST_TEMPORAL_API_KEY": "tk-LEAKED-temporal-key",
-	"DEX_TEST_PLUGIN_TOKEN":     "pt-LEAKED-plugin-token",
-	"DEX_TEST_MODEL_TOKEN":      "mt-LEAKED-model-token",
-	"DEX_TEST_MAX_TURNS":        "12",
+	"DEX_TEST_TEMPORAL_API_KEY":  "tk-LEAKED-temporal-key",
+	"DEX_TEST_PLUGIN_TOKEN":      "pt-LEAKED-plugin-token",
+	"DEX_TEST_MODEL_TOKEN":       "mt-LEAKED-model-token",
+	"DEX_TEST_MAX_TURNS":         "12",
+	"DEX_TEST_MESSAGE_STORE_DSN": "postgres://dex:pw-LEAKED-dsn@db.internal/dex",
 }
 
 func setTestEnv(t *testing.T) {
@@ -263,6 +264,36 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "message_store.bad.yml",
+		errs: []string{
+			"6: agents[0].message_window_size: must be >= 1, got 0",
+			"7: agents[0].message_chunk_size: must be >= 1, got -1",
+			"8: agents[0].message_chunk_max_bytes: must be from 1024 (1 KiB) to 8388608 (8 MiB), got 512",
+			"9: agents[0].retained_message_limit: must be >= 1, or null to keep every message, got 0",
+			"13: agents[1].message_chunk_max_bytes: must be from 1024 (1 KiB) to 8388608 (8 MiB), got 8388609",
+			`14: agents[1].retained_message_limit: want an integer, or null for no limit, got "all"`,
+			`18: agents[2].retained_message_limit: want an integer, or null for no limit, got "1.5"`,
+			`21: message_store.path: is for driver "sqlite" (driver is "postgres")`,
+			"22: message_store.dsn_env: environment variable DEX_TEST_SURELY_UNSET_DSN is not set",
+			"23: message_store.cache_bytes: must be >= 0 (0 turns the cache off), got -1",
+		},
+	},
+	{
+		filename: "message_store_sqlite.bad.yml",
+		errs: []string{
+			"3: message_store.path: is required",
+			`5: message_store.dsn_env: is for driver "postgres" (driver is "sqlite")`,
+			`6: message_store.cache_bytes: want an integer, got "1KiB"`,
+		},
+	},
+	{
+		filename: "message_store_driver.bad.yml",
+		errs: []string{
+			`4: message_store.driver: unknown driver "mysql" (want "sqlite" or "postgres")`,
+			`5: message_store.dsn: unknown key (did you mean "dsn_env"?)`,
+		},
+	},
+	{
 		filename: "syntax.bad.yml",
 		errs:     []string{`1: invalid YAML: did not find expected ',' or '}'`},
 	},
@@ -342,7 +373,11 @@ func TestDefaults(t *testing.T) {
 				MaximumAttempts:        3,
 				ScheduleToCloseTimeout: 30 * time.Minute,
 			},
-			ToolLimit: ToolLimit{StartToCloseTimeout: 15 * time.Minute, HeartbeatTimeout: time.Minute, MaximumAttempts: 3},
+			ToolLimit:            ToolLimit{StartToCloseTimeout: 15 * time.Minute, HeartbeatTimeout: time.Minute, MaximumAttempts: 3},
+			MessageWindowSize:    64,
+			MessageChunkSize:     32,
+			MessageChunkMaxBytes: 1 << 20,
+			RetainedMessageLimit: MessageLimit{N: 1000},
 		}},
 		Events:          Events{Backend: "memory", CapacityBytes: 10 * 1024 * 1024, MaxTotalBytes: 256 * 1024 * 1024, IdleTTL: time.Hour},
 		HTTP:            HTTP{MaxStreamsPerToken: 64},
@@ -684,7 +719,10 @@ func TestValidate(t *testing.T) {
 			InterruptDeadline: -time.Second,
 			RunModelLimit:     RunModelLimit{HeartbeatTimeout: -time.Minute, ScheduleToCloseTimeout: time.Minute},
 			ToolLimit:         ToolLimit{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 3 * time.Second, MaximumAttempts: 0},
+			// Zero message settings, as an Agent built in code has: none
+			// means a default here.
 		}},
+		MessageStore: &MessageStore{Driver: "postgres", DSNEnv: "1DSN"},
 	}
 	err := cfg.Validate()
 	var verr *ValidationError
@@ -699,6 +737,11 @@ func TestValidate(t *testing.T) {
 		{Path: "agents[0].run_model_limit.heartbeat_timeout", Message: "must be > 0, got -1m"},
 		{Path: "agents[0].run_model_limit.maximum_attempts", Message: "must be >= 1, got 0"},
 		{Path: "agents[0].tool_limit.maximum_attempts", Message: "must be >= 1, got 0"},
+		{Path: "agents[0].message_window_size", Message: "must be >= 1, got 0"},
+		{Path: "agents[0].message_chunk_size", Message: "must be >= 1, got 0"},
+		{Path: "agents[0].message_chunk_max_bytes", Message: "must be from 1024 (1 KiB) to 8388608 (8 MiB), got 0"},
+		{Path: "agents[0].retained_message_limit", Message: "must be >= 1, or null to keep every message, got 0"},
+		{Path: "message_store.dsn_env", Message: `invalid environment variable name "1DSN": want a letter or _, then letters, digits or _`},
 	}
 	if diff := cmp.Diff(want, verr.Errors); diff != "" {
 		t.Errorf("Validate() errors (-want +got):\n%s", diff)
@@ -719,6 +762,9 @@ func TestValidate(t *testing.T) {
 	cfg.Agents[0].InterruptDeadline = 0
 	cfg.Agents[0].RunModelLimit = RunModelLimit{time.Minute, 2 * time.Second, 1, time.Minute}
 	cfg.Agents[0].ToolLimit.MaximumAttempts = 1
+	cfg.Agents[0].MessageWindowSize, cfg.Agents[0].MessageChunkSize, cfg.Agents[0].MessageChunkMaxBytes = 1, 1, 1024
+	cfg.Agents[0].RetainedMessageLimit = MessageLimit{Unlimited: true}
+	cfg.MessageStore = &MessageStore{Driver: "sqlite", Path: "m.db"}
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("Validate() of a valid config: %v", err)
 	}
@@ -891,6 +937,102 @@ func TestParentPath(t *testing.T) {
 	} {
 		if got := parentPath(tt.path); got != tt.want {
 			t.Errorf("parentPath(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+// TestMessageStore checks the message_store section: absent, its
+// defaults, path resolution, the DSN read from the environment, and the
+// three cases of retained_message_limit.
+func TestMessageStore(t *testing.T) {
+	const base = "plugins: {p: {command: x}}\nagents: [{name: a, flow_type: A, runner: p}]\n"
+	cfg, err := LoadBytes([]byte(base), "/etc/dex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MessageStore != nil {
+		t.Errorf("message_store without the section = %+v, want nil", cfg.MessageStore)
+	}
+
+	t.Setenv("DEX_TEST_DATA", "/var/lib/dex")
+	for _, tt := range []struct {
+		doc  string
+		want MessageStore
+	}{
+		{"message_store: {path: messages.db}", MessageStore{Driver: "sqlite", Path: "/etc/dex/messages.db", CacheBytes: 256 << 20}},
+		{"message_store: {path: ../data/m.db, cache_bytes: 0}", MessageStore{Driver: "sqlite", Path: "/etc/data/m.db"}},
+		{"message_store:\n  path: ${DEX_TEST_DATA}/messages.db", MessageStore{Driver: "sqlite", Path: "/var/lib/dex/messages.db", CacheBytes: 256 << 20}},
+		{"message_store:\n  driver: sqlite\n  path: ${DEX_TEST_UNSET:-.dex}/messages.db", MessageStore{Driver: "sqlite", Path: "/etc/dex/.dex/messages.db", CacheBytes: 256 << 20}},
+	} {
+		cfg, err := LoadBytes([]byte(base+tt.doc), "/etc/dex")
+		if err != nil {
+			t.Errorf("%s: %v", tt.doc, err)
+			continue
+		}
+		if diff := cmp.Diff(&tt.want, cfg.MessageStore); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.doc, diff)
+		}
+	}
+
+	const dsn = "postgres://dex:pw-LEAKED-dsn@db/dex"
+	t.Setenv("DEX_TEST_DSN", dsn)
+	cfg, err = LoadBytes([]byte(base+"message_store: {driver: postgres, dsn_env: DEX_TEST_DSN}"), "/etc/dex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cfg.MessageStore.DSN()
+	if err != nil || got.Reveal() != dsn {
+		t.Errorf("DSN() = %q, %v", got.Reveal(), err)
+	}
+	red, err := cfg.Redacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown := string(red) + fmt.Sprintf("%v %+v", cfg, got); strings.Contains(shown, "pw-LEAKED") {
+		t.Errorf("the DSN is shown:\n%s", shown)
+	}
+	t.Setenv("DEX_TEST_DSN", "")
+	if _, err := cfg.MessageStore.DSN(); err == nil || !strings.Contains(err.Error(), "DEX_TEST_DSN is not set") {
+		t.Errorf("DSN() of an unset variable: %v", err)
+	}
+	_, err = LoadBytes([]byte(base+"message_store: {driver: postgres}"), "")
+	if want := "line 3: message_store.dsn_env: is required: the environment variable that holds the DSN"; err == nil || err.Error() != want {
+		t.Errorf("postgres without dsn_env: %v, want %q", err, want)
+	}
+
+	for _, tt := range []struct {
+		value string
+		want  MessageLimit
+	}{
+		{"", MessageLimit{N: 1000}}, // absent: the default
+		{"retained_message_limit: null", MessageLimit{Unlimited: true}},
+		{"retained_message_limit: ~", MessageLimit{Unlimited: true}},
+		{"retained_message_limit: 1", MessageLimit{N: 1}},
+		{"retained_message_limit: 250000", MessageLimit{N: 250000}},
+	} {
+		doc := "plugins: {p: {command: x}}\nagents:\n  - {name: a, flow_type: A, runner: p}\n  - name: b\n    flow_type: B\n    runner: p\n    " + tt.value + "\n"
+		cfg, err := LoadBytes([]byte(doc), "")
+		if err != nil {
+			t.Errorf("%q: %v", tt.value, err)
+			continue
+		}
+		if got := cfg.Agents[1].RetainedMessageLimit; got != tt.want {
+			t.Errorf("%q: %+v, want %+v", tt.value, got, tt.want)
+		}
+		if got := cfg.Agents[0].RetainedMessageLimit; got != (MessageLimit{N: 1000}) {
+			t.Errorf("%q: the other agent got %+v", tt.value, got)
+		}
+		// The resolved config says the same.
+		red, err := cfg.Redacted()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := LoadBytes(red, "")
+		if err != nil {
+			t.Fatalf("%q: loading the resolved config: %v\n%s", tt.value, err, red)
+		}
+		if got := again.Agents[1].RetainedMessageLimit; got != tt.want {
+			t.Errorf("%q: reloaded as %+v, want %+v\n%s", tt.value, got, tt.want, red)
 		}
 	}
 }

@@ -29,7 +29,10 @@ const (
 	maxErrors = 100
 )
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType     = reflect.TypeFor[time.Duration]()
+	messageLimitType = reflect.TypeFor[MessageLimit]()
+)
 
 // defaulter is implemented by structs with defaults. The decoder calls
 // setDefaults on each new struct before decoding into it.
@@ -119,6 +122,9 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 	}
 	defer leave()
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		if v.Type() == messageLimitType {
+			v.Set(reflect.ValueOf(MessageLimit{Unlimited: true}))
+		}
 		return
 	}
 	d.decodeNode(path, n, v)
@@ -126,8 +132,12 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 
 // decodeNode decodes the node n, neither an alias nor null, into v.
 func (d *decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) {
-	if v.Type() == durationType {
+	switch v.Type() {
+	case durationType:
 		d.duration(path, n, v)
+		return
+	case messageLimitType:
+		d.messageLimit(path, n, v)
 		return
 	}
 	switch v.Kind() {
@@ -223,6 +233,23 @@ func (d *decoder) duration(path string, n *yaml.Node, v reflect.Value) {
 		d.errorf(path, n, "must be > 0, got %s", s)
 	default:
 		v.SetInt(int64(dur))
+	}
+}
+
+// messageLimit decodes an integer into a MessageLimit (a null, no limit,
+// is handled by decode).
+func (d *decoder) messageLimit(path string, n *yaml.Node, v reflect.Value) {
+	s, tag, ok := d.scalar(path, n, "an integer, or null for no limit")
+	if !ok {
+		return
+	}
+	var i int
+	if tag != "!!int" {
+		d.errorf(path, n, "want an integer, or null for no limit, got %s", describe(n, s))
+	} else if err := (&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: s}).Decode(&i); err != nil {
+		d.errorf(path, n, "integer %s is out of range", s)
+	} else {
+		v.Set(reflect.ValueOf(MessageLimit{N: i}))
 	}
 }
 

@@ -53,6 +53,12 @@ func (e *encoder) encode(path string, v reflect.Value, hideEnv bool) *yaml.Node 
 	if v.Type() == secretType {
 		return str(v.Interface().(Secret).String())
 	}
+	if v.Type() == messageLimitType {
+		if l := v.Interface().(MessageLimit); !l.Unlimited {
+			return scalar("!!int", strconv.Itoa(l.N))
+		}
+		return scalar("!!null", "null")
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {

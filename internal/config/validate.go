@@ -93,6 +93,9 @@ func (c *Config) Validate() error {
 	}
 	c.Events.validate(&p, "events")
 	c.HTTP.validate(&p, "http", byName)
+	if c.MessageStore != nil {
+		c.MessageStore.validate(&p, "message_store")
+	}
 	if len(p) == 0 {
 		return nil
 	}
@@ -119,6 +122,35 @@ func (e *Events) validate(p *problems, path string) {
 	}
 	if e.IdleTTL != 0 && e.IdleTTL < time.Minute {
 		p.add(path+".idle_ttl", "must be at least 1m (idle sessions are swept once a minute), got %s", formatDuration(e.IdleTTL))
+	}
+}
+
+func (m *MessageStore) validate(p *problems, path string) {
+	switch m.Driver {
+	case MessageStoreSQLite:
+		if p.required(path+".path", m.Path) && strings.Contains(m.Path, "?") {
+			p.add(path+".path", "%q must not contain '?'", m.Path)
+		}
+		if m.DSNEnv != "" {
+			p.add(path+".dsn_env", `is for driver "postgres" (driver is "sqlite")`)
+		}
+	case MessageStorePostgres:
+		if m.Path != "" {
+			p.add(path+".path", `is for driver "sqlite" (driver is "postgres")`)
+		}
+		switch {
+		case m.DSNEnv == "":
+			p.add(path+".dsn_env", "is required: the environment variable that holds the DSN")
+		case !isEnvName(m.DSNEnv):
+			p.add(path+".dsn_env", "invalid environment variable name %q: want a letter or _, then letters, digits or _", m.DSNEnv)
+		case os.Getenv(m.DSNEnv) == "":
+			p.add(path+".dsn_env", "environment variable %s is not set", m.DSNEnv)
+		}
+	default:
+		p.add(path+".driver", `unknown driver %q (want "sqlite" or "postgres")`, m.Driver)
+	}
+	if m.CacheBytes < 0 {
+		p.add(path+".cache_bytes", "must be >= 0 (0 turns the cache off), got %d", m.CacheBytes)
 	}
 }
 
@@ -264,6 +296,18 @@ func (a *Agent) validate(p *problems, path string) {
 	}
 	a.RunModelLimit.validate(p, path+".run_model_limit")
 	a.ToolLimit.validate(p, path+".tool_limit")
+	if a.MessageWindowSize < 1 {
+		p.add(path+".message_window_size", "must be >= 1, got %d", a.MessageWindowSize)
+	}
+	if a.MessageChunkSize < 1 {
+		p.add(path+".message_chunk_size", "must be >= 1, got %d", a.MessageChunkSize)
+	}
+	if b := a.MessageChunkMaxBytes; b < MinMessageChunkMaxBytes || b > MaxMessageChunkMaxBytes {
+		p.add(path+".message_chunk_max_bytes", "must be from %d (1 KiB) to %d (8 MiB), got %d", MinMessageChunkMaxBytes, MaxMessageChunkMaxBytes, b)
+	}
+	if l := a.RetainedMessageLimit; !l.Unlimited && l.N < 1 {
+		p.add(path+".retained_message_limit", "must be >= 1, or null to keep every message, got %d", l.N)
+	}
 }
 
 func (l *ToolLimit) validate(p *problems, path string) {

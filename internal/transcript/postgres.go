@@ -1,0 +1,474 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The PostgreSQL store keeps the three kinds of data in three tables of
+// the database the DSN names (its search_path), shared by every worker.
+
+// pgMigrations[i] moves the schema from version i to version i+1; the
+// table transcript_schema holds the version. Append a migration for every
+// change; never edit one that has shipped.
+var pgMigrations = [][]string{
+	{ // version 1
+		`CREATE TABLE transcript_window (
+			session text NOT NULL,
+			seq bigint NOT NULL,
+			gen bigint NOT NULL,
+			attempt integer NOT NULL,
+			data bytea NOT NULL,
+			PRIMARY KEY (session, seq)
+		)`,
+		`CREATE TABLE transcript_chunks (
+			session text NOT NULL,
+			first_seq bigint NOT NULL,
+			last_seq bigint NOT NULL,
+			count integer NOT NULL,
+			bytes bigint NOT NULL,
+			digest bytea NOT NULL,
+			data bytea NOT NULL,
+			PRIMARY KEY (session, first_seq)
+		)`,
+		`CREATE TABLE transcript_blobs (
+			session text NOT NULL,
+			ref text NOT NULL,
+			stored_at bigint NOT NULL, -- Unix microseconds of the last put
+			data bytea NOT NULL,
+			PRIMARY KEY (session, ref)
+		)`,
+	},
+}
+
+// pgSchemaLock is the key of the advisory lock that serializes schema
+// changes between workers that open the store at the same time.
+const pgSchemaLock int64 = 0x6465785f74726e73 // "dex_trns"
+
+type pgStore struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+// Interface guards
+var _ Store = (*pgStore)(nil)
+
+func openPostgres(ctx context.Context, o Options) (Store, error) {
+	if o.DSN == "" {
+		return nil, errors.New("transcript: postgres: the DSN is empty")
+	}
+	cfg, err := pgxpool.ParseConfig(o.DSN)
+	if err != nil {
+		// The parse error quotes the DSN (and url.Parse errors quote it
+		// whole, password included): say only that it does not parse.
+		return nil, errors.New("transcript: postgres: the DSN does not parse (want a URL such as postgres://user:password@host:5432/db or key=value pairs)")
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "dex-agent-worker"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, pgConnectErr(ctx, cfg, o.DSN, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, pgConnectErr(ctx, cfg, o.DSN, err)
+	}
+	s := &pgStore{pool: pool, now: o.Now, log: o.Logger}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("transcript: postgres: schema: %w", err)
+	}
+	return s, nil
+}
+
+// pgConnectErr describes a failure to connect without the DSN or the
+// password. It does not wrap pgx's error, whose fields hold both; it wraps
+// the context's error when that is the cause.
+func pgConnectErr(ctx context.Context, cfg *pgxpool.Config, dsn string, err error) error {
+	msg := err.Error()
+	for _, secret := range []string{dsn, cfg.ConnConfig.Password} {
+		if secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "<secret>")
+		}
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("transcript: postgres: connect: %s: %w", msg, ctxErr)
+	}
+	return fmt.Errorf("transcript: postgres: connect: %s", msg)
+}
+
+// migrate brings the schema to the newest version in one transaction,
+// under an advisory lock, so workers that start together do it once. It
+// creates nothing when the schema is current, so a worker whose role may
+// not create tables can open a store that an administrator set up.
+func (s *pgStore) migrate(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgSchemaLock); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass('transcript_schema') IS NOT NULL").Scan(&exists); err != nil {
+		return err
+	}
+	version := 0
+	if exists {
+		if err := tx.QueryRow(ctx, "SELECT version FROM transcript_schema").Scan(&version); err != nil {
+			return fmt.Errorf("reading the schema version: %w", err)
+		}
+	}
+	switch {
+	case version > len(pgMigrations):
+		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer dex-agent-worker", version, len(pgMigrations))
+	case version == len(pgMigrations):
+		return nil
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, "CREATE TABLE transcript_schema (version integer NOT NULL)"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO transcript_schema (version) VALUES (0)"); err != nil {
+			return err
+		}
+	}
+	for v := version; v < len(pgMigrations); v++ {
+		for _, stmt := range pgMigrations[v] {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, "UPDATE transcript_schema SET version = $1", len(pgMigrations)); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	s.log.Info("migrated the message store schema", "from", version, "to", len(pgMigrations))
+	return nil
+}
+
+func (s *pgStore) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+func pgErr(op, session string, err error) error {
+	return fmt.Errorf("transcript: postgres: %s of session %q: %w", op, session, err)
+}
+
+func (s *pgStore) PutWindow(ctx context.Context, session string, w Writer, msgs []Message) error {
+	if err := checkWriter(session, w); err != nil {
+		return err
+	}
+	encoded, err := encodeWrite(session, msgs, false)
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	seqs := make([]int64, len(msgs))
+	for i := range msgs {
+		seqs[i] = msgs[i].Sequence
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return pgErr("put window", session, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// A conflicting row is replaced only when its writer is not newer;
+	// RETURNING lists the rows written, so a shorter list means fenced.
+	rows, err := tx.Query(ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
+		SELECT $1, t.seq, $2, $3, t.data FROM unnest($4::bigint[], $5::bytea[]) AS t(seq, data)
+		ON CONFLICT (session, seq) DO UPDATE SET gen = EXCLUDED.gen, attempt = EXCLUDED.attempt, data = EXCLUDED.data
+		WHERE (transcript_window.gen, transcript_window.attempt) <= (EXCLUDED.gen, EXCLUDED.attempt)
+		RETURNING seq`, session, w.Gen, w.Attempt, seqs, encoded)
+	if err != nil {
+		return pgErr("put window", session, err)
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return pgErr("put window", session, err)
+	}
+	if len(written) < len(msgs) {
+		var seq int64
+		var holder Writer
+		if err := tx.QueryRow(ctx, `SELECT seq, gen, attempt FROM transcript_window
+			WHERE session = $1 AND seq = ANY($2) AND (gen, attempt) > ($3, $4) ORDER BY seq LIMIT 1`,
+			session, seqs, w.Gen, w.Attempt).Scan(&seq, &holder.Gen, &holder.Attempt); err != nil {
+			return pgErr("put window", session, err)
+		}
+		return fencedErr(session, seq, holder, w)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return pgErr("put window", session, err)
+	}
+	return nil
+}
+
+func (s *pgStore) Window(ctx context.Context, session string, from, to int64) ([]Message, error) {
+	if err := checkRange(session, from); err != nil || to < from {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, "SELECT seq, data FROM transcript_window WHERE session = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq", session, from, to)
+	if err != nil {
+		return nil, pgErr("read window", session, err)
+	}
+	defer rows.Close()
+	var w windowReader
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, pgErr("read window", session, err)
+		}
+		if err := w.add(session, from, seq, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgErr("read window", session, err)
+	}
+	return w.done(session, from, to)
+}
+
+func (s *pgStore) DeleteWindowThrough(ctx context.Context, session string, seq int64) (int64, error) {
+	if err := checkSession(session); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, "DELETE FROM transcript_window WHERE session = $1 AND seq <= $2", session, seq)
+	if err != nil {
+		return 0, pgErr("delete window", session, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// storedChunk reads the ref and digest of the chunk at first, inside tx.
+func storedChunk(ctx context.Context, tx pgx.Tx, session string, first int64) (ChunkRef, []byte, error) {
+	var ref ChunkRef
+	var digest []byte
+	err := tx.QueryRow(ctx, "SELECT first_seq, last_seq, count, bytes, digest FROM transcript_chunks WHERE session = $1 AND first_seq = $2",
+		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &digest)
+	return ref, digest, err
+}
+
+func (s *pgStore) PutChunk(ctx context.Context, session string, msgs []Message) (ChunkRef, error) {
+	if err := checkSession(session); err != nil {
+		return ChunkRef{}, err
+	}
+	data, ref, err := encodeChunk(session, msgs)
+	if err != nil {
+		return ChunkRef{}, err
+	}
+	digest := sha256.Sum256(data)
+	same := func(stored ChunkRef, storedDigest []byte) (ChunkRef, error) {
+		if stored == ref && bytes.Equal(storedDigest, digest[:]) {
+			return stored, nil // the same chunk again: a retried Step
+		}
+		return ChunkRef{}, sameFirstConflict(session, ref, stored)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return ChunkRef{}, pgErr("put chunk", session, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	stored, storedDigest, err := storedChunk(ctx, tx, session, ref.First)
+	switch {
+	case err == nil:
+		return same(stored, storedDigest)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return ChunkRef{}, pgErr("put chunk", session, err)
+	}
+	// Another chunk overlapping this one is a bug. (One at the same
+	// first sequence, that a concurrent put committed since the read
+	// above, is handled at the insert.)
+	var other ChunkRef
+	err = tx.QueryRow(ctx, `SELECT first_seq, last_seq FROM transcript_chunks
+		WHERE session = $1 AND first_seq <= $2 AND last_seq >= $3 AND first_seq <> $3 ORDER BY first_seq LIMIT 1`,
+		session, ref.Last, ref.First).Scan(&other.First, &other.Last)
+	switch {
+	case err == nil:
+		return ChunkRef{}, overlapConflict(session, ref, other)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return ChunkRef{}, pgErr("put chunk", session, err)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO transcript_chunks (session, first_seq, last_seq, count, bytes, digest, data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session, first_seq) DO NOTHING`,
+		session, ref.First, ref.Last, ref.Count, ref.Bytes, digest[:], data)
+	if err != nil {
+		return ChunkRef{}, pgErr("put chunk", session, err)
+	}
+	if tag.RowsAffected() == 0 {
+		// Another Step put a chunk at first since the check above (a
+		// zombie and its retry, say): it is this one, or a conflict.
+		stored, storedDigest, err := storedChunk(ctx, tx, session, ref.First)
+		if err != nil {
+			return ChunkRef{}, pgErr("put chunk", session, err)
+		}
+		return same(stored, storedDigest)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return ChunkRef{}, pgErr("put chunk", session, err)
+	}
+	return ref, nil
+}
+
+func (s *pgStore) Chunk(ctx context.Context, session string, first int64) ([]Message, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	var ref ChunkRef
+	var data []byte
+	err := s.pool.QueryRow(ctx, "SELECT first_seq, last_seq, count, bytes, data FROM transcript_chunks WHERE session = $1 AND first_seq = $2",
+		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &data)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("%w: session %q: no chunk starts at %d", ErrNotFound, session, first)
+	case err != nil:
+		return nil, pgErr("read chunk", session, err)
+	}
+	return checkChunk(session, ref, data)
+}
+
+func scanChunkRefs(rows pgx.Rows) ([]ChunkRef, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ChunkRef, error) {
+		var ref ChunkRef
+		err := row.Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes)
+		return ref, err
+	})
+}
+
+func (s *pgStore) Chunks(ctx context.Context, session string, from, to int64) ([]ChunkRef, error) {
+	if err := checkRange(session, from); err != nil || to < from {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT first_seq, last_seq, count, bytes FROM transcript_chunks
+		WHERE session = $1 AND first_seq <= $2 AND last_seq >= $3 ORDER BY first_seq`, session, to, from)
+	if err != nil {
+		return nil, pgErr("list chunks", session, err)
+	}
+	out, err := scanChunkRefs(rows)
+	if err != nil {
+		return nil, pgErr("list chunks", session, err)
+	}
+	return out, nil
+}
+
+func (s *pgStore) DeleteChunks(ctx context.Context, session string, firsts []int64) ([]ChunkRef, error) {
+	if err := checkSession(session); err != nil || len(firsts) == 0 {
+		return nil, err
+	}
+	// A CTE so the deleted refs come back in order.
+	rows, err := s.pool.Query(ctx, `WITH d AS (DELETE FROM transcript_chunks WHERE session = $1 AND first_seq = ANY($2)
+		RETURNING first_seq, last_seq, count, bytes) SELECT * FROM d ORDER BY first_seq`, session, firsts)
+	if err != nil {
+		return nil, pgErr("delete chunks", session, err)
+	}
+	out, err := scanChunkRefs(rows)
+	if err != nil {
+		return nil, pgErr("delete chunks", session, err)
+	}
+	return out, nil
+}
+
+func (s *pgStore) PutBlob(ctx context.Context, session string, data []byte) (string, error) {
+	if err := checkSession(session); err != nil {
+		return "", err
+	}
+	if err := checkBlob(session, data); err != nil {
+		return "", err
+	}
+	ref := blobRef(data)
+	if data == nil {
+		data = []byte{} // nil is NULL; the column is NOT NULL
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO transcript_blobs (session, ref, stored_at, data) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (session, ref) DO UPDATE SET stored_at = EXCLUDED.stored_at WHERE transcript_blobs.stored_at < EXCLUDED.stored_at`,
+		session, ref, s.now().UnixMicro(), data); err != nil {
+		return "", pgErr("put blob", session, err)
+	}
+	return ref, nil
+}
+
+func (s *pgStore) Blob(ctx context.Context, session, ref string) ([]byte, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, "SELECT data FROM transcript_blobs WHERE session = $1 AND ref = $2", session, ref).Scan(&data)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("%w: session %q: blob %s", ErrNotFound, session, ref)
+	case err != nil:
+		return nil, pgErr("read blob", session, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+func (s *pgStore) SweepBlobs(ctx context.Context, session string, keep []string, cutoff time.Time) ([]string, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	for _, ref := range keep {
+		if err := checkRef(ref); err != nil {
+			return nil, err
+		}
+	}
+	if keep == nil {
+		keep = []string{} // NOT (ref = ANY(NULL)) would match nothing
+	}
+	rows, err := s.pool.Query(ctx, `WITH d AS (DELETE FROM transcript_blobs WHERE session = $1 AND stored_at < $2 AND NOT (ref = ANY($3))
+		RETURNING ref) SELECT ref FROM d ORDER BY ref`, session, cutoff.UnixMicro(), keep)
+	if err != nil {
+		return nil, pgErr("sweep blobs", session, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, pgErr("sweep blobs", session, err)
+	}
+	return out, nil
+}
+
+func (s *pgStore) DeleteSession(ctx context.Context, session string) (Deleted, error) {
+	if err := checkSession(session); err != nil {
+		return Deleted{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return Deleted{}, pgErr("delete session", session, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var d Deleted
+	for _, t := range []struct {
+		table string
+		n     *int64
+	}{{"transcript_window", &d.WindowRows}, {"transcript_chunks", &d.Chunks}, {"transcript_blobs", &d.Blobs}} {
+		tag, err := tx.Exec(ctx, "DELETE FROM "+t.table+" WHERE session = $1", session)
+		if err != nil {
+			return Deleted{}, pgErr("delete session", session, err)
+		}
+		*t.n = tag.RowsAffected()
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Deleted{}, pgErr("delete session", session, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,500 @@
+package transcript
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers driver "sqlite"
+)
+
+// The SQLite store is one database file of its own (not the embedded
+// Temporal server's), in WAL mode. One connection writes, so the process's
+// writes queue in Go rather than in SQLite's busy handler; a small pool of
+// read-only connections reads beside it, as WAL allows.
+
+// sqliteMigrations[i] moves the schema from version i to version i+1;
+// PRAGMA user_version holds the version a file is at. Append a migration
+// for every change; never edit one that has shipped.
+var sqliteMigrations = [][]string{
+	{ // version 1
+		`CREATE TABLE transcript_window (
+			session TEXT NOT NULL,
+			seq INTEGER NOT NULL,
+			gen INTEGER NOT NULL,
+			attempt INTEGER NOT NULL,
+			data BLOB NOT NULL,
+			PRIMARY KEY (session, seq)
+		)`,
+		`CREATE TABLE transcript_chunks (
+			session TEXT NOT NULL,
+			first_seq INTEGER NOT NULL,
+			last_seq INTEGER NOT NULL,
+			count INTEGER NOT NULL,
+			bytes INTEGER NOT NULL,
+			digest BLOB NOT NULL,
+			data BLOB NOT NULL,
+			PRIMARY KEY (session, first_seq)
+		)`,
+		`CREATE TABLE transcript_blobs (
+			session TEXT NOT NULL,
+			ref TEXT NOT NULL,
+			stored_at INTEGER NOT NULL, -- Unix microseconds of the last put
+			data BLOB NOT NULL,
+			PRIMARY KEY (session, ref)
+		)`,
+	},
+}
+
+// sqliteFileMode is the mode of a new database file. SQLite creates its
+// -wal and -shm files with the database's mode, so all three stay private
+// (the file holds every session's conversation).
+const sqliteFileMode fs.FileMode = 0o600
+
+type sqliteStore struct {
+	w   *sql.DB // one connection: every write
+	r   *sql.DB // read-only connections
+	now func() time.Time
+	log *slog.Logger
+}
+
+// Interface guards
+var _ Store = (*sqliteStore)(nil)
+
+func openSQLite(ctx context.Context, o Options) (_ Store, err error) {
+	if o.Path == "" {
+		return nil, errors.New("transcript: sqlite: the database path is required")
+	}
+	path, err := filepath.Abs(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: sqlite: %w", err)
+	}
+	// The driver cuts the name at the first '?' to read its parameters.
+	if strings.Contains(path, "?") {
+		return nil, fmt.Errorf("transcript: sqlite: database path %q must not contain '?'", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("transcript: sqlite: %w", err)
+	}
+	// Create the file before SQLite does (it would use 0644).
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, sqliteFileMode)
+	switch {
+	case err == nil:
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("transcript: sqlite: %w", err)
+		}
+		o.Logger.Info("created the message store", "path", path)
+	case errors.Is(err, fs.ErrExist):
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("transcript: sqlite: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("transcript: sqlite: %q is not a regular file", path)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			o.Logger.Warn("the message store is open to other users; it holds every session's conversation",
+				"path", path, "mode", fi.Mode().Perm().String(), "fix", "chmod 600 "+path)
+		}
+	default:
+		return nil, fmt.Errorf("transcript: sqlite: %w", err)
+	}
+
+	// synchronous=NORMAL: in WAL mode a commit is durable once the WAL is
+	// synced at the next checkpoint, so a power cut can lose the last
+	// commits (never corrupt the file). That is safe here because the
+	// engine's history, not this file, records what is committed: a lost
+	// row belongs to a Step whose completion the engine has not recorded
+	// yet, or whose retry rewrites it (rows are keyed by sequence and
+	// chunks are idempotent). FULL would sync on every write.
+	//
+	// _txlock=immediate takes the write lock at BEGIN, so a transaction
+	// never fails to upgrade its lock halfway; busy_timeout waits for
+	// another process (such as a CLI) instead of failing at once.
+	const common = "?_pragma=busy_timeout(10000)"
+	w, err := sql.Open("sqlite", path+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("transcript: sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", path+common+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("transcript: sqlite: %w", err)
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+	s := &sqliteStore{w: w, r: r, now: o.Now, log: o.Logger}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	if err := s.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("transcript: sqlite: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// migrate brings the schema to the newest version, in one transaction.
+func (s *sqliteStore) migrate(ctx context.Context) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > len(sqliteMigrations) {
+		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer dex-agent-worker", version, len(sqliteMigrations))
+	}
+	if version == len(sqliteMigrations) {
+		return nil
+	}
+	for v := version; v < len(sqliteMigrations); v++ {
+		for _, stmt := range sqliteMigrations[v] {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrating to schema version %d: %w", v+1, err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(sqliteMigrations))); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.log.Info("migrated the message store schema", "from", version, "to", len(sqliteMigrations))
+	return nil
+}
+
+func (s *sqliteStore) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func sqliteErr(op, session string, err error) error {
+	return fmt.Errorf("transcript: sqlite: %s of session %q: %w", op, session, err)
+}
+
+func (s *sqliteStore) PutWindow(ctx context.Context, session string, w Writer, msgs []Message) error {
+	if err := checkWriter(session, w); err != nil {
+		return err
+	}
+	encoded, err := encodeWrite(session, msgs, false)
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return sqliteErr("put window", session, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session, seq) DO UPDATE SET gen = excluded.gen, attempt = excluded.attempt, data = excluded.data
+		WHERE (transcript_window.gen, transcript_window.attempt) <= (excluded.gen, excluded.attempt)`)
+	if err != nil {
+		return sqliteErr("put window", session, err)
+	}
+	defer func() { _ = stmt.Close() }()
+	for i := range msgs {
+		res, err := stmt.ExecContext(ctx, session, msgs[i].Sequence, w.Gen, w.Attempt, encoded[i])
+		if err != nil {
+			return sqliteErr("put window", session, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return sqliteErr("put window", session, err)
+		}
+		if n == 0 {
+			var holder Writer
+			if err := tx.QueryRowContext(ctx, "SELECT gen, attempt FROM transcript_window WHERE session = ? AND seq = ?",
+				session, msgs[i].Sequence).Scan(&holder.Gen, &holder.Attempt); err != nil {
+				return sqliteErr("put window", session, err)
+			}
+			return fencedErr(session, msgs[i].Sequence, holder, w)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return sqliteErr("put window", session, err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) Window(ctx context.Context, session string, from, to int64) ([]Message, error) {
+	if err := checkRange(session, from); err != nil || to < from {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, "SELECT seq, data FROM transcript_window WHERE session = ? AND seq BETWEEN ? AND ? ORDER BY seq", session, from, to)
+	if err != nil {
+		return nil, sqliteErr("read window", session, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var w windowReader
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, sqliteErr("read window", session, err)
+		}
+		if err := w.add(session, from, seq, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr("read window", session, err)
+	}
+	return w.done(session, from, to)
+}
+
+func (s *sqliteStore) DeleteWindowThrough(ctx context.Context, session string, seq int64) (int64, error) {
+	if err := checkSession(session); err != nil {
+		return 0, err
+	}
+	res, err := s.w.ExecContext(ctx, "DELETE FROM transcript_window WHERE session = ? AND seq <= ?", session, seq)
+	if err != nil {
+		return 0, sqliteErr("delete window", session, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, sqliteErr("delete window", session, err)
+	}
+	return n, nil
+}
+
+func (s *sqliteStore) PutChunk(ctx context.Context, session string, msgs []Message) (ChunkRef, error) {
+	if err := checkSession(session); err != nil {
+		return ChunkRef{}, err
+	}
+	data, ref, err := encodeChunk(session, msgs)
+	if err != nil {
+		return ChunkRef{}, err
+	}
+	digest := sha256.Sum256(data)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return ChunkRef{}, sqliteErr("put chunk", session, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	var stored ChunkRef
+	var storedDigest []byte
+	err = tx.QueryRowContext(ctx, "SELECT first_seq, last_seq, count, bytes, digest FROM transcript_chunks WHERE session = ? AND first_seq = ?",
+		session, ref.First).Scan(&stored.First, &stored.Last, &stored.Count, &stored.Bytes, &storedDigest)
+	switch {
+	case err == nil && stored == ref && bytes.Equal(storedDigest, digest[:]):
+		return stored, nil // the same chunk again: a retried Step
+	case err == nil:
+		return ChunkRef{}, sameFirstConflict(session, ref, stored)
+	case !errors.Is(err, sql.ErrNoRows):
+		return ChunkRef{}, sqliteErr("put chunk", session, err)
+	}
+	var other ChunkRef
+	err = tx.QueryRowContext(ctx, `SELECT first_seq, last_seq FROM transcript_chunks
+		WHERE session = ? AND first_seq <= ? AND last_seq >= ? AND first_seq <> ? ORDER BY first_seq LIMIT 1`,
+		session, ref.Last, ref.First, ref.First).Scan(&other.First, &other.Last)
+	switch {
+	case err == nil:
+		return ChunkRef{}, overlapConflict(session, ref, other)
+	case !errors.Is(err, sql.ErrNoRows):
+		return ChunkRef{}, sqliteErr("put chunk", session, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO transcript_chunks (session, first_seq, last_seq, count, bytes, digest, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, session, ref.First, ref.Last, ref.Count, ref.Bytes, digest[:], data); err != nil {
+		return ChunkRef{}, sqliteErr("put chunk", session, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return ChunkRef{}, sqliteErr("put chunk", session, err)
+	}
+	return ref, nil
+}
+
+func (s *sqliteStore) Chunk(ctx context.Context, session string, first int64) ([]Message, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	var ref ChunkRef
+	var data []byte
+	err := s.r.QueryRowContext(ctx, "SELECT first_seq, last_seq, count, bytes, data FROM transcript_chunks WHERE session = ? AND first_seq = ?",
+		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &data)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("%w: session %q: no chunk starts at %d", ErrNotFound, session, first)
+	case err != nil:
+		return nil, sqliteErr("read chunk", session, err)
+	}
+	return checkChunk(session, ref, data)
+}
+
+func (s *sqliteStore) Chunks(ctx context.Context, session string, from, to int64) ([]ChunkRef, error) {
+	if err := checkRange(session, from); err != nil || to < from {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT first_seq, last_seq, count, bytes FROM transcript_chunks
+		WHERE session = ? AND first_seq <= ? AND last_seq >= ? ORDER BY first_seq`, session, to, from)
+	if err != nil {
+		return nil, sqliteErr("list chunks", session, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []ChunkRef
+	for rows.Next() {
+		var ref ChunkRef
+		if err := rows.Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes); err != nil {
+			return nil, sqliteErr("list chunks", session, err)
+		}
+		out = append(out, ref)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr("list chunks", session, err)
+	}
+	return out, nil
+}
+
+func (s *sqliteStore) DeleteChunks(ctx context.Context, session string, firsts []int64) ([]ChunkRef, error) {
+	if err := checkSession(session); err != nil || len(firsts) == 0 {
+		return nil, err
+	}
+	list, err := json.Marshal(firsts)
+	if err != nil {
+		return nil, sqliteErr("delete chunks", session, err)
+	}
+	rows, err := s.w.QueryContext(ctx, `DELETE FROM transcript_chunks WHERE session = ? AND first_seq IN (SELECT value FROM json_each(?))
+		RETURNING first_seq, last_seq, count, bytes`, session, string(list))
+	if err != nil {
+		return nil, sqliteErr("delete chunks", session, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []ChunkRef
+	for rows.Next() {
+		var ref ChunkRef
+		if err := rows.Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes); err != nil {
+			return nil, sqliteErr("delete chunks", session, err)
+		}
+		out = append(out, ref)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr("delete chunks", session, err)
+	}
+	slices.SortFunc(out, func(a, b ChunkRef) int { return cmp.Compare(a.First, b.First) })
+	return out, nil
+}
+
+func (s *sqliteStore) PutBlob(ctx context.Context, session string, data []byte) (string, error) {
+	if err := checkSession(session); err != nil {
+		return "", err
+	}
+	if err := checkBlob(session, data); err != nil {
+		return "", err
+	}
+	ref := blobRef(data)
+	if data == nil {
+		data = []byte{} // the column is NOT NULL
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO transcript_blobs (session, ref, stored_at, data) VALUES (?, ?, ?, ?)
+		ON CONFLICT (session, ref) DO UPDATE SET stored_at = excluded.stored_at WHERE excluded.stored_at > transcript_blobs.stored_at`,
+		session, ref, s.now().UnixMicro(), data); err != nil {
+		return "", sqliteErr("put blob", session, err)
+	}
+	return ref, nil
+}
+
+func (s *sqliteStore) Blob(ctx context.Context, session, ref string) ([]byte, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := s.r.QueryRowContext(ctx, "SELECT data FROM transcript_blobs WHERE session = ? AND ref = ?", session, ref).Scan(&data)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("%w: session %q: blob %s", ErrNotFound, session, ref)
+	case err != nil:
+		return nil, sqliteErr("read blob", session, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+func (s *sqliteStore) SweepBlobs(ctx context.Context, session string, keep []string, cutoff time.Time) ([]string, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	for _, ref := range keep {
+		if err := checkRef(ref); err != nil {
+			return nil, err
+		}
+	}
+	list, err := json.Marshal(keep)
+	if err != nil {
+		return nil, sqliteErr("sweep blobs", session, err)
+	}
+	if keep == nil {
+		list = []byte("[]")
+	}
+	rows, err := s.w.QueryContext(ctx, `DELETE FROM transcript_blobs WHERE session = ? AND stored_at < ?
+		AND ref NOT IN (SELECT value FROM json_each(?)) RETURNING ref`, session, cutoff.UnixMicro(), string(list))
+	if err != nil {
+		return nil, sqliteErr("sweep blobs", session, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []string
+	for rows.Next() {
+		var ref string
+		if err := rows.Scan(&ref); err != nil {
+			return nil, sqliteErr("sweep blobs", session, err)
+		}
+		out = append(out, ref)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr("sweep blobs", session, err)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (s *sqliteStore) DeleteSession(ctx context.Context, session string) (Deleted, error) {
+	if err := checkSession(session); err != nil {
+		return Deleted{}, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Deleted{}, sqliteErr("delete session", session, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var d Deleted
+	for _, t := range []struct {
+		table string
+		n     *int64
+	}{{"transcript_window", &d.WindowRows}, {"transcript_chunks", &d.Chunks}, {"transcript_blobs", &d.Blobs}} {
+		res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE session = ?", session)
+		if err != nil {
+			return Deleted{}, sqliteErr("delete session", session, err)
+		}
+		if *t.n, err = res.RowsAffected(); err != nil {
+			return Deleted{}, sqliteErr("delete session", session, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return Deleted{}, sqliteErr("delete session", session, err)
+	}
+	return d, nil
+}
