@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
@@ -45,10 +46,11 @@ func runWorkerChild() int {
 	})
 	defer stop()
 	d, err := daemon.Start(ctx, daemon.Options{
-		Config:          cfg,
-		Logger:          logger,
-		TemporalAddress: os.Getenv(envAddress),
-		WebUI:           webui.Handler(),
+		Config:           cfg,
+		Logger:           logger,
+		MessageStorePath: filepath.Join(dir, "messages.db"),
+		TemporalAddress:  os.Getenv(envAddress),
+		WebUI:            webui.Handler(),
 		Hooks: steps.Hooks{BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
 			_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
 		}},

@@ -22,6 +22,8 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // Stack is a private engine for one test, and the worker processes that
@@ -416,4 +418,27 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StoredMessages returns a session's messages as its worker stored them
+// (with their framework items): the chunks before the snapshot's window and
+// the window rows, from the SQLite message store the worker children share
+// in the stack's directory.
+func (s *Stack) StoredMessages(sessionID string) ([]pluginapi.Message, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	snap, err := s.Sessions.GetAgentSnapshot(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Messages) == 0 {
+		return nil, nil
+	}
+	st, err := transcript.Open(ctx, transcript.Options{Driver: transcript.DriverSQLite, Path: filepath.Join(s.Dir, "messages.db")})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	first, last := snap.Messages[0].Sequence, snap.Messages[len(snap.Messages)-1].Sequence
+	return transcript.Read(ctx, st, sessionID, 1, first, last)
 }

@@ -69,12 +69,13 @@ func newDevCmd(g *globals) *cobra.Command {
 				}
 			}()
 			d, err := daemon.Start(ctx, daemon.Options{
-				Config:          cfg,
-				Logger:          logger,
-				TemporalAddress: srv.FrontendAddress(),
-				HTTPListen:      httpAddr,
-				ExtraTokens:     access.tokens,
-				WebUI:           webUI(),
+				Config:           cfg,
+				Logger:           logger,
+				MessageStorePath: filepath.Join(abs, "messages.db"),
+				TemporalAddress:  srv.FrontendAddress(),
+				HTTPListen:       httpAddr,
+				ExtraTokens:      access.tokens,
+				WebUI:            webUI(),
 			})
 			if err != nil {
 				return err

@@ -121,7 +121,12 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 			if last.Role != pluginapi.RoleAssistant || last.Text != "Refunded $62.50 for order 7 (office chair). Anything else?" {
 				t.Fatalf("final answer = %+v", last)
 			}
-			for _, m := range snap.Messages {
+			// The stored messages, with their framework items.
+			stored, err := stack.StoredMessages(id)
+			if err != nil || len(stored) != len(snap.Messages) {
+				t.Fatalf("stored messages: %d, %v; the snapshot has %d", len(stored), err, len(snap.Messages))
+			}
+			for _, m := range stored {
 				if strings.Contains(m.Text, "CUT-ATTEMPT") || strings.Contains(m.Item, "CUT-ATTEMPT") {
 					t.Errorf("the broken attempt's text was stored: %+v", m)
 				}
@@ -133,7 +138,7 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 			// reasoning, thinking with its signature, reasoning_content) went
 			// back byte for byte in the next request.
 			replayed := 0
-			for _, m := range snap.Messages[:len(snap.Messages)-1] {
+			for _, m := range stored[:len(stored)-1] {
 				var it stepwise.ModelItem
 				if m.Role != pluginapi.RoleAssistant || json.Unmarshal([]byte(m.Item), &it) != nil || it.Output == nil {
 					continue

@@ -34,6 +34,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -56,11 +57,16 @@ type Options struct {
 	ExtraTokens []httpapi.Token
 	// WebUI serves the chat page at / of the API when the config enables it.
 	WebUI http.Handler
+	// MessageStorePath is the SQLite file of the message store when the
+	// config has no message_store (dev: in its data dir). Without either,
+	// Start fails: a worker needs to know where messages live.
+	MessageStorePath string
 }
 
 // Daemon is a running worker.
 type Daemon struct {
 	log             *slog.Logger
+	store           transcript.Store
 	acts            *steps.Activities
 	shutdownTimeout time.Duration
 	host            *runnerhost.Host
@@ -90,6 +96,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := d.launchPlugins(ctx, cfg); err != nil {
 		return nil, err
 	}
+	if err := d.openStore(ctx, cfg, opts, logger); err != nil {
+		return nil, err
+	}
 	c, err := Dial(ctx, cfg.Temporal, opts.TemporalAddress, logger)
 	if err != nil {
 		return nil, err
@@ -116,9 +125,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
+		rt.Options.Messages = messageOptions(a)
 		w.RegisterWorkflowWithOptions(session.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
 	}
 	acts := &steps.Activities{
+		Store:   d.store,
 		Redact:  secretRedactor(cfg),
 		Runners: agentRunners{host: d.host, plugins: pluginOf(cfg)},
 		Events:  sink,
@@ -331,6 +342,58 @@ func (d *Daemon) Stop() {
 	if d.host != nil {
 		d.host.Close()
 	}
+	if d.store != nil {
+		if err := d.store.Close(); err != nil {
+			d.log.Warn("close the message store", "error", err)
+		}
+		d.store = nil
+	}
+}
+
+// openStore opens the message store the config names (or dev's SQLite
+// file) behind a per-worker read cache.
+func (d *Daemon) openStore(ctx context.Context, cfg *config.Config, opts Options, logger *slog.Logger) error {
+	o := transcript.Options{Driver: transcript.DriverSQLite, Path: opts.MessageStorePath, Logger: logger.With("component", "transcript")}
+	cacheBytes := int64(config.DefaultMessageCacheBytes)
+	if ms := cfg.MessageStore; ms != nil {
+		o.Driver, o.Path, cacheBytes = ms.Driver, ms.Path, ms.CacheBytes
+		if ms.Driver == config.MessageStorePostgres {
+			dsn, err := ms.DSN()
+			if err != nil {
+				return err
+			}
+			o.Path, o.DSN = "", dsn.Reveal()
+		}
+	} else if o.Path == "" {
+		return errors.New("the config has no message_store: set one (driver sqlite with a path for one machine, " +
+			"driver postgres with dsn_env when several workers share sessions)")
+	}
+	st, err := transcript.Open(ctx, o)
+	if err != nil {
+		return fmt.Errorf("open the message store: %w", err)
+	}
+	if cacheBytes > 0 {
+		st = transcript.NewCache(st, cacheBytes)
+	}
+	d.store = st
+	logger.Info("message store open", "store", o, "cache_bytes", cacheBytes)
+	return nil
+}
+
+// messageOptions are an agent's message settings for the sessions this
+// worker starts: in the message store, with the agent's window, chunks and
+// retention.
+func messageOptions(a *config.Agent) session.MessageOptions {
+	o := session.MessageOptions{
+		Store:         true,
+		WindowSize:    a.MessageWindowSize,
+		ChunkSize:     a.MessageChunkSize,
+		ChunkMaxBytes: int64(a.MessageChunkMaxBytes),
+	}
+	if !a.RetainedMessageLimit.Unlimited {
+		o.RetainedLimit = int64(a.RetainedMessageLimit.N)
+	}
+	return o
 }
 
 func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) session.Runtime {

@@ -17,6 +17,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -36,8 +37,11 @@ type Hooks struct {
 // the runner's message builders. Register them with Register.
 type Activities struct {
 	Runners Runners
-	Events  events.Sink
-	Logger  *slog.Logger
+	// Store is the message store of the sessions that keep their messages
+	// there (with a read cache); nil when the worker has none.
+	Store  transcript.Store
+	Events events.Sink
+	Logger *slog.Logger
 	// Redact removes secrets from the runner's error texts before they
 	// reach the session's history, its events or the model; nil keeps
 	// them unchanged.
@@ -120,14 +124,32 @@ func (a *Activities) buildUserMessage(ctx context.Context, in session.BuildUserM
 	if err != nil {
 		return session.BuildUserMessageOutput{}, err
 	}
-	resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Agent, Text: in.Text})
+	var stored *session.StoreResult
+	text := in.Text
+	if in.Store != nil {
+		if stored, err = a.doStoreWork(ctx, in.SessionID, in.Store); err != nil {
+			return session.BuildUserMessageOutput{}, err
+		}
+		if in.TextRef != "" {
+			if text, err = a.blob(ctx, in.SessionID, in.TextRef); err != nil {
+				return session.BuildUserMessageOutput{}, err
+			}
+		}
+	}
+	resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Agent, Text: text})
 	if err != nil {
 		return session.BuildUserMessageOutput{}, err
 	}
 	if resp == nil {
 		return session.BuildUserMessageOutput{}, errors.New("build_user_message returned no message")
 	}
-	return session.BuildUserMessageOutput{Message: resp.Message}, nil
+	if in.Store == nil {
+		return session.BuildUserMessageOutput{Message: resp.Message}, nil
+	}
+	if stored.Messages, err = a.storeMessages(ctx, in.SessionID, in.TurnID, in.Store, activity.GetInfo(ctx).Attempt, []pluginapi.FrameworkMessage{resp.Message}); err != nil {
+		return session.BuildUserMessageOutput{}, err
+	}
+	return session.BuildUserMessageOutput{Stored: stored}, nil
 }
 
 // RunModel makes one model call through the agent's runner.
@@ -149,6 +171,19 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	defer w.close()
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
+	var stored *session.StoreResult
+	if in.Store != nil {
+		// The store work first: a failure here costs no model call.
+		if stored, err = a.doStoreWork(ctx, in.SessionID, in.Store); err != nil {
+			return session.ModelOutcome{}, err
+		}
+		if in.Messages, err = a.loadTranscript(ctx, in.SessionID, in.Transcript); err != nil {
+			return session.ModelOutcome{}, err
+		}
+		if in.RunState, in.ToolCalls, err = a.resolveTurn(ctx, in); err != nil {
+			return session.ModelOutcome{}, err
+		}
+	}
 	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, int(info.Attempt)), Events: w})
 	if err != nil {
 		return session.ModelOutcome{}, stepError("run_model_step", err)
@@ -156,11 +191,47 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	if err := checkModelResponse(resp); err != nil {
 		return session.ModelOutcome{}, err
 	}
-	return session.ModelOutcome{
+	out := session.ModelOutcome{
 		TurnCompleted:      resp.TurnCompleted,
 		ToolCallsRequested: resp.ToolCallsRequested,
 		UnfinishedCapable:  caps.UnfinishedTurnMessages,
-	}, nil
+	}
+	if in.Store == nil {
+		return out, nil
+	}
+	// With the store, the outcome's messages and long texts are stored, and
+	// the workflow gets previews and references.
+	if tc := out.TurnCompleted; tc != nil {
+		c := *tc
+		if stored.Messages, err = a.storeMessages(ctx, in.SessionID, in.TurnID, in.Store, info.Attempt, c.NewMessages); err != nil {
+			return session.ModelOutcome{}, err
+		}
+		c.NewMessages = nil
+		out.TurnCompleted = &c
+	}
+	if req := out.ToolCallsRequested; req != nil {
+		c := *req
+		if stored.Messages, err = a.storeMessages(ctx, in.SessionID, in.TurnID, in.Store, info.Attempt, c.NewMessages); err != nil {
+			return session.ModelOutcome{}, err
+		}
+		c.NewMessages = nil
+		if c.RunState, out.RunStateRef, err = a.keepLarge(ctx, in.SessionID, c.RunState); err != nil {
+			return session.ModelOutcome{}, err
+		}
+		c.ToolCalls = append([]pluginapi.DeferredToolCall(nil), c.ToolCalls...)
+		for i := range c.ToolCalls {
+			var ref string
+			if c.ToolCalls[i].Arguments, ref, err = a.keepLarge(ctx, in.SessionID, c.ToolCalls[i].Arguments); err != nil {
+				return session.ModelOutcome{}, err
+			}
+			if ref != "" {
+				out.Refs = append(out.Refs, session.RecordRefs{ToolCallID: c.ToolCalls[i].ToolCallID, ArgumentsRef: ref})
+			}
+		}
+		out.ToolCallsRequested = &c
+	}
+	out.Stored = stored
+	return out, nil
 }
 
 // PermanentErrorType is the application error type of a Step failure that
@@ -272,6 +343,12 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	if err := preflight(ctx, r); err != nil {
 		return session.ToolOutcome{}, notStarted(err)
 	}
+	call := in.ToolCall
+	if in.ArgumentsRef != "" {
+		if call.Arguments, err = a.blob(ctx, in.SessionID, in.ArgumentsRef); err != nil {
+			return session.ToolOutcome{}, notStarted(err)
+		}
+	}
 	// Record the started marker durably before the tool runs.
 	if err := w.markStarted(ctx, info.TaskToken); err != nil {
 		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
@@ -281,7 +358,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		Agent:               in.Agent,
 		SessionID:           in.SessionID,
 		TurnID:              in.TurnID,
-		ToolCall:            in.ToolCall,
+		ToolCall:            call,
 		IdempotencyKey:      in.IdempotencyKey,
 		Attempt:             int(info.Attempt),
 		HeartbeatCheckpoint: w.checkpoint(),
@@ -291,12 +368,39 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	var toolErr *pluginapi.ToolExecutionError
 	if errors.As(err, &toolErr) {
 		msg := toolErr.Message
-		return session.ToolOutcome{Error: &msg}, nil
+		return a.keepOutcome(ctx, in, session.ToolOutcome{Error: &msg})
 	}
 	if err != nil {
 		return session.ToolOutcome{}, stepError("execute_deferred_tool_call", err)
 	}
-	return toolOutcome(in, resp)
+	out, err := toolOutcome(in, resp)
+	if err != nil {
+		return out, err
+	}
+	return a.keepOutcome(ctx, in, out)
+}
+
+// maxToolErrorBytes bounds a tool error the workflow keeps, with the store.
+const maxToolErrorBytes = 2 * session.PreviewBytes
+
+// keepOutcome stores a long output and returns its preview and reference,
+// and cuts a long error, when the session keeps its messages in the store.
+func (a *Activities) keepOutcome(ctx context.Context, in session.ToolInput, out session.ToolOutcome) (session.ToolOutcome, error) {
+	if !in.StoreOutput {
+		return out, nil
+	}
+	if out.Output != nil {
+		p, ref, err := a.keepLarge(ctx, in.SessionID, *out.Output)
+		if err != nil {
+			return session.ToolOutcome{}, err
+		}
+		out.Output, out.OutputRef = &p, ref
+	}
+	if out.Error != nil && len(*out.Error) > maxToolErrorBytes {
+		cut := previewText((*out.Error)[:maxToolErrorBytes]) + " ... (the error was cut)"
+		out.Error = &cut
+	}
+	return out, nil
 }
 
 func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (session.ToolOutcome, error) {
@@ -349,6 +453,30 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 	if err != nil {
 		return out, err
 	}
+	var stored *session.StoreResult
+	if w := in.Turn.Store; w != nil {
+		if stored, err = a.doStoreWork(ctx, in.Turn.SessionID, w); err != nil {
+			return out, err
+		}
+		// A user message that could not be built is kept as plain text.
+		if in.UserText != "" || in.UserTextRef != "" {
+			text := in.UserText
+			if in.UserTextRef != "" {
+				if text, err = a.blob(ctx, in.Turn.SessionID, in.UserTextRef); err != nil {
+					return out, err
+				}
+			}
+			out.Messages = append(out.Messages, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: text})
+		}
+		if caps.UnfinishedTurnMessages {
+			if in.Turn.Messages, err = a.loadTranscript(ctx, in.Turn.SessionID, in.Turn.Transcript); err != nil {
+				return out, err
+			}
+			if in.Turn.RunState, in.Turn.ToolCalls, err = a.resolveTurn(ctx, in.Turn); err != nil {
+				return out, err
+			}
+		}
+	}
 	if b, ok := r.(pluginapi.UnfinishedTurnMessageBuilder); ok && caps.UnfinishedTurnMessages {
 		tc := turnContext(in.Turn, 1)
 		msgs, err := b.BuildUnfinishedTurnMessages(ctx, &tc)
@@ -376,6 +504,12 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 		} else {
 			out.Messages = append(out.Messages, resp.Message)
 		}
+	}
+	if w := in.Turn.Store; w != nil {
+		if stored.Messages, err = a.storeMessages(ctx, in.Turn.SessionID, in.Turn.TurnID, w, activity.GetInfo(ctx).Attempt, out.Messages); err != nil {
+			return session.TurnFailureOutput{}, err
+		}
+		return session.TurnFailureOutput{Stored: stored}, nil
 	}
 	return out, nil
 }

@@ -276,3 +276,37 @@ func checkRange(session string, from int64) error {
 	}
 	return nil
 }
+
+// Read returns a session's stored messages from sequence from through
+// last, oldest first: the chunks that hold [from, windowFirst-1] and the
+// window rows [windowFirst, last], as the workflow's commits laid them out
+// (see the package documentation). Messages before from are left out,
+// which is how a page or a transcript after a compaction summary starts.
+func Read(ctx context.Context, st Store, session string, from, windowFirst, last int64) ([]Message, error) {
+	var out []Message
+	if windowFirst > from {
+		refs, err := st.Chunks(ctx, session, from, windowFirst-1)
+		if err != nil {
+			return nil, fmt.Errorf("list the chunks of %d..%d: %w", from, windowFirst-1, err)
+		}
+		for _, r := range refs {
+			msgs, err := st.Chunk(ctx, session, r.First)
+			if err != nil {
+				return nil, fmt.Errorf("read chunk %d..%d: %w", r.First, r.Last, err)
+			}
+			for _, m := range msgs {
+				if m.Sequence >= from && m.Sequence < windowFirst && m.Sequence <= last {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	if last >= max(windowFirst, from) {
+		rows, err := st.Window(ctx, session, max(windowFirst, from), last)
+		if err != nil {
+			return nil, fmt.Errorf("read the window: %w", err)
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
