@@ -51,9 +51,19 @@ func runWorkerChild() int {
 		MessageStorePath: filepath.Join(dir, "messages.db"),
 		TemporalAddress:  os.Getenv(envAddress),
 		WebUI:            webui.Handler(),
-		Hooks: steps.Hooks{BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
-			_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
-		}},
+		Hooks: steps.Hooks{
+			BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
+				_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
+			},
+			AfterStoreWork: func(ctx context.Context, _ string, w *session.StoreWork) {
+				if len(w.Roll) > 0 {
+					_ = FileGate{Dir: dir, Name: fmt.Sprintf("after-roll-%d", w.Roll[0].First)}.WaitIfArmed(ctx)
+				}
+				if w.RetainFrom > 0 {
+					_ = FileGate{Dir: dir, Name: "after-retention"}.WaitIfArmed(ctx)
+				}
+			},
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker child:", err)

@@ -314,7 +314,7 @@ func (s *Stack) WaitForSnapshot(description, sessionID string, cond func(client.
 		return cond(got), nil
 	})
 	if err != nil {
-		s.t.Fatalf("%v\nlast snapshot: %+v", err, snap)
+		s.t.Fatalf("%v\nlast snapshot: %s", err, describeSnapshot(snap))
 	}
 	return snap
 }
@@ -434,11 +434,48 @@ func (s *Stack) StoredMessages(sessionID string) ([]pluginapi.Message, error) {
 	if len(snap.Messages) == 0 {
 		return nil, nil
 	}
-	st, err := transcript.Open(ctx, transcript.Options{Driver: transcript.DriverSQLite, Path: filepath.Join(s.Dir, "messages.db")})
+	st, err := s.openMessageStore(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	first, last := snap.Messages[0].Sequence, snap.Messages[len(snap.Messages)-1].Sequence
 	return transcript.Read(ctx, st, sessionID, 1, first, last)
+}
+
+func (s *Stack) openMessageStore(ctx context.Context) (transcript.Store, error) {
+	return transcript.Open(ctx, transcript.Options{Driver: transcript.DriverSQLite, Path: filepath.Join(s.Dir, "messages.db")})
+}
+
+// MessageStore opens the message store the stack's workers share, for a
+// client that reads older pages (client.AgentSessionClient.WithMessages).
+// It is closed at the test's cleanup.
+func (s *Stack) MessageStore(t testing.TB) client.MessageReader {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := s.openMessageStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return transcript.Reader{Store: st}
+}
+
+// describeSnapshot renders a snapshot for a failure message: the state in
+// full, and each message with its text cut to 200 bytes.
+func describeSnapshot(snap client.Snapshot) string {
+	var b strings.Builder
+	if snap.State != nil {
+		fmt.Fprintf(&b, "state %+v\n", *snap.State)
+	}
+	for _, m := range snap.Messages {
+		text := m.Text
+		if len(text) > 200 {
+			text = fmt.Sprintf("%s... (%d bytes)", text[:200], len(text))
+		}
+		fmt.Fprintf(&b, "  #%d %s %s %q\n", m.Sequence, m.Role, m.ToolStatus, text)
+	}
+	fmt.Fprintf(&b, "pending interrupts %+v\ntool calls %+v\nqueued %d", snap.PendingInterrupts, snap.ToolCalls, snap.QueuedCount)
+	return b.String()
 }

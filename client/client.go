@@ -27,6 +27,7 @@ type AgentSessionClient struct {
 	c         temporalclient.Client
 	namespace string
 	taskQueue string
+	messages  MessageReader
 }
 
 // New wraps a connected Temporal client. taskQueue is the workers' task
@@ -134,6 +135,10 @@ type SendOptions struct {
 	// timeout, a dropped connection). Empty: every call is a new message.
 	// See CheckMessageID for the allowed form.
 	MessageID string
+	// TextRef sends a text over MaxInlineMessageBytes by reference: the
+	// message store reference of the whole text, which the caller stored
+	// first (the HTTP API does); text is then its beginning, for display.
+	TextRef string
 }
 
 // MaxMessageIDLength bounds SendOptions.MessageID.
@@ -162,7 +167,7 @@ func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, ses
 			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
 		}
 	}
-	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text})
+	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef})
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns
@@ -202,8 +207,10 @@ func (s *AgentSessionClient) GetAgentSnapshot(ctx context.Context, sessionID str
 // ListAgentMessages returns one page of stored messages, oldest first.
 func (s *AgentSessionClient) ListAgentMessages(ctx context.Context, sessionID string, req ListMessagesRequest) (MessagesPage, error) {
 	var page MessagesPage
-	err := s.query(ctx, sessionID, QueryListAgentMessages, &page, req)
-	return page, err
+	if err := s.query(ctx, sessionID, QueryListAgentMessages, &page, req); err != nil {
+		return page, err
+	}
+	return s.fillPage(ctx, sessionID, req, page)
 }
 
 func (s *AgentSessionClient) query(ctx context.Context, sessionID, name string, out any, args ...any) error {

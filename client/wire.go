@@ -88,6 +88,11 @@ type MessagesPage struct {
 	// DeletedBeforeSequence is set once retention deleted the messages
 	// before it.
 	DeletedBeforeSequence int64 `json:"deleted_before_sequence,omitempty"`
+	// WindowFirstSequence is where the window the workflow holds begins,
+	// in a session that keeps its messages in the message store: the
+	// workflow's own answer pages only the window, and older messages are
+	// read from the store (AgentSessionClient.WithMessages, the HTTP API).
+	WindowFirstSequence int64 `json:"window_first_sequence,omitempty"`
 	// HasMore reports older messages before this page; pass
 	// NextBeforeSequence as before_sequence to read them.
 	HasMore            bool  `json:"has_more"`

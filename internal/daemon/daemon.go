@@ -271,7 +271,7 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	d.api = httpapi.New(httpapi.Options{
 		Temporal: d.client, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue,
 		Broker: d.broker, Agents: agents, Tokens: tokens, WebUI: web, Logger: logger.With("component", "http"),
-		MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken,
+		MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken, Messages: d.store,
 	})
 	sopts := httpapi.ServerOptions{Logger: logger.With("component", "http")}
 	if t := cfg.HTTP.TLS; t != nil {

@@ -178,7 +178,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if code, _ := do(t, "POST", sess+"/interrupts/x", tokenAll, `{}`); code != 400 {
 		t.Errorf("resolve without approved: %d", code)
 	}
-	if code, _ := do(t, "POST", sess+"/messages", tokenAll, `{"text":"`+strings.Repeat("x", 2<<20)+`"}`); code != 413 {
+	if code, _ := do(t, "POST", sess+"/messages", tokenAll, `{"text":"`+strings.Repeat("x", httpapi.MaxMessageBodyBytes)+`"}`); code != 413 {
 		t.Errorf("oversized body: %d", code)
 	}
 	if code, _ := do(t, "GET", base+"/healthz", "", ""); code != 200 {

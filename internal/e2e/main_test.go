@@ -43,6 +43,7 @@ agents:
       idem_gate: {effect: idempotent_write}
       noop: {effect: read}
       leak: {effect: read}
+      big: {effect: read}
       write_gate: {effect: non_idempotent_write, requires_approval: false}
       approve_write: {effect: non_idempotent_write, requires_approval: true}
     run_model_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}

@@ -28,14 +28,19 @@ func commonExecution(id string) *commonpb.WorkflowExecution {
 // decodeBody decodes a JSON object strictly: a size limit, no unknown
 // fields, nothing after the object.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeBodyLimit(w, r, v, MaxBodyBytes)
+}
+
+// decodeBodyLimit is decodeBody with a route's own size limit.
+func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return errorf(http.StatusUnsupportedMediaType, "bad_request", "Content-Type must be application/json")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBodyBytes)
+			return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", limit)
 		}
 		return errorf(http.StatusBadRequest, "bad_request", "read the body: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 )
 
 // Agent is an agent the API can start sessions of.
@@ -50,6 +52,12 @@ type Options struct {
 	Namespace string
 	TaskQueue string
 	Broker    events.Broker
+	// Messages is the worker's message store: a message over
+	// client.MaxInlineMessageBytes is stored there before it is sent by
+	// reference, and pages before a session's window and cut texts are
+	// read from it. Nil: messages are sent inline only (up to
+	// client.MaxInlineMessageBytes) and pages hold the window.
+	Messages transcript.Store
 	Agents    []Agent
 	Tokens    []Token
 	// WebUI, when set, serves the chat page at / (without authorization:
@@ -72,6 +80,18 @@ type Options struct {
 
 // DefaultMaxStreamsPerToken is the default of Options.MaxStreamsPerToken.
 const DefaultMaxStreamsPerToken = 64
+
+func newSessions(opts Options) *client.AgentSessionClient {
+	c := client.New(opts.Temporal, opts.Namespace, opts.TaskQueue)
+	if opts.Messages != nil {
+		c = c.WithMessages(transcript.Reader{Store: opts.Messages})
+	}
+	return c
+}
+
+// MaxMessageBodyBytes bounds the body of POST .../messages: a message of up
+// to client.MaxMessageBytes (8 MiB), with room for JSON escapes.
+const MaxMessageBodyBytes = 3 * client.MaxMessageBytes
 
 // MaxBodyBytes bounds request bodies.
 const MaxBodyBytes = 1 << 20
@@ -121,7 +141,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		opts:     opts,
-		sessions: client.New(opts.Temporal, opts.Namespace, opts.TaskQueue),
+		sessions: newSessions(opts),
 		mux:      http.NewServeMux(),
 		log:      opts.Logger,
 		byFlow:   map[string]Agent{},
@@ -589,9 +609,31 @@ type SendMessageRequest struct {
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) {
 	var req SendMessageRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := decodeBodyLimit(w, r, &req, MaxMessageBodyBytes); err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	opts := client.SendOptions{MessageID: req.MessageID}
+	text := req.Text
+	if len(text) > client.MaxInlineMessageBytes {
+		// The claim check: the whole text goes to the store first, the
+		// update carries its reference and beginning.
+		switch {
+		case len(text) > client.MaxMessageBytes:
+			s.fail(w, r, errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+				"the message is %d bytes; one message may be at most %d (8 MiB)", len(text), client.MaxMessageBytes))
+			return
+		case s.opts.Messages == nil:
+			s.fail(w, r, errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+				"the message is %d bytes; without a message store this worker takes at most %d", len(text), client.MaxInlineMessageBytes))
+			return
+		}
+		ref, err := s.opts.Messages.PutBlob(r.Context(), id, []byte(text))
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("store a %d-byte message: %w", len(text), err))
+			return
+		}
+		opts.TextRef, text = ref, previewText(text)
 	}
 	if req.MessageID != "" {
 		if err := client.CheckMessageID(req.MessageID); err != nil {
@@ -601,7 +643,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID})
+	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, text, opts)
 	if err != nil {
 		s.failUpdate(w, r, id, "retry with the same message_id to be safe", err)
 		return
@@ -685,6 +727,11 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 			token = t
 		}
 	}
+	// Whole texts for the messages the workflow holds cut.
+	if err := s.sessions.CompleteMessages(ctx, id, snap.Messages); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"snapshot":     BrowserSnapshot(snap),
 		"resume_token": token,
@@ -711,4 +758,18 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string)
 		page.Messages[i].Item = ""
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// previewText is the beginning of a text sent by reference, for display:
+// 2 KiB, cut at a character boundary.
+func previewText(text string) string {
+	const n = 2 << 10
+	if len(text) <= n {
+		return text
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }

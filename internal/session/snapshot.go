@@ -90,6 +90,7 @@ func (s *State) ListMessages(req client.ListMessagesRequest) client.MessagesPage
 		page.FirstSequence = msgs[0].Sequence
 	}
 	if s.Options.Messages.Store && s.NextSequence > 1 {
+		page.WindowFirstSequence = s.windowFirst()
 		page.FirstSequence = max(s.DeletedBefore, 1)
 		if s.DeletedBefore > 1 {
 			page.DeletedBeforeSequence = s.DeletedBefore

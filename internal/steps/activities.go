@@ -31,6 +31,11 @@ type Hooks struct {
 	// BeforeToolStart runs in a tool Step before it records that the tool
 	// started, so a test can kill the worker at a point where the tool never ran.
 	BeforeToolStart func(ctx context.Context, in session.ToolInput)
+	// AfterStoreWork runs in a Step that stores messages after it did the
+	// session's store work (chunks cut and written, chunks deleted) and
+	// before its own, so a test can kill the worker between a chunk's
+	// write and the workflow's commit of it.
+	AfterStoreWork func(ctx context.Context, sessionID string, w *session.StoreWork)
 }
 
 // Activities are the session's Steps that call out: the model, the tools and

@@ -61,30 +61,41 @@ func (a *Activities) doStoreWork(ctx context.Context, sessionID string, w *sessi
 		out.Chunks = append(out.Chunks, plan)
 	}
 	if w.RetainFrom > 0 {
-		refs, err := st.Chunks(ctx, sessionID, max(w.DeletedBefore, 1), w.RetainFrom-1)
+		// Delete the whole chunks before RetainFrom, then report where the
+		// stored messages now begin: the first chunk left that reaches
+		// RetainFrom, or RetainFrom itself. An attempt after one that
+		// deleted them and died reports the same point.
+		from := max(w.DeletedBefore, 1)
+		refs, err := st.Chunks(ctx, sessionID, from, w.RetainFrom)
 		if err != nil {
 			return nil, fmt.Errorf("list chunks for retention: %w", err)
 		}
 		var firsts []int64
-		var after int64
+		begin := w.RetainFrom
 		for _, r := range refs {
 			if r.Last < w.RetainFrom {
 				firsts = append(firsts, r.First)
-				after = r.Last + 1
+			} else {
+				begin = min(begin, r.First)
 			}
 		}
 		if len(firsts) > 0 {
 			if _, err := st.DeleteChunks(ctx, sessionID, firsts); err != nil {
 				return nil, fmt.Errorf("delete chunks for retention: %w", err)
 			}
-			out.DeletedBefore = after
+		}
+		if begin > from {
+			out.DeletedBefore = begin
 		}
 	}
-	if len(w.SweepKeep) > 0 || w.Sweep {
+	if w.Sweep {
 		if _, err := st.SweepBlobs(ctx, sessionID, w.SweepKeep, time.Now().Add(-blobSweepMargin)); err != nil {
 			// Blobs left behind only cost space; the next sweep removes them.
 			a.logger().Warn("sweep blobs", "session_id", sessionID, "error", err)
 		}
+	}
+	if a.Hooks.AfterStoreWork != nil {
+		a.Hooks.AfterStoreWork(ctx, sessionID, w)
 	}
 	return out, nil
 }
@@ -106,7 +117,7 @@ func (a *Activities) storeMessages(ctx context.Context, sessionID, turnID string
 		size := transcript.EncodedSize(rows[i])
 		if size > transcript.MaxMessageBytes {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"message %d is %d bytes encoded; one message may be at most %d", rows[i].Sequence, size, transcript.MaxMessageBytes),
+				"message %d is %d bytes encoded (its text and framework item); one message may be at most %d", rows[i].Sequence, size, transcript.MaxMessageBytes),
 				StoreErrorType, nil)
 		}
 		e := session.Entry{Message: rows[i], Bytes: int64(size)}

@@ -29,9 +29,12 @@ const (
 	// MaxChunkBytes is the largest message_chunk_max_bytes. PutChunk
 	// refuses a chunk of several messages whose encoding is larger.
 	MaxChunkBytes = 8 << 20
-	// MaxMessageBytes is the hard cap on one message's encoding, and on
-	// one blob. Every write refuses a larger one with ErrTooLarge.
-	MaxMessageBytes = 8 << 20
+	// MaxMessageBytes is the hard cap on one message's encoding (its text
+	// and its framework item together), and on one blob. Every write
+	// refuses a larger one with ErrTooLarge. It leaves room for a text at
+	// the senders' limit (8 MiB, client.MaxMessageBytes) and a runner's
+	// item that repeats it with escapes.
+	MaxMessageBytes = 32 << 20
 	// DefaultRetainedMessageLimit is the default retained_message_limit.
 	DefaultRetainedMessageLimit = 1000
 	// MaxSessionIDBytes bounds a session ID (Temporal's workflow ID limit).
@@ -309,4 +312,13 @@ func Read(ctx context.Context, st Store, session string, from, windowFirst, last
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// Reader reads a session's messages through Read; it is the
+// client.MessageReader of a worker's store.
+type Reader struct{ Store Store }
+
+// ReadMessages implements client.MessageReader.
+func (r Reader) ReadMessages(ctx context.Context, session string, from, windowFirst, last int64) ([]Message, error) {
+	return Read(ctx, r.Store, session, from, windowFirst, last)
 }

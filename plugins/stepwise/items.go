@@ -1,6 +1,7 @@
 package stepwise
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -93,7 +94,7 @@ func itemOf(m pluginapi.Message) (ModelItem, error) {
 }
 
 func outputMessage(out ModelOutputItem) (pluginapi.FrameworkMessage, error) {
-	b, err := json.Marshal(ModelItem{Kind: ItemModelOutput, Output: &out})
+	b, err := marshalItem(ModelItem{Kind: ItemModelOutput, Output: &out})
 	if err != nil {
 		return pluginapi.FrameworkMessage{}, err
 	}
@@ -113,7 +114,20 @@ func toolResultMessage(turn *pluginapi.TurnContext, id string) (pluginapi.Framew
 
 func resultMessage(id, name, status, text string) (pluginapi.FrameworkMessage, ModelItem) {
 	it := ModelItem{Kind: ItemToolResult, ToolCallID: id, ToolName: name, Status: status, Text: text}
-	b, _ := json.Marshal(it) // a struct of strings always marshals
+	b, _ := marshalItem(it) // a struct of strings always marshals
 	return pluginapi.FrameworkMessage{Role: pluginapi.RoleTool, Text: text, Item: string(b), ToolCallID: id, ToolName: name,
 		ToolStatus: pluginapi.ToolCallStatus(status)}, it
+}
+
+// marshalItem encodes a stored item as JSON without HTML escaping: Go's
+// default writes <, > and & as six bytes each, which would make a message
+// of such text six times its size in the message store.
+func marshalItem(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -74,7 +74,7 @@ func (r *Runner) agent(name string) (*compiled, error) {
 
 // BuildUserMessage implements pluginapi.Runner.
 func (r *Runner) BuildUserMessage(_ context.Context, req *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {
-	item, err := json.Marshal(ModelItem{Kind: ItemUserText, Text: req.Text})
+	item, err := marshalItem(ModelItem{Kind: ItemUserText, Text: req.Text})
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (c *ScriptedModelClient) CallModel(ctx context.Context, req *ModelRequest, 
 		// every response of the turn.
 		out.ToolCalls = append(out.ToolCalls, ModelToolCall{ID: fmt.Sprintf("call_%d_%d", len(req.Items), i), Name: tc.Name, Arguments: args})
 	}
-	raw, err := json.Marshal(struct {
+	raw, err := marshalItem(struct {
 		Type      string          `json:"type"`
 		Text      string          `json:"text,omitempty"`
 		Reasoning string          `json:"reasoning,omitempty"`

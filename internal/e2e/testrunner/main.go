@@ -11,7 +11,8 @@
 //	leakfail         fail every model call permanently, with the value of
 //	                 $DEX_TEST_SECRET in the error text
 //
-// The tool leak fails with the value of $DEX_TEST_SECRET in its error text.
+// The tool leak fails with the value of $DEX_TEST_SECRET in its error text;
+// the tool big returns as many "x" as its name says.
 //
 // Once the turn's tools ran, the model answers "done: " and each result.
 package main
@@ -61,6 +62,13 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 				return result + " " + a.Name, nil
 			}, stepwise.WithEffect(effect))
 	}
+	big := stepwise.MustFunctionTool("big", "Returns as many x as its name says.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+		n, err := strconv.Atoi(a.Name)
+		if err != nil {
+			return "", err
+		}
+		return strings.Repeat("x", n), nil
+	}, stepwise.WithEffect(pluginapi.EffectRead))
 	leak := stepwise.MustFunctionTool("leak", "Fails with a secret in its error.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
 		return "", &pluginapi.ToolExecutionError{Message: "upstream rejected token " + os.Getenv("DEX_TEST_SECRET")}
 	}, stepwise.WithEffect(pluginapi.EffectRead))
@@ -74,7 +82,11 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			text = texts[len(texts)-1]
 		}
 		results := stepwise.ToolResults(req)
-		if err := log.Record("model", agent, text); err != nil {
+		detail := text
+		if len(detail) > 1000 { // a log record is one short line
+			detail = fmt.Sprintf("%s...(%d bytes)", detail[:200], len(detail))
+		}
+		if err := log.Record("model", agent, detail); err != nil {
 			return stepwise.ScriptedReply{}, err
 		}
 		var calls []stepwise.ScriptedToolCall
@@ -118,6 +130,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			gated("write_gate", "wrote", pluginapi.EffectNonIdempotentWrite),
 			gated("approve_write", "wrote", pluginapi.EffectNonIdempotentWrite),
 			leak,
+			big,
 			noop,
 		},
 	}, nil

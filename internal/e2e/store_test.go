@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	commonpb "go.temporal.io/api/common/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// largestPayload returns the size of the largest payload in a session's
+// history (every run), and the event that holds it.
+func largestPayload(t *testing.T, s *agenttest.Stack, id string) (int, string) {
+	t.Helper()
+	largest, where := 0, ""
+	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		eachPayload(e, func(p *commonpb.Payload) {
+			if n := len(p.GetData()); n > largest {
+				largest, where = n, fmt.Sprintf("event %d (%s)", e.GetEventId(), e.GetEventType())
+			}
+		})
+	}
+	return largest, where
+}
+
+// eachPayload calls fn for every Payload inside a history event.
+func eachPayload(e *historypb.HistoryEvent, fn func(*commonpb.Payload)) {
+	var walk func(m protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		if p, ok := m.Interface().(*commonpb.Payload); ok {
+			fn(p)
+			return
+		}
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.IsList() && fd.Message() != nil:
+				for i := 0; i < v.List().Len(); i++ {
+					walk(v.List().Get(i).Message())
+				}
+			case fd.IsMap() && fd.MapValue().Message() != nil:
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					walk(mv.Message())
+					return true
+				})
+			case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
+				walk(v.Message())
+			}
+			return true
+		})
+	}
+	walk(proto.Clone(e).ProtoReflect())
+}
+
+// TestLargeContentTravelsByReference: a 1.5 MiB message of "<" and three
+// tool outputs of 700 KB each in one turn. The session answers and keeps
+// running, the largest payload in its history is a few KiB (the store
+// holds the content), the answer reads back whole through the HTTP API,
+// and an 8.5 MiB message is refused with a clear answer.
+func TestLargeContentTravelsByReference(t *testing.T) {
+	s, base := newHTTPStack(t)
+	id := start(t, s, "hello")
+	s.WaitForSnapshot("the first answer", id, idleWithAnswer)
+	sess := base + "/v1/sessions/" + id
+
+	big := strings.Repeat("<", 1536<<10)
+	body, _ := json.Marshal(map[string]string{"text": big})
+	if code, resp := do(t, "POST", sess+"/messages", tokenAll, string(body)); code != 200 || !strings.Contains(string(resp), `"accepted":true`) {
+		t.Fatalf("send 1.5 MiB: %d %s", code, resp)
+	}
+	snap := s.WaitForSnapshot("the echo of 1.5 MiB", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	last := snap.Messages[len(snap.Messages)-1]
+	if !last.TextTruncated || len(last.Text) > 4<<10 {
+		t.Errorf("the workflow's snapshot holds %d bytes of the answer (truncated %v); want a preview", len(last.Text), last.TextTruncated)
+	}
+	code, resp := do(t, "GET", sess+"/snapshot", tokenAll, "")
+	var hs struct {
+		Snapshot client.Snapshot `json:"snapshot"`
+	}
+	if err := json.Unmarshal(resp, &hs); code != 200 || err != nil {
+		t.Fatalf("snapshot: %d %v", code, err)
+	}
+	if got := hs.Snapshot.Messages[len(hs.Snapshot.Messages)-1]; got.Text != "echo: "+big || got.TextTruncated {
+		t.Errorf("the HTTP snapshot's answer is %d bytes (truncated %v), want the whole echo", len(got.Text), got.TextTruncated)
+	}
+
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:big:700000 call:big:700001 call:big:700002"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the answer after three 700 KB outputs", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 3 })
+	if snap.State.LastTurnError != "" {
+		t.Fatalf("the turn failed: %s", snap.State.LastTurnError)
+	}
+	stored, err := s.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := stored[len(stored)-1].Text
+	for _, n := range []int{700000, 700001, 700002} {
+		if !strings.Contains(answer, "big=succeeded:"+strings.Repeat("x", n)+";") && !strings.HasSuffix(answer, "big=succeeded:"+strings.Repeat("x", n)) {
+			t.Errorf("the answer lacks the whole %d-byte output", n)
+		}
+	}
+	if n, where := largestPayload(t, s, id); n > 64<<10 {
+		t.Errorf("the largest payload in the history is %d bytes, at %s; large content must travel by reference", n, where)
+	}
+
+	huge, _ := json.Marshal(map[string]string{"text": strings.Repeat("a", 8704<<10)})
+	code, resp = do(t, "POST", sess+"/messages", tokenAll, string(huge))
+	if code != 413 || !strings.Contains(string(resp), "may be at most 8388608") {
+		t.Errorf("send 8.5 MiB: %d %s; want 413 naming the limit", code, resp)
+	}
+	// Sent inline to the workflow, past 64 KiB, a message is answered false.
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, strings.Repeat("b", 65<<10)); err != nil || ok {
+		t.Errorf("a 65 KiB inline message = %v, %v; want false", ok, err)
+	}
+	snap = s.WaitForSnapshot("the session still running", id, idleWithAnswer)
+	if snap.State.TurnCount != 3 {
+		t.Errorf("turns = %d, want 3 (the refused messages started none)", snap.State.TurnCount)
+	}
+}
+
+// storeStack is a stack whose agent keeps a window of 2 messages, cuts
+// chunks of 2 and keeps the newest 6 messages.
+func storeStack(t *testing.T) *agenttest.Stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    message_window_size: 2\n    message_chunk_size: 2\n    retained_message_limit: 6\n    run_model_limit:", 1)
+	return agenttest.NewStack(t, cfg)
+}
+
+// wantTranscript checks that the session's stored messages are exactly the
+// turns sent, in order, from first on: no message lost, none twice.
+func wantTranscript(t *testing.T, s *agenttest.Stack, id string, texts []string, first int) {
+	t.Helper()
+	stored, err := s.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, text := range texts {
+		want = append(want, "user:"+text, "assistant:echo: "+text)
+	}
+	want = want[first-1:]
+	var got []string
+	for i, m := range stored {
+		if m.Sequence != int64(first+i) {
+			t.Errorf("message %d has sequence %d: a hole or a repeat", first+i, m.Sequence)
+		}
+		got = append(got, string(m.Role)+":"+m.Text)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stored transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestKilledBetweenAChunkWriteAndItsCommit: the worker dies after a Step
+// cut and stored a chunk, before the workflow committed it. The next
+// attempt cuts the same chunk again (a no-op), the turn completes, and the
+// stored transcript has every message once; the rows the chunk holds are
+// deleted by the next Step.
+func TestKilledBetweenAChunkWriteAndItsCommit(t *testing.T) {
+	s := storeStack(t)
+	gate := s.Gate("after-roll-1")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "one")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "two"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s.WaitForSnapshot("turn 2", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "three"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// The window holds 1..4 (window 2 + chunk 2): turn 3's first storing
+	// Step rolls 1..2, stores the chunk, and stops.
+	reached(t, gate)
+	w.Kill()
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	s.WaitForSnapshot("turn 3", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 3 })
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "four"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap := s.WaitForSnapshot("turn 4", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 4 })
+	if len(snap.Messages) > 4 {
+		t.Errorf("the window holds %d messages, want at most 4 (window 2 + chunk 2)", len(snap.Messages))
+	}
+	wantTranscript(t, s, id, []string{"one", "two", "three", "four"}, 1)
+}
+
+// TestKilledDuringRetention: the worker dies after a Step deleted old
+// chunks for retention, before the workflow committed it. The next attempt
+// deletes what is left (nothing), and the session goes on: the messages
+// retention kept are all there, once, and pages say where deletion ended.
+func TestKilledDuringRetention(t *testing.T) {
+	s := storeStack(t)
+	w := s.StartWorker()
+	id := start(t, s, "one")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	texts := []string{"one"}
+	gate := s.Gate("after-retention")
+	for i := 2; i <= 6; i++ {
+		text := fmt.Sprintf("m%d", i)
+		texts = append(texts, text)
+		if i == 6 {
+			if err := gate.Arm(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if i < 6 {
+			s.WaitForSnapshot(text, id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
+		}
+	}
+	reached(t, gate)
+	w.Kill()
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	s.WaitForSnapshot("turn 6", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 6 })
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.DeletedBeforeSequence < 2 || page.FirstSequence != page.DeletedBeforeSequence {
+		t.Fatalf("page = first %d, deleted before %d; want retention to have deleted the oldest chunks", page.FirstSequence, page.DeletedBeforeSequence)
+	}
+	stored, err := s.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Retention deleted whole chunks before the newest 6 messages; what is
+	// left starts where it says and runs to the end with no hole.
+	if len(stored) == 0 || stored[0].Sequence < page.DeletedBeforeSequence {
+		t.Fatalf("stored from %v, but retention cut before %d", stored, page.DeletedBeforeSequence)
+	}
+	wantTranscript(t, s, id, texts, int(stored[0].Sequence))
+	if n := int64(12) - stored[0].Sequence + 1; n < 6 {
+		t.Errorf("%d messages kept, want at least the newest 6", n)
+	}
+}
+
+// TestOlderPagesComeFromTheStore: the workflow holds only the window; the
+// HTTP API and the Go client page through every retained message, oldest
+// first, from the store.
+func TestOlderPagesComeFromTheStore(t *testing.T) {
+	s := storeStack(t)
+	s.StartWorker()
+	id := start(t, s, "t1")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	for i := 2; i <= 4; i++ {
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, fmt.Sprintf("t%d", i)); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i), id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
+	}
+	// The workflow's own page is the window.
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.WindowFirstSequence <= 1 || len(page.Messages) > 4 || !page.HasMore {
+		t.Fatalf("workflow page: window from %d, %d messages, has_more %v", page.WindowFirstSequence, len(page.Messages), page.HasMore)
+	}
+	// With the store, pages of 3 walk back to the first message.
+	st := s.MessageStore(t)
+	sessions := s.Sessions.WithMessages(st)
+	var seqs []int64
+	before := int64(0)
+	for {
+		p, err := sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{BeforeSequence: before, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, m := range p.Messages {
+			got = append(got, m.Sequence)
+			if len(m.Item) == 0 && m.Role == pluginapi.RoleAssistant {
+				t.Errorf("message %d has no framework item: pages from the store are whole", m.Sequence)
+			}
+		}
+		seqs = append(got, seqs...)
+		if !p.HasMore {
+			break
+		}
+		before = p.NextBeforeSequence
+	}
+	if want := "[1 2 3 4 5 6 7 8]"; fmt.Sprint(seqs) != want {
+		t.Errorf("paged sequences %v, want %s", seqs, want)
+	}
+}
