@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"

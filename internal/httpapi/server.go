@@ -58,8 +58,8 @@ type Options struct {
 	// read from it. Nil: messages are sent inline only (up to
 	// client.MaxInlineMessageBytes) and pages hold the window.
 	Messages transcript.Store
-	Agents    []Agent
-	Tokens    []Token
+	Agents   []Agent
+	Tokens   []Token
 	// WebUI, when set, serves the chat page at / (without authorization:
 	// it holds no data; the page calls the API with the user's token).
 	WebUI  http.Handler
