@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	commonpb "go.temporal.io/api/common/v1"
@@ -50,8 +51,13 @@ type StartSessionOptions struct {
 	FlowType string
 	// SessionID is the workflow ID; empty generates "session-<uuid>".
 	SessionID string
-	// InitialMessage starts the first turn when it is not blank.
+	// InitialMessage starts the first turn when it is not blank: at most
+	// MaxInlineMessageBytes, or the beginning of a longer one stored first
+	// and named by InitialMessageRef (see SendOptions.TextRef).
 	InitialMessage string
+	// InitialMessageRef is the message store reference of the whole
+	// initial message.
+	InitialMessageRef string
 	// RequestID makes the start idempotent: a retried start with the same
 	// request ID returns the same session instead of an error. Empty
 	// generates one (no idempotency across calls).
@@ -96,7 +102,14 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	if reqID == "" {
 		reqID = uuid.NewString()
 	}
-	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage})
+	if opts.InitialMessageRef == "" && len(opts.InitialMessage) > MaxInlineMessageBytes {
+		ref, text, err := s.storeText(ctx, id, opts.InitialMessage)
+		if err != nil {
+			return "", false, fmt.Errorf("start session %s: the initial message: %w", id, err)
+		}
+		opts.InitialMessage, opts.InitialMessageRef = text, ref
+	}
+	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef})
 	if err != nil {
 		return "", false, err
 	}
@@ -167,7 +180,52 @@ func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, ses
 			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
 		}
 	}
+	if opts.TextRef == "" && len(text) > MaxInlineMessageBytes {
+		ref, preview, err := s.storeText(ctx, sessionID, text)
+		if err != nil {
+			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
+		}
+		text, opts.TextRef = preview, ref
+	}
 	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef})
+}
+
+// ErrMessageTooLarge reports a message over MaxMessageBytes.
+var ErrMessageTooLarge = errors.New("message too large")
+
+// ErrNoMessageStore reports a message over MaxInlineMessageBytes sent by a
+// client without a message store to send it by reference through.
+var ErrNoMessageStore = errors.New("no message store")
+
+// storeText stores a text too long to send inline in the client's message
+// store and returns its reference and the preview to send with it.
+func (s *AgentSessionClient) storeText(ctx context.Context, sessionID, text string) (ref, preview string, err error) {
+	if len(text) > MaxMessageBytes {
+		return "", "", fmt.Errorf("%w: the message is %d bytes; one message may be at most %d", ErrMessageTooLarge, len(text), MaxMessageBytes)
+	}
+	st, ok := s.messages.(MessageStore)
+	if !ok {
+		return "", "", fmt.Errorf("%w: the message is %d bytes; at most %d travel inline, and a longer one is sent by reference through a message store (WithMessages)", ErrNoMessageStore, len(text), MaxInlineMessageBytes)
+	}
+	ref, err = st.PutBlob(ctx, sessionID, []byte(text))
+	if err != nil {
+		return "", "", fmt.Errorf("store a %d-byte message: %w", len(text), err)
+	}
+	return ref, previewText(text), nil
+}
+
+// previewText is the beginning of a text sent by reference, for display:
+// 2 KiB, cut at a character boundary.
+func previewText(text string) string {
+	const n = 2 << 10
+	if len(text) <= n {
+		return text
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns

@@ -15,9 +15,21 @@ type MessageReader interface {
 	ReadMessages(ctx context.Context, sessionID string, from, windowFirst, last int64) ([]pluginapi.Message, error)
 }
 
+// MessageStore is a MessageReader that also stores texts by content
+// (transcript.Reader is one): a client with one sends a message over
+// MaxInlineMessageBytes by storing it first and sending its reference.
+type MessageStore interface {
+	MessageReader
+	// PutBlob stores data for a session and returns its reference
+	// ("sha256:<hex>").
+	PutBlob(ctx context.Context, sessionID string, data []byte) (string, error)
+}
+
 // WithMessages returns a copy of the client whose ListAgentMessages reads
 // what the workflow does not hold from r: the pages before the window, and
-// the whole text of a window message the workflow holds cut.
+// the whole text of a window message the workflow holds cut. When r is a
+// MessageStore, StartSession and SendUserMessage send a text over
+// MaxInlineMessageBytes (up to MaxMessageBytes) by reference.
 func (s *AgentSessionClient) WithMessages(r MessageReader) *AgentSessionClient {
 	c := *s
 	c.messages = r

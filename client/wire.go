@@ -37,8 +37,13 @@ const (
 
 // StartInput is the workflow input of a session.
 type StartInput struct {
-	// InitialMessage starts the first turn when it is not blank.
+	// InitialMessage starts the first turn when it is not blank. Up to
+	// MaxInlineMessageBytes travel inline; a longer one is stored first
+	// and sent by reference, InitialMessage holding its beginning.
 	InitialMessage string `json:"initial_message,omitempty"`
+	// InitialMessageRef is the message store reference of an initial
+	// message sent by reference.
+	InitialMessageRef string `json:"initial_message_ref,omitempty"`
 }
 
 // SendUserMessageRequest is the input of send_user_message. A text over

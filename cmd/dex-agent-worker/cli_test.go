@@ -159,9 +159,12 @@ agents:
     tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
+    message_window_size: 2
+    message_chunk_size: 2
 `, plugin))
 	stack.StartWorker()
-	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath}
+	// --data-dir names the stack's message store (dev's <data dir>/messages.db).
+	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath, "--data-dir", stack.Dir}
 	session := func(args ...string) string {
 		t.Helper()
 		stdout, stderr, code := runCLI(t, append(append([]string{"session"}, args...), base...)...)
@@ -216,7 +219,46 @@ agents:
 	if code != 1 || !strings.Contains(stderr, "is not pending") {
 		t.Errorf("second approve: exit %d, %s", code, stderr)
 	}
-	if msgs := session("messages", id); !strings.Contains(msgs, "refund order 7") {
+	// The workflow holds a window of 2; the first messages come from the
+	// store, in pages of 2 that the printed hint walks.
+	var seqs []int64
+	args := []string{"messages", id, "--json", "--limit", "2"}
+	for {
+		var page client.MessagesPage
+		if err := json.Unmarshal([]byte(session(args...)), &page); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, m := range page.Messages {
+			got = append(got, m.Sequence)
+		}
+		seqs = append(got, seqs...)
+		if !page.HasMore {
+			break
+		}
+		args = []string{"messages", id, "--json", "--limit", "2", "--before", fmt.Sprint(page.NextBeforeSequence)}
+	}
+	if len(seqs) < 4 || seqs[0] != 1 || seqs[len(seqs)-1] != int64(len(seqs)) {
+		t.Errorf("paged sequences %v, want 1..n", seqs)
+	}
+	if msgs := session("messages", id, "--limit", "200"); !strings.Contains(msgs, "refund order 7") {
 		t.Errorf("messages:\n%s", msgs)
+	}
+	// A text over 64 KiB travels by reference through the store.
+	long := "look up order 7 " + strings.Repeat("z", 70_000)
+	if got := session("send", id, long); got != "queued\n" {
+		t.Errorf("send 70 KB printed %q", got)
+	}
+	stack.WaitForSnapshot("the answer to the long text", id, func(s client.Snapshot) bool { return s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage })
+	stored, err := stack.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range stored {
+		found = found || m.Text == long
+	}
+	if !found {
+		t.Errorf("the store lacks the whole 70 KB text")
 	}
 }

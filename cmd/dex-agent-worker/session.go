@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/chat"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -33,6 +35,7 @@ type sessionFlags struct {
 	tlsCert, tlsKey, tlsCA, tlsServerName string
 	apiKeyEnv                             string
 
+	dataDir    string         // dev's data dir, where its message store is
 	loaded     *config.Config // the --config file, once loaded
 	loadedPath string
 }
@@ -125,7 +128,49 @@ func (f *sessionFlags) dial(ctx context.Context, g *globals) (*client.AgentSessi
 		}
 		return nil, nil, err
 	}
-	return client.New(c, t.Namespace, t.TaskQueue), c.Close, nil
+	sessions := client.New(c, t.Namespace, t.TaskQueue)
+	st, err := f.messageStore(ctx)
+	switch {
+	case err != nil:
+		// The workflow still answers; only older pages and long texts
+		// need the store.
+		fmt.Fprintf(g.stderr, "warning: without the message store, pages hold only the newest messages and long texts cannot be sent: %v\n", err)
+	case st != nil:
+		sessions = sessions.WithMessages(transcript.Reader{Store: st})
+		return sessions, func() { st.Close(); c.Close() }, nil
+	}
+	return sessions, c.Close, nil
+}
+
+// messageStore opens the message store the worker keeps messages in: the
+// --config file's message_store, else dev's SQLite file in the data dir
+// when it exists. Nil when there is neither.
+func (f *sessionFlags) messageStore(ctx context.Context) (transcript.Store, error) {
+	o := transcript.Options{Driver: transcript.DriverSQLite}
+	cfg, err := f.configFile()
+	if err != nil {
+		return nil, err
+	}
+	if ms := cfg.MessageStoreOrNil(); ms != nil {
+		o.Driver, o.Path = ms.Driver, ms.Path
+		if ms.Driver == config.MessageStorePostgres {
+			dsn, err := ms.DSN()
+			if err != nil {
+				return nil, err
+			}
+			o.Path, o.DSN = "", dsn.Reveal()
+		}
+	} else {
+		o.Path = filepath.Join(f.dataDir, "messages.db")
+		if _, err := os.Stat(o.Path); err != nil {
+			return nil, nil // no dev store here
+		}
+	}
+	st, err := transcript.Open(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("open the message store: %w", err)
+	}
+	return st, nil
 }
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -147,6 +192,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 	pf.StringVar(&f.tlsKey, "tls-key", "", "TLS client key (PEM)")
 	pf.StringVar(&f.tlsCA, "tls-ca", "", "CA certificates (PEM) that verify the server; any --tls-* flag enables TLS")
 	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "server name the server's certificate must carry")
+	pf.StringVar(&f.dataDir, "data-dir", envOr("DEX_DATA_DIR", ".dex"), "dev's data dir, whose messages.db holds older messages when --config names no message_store (default $DEX_DATA_DIR, else .dex)")
 	pf.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable that holds a Temporal Cloud API key (enables TLS)")
 	cmd.AddCommand(
 		newSessionStartCmd(g, f),
@@ -299,7 +345,7 @@ func newSessionSendCmd(g *globals, f *sessionFlags) *cobra.Command {
 				return err
 			}
 			if !ok {
-				return errors.New("the session refused the message (blank text)")
+				return errors.New("the session refused the message (blank, too long to send inline, or its queue is full)")
 			}
 			fmt.Fprintln(g.stdout, "queued")
 			return nil
@@ -358,6 +404,9 @@ func newSessionSnapshotCmd(g *globals, f *sessionFlags) *cobra.Command {
 			defer closeFn()
 			snap, err := sessions.GetAgentSnapshot(cmd.Context(), args[0])
 			if err != nil {
+				return err
+			}
+			if err := sessions.CompleteMessages(cmd.Context(), args[0], snap.Messages); err != nil {
 				return err
 			}
 			if asJSON {

@@ -577,3 +577,11 @@ func (c *Config) resolve(baseDir string) {
 		m.Path = join(m.Path)
 	}
 }
+
+// MessageStoreOrNil is c.MessageStore, nil for a nil config.
+func (c *Config) MessageStoreOrNil() *MessageStore {
+	if c == nil {
+		return nil
+	}
+	return c.MessageStore
+}

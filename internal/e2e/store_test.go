@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	temporalclient "go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -123,9 +125,21 @@ func TestLargeContentTravelsByReference(t *testing.T) {
 	if code != 413 || !strings.Contains(string(resp), "may be at most 8388608") {
 		t.Errorf("send 8.5 MiB: %d %s; want 413 naming the limit", code, resp)
 	}
-	// Sent inline to the workflow, past 64 KiB, a message is answered false.
-	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, strings.Repeat("b", 65<<10)); err != nil || ok {
-		t.Errorf("a 65 KiB inline message = %v, %v; want false", ok, err)
+	// Sent inline to the workflow, past 64 KiB, a message is answered
+	// false; the Go client without a store says why it cannot send it.
+	h, err := s.Client.UpdateWorkflow(ctx(t), temporalclient.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: client.UpdateSendUserMessage, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		Args: []any{client.SendUserMessageRequest{Text: strings.Repeat("b", 65<<10)}},
+	})
+	var accepted bool
+	if err == nil {
+		err = h.Get(ctx(t), &accepted)
+	}
+	if err != nil || accepted {
+		t.Errorf("a 65 KiB inline send_user_message = %v, %v; want false", accepted, err)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, strings.Repeat("b", 65<<10)); !errors.Is(err, client.ErrNoMessageStore) || ok {
+		t.Errorf("a 65 KiB message from a client without a store = %v, %v; want ErrNoMessageStore", ok, err)
 	}
 	snap = s.WaitForSnapshot("the session still running", id, idleWithAnswer)
 	if snap.State.TurnCount != 3 {
@@ -312,5 +326,47 @@ func TestOlderPagesComeFromTheStore(t *testing.T) {
 	}
 	if want := "[1 2 3 4 5 6 7 8]"; fmt.Sprint(seqs) != want {
 		t.Errorf("paged sequences %v, want %s", seqs, want)
+	}
+}
+
+// TestLongTextsStartAndContinueSessions: a Go client with the store and the
+// HTTP API start a session with a 100 KB initial message and send a 300 KB
+// one; each travels by reference and the model sees it whole.
+func TestLongTextsStartAndContinueSessions(t *testing.T) {
+	s, base := newHTTPStack(t)
+	sessions := s.Sessions.WithMessages(s.MessageStore(t))
+	first, second := strings.Repeat("é", 50_000), strings.Repeat("z", 300_000)
+	id, err := sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.WaitForSnapshot("the answer to the long initial message", id, idleWithAnswer)
+	if ok, err := sessions.SendUserMessage(ctx(t), id, second); err != nil || !ok {
+		t.Fatalf("send 300 KB: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("turn 2", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	stored, err := s.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 4 || stored[1].Text != "echo: "+first || stored[3].Text != "echo: "+second {
+		t.Errorf("the model did not see the whole texts: %d messages", len(stored))
+	}
+
+	body, _ := json.Marshal(map[string]string{"agent": "test", "initial_message": second})
+	code, resp := do(t, "POST", base+"/v1/sessions", tokenAll, string(body))
+	var created struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(resp, &created); code != 201 || err != nil {
+		t.Fatalf("start over HTTP with 300 KB: %d %s", code, resp)
+	}
+	s.WaitForSnapshot("the answer over HTTP", created.SessionID, idleWithAnswer)
+	if stored, err := s.StoredMessages(created.SessionID); err != nil || len(stored) != 2 || stored[1].Text != "echo: "+second {
+		t.Errorf("the HTTP session's transcript: %d messages, %v", len(stored), err)
+	}
+	huge, _ := json.Marshal(map[string]string{"agent": "test", "initial_message": strings.Repeat("a", 8704<<10)})
+	if code, resp := do(t, "POST", base+"/v1/sessions", tokenAll, string(huge)); code != 413 || !strings.Contains(string(resp), "may be at most 8388608") {
+		t.Errorf("start with 8.5 MiB: %d %s; want 413 naming the limit", code, resp)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
@@ -89,8 +88,9 @@ func newSessions(opts Options) *client.AgentSessionClient {
 	return c
 }
 
-// MaxMessageBodyBytes bounds the body of POST .../messages: a message of up
-// to client.MaxMessageBytes (8 MiB), with room for JSON escapes.
+// MaxMessageBodyBytes bounds the body of POST /v1/sessions and POST
+// .../messages: a message of up to client.MaxMessageBytes (8 MiB), with
+// room for JSON escapes. Every other route keeps MaxBodyBytes.
 const MaxMessageBodyBytes = 3 * client.MaxMessageBytes
 
 // MaxBodyBytes bounds request bodies.
@@ -475,7 +475,11 @@ func checkIdempotencyKey(key string) error {
 // the session an earlier start with the same Idempotency-Key created.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
 	var req StartSessionRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := decodeBodyLimit(w, r, &req, MaxMessageBodyBytes); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.checkMessageSize("initial_message", len(req.InitialMessage)); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -613,27 +617,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 		s.fail(w, r, err)
 		return
 	}
-	opts := client.SendOptions{MessageID: req.MessageID}
-	text := req.Text
-	if len(text) > client.MaxInlineMessageBytes {
-		// The claim check: the whole text goes to the store first, the
-		// update carries its reference and beginning.
-		switch {
-		case len(text) > client.MaxMessageBytes:
-			s.fail(w, r, errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-				"the message is %d bytes; one message may be at most %d (8 MiB)", len(text), client.MaxMessageBytes))
-			return
-		case s.opts.Messages == nil:
-			s.fail(w, r, errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-				"the message is %d bytes; without a message store this worker takes at most %d", len(text), client.MaxInlineMessageBytes))
-			return
-		}
-		ref, err := s.opts.Messages.PutBlob(r.Context(), id, []byte(text))
-		if err != nil {
-			s.fail(w, r, fmt.Errorf("store a %d-byte message: %w", len(text), err))
-			return
-		}
-		opts.TextRef, text = ref, previewText(text)
+	if err := s.checkMessageSize("the message", len(req.Text)); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	if req.MessageID != "" {
 		if err := client.CheckMessageID(req.MessageID); err != nil {
@@ -643,7 +629,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, text, opts)
+	// A text over client.MaxInlineMessageBytes goes to the message store
+	// first; the update carries its reference and beginning.
+	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID})
 	if err != nil {
 		s.failUpdate(w, r, id, "retry with the same message_id to be safe", err)
 		return
@@ -760,16 +748,17 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string)
 	writeJSON(w, http.StatusOK, page)
 }
 
-// previewText is the beginning of a text sent by reference, for display:
-// 2 KiB, cut at a character boundary.
-func previewText(text string) string {
-	const n = 2 << 10
-	if len(text) <= n {
-		return text
+// checkMessageSize refuses a message the worker cannot take: over
+// client.MaxMessageBytes, or over client.MaxInlineMessageBytes without a
+// message store to send it by reference through.
+func (s *Server) checkMessageSize(what string, n int) error {
+	switch {
+	case n > client.MaxMessageBytes:
+		return errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			"%s is %d bytes; one message may be at most %d (8 MiB)", what, n, client.MaxMessageBytes)
+	case n > client.MaxInlineMessageBytes && s.opts.Messages == nil:
+		return errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			"%s is %d bytes; without a message store this worker takes at most %d", what, n, client.MaxInlineMessageBytes)
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut]
+	return nil
 }

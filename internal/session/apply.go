@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,9 @@ type (
 	// initial message starts the first turn.
 	Start struct {
 		InitialMessage string
+		// InitialMessageRef is the store reference of an initial message
+		// sent by reference; InitialMessage then holds its beginning.
+		InitialMessageRef string
 	}
 	// Continued starts a new run of the session after continue-as-new: the
 	// carried state goes on where the last run stopped. A run continues as
@@ -212,8 +216,20 @@ func (s *State) start(in Start) Result {
 	}
 	s.Started = true
 	s.Status = client.StatusWaitingForUserMessage
-	if strings.TrimSpace(in.InitialMessage) != "" {
+	switch {
+	case strings.TrimSpace(in.InitialMessage) == "":
+	case !s.Options.Messages.Store && in.InitialMessageRef == "":
+		// Sessions without the store took any initial message.
 		s.enqueue(in.InitialMessage, "")
+	default:
+		// The start has no answer: a message send_user_message would
+		// refuse starts no turn, and the snapshot says why.
+		text, reason := s.acceptMessage(in.InitialMessage, in.InitialMessageRef)
+		if reason != "" {
+			s.LastTurnError = "the initial message was not taken: " + reason
+			break
+		}
+		s.enqueue(text, in.InitialMessageRef)
 	}
 	return applied(s.next())
 }
@@ -223,20 +239,34 @@ func (s *State) start(in Start) Result {
 const MaxUserMessageBytes = 256 * 1024
 
 func (s *State) sendUserMessage(in SendUserMessage) Result {
-	if strings.TrimSpace(in.Text) == "" || len(in.Text) > s.maxInlineMessage() {
+	if strings.TrimSpace(in.Text) == "" {
 		return Result{}
 	}
-	if in.TextRef != "" {
-		if !s.Options.Messages.Store || !validRef(in.TextRef) {
-			return Result{}
-		}
-		in.Text = preview(in.Text)
-	}
-	if s.queuedBytes()+len(in.Text) > maxQueuedBytes {
+	text, reason := s.acceptMessage(in.Text, in.TextRef)
+	if reason != "" || s.queuedBytes()+len(text) > maxQueuedBytes {
 		return Result{}
 	}
-	s.enqueue(in.Text, in.TextRef)
+	s.enqueue(text, in.TextRef)
 	return applied(s.next())
+}
+
+// acceptMessage checks a user message sent inline (text) or by reference
+// (ref, with text its beginning) and returns the text the workflow keeps,
+// or why it refuses the message.
+func (s *State) acceptMessage(text, ref string) (string, string) {
+	if limit := s.maxInlineMessage(); len(text) > limit {
+		return "", fmt.Sprintf(messageTooLongFormat, len(text), limit)
+	}
+	if ref != "" {
+		switch {
+		case !s.Options.Messages.Store:
+			return "", "this session keeps no message store to send a message by reference through"
+		case !validRef(ref):
+			return "", fmt.Sprintf("%q is not a message store reference (sha256:<64 hex digits>)", ref)
+		}
+		text = preview(text)
+	}
+	return text, ""
 }
 
 // maxQueuedBytes bounds the text of the messages waiting for a turn, which

@@ -127,6 +127,51 @@ func TestStart(t *testing.T) {
 	}
 }
 
+// TestInitialMessagesOfStoreSessions: a session that keeps its messages in
+// the store takes an initial message inline up to 64 KiB, or by reference
+// (keeping a preview); one it cannot take starts no turn and the last turn
+// error says why. A session without the store takes any, as before.
+func TestInitialMessagesOfStoreSessions(t *testing.T) {
+	store := opts()
+	store.Messages = MessageOptions{Store: true, WindowSize: 4, ChunkSize: 2, ChunkMaxBytes: 1 << 20}
+	ref := "sha256:" + strings.Repeat("ab", 32)
+	long := strings.Repeat("x", MaxInlineMessageBytes+1)
+	tests := []struct {
+		name      string
+		o         Options
+		start     Start
+		wantText  string
+		wantRef   string
+		wantError string
+	}{
+		{"inline at the limit", store, Start{InitialMessage: long[1:]}, long[1:], "", ""},
+		{"inline past the limit", store, Start{InitialMessage: long}, "", "", "the initial message was not taken: it is 65537 bytes, over the 65536 bytes sent inline"},
+		{"by reference", store, Start{InitialMessage: long[:PreviewBytes+10], InitialMessageRef: ref}, long[:PreviewBytes], ref, ""},
+		{"a bad reference", store, Start{InitialMessage: "hi", InitialMessageRef: "md5:1"}, "", "", `the initial message was not taken: "md5:1" is not a message store reference`},
+		{"a reference without the store", opts(), Start{InitialMessage: "hi", InitialMessageRef: ref}, "", "", "the initial message was not taken: this session keeps no message store"},
+		{"no store: any length", opts(), Start{InitialMessage: long}, long, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New("s", tt.o)
+			cmds := nonEmit(s.Apply(tt.start).Commands)
+			if tt.wantError != "" {
+				if len(cmds) != 0 || !strings.HasPrefix(s.LastTurnError, tt.wantError) || s.Status != client.StatusWaitingForUserMessage {
+					t.Fatalf("commands %v, status %s, error %q; want no turn and %q", renderAll(cmds), s.Status, s.LastTurnError, tt.wantError)
+				}
+				return
+			}
+			if len(cmds) != 1 {
+				t.Fatalf("commands = %v, want the turn's build_user_message", renderAll(cmds))
+			}
+			in := cmds[0].(BuildUserMessage).Input
+			if in.Text != tt.wantText || in.TextRef != tt.wantRef {
+				t.Errorf("build_user_message has %d bytes of text and ref %q; want %d and %q", len(in.Text), in.TextRef, len(tt.wantText), tt.wantRef)
+			}
+		})
+	}
+}
+
 func TestUserMessages(t *testing.T) {
 	s := New("s", opts())
 	s.Apply(Start{})

@@ -52,3 +52,7 @@ func BuildTurnFailureNote(calls []pluginapi.ToolCall) string {
 	b.WriteString(TurnFailureNoteFooter)
 	return b.String()
 }
+
+// messageTooLongFormat says why a message sent inline was refused (its
+// length, the limit).
+const messageTooLongFormat = "it is %d bytes, over the %d bytes sent inline; send a longer one by reference (the HTTP API does)"

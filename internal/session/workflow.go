@@ -61,8 +61,9 @@ type EventSink interface {
 // WorkflowInput is the workflow input: client.StartInput on the wire, plus
 // the carried state after continue-as-new.
 type WorkflowInput struct {
-	InitialMessage string `json:"initial_message,omitempty"`
-	Continued      *State `json:"continued,omitempty"`
+	InitialMessage    string `json:"initial_message,omitempty"`
+	InitialMessageRef string `json:"initial_message_ref,omitempty"`
+	Continued         *State `json:"continued,omitempty"`
 }
 
 var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(client.SearchAttributeActiveStepTypes)
@@ -110,7 +111,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.st.Options = opts
 	} else {
 		l.st = New(info.WorkflowExecution.ID, opts)
-		l.apply(Start{InitialMessage: in.InitialMessage})
+		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef})
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
 	// with them.

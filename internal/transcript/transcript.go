@@ -314,11 +314,16 @@ func Read(ctx context.Context, st Store, session string, from, windowFirst, last
 	return out, nil
 }
 
-// Reader reads a session's messages through Read; it is the
-// client.MessageReader of a worker's store.
+// Reader reads a session's messages through Read and stores texts sent by
+// reference; it is the client.MessageStore of a worker's store.
 type Reader struct{ Store Store }
 
 // ReadMessages implements client.MessageReader.
 func (r Reader) ReadMessages(ctx context.Context, session string, from, windowFirst, last int64) ([]Message, error) {
 	return Read(ctx, r.Store, session, from, windowFirst, last)
+}
+
+// PutBlob implements client.MessageStore.
+func (r Reader) PutBlob(ctx context.Context, session string, data []byte) (string, error) {
+	return r.Store.PutBlob(ctx, session, data)
 }

@@ -71,7 +71,7 @@ func Example() {
 		for _, m := range msgs {
 			turn.Messages = append(turn.Messages, pluginapi.Message{
 				Sequence: int64(len(turn.Messages) + 1), Role: m.Role, Text: m.Text, Item: m.Item,
-				ToolCallID: m.ToolCallID, ToolName: m.ToolName, TurnID: turn.TurnID,
+				ToolCallID: m.ToolCallID, ToolName: m.ToolName, ToolStatus: m.ToolStatus, TurnID: turn.TurnID,
 			})
 		}
 	}

@@ -64,15 +64,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// itemOf decodes a stored message's framework item. A message without one
-// (such as a plain-text note) becomes provider-neutral text.
+// itemOf decodes a stored message's framework item. Stepwise stores no
+// item for user texts and tool results (the message's own fields hold
+// them) and a model output's item without its text (the message's Text is
+// it), so that no content is stored twice; items written by older versions,
+// which repeat the text, decode the same. A message without an item (such
+// as a plain-text note) becomes provider-neutral text.
 func itemOf(m pluginapi.Message) (ModelItem, error) {
 	if m.Item == "" {
 		switch m.Role {
 		case pluginapi.RoleAssistant:
 			return ModelItem{Kind: ItemModelOutput, Output: &ModelOutputItem{Text: m.Text}}, nil
 		case pluginapi.RoleTool:
-			return ModelItem{Kind: ItemToolResult, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Text: m.Text}, nil
+			return ModelItem{Kind: ItemToolResult, ToolCallID: m.ToolCallID, ToolName: m.ToolName,
+				Status: string(m.ToolStatus), Text: m.Text}, nil
 		default:
 			return ModelItem{Kind: ItemUserText, Text: m.Text}, nil
 		}
@@ -87,14 +92,21 @@ func itemOf(m pluginapi.Message) (ModelItem, error) {
 		if it.Output == nil {
 			return ModelItem{}, fmt.Errorf("message %d: model_output item without output", m.Sequence)
 		}
+		if it.Output.Text == "" {
+			it.Output.Text = m.Text
+		}
 	default:
 		return ModelItem{}, fmt.Errorf("message %d: unknown stepwise item type %q", m.Sequence, it.Kind)
 	}
 	return it, nil
 }
 
+// outputMessage renders a model output as a stored message: the text is
+// the message's, the item keeps the rest (provider items and tool calls).
 func outputMessage(out ModelOutputItem) (pluginapi.FrameworkMessage, error) {
-	b, err := marshalItem(ModelItem{Kind: ItemModelOutput, Output: &out})
+	rest := out
+	rest.Text = ""
+	b, err := marshalItem(ModelItem{Kind: ItemModelOutput, Output: &rest})
 	if err != nil {
 		return pluginapi.FrameworkMessage{}, err
 	}
@@ -114,8 +126,8 @@ func toolResultMessage(turn *pluginapi.TurnContext, id string) (pluginapi.Framew
 
 func resultMessage(id, name, status, text string) (pluginapi.FrameworkMessage, ModelItem) {
 	it := ModelItem{Kind: ItemToolResult, ToolCallID: id, ToolName: name, Status: status, Text: text}
-	b, _ := marshalItem(it) // a struct of strings always marshals
-	return pluginapi.FrameworkMessage{Role: pluginapi.RoleTool, Text: text, Item: string(b), ToolCallID: id, ToolName: name,
+	// The message's fields are the whole item: none is stored.
+	return pluginapi.FrameworkMessage{Role: pluginapi.RoleTool, Text: text, ToolCallID: id, ToolName: name,
 		ToolStatus: pluginapi.ToolCallStatus(status)}, it
 }
 

@@ -74,11 +74,8 @@ func (r *Runner) agent(name string) (*compiled, error) {
 
 // BuildUserMessage implements pluginapi.Runner.
 func (r *Runner) BuildUserMessage(_ context.Context, req *pluginapi.BuildUserMessageRequest) (*pluginapi.BuildUserMessageResponse, error) {
-	item, err := marshalItem(ModelItem{Kind: ItemUserText, Text: req.Text})
-	if err != nil {
-		return nil, err
-	}
-	return &pluginapi.BuildUserMessageResponse{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: req.Text, Item: string(item)}}, nil
+	// The text is the whole item: none is stored (see itemOf).
+	return &pluginapi.BuildUserMessageResponse{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: req.Text}}, nil
 }
 
 // runState is the Stepwise framework run state.

@@ -137,7 +137,7 @@ type store struct {
 
 func (s *store) add(ms []pluginapi.FrameworkMessage) {
 	for _, m := range ms {
-		s.msgs = append(s.msgs, pluginapi.Message{Sequence: int64(len(s.msgs) + 1), Role: m.Role, Text: m.Text, Item: m.Item, ToolCallID: m.ToolCallID, ToolName: m.ToolName})
+		s.msgs = append(s.msgs, pluginapi.Message{Sequence: int64(len(s.msgs) + 1), Role: m.Role, Text: m.Text, Item: m.Item, ToolCallID: m.ToolCallID, ToolName: m.ToolName, ToolStatus: m.ToolStatus})
 	}
 }
 
@@ -234,7 +234,7 @@ func TestOrphanedCallsGetOutcomeUnknown(t *testing.T) {
 	msgs := []pluginapi.Message{
 		{Sequence: 1, Role: "user", Text: "hi"},
 		{Sequence: 2, Role: out.Role, Item: out.Item},
-		{Sequence: 3, Role: res.Role, Item: res.Item},
+		{Sequence: 3, Role: res.Role, Text: res.Text, Item: res.Item, ToolCallID: res.ToolCallID, ToolName: res.ToolName, ToolStatus: res.ToolStatus},
 		{Sequence: 4, Role: "user", Text: "[Dex] note"},
 	}
 	items, err := itemsFromMessages(msgs, nil)
@@ -270,5 +270,51 @@ func TestUnknownToolAndConfigErrors(t *testing.T) {
 	_, err = bad.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "a"})
 	if err == nil || !strings.Contains(err.Error(), "model: a ModelClient is required") || !strings.Contains(err.Error(), "instructions:") {
 		t.Errorf("config error = %v", err)
+	}
+}
+
+// TestStoredMessagesDoNotRepeatTheirText: a user text and a tool result are
+// stored without an item, a model output's item leaves its text to the
+// message, and each decodes back to the item the model saw.
+func TestStoredMessagesDoNotRepeatTheirText(t *testing.T) {
+	text := strings.Repeat("<a&b>", 1000)
+	r := NewRunner("t", "v", nil)
+	user, err := r.BuildUserMessage(t.Context(), &pluginapi.BuildUserMessageRequest{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := outputMessage(ModelOutputItem{Provider: "p", API: "a", Text: text, ToolCalls: []ModelToolCall{{ID: "c1", Name: "lookup", Arguments: "{}"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, wantRes := resultMessage("c1", "lookup", "failed", text)
+	stored := []pluginapi.FrameworkMessage{user.Message, out, res}
+	for i, m := range stored {
+		if strings.Contains(m.Item, "<a&b>") || len(m.Item) > 200 {
+			t.Errorf("message %d stores its text again in a %d-byte item", i+1, len(m.Item))
+		}
+	}
+	var msgs []pluginapi.Message
+	for i, m := range stored {
+		msgs = append(msgs, pluginapi.Message{Sequence: int64(i + 1), Role: m.Role, Text: m.Text, Item: m.Item,
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, ToolStatus: m.ToolStatus})
+	}
+	items, err := itemsFromMessages(msgs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ModelItem{
+		{Kind: ItemUserText, Text: text},
+		{Kind: ItemModelOutput, Output: &ModelOutputItem{Provider: "p", API: "a", Text: text, ToolCalls: []ModelToolCall{{ID: "c1", Name: "lookup", Arguments: "{}"}}}},
+		wantRes,
+	}
+	if diff := cmp.Diff(want, items); diff != "" {
+		t.Errorf("decoded items (-want +got):\n%s", diff)
+	}
+	// An item of an older version, which repeats the text, decodes the same.
+	old := `{"type":"model_output","output":{"provider":"p","api":"a","text":"old"}}`
+	it, err := itemOf(pluginapi.Message{Sequence: 9, Role: pluginapi.RoleAssistant, Text: "old", Item: old})
+	if err != nil || it.Output.Text != "old" {
+		t.Errorf("older item = %+v, %v", it, err)
 	}
 }
