@@ -249,7 +249,9 @@ agents:
 	if got := session("send", id, long); got != "queued\n" {
 		t.Errorf("send 70 KB printed %q", got)
 	}
-	stack.WaitForSnapshot("the answer to the long text", id, func(s client.Snapshot) bool { return s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage })
+	stack.WaitForSnapshot("the answer to the long text", id, func(s client.Snapshot) bool {
+		return s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage
+	})
 	stored, err := stack.StoredMessages(id)
 	if err != nil {
 		t.Fatal(err)
