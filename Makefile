@@ -8,7 +8,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 WORKFLOW_PKGS := ./internal/session/...
 FUZZTIME ?= 8s
 
-.PHONY: all build dev test test-unit test-peers fuzz bench proto lint clean
+.PHONY: all build dev test test-unit test-peers fuzz bench soak proto lint clean
 
 all: build
 
@@ -61,8 +61,20 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 
+# Benchmarks: a session turn against the same pattern on bare Temporal
+# (compare their ns/op), the first streamed delta, the message store, and,
+# once (it builds a session 2,000 turns deep), a turn at depth 10 and 2,000
+# with the history bytes each adds and their ratios.
 bench: build
-	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/ ./internal/transcript/
+	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
+	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/
+	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
+
+# The long session at full length: 2,000 turns of 2 KiB messages (make test
+# runs 800). It fails when the session stops running or a late turn adds
+# more than 1.1x the history of turn 10.
+soak: build
+	DEX_LONG_SESSION_TURNS=$${SOAK_TURNS:-2000} $(GO) test -run='^TestLongSession$$' -count=1 -v -timeout 30m ./internal/e2e/
 
 proto:
 	bash proto/generate.sh

@@ -60,7 +60,7 @@ func BenchmarkSessionTurn(b *testing.B) {
 	}
 	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
 	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address()})
+	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db")})
 	if err != nil {
 		b.Fatal(err)
 	}

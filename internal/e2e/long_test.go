@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+)
+
+// longSession drives one session turn by turn on a worker in this process,
+// which tells it of each finished turn through its event sink.
+type longSession struct {
+	tb     testing.TB
+	s      *agenttest.Stack
+	id     string
+	done   chan struct{}
+	turns  int
+	filler string
+}
+
+// startLongSession starts a worker in this process and a session of the
+// test agent on it.
+func startLongSession(tb testing.TB, s *agenttest.Stack) *longSession {
+	tb.Helper()
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(s.Dir, "long-worker.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
+	d, err := daemon.Start(context.Background(), daemon.Options{
+		Config: cfg, Logger: slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db"),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(d.Stop)
+	id, err := s.Sessions.StartSession(context.Background(), client.StartSessionOptions{FlowType: flowType})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Messages of 2 KiB.
+	return &longSession{tb: tb, s: s, id: id, done: waiter.ch(id), filler: strings.Repeat("abcdefgh ", 2048/9+1)}
+}
+
+// turn sends the next message and waits for the turn to end.
+func (l *longSession) turn() {
+	l.turns++
+	text := fmt.Sprintf("m%d %s", l.turns, l.filler)
+	text = text[:2048]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if ok, err := l.s.Sessions.SendUserMessage(ctx, l.id, text); err != nil || !ok {
+		l.tb.Fatalf("turn %d: send: %v %v", l.turns, ok, err)
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		l.tb.Fatalf("turn %d did not end within a minute", l.turns)
+	}
+}
+
+// history describes the session's current run: its ID, size and length.
+func (l *longSession) history() (runID string, bytes, events int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := l.s.Client.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: "default", Execution: &commonpb.WorkflowExecution{WorkflowId: l.id},
+	})
+	if err != nil {
+		l.tb.Fatal(err)
+	}
+	info := resp.GetWorkflowExecutionInfo()
+	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		l.tb.Fatalf("after turn %d the session's run is %s", l.turns, st)
+	}
+	return info.GetExecution().GetRunId(), info.GetHistorySizeBytes(), info.GetHistoryLength()
+}
+
+// turnCost runs turns until one starts and ends in the same run, and
+// returns the history bytes that turn added.
+func (l *longSession) turnCost() int64 {
+	for range 5 {
+		run, before, _ := l.history()
+		l.turn()
+		if after, size, _ := l.history(); after == run {
+			return size - before
+		}
+	}
+	l.tb.Fatalf("five turns in a row continued as new")
+	return 0
+}
+
+// longSessionTurns is how many turns TestLongSession runs: 800 in make
+// test, DEX_LONG_SESSION_TURNS (2000 in make soak) when set.
+func longSessionTurns(t *testing.T) int {
+	n := 800
+	if v := os.Getenv("DEX_LONG_SESSION_TURNS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 20 {
+			t.Fatalf("DEX_LONG_SESSION_TURNS=%q: want a number of turns >= 20", v)
+		}
+	}
+	return n
+}
+
+// TestLongSession runs a session of many turns (2 KiB messages, echoed)
+// and checks that it keeps running and that a turn at the end adds no
+// more history than one at the start: history bytes per turn at the last
+// turn within 1.1x of turn 10. The workflow's payloads stay bounded
+// whatever the depth, and the session continues as new as its history
+// grows.
+func TestLongSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	n := longSessionTurns(t)
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	s := agenttest.NewStack(t, testConfig(plugin))
+	l := startLongSession(t, s)
+	firstRun, _, _ := l.history()
+	for l.turns < 9 {
+		l.turn()
+	}
+	early := l.turnCost()
+	start := time.Now()
+	for l.turns < n-1 {
+		l.turn()
+		if l.turns%200 == 0 {
+			run, size, events := l.history()
+			t.Logf("turn %d: run %s, history %d bytes in %d events (%.1f turns/s)", l.turns, run[:8], size, events, float64(l.turns-10)/time.Since(start).Seconds())
+		}
+	}
+	late := l.turnCost()
+	ratio := float64(late) / float64(early)
+	t.Logf("history bytes per turn: %d at turn 10, %d at turn %d (ratio %.3f)", early, late, l.turns, ratio)
+	if ratio > 1.1 {
+		t.Errorf("a turn at depth %d adds %d history bytes, %.2fx the %d of turn 10; want at most 1.1x", l.turns, late, ratio, early)
+	}
+	if run, _, _ := l.history(); run == firstRun && l.turns >= 1500 {
+		t.Errorf("%d turns in one run: the session never continued as new", l.turns)
+	}
+	if n, where := largestPayload(t, s, l.id); n > 256<<10 {
+		t.Errorf("the largest payload of the current run is %d bytes, at %s", n, where)
+	}
+	// The last messages are all there, in order, in the store.
+	page, err := s.Sessions.WithMessages(s.MessageStore(t)).ListAgentMessages(context.Background(), l.id, client.ListMessagesRequest{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(2 * l.turns)
+	if got := page.Messages[len(page.Messages)-1].Sequence; got != want || len(page.Messages) != 200 {
+		t.Errorf("the newest page ends at %d with %d messages; want %d and 200", got, len(page.Messages), want)
+	}
+	for i, m := range page.Messages {
+		if m.Sequence != want-199+int64(i) {
+			t.Fatalf("page message %d has sequence %d: a hole", i, m.Sequence)
+		}
+	}
+	if last := page.Messages[len(page.Messages)-1]; !strings.HasPrefix(last.Text, fmt.Sprintf("echo: m%d ", l.turns)) || len(last.Text) != 2048+len("echo: ") {
+		t.Errorf("the last answer is %d bytes: %.40q", len(last.Text), last.Text)
+	}
+}
+
+// BenchmarkTurnAtDepth reports the cost of a turn and the history bytes it
+// adds at depth 10 and at depth 2,000 (DEX_BENCH_DEPTH) of one session,
+// with 2 KiB messages: ns/op and history-B/turn of each depth, and their
+// ratios in the deep one.
+func BenchmarkTurnAtDepth(b *testing.B) {
+	deep := 2000
+	if v := os.Getenv("DEX_BENCH_DEPTH"); v != "" {
+		var err error
+		if deep, err = strconv.Atoi(v); err != nil || deep < 20 {
+			b.Fatalf("DEX_BENCH_DEPTH=%q: want a depth >= 20", v)
+		}
+	}
+	s := benchStack(b)
+	l := startLongSession(b, s)
+	measure := func(b *testing.B) float64 {
+		var bytes int64
+		var n int
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			run, before, _ := l.history()
+			b.StartTimer()
+			l.turn()
+			b.StopTimer()
+			if after, size, _ := l.history(); after == run {
+				bytes += size - before
+				n++
+			}
+			b.StartTimer()
+		}
+		perTurn := float64(bytes) / float64(max(n, 1))
+		b.ReportMetric(perTurn, "history-B/turn")
+		return perTurn
+	}
+	var shallowNs, shallowBytes float64
+	for l.turns < 9 {
+		l.turn()
+	}
+	b.Run("depth=10", func(b *testing.B) {
+		perTurn := measure(b)
+		shallowNs, shallowBytes = float64(b.Elapsed().Nanoseconds())/float64(b.N), perTurn
+	})
+	for l.turns < deep-1 {
+		l.turn()
+	}
+	b.Run(fmt.Sprintf("depth=%d", deep), func(b *testing.B) {
+		perTurn := measure(b)
+		if shallowNs > 0 && shallowBytes > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/shallowNs, "time-ratio")
+			b.ReportMetric(perTurn/shallowBytes, "bytes-ratio")
+		}
+	})
+}
