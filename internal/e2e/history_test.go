@@ -2,22 +2,25 @@ package e2e
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 )
 
 var updateHistories = flag.Bool("update-histories", false, "record the replay histories in internal/session/testdata/histories")
 
-// TestRecordApprovalTurnHistory runs a full turn with an approval and, with
-// -update-histories, stores its history for the replay test of
-// internal/session. Without the flag it still checks the turn.
+// TestRecordApprovalTurnHistory runs a full turn with an approval. It
+// recorded approval_turn.json once; that file now stands for the sessions
+// that kept their messages in the workflow and is never recorded again.
 func TestRecordApprovalTurnHistory(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
@@ -32,9 +35,46 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 		t.Fatalf("send: %v %v", ok, err)
 	}
 	s.WaitForSnapshot("the second answer", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: thanks" })
-	if !*updateHistories {
-		return
+}
+
+// TestRecordStoreSessionHistory runs a session that keeps its messages in
+// the store (a window of 2, chunks of 2, the newest 6 retained): a turn
+// with an approval, a message sent by reference, and turns enough to roll
+// chunks and delete old ones. With -update-histories it stores the
+// history as store_turns.json for the replay test of internal/session.
+func TestRecordStoreSessionHistory(t *testing.T) {
+	s := storeStack(t)
+	s.StartWorker()
+	id := start(t, s, "call:read_gate:h call:approve_write:h")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
 	}
+	s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	sessions := s.Sessions.WithMessages(s.MessageStore(t))
+	texts := []string{strings.Repeat("long ", 20_000), "two", "three", "four", "five"}
+	for i, text := range texts {
+		if ok, err := sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
+			t.Fatalf("send %d: %v %v", i, ok, err)
+		}
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i+2), id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i+2 })
+	}
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.DeletedBeforeSequence < 2 {
+		t.Fatalf("retention deleted nothing (deleted before %d); the history would not show it", page.DeletedBeforeSequence)
+	}
+	if *updateHistories {
+		recordHistory(t, s, id, "store_turns.json")
+	}
+}
+
+// recordHistory writes a session's history to
+// internal/session/testdata/histories/name.
+func recordHistory(t *testing.T, s *agenttest.Stack, id, name string) {
+	t.Helper()
 	hist := &historypb.History{}
 	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
@@ -48,7 +88,7 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "session", "testdata", "histories", "approval_turn.json")
+	path := filepath.Join("..", "session", "testdata", "histories", name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,17 @@ import (
 )
 
 // Histories in testdata/histories were recorded from real sessions (see
-// internal/e2e TestRecordApprovalTurnHistory -update-histories). Replaying
-// them fails when a change to the workflow would break running sessions.
-// Files named legacy_* were recorded before sessions recorded their
-// settings; they replay only with the settings they ran with.
+// internal/e2e TestRecordStoreSessionHistory -update-histories). Replaying
+// them fails when a change to the workflow would break running sessions,
+// so none is recorded again once it landed: each stands for the sessions
+// of its time.
+//   - legacy_approval_turn.json: the first main, before sessions recorded
+//     their settings; it replays only with the settings it ran with.
+//   - settings_approval_turn.json: settings recorded, Step names of the
+//     time.
+//   - approval_turn.json: spec Step names, messages in the workflow.
+//   - store_turns.json: messages in the store, with a message sent by
+//     reference, chunks rolled and retention.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -58,6 +65,10 @@ var changedSettings = []struct {
 	{"every tool needs approval", func(o *Options) {
 		o.Policies = pluginapi.PolicySet{DefaultEffect: pluginapi.EffectNonIdempotentWrite}
 	}},
+	{"another message window, chunk and retention", func(o *Options) {
+		o.Messages = MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20, RetainedLimit: 1000}
+	}},
+	{"no message store", func(o *Options) { o.Messages = MessageOptions{} }},
 	{"other Step limits", func(o *Options) {
 		o.RunModel.MaximumAttempts, o.Tool.MaximumAttempts = 1, 7
 		o.Tool.StartToClose = time.Minute
