@@ -18,13 +18,17 @@
 //     them with PutWindow, one row per sequence, then returns their
 //     sequences. The workflow's commit of that result is what makes them
 //     part of the session; rows no commit names are orphans.
-//  2. When the window grows past its size, a Step reads its oldest rows
-//     (Window), cuts them with Split, stores each chunk with PutChunk, and
-//     returns the ChunkRefs. After the workflow commits them, a later Step
-//     calls DeleteWindowThrough for the last moved sequence.
-//  3. The next model call loads the transcript inside its Step: the chunks
-//     after the latest compaction summary (Chunks, then Chunk each; the
-//     cache serves them again on the next call) and the window rows
+//  2. When the window holds message_window_size + message_chunk_size
+//     messages, the workflow hands the next storing Step a roll plan:
+//     whole chunks of its oldest messages, cut from committed messages
+//     only, so every attempt and every later Step cuts the same ones. The
+//     Step reads those rows (Window), stores each chunk with PutChunk, and
+//     returns the ChunkRefs with its own result. After the workflow
+//     commits them it drops the messages from its window, and the next
+//     storing Step calls DeleteWindowThrough for the last moved sequence.
+//  3. The next model call loads the transcript inside its Step (Read): the
+//     chunks from the first retained message on (Chunks, then Chunk each;
+//     the cache serves them again on the next call) and the window rows
 //     (Window), and hands them to the runner. Large content (a user
 //     message the HTTP API stored, a large tool output) travels as a blob
 //     reference from PutBlob and is read with Blob.
@@ -54,10 +58,15 @@
 //
 // # Retention
 //
-// The workflow decides retention (retained_message_limit) and deletes
-// whole chunks with DeleteChunks, then drops them from its index; window
-// rows are never deleted for retention. DeleteSession removes everything
-// of a session.
+// The workflow decides retention (retained_message_limit): it hands a
+// storing Step the sequence before which whole chunks may go, the Step
+// deletes the chunks that end before it (DeleteChunks) and reports where
+// the first remaining chunk starts, and the workflow records that as
+// deleted_before_sequence when the result commits. A Step killed halfway
+// leaves chunks that the next Step deletes; readers start at the recorded
+// sequence, so they never see a half-deleted range as a hole. Window rows
+// are never deleted for retention. DeleteSession removes everything of a
+// session.
 //
 // # Encoding
 //
