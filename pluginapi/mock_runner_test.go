@@ -90,7 +90,7 @@ var (
 
 // connect serves r through the real gRPC shims over a local connection and
 // returns the host-side client that RunnerPlugin dispenses.
-func connect(t *testing.T, r Runner) (*grpcClient, *plugin.GRPCServer) {
+func connect(t testing.TB, r Runner) (*grpcClient, *plugin.GRPCServer) {
 	t.Helper()
 	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
 		PluginName: &RunnerPlugin{Runner: r},
