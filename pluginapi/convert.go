@@ -21,6 +21,7 @@ func toProtoCapabilities(c Capabilities) *runnerpb.Capabilities {
 		ToolTaskCancelling:     c.ToolTaskCancelling,
 		InputTokenEstimation:   c.InputTokenEstimation,
 		Compaction:             c.Compaction,
+		TranscriptCache:        c.TranscriptCache,
 	}
 }
 
@@ -31,6 +32,7 @@ func fromProtoCapabilities(c *runnerpb.Capabilities) Capabilities {
 		ToolTaskCancelling:     c.GetToolTaskCancelling(),
 		InputTokenEstimation:   c.GetInputTokenEstimation(),
 		Compaction:             c.GetCompaction(),
+		TranscriptCache:        c.GetTranscriptCache(),
 	}
 }
 

@@ -71,6 +71,19 @@
 // which ones a runner implements ([CapabilitiesOf]), and the worker never
 // makes a call the runner lacks.
 //
+// # The transcript cache
+//
+// A long session's transcript is megabytes, and every model call needs
+// it. Serve keeps the transcript each session was last sent (all sessions
+// together at most [DefaultTranscriptCacheBytes], or
+// DEX_RUNNER_TRANSCRIPT_CACHE_BYTES if the plugin's environment sets it;
+// 0 turns it off) and reports capability TranscriptCache, so the worker
+// sends only a session's new messages; Serve puts the whole transcript
+// back together before it calls the Runner, which always sees every
+// message. Stored messages never change, so this is safe; a plugin that
+// restarted or dropped a session's transcript answers
+// [ErrTranscriptNotCached] and the worker sends it whole.
+//
 // # Logs and environment
 //
 // Never print to stdout before [Serve] runs, not even in an init function:

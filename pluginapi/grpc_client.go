@@ -73,6 +73,9 @@ func (c *grpcClient) fail(ctx context.Context, method string, err error) error {
 	case codes.Unimplemented:
 		return &rpcError{code: codes.Unimplemented, msg: "runner does not implement " + method, cause: err}
 	case codes.FailedPrecondition:
+		if st.Message() == transcriptCacheMiss {
+			return fmt.Errorf("%s: %w", method, ErrTranscriptNotCached)
+		}
 		return &PermanentError{Err: &rpcError{code: st.Code(), msg: st.Message(), cause: err}}
 	}
 	return &rpcError{code: st.Code(), msg: st.Message(), cause: err}
@@ -136,7 +139,9 @@ func (c *grpcClient) RunModelStep(ctx context.Context, req *RunModelStepRequest)
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
 	const method = "RunModelStep"
-	stream, err := c.client.RunModelStep(callCtx, &runnerpb.RunModelStepRequest{Turn: toProtoTurn(&req.Turn)})
+	turn := toProtoTurn(&req.Turn)
+	turn.CachedFrom, turn.CachedThrough = req.CachedFrom, req.CachedThrough
+	stream, err := c.client.RunModelStep(callCtx, &runnerpb.RunModelStepRequest{Turn: turn})
 	if err != nil {
 		return nil, c.fail(ctx, method, err)
 	}

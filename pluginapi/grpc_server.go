@@ -30,9 +30,14 @@ const maxQueuedFrames = 4096
 type grpcServer struct {
 	runnerpb.UnimplementedRunnerServer
 	impl Runner
+	// transcripts keeps what RunModelStep was sent (capability
+	// TranscriptCache); nil when DEX_RUNNER_TRANSCRIPT_CACHE_BYTES is 0.
+	transcripts *transcriptCache
 }
 
-func newGRPCServer(impl Runner) *grpcServer { return &grpcServer{impl: impl} }
+func newGRPCServer(impl Runner) *grpcServer {
+	return &grpcServer{impl: impl, transcripts: newTranscriptCache(transcriptCacheBytes())}
+}
 
 // call runs f and turns a panic in the runner into an Internal error, so one
 // bad call does not take down every call the process serves. The stack goes
@@ -64,7 +69,7 @@ func (s *grpcServer) Info(ctx context.Context, _ *runnerpb.InfoRequest) (*runner
 		Name:             resp.Name,
 		Version:          resp.Version,
 		ProtocolVersions: []int32{ProtocolVersion},
-		Capabilities:     toProtoCapabilities(CapabilitiesOf(s.impl)),
+		Capabilities:     toProtoCapabilities(s.capabilities()),
 	}, nil
 }
 
@@ -103,9 +108,28 @@ func (s *grpcServer) BuildUserMessage(ctx context.Context, req *runnerpb.BuildUs
 	return out, nil
 }
 
+// capabilities are the runner's, plus the SDK's transcript cache.
+func (s *grpcServer) capabilities() Capabilities {
+	c := CapabilitiesOf(s.impl)
+	c.TranscriptCache = s.transcripts != nil
+	return c
+}
+
 func (s *grpcServer) RunModelStep(req *runnerpb.RunModelStepRequest, stream runnerpb.Runner_RunModelStepServer) error {
 	ctx := stream.Context()
 	turn := fromProtoTurn(req.GetTurn())
+	if through := req.GetTurn().GetCachedThrough(); through > 0 {
+		// The host sent only what follows the messages it sent before.
+		kept, ok := s.transcripts.get(turn.SessionID, req.GetTurn().GetCachedFrom(), through)
+		if !ok {
+			return status.Error(codes.FailedPrecondition, transcriptCacheMiss)
+		}
+		if len(turn.Messages) > 0 && turn.Messages[0].Sequence != through+1 {
+			return malformedStatus(fmt.Sprintf("RunModelStep: messages start at %d after cached messages through %d", turn.Messages[0].Sequence, through))
+		}
+		turn.Messages = append(kept, turn.Messages...)
+	}
+	s.transcripts.put(turn.SessionID, turn.Messages)
 	live := startLiveStream(func(f liveFrame) error { return stream.Send(f.runModelStepFrame()) })
 	resp, err := call("RunModelStep", func() (*RunModelStepResponse, error) {
 		return s.impl.RunModelStep(ctx, &RunModelStepRequest{Turn: turn, Events: live})

@@ -76,13 +76,15 @@ func TestInfo(t *testing.T) {
 		runner Runner
 		want   Capabilities
 	}{
-		{"core only", &mockRunner{}, Capabilities{}},
+		// Every Go runner gets the SDK's transcript cache.
+		{"core only", &mockRunner{}, Capabilities{TranscriptCache: true}},
 		{"every optional interface", &mockFullRunner{}, Capabilities{
 			UnfinishedTurnMessages: true,
 			ToolTaskPolling:        true,
 			ToolTaskCancelling:     true,
 			InputTokenEstimation:   true,
 			Compaction:             true,
+			TranscriptCache:        true,
 		}},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,9 @@
 package pluginapi
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // ProtocolVersion is the runner wire protocol this package speaks. It changes
 // only when the wire format breaks.
@@ -83,6 +86,10 @@ type Capabilities struct {
 	ToolTaskCancelling     bool `json:"tool_task_cancelling"`
 	InputTokenEstimation   bool `json:"input_token_estimation"`
 	Compaction             bool `json:"compaction"`
+	// TranscriptCache: the plugin keeps the transcripts it was sent, so
+	// the host may send only a session's new messages
+	// (RunModelStepRequest.CachedThrough). Serve sets it for every runner.
+	TranscriptCache bool `json:"transcript_cache"`
 }
 
 // CapabilitiesOf reports which optional interfaces r implements.
@@ -215,7 +222,23 @@ type RunModelStepRequest struct {
 	Turn TurnContext
 	// Events writes text deltas and events for this attempt.
 	Events EventWriter
+	// CachedFrom and CachedThrough are for hosts. When CachedThrough is
+	// above zero, Turn.Messages holds only the messages after it, and the
+	// plugin, which has capability TranscriptCache, was sent the messages
+	// from CachedFrom through CachedThrough in an earlier RunModelStep of
+	// the session. Serve puts the whole transcript back together before it
+	// calls the Runner, so a Runner never sees them set. A plugin that no
+	// longer has those messages answers ErrTranscriptNotCached.
+	CachedFrom, CachedThrough int64
 }
+
+// ErrTranscriptNotCached is a plugin's answer to a RunModelStep that names
+// cached messages (RunModelStepRequest.CachedThrough) the plugin does not
+// have (it restarted, or dropped them for room): send the whole transcript.
+var ErrTranscriptNotCached = errors.New("the runner plugin does not have the cached transcript")
+
+// transcriptCacheMiss is the gRPC status message of ErrTranscriptNotCached.
+const transcriptCacheMiss = "transcript_cache_miss"
 
 // RunModelStepResponse holds exactly one outcome.
 type RunModelStepResponse struct {

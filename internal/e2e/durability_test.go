@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -244,5 +245,40 @@ func TestPermanentModelErrorFailsTheTurnWithoutRetries(t *testing.T) {
 	}
 	if n := s.Log().Count("model", "test"); n != 1 {
 		t.Errorf("model called %d times, want 1", n)
+	}
+}
+
+// TestARestartedPluginGetsTheWholeTranscript: the worker sends a model call
+// only the messages the plugin was not sent before; a plugin that restarted
+// has none, answers so, and gets the whole transcript: the model sees every
+// message either way.
+func TestARestartedPluginGetsTheWholeTranscript(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "one")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	turn := func(n int, text string) string {
+		t.Helper()
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
+			t.Fatalf("send %q: %v %v", text, ok, err)
+		}
+		return lastText(s.WaitForSnapshot(fmt.Sprint("turn ", n), id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == n }))
+	}
+	if got, want := turn(2, "items"), "items=3 users=one|items"; got != want {
+		t.Errorf("turn 2 answer = %q, want %q", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(s.Dir, "plugin.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the plugin %d: %v", pid, err)
+	}
+	if got, want := turn(3, "items"), "items=5 users=one|items|items"; got != want {
+		t.Errorf("turn 3 answer after the plugin restarted = %q, want %q", got, want)
+	}
+	if got, want := turn(4, "items"), "items=7 users=one|items|items|items"; got != want {
+		t.Errorf("turn 4 answer = %q, want %q", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ import (
 type longSession struct {
 	tb     testing.TB
 	s      *agenttest.Stack
+	waiter *turnWaiter
 	id     string
 	done   chan struct{}
 	turns  int
@@ -54,12 +56,17 @@ func startLongSession(tb testing.TB, s *agenttest.Stack) *longSession {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(d.Stop)
-	id, err := s.Sessions.StartSession(context.Background(), client.StartSessionOptions{FlowType: flowType})
+	return (&longSession{tb: tb, s: s, waiter: waiter}).another()
+}
+
+// another starts another session on the same worker.
+func (l *longSession) another() *longSession {
+	id, err := l.s.Sessions.StartSession(context.Background(), client.StartSessionOptions{FlowType: flowType})
 	if err != nil {
-		tb.Fatal(err)
+		l.tb.Fatal(err)
 	}
 	// Messages of 2 KiB.
-	return &longSession{tb: tb, s: s, id: id, done: waiter.ch(id), filler: strings.Repeat("abcdefgh ", 2048/9+1)}
+	return &longSession{tb: l.tb, s: l.s, waiter: l.waiter, id: id, done: l.waiter.ch(id), filler: strings.Repeat("abcdefgh ", 2048/9+1)}
 }
 
 // turn sends the next message and waits for the turn to end.
@@ -181,10 +188,12 @@ func TestLongSession(t *testing.T) {
 	}
 }
 
-// BenchmarkTurnAtDepth reports the cost of a turn and the history bytes it
-// adds at depth 10 and at depth 2,000 (DEX_BENCH_DEPTH) of one session,
-// with 2 KiB messages: ns/op and history-B/turn of each depth, and their
-// ratios in the deep one.
+// BenchmarkTurnAtDepth compares a turn of a session 2,000 turns deep
+// (DEX_BENCH_DEPTH) with a turn of shallow sessions (10 to 30 turns deep,
+// a new one every 20 turns), with 2 KiB messages, on the same worker. The
+// two alternate, so both see the same machine: ns/op is the deep turn;
+// shallow-ns/turn, the shallow one; time-ratio and median-ratio compare
+// their means and medians, bytes-ratio the history bytes a turn adds.
 func BenchmarkTurnAtDepth(b *testing.B) {
 	deep := 2000
 	if v := os.Getenv("DEX_BENCH_DEPTH"); v != "" {
@@ -194,43 +203,66 @@ func BenchmarkTurnAtDepth(b *testing.B) {
 		}
 	}
 	s := benchStack(b)
-	l := startLongSession(b, s)
-	measure := func(b *testing.B) float64 {
-		var bytes int64
-		var n int
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			run, before, _ := l.history()
-			b.StartTimer()
-			l.turn()
-			b.StopTimer()
-			if after, size, _ := l.history(); after == run {
-				bytes += size - before
-				n++
-			}
-			b.StartTimer()
-		}
-		perTurn := float64(bytes) / float64(max(n, 1))
-		b.ReportMetric(perTurn, "history-B/turn")
-		return perTurn
+	d := startLongSession(b, s)
+	for d.turns < deep-1 {
+		d.turn()
 	}
-	var shallowNs, shallowBytes float64
-	for l.turns < 9 {
-		l.turn()
-	}
-	b.Run("depth=10", func(b *testing.B) {
-		perTurn := measure(b)
-		shallowNs, shallowBytes = float64(b.Elapsed().Nanoseconds())/float64(b.N), perTurn
-	})
-	for l.turns < deep-1 {
-		l.turn()
-	}
+	var shallow *longSession
 	b.Run(fmt.Sprintf("depth=%d", deep), func(b *testing.B) {
-		perTurn := measure(b)
-		if shallowNs > 0 && shallowBytes > 0 {
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/shallowNs, "time-ratio")
-			b.ReportMetric(perTurn/shallowBytes, "bytes-ratio")
+		var deepTimes, shallowTimes []time.Duration
+		var deepBytes, shallowBytes, deepN, shallowN int64
+		// timed runs one turn of l and returns its duration and history
+		// bytes (0, false when the turn continued as new).
+		timed := func(l *longSession) (time.Duration, int64, bool) {
+			run, before, _ := l.history()
+			if l == d {
+				b.StartTimer()
+			}
+			start := time.Now()
+			l.turn()
+			took := time.Since(start)
+			b.StopTimer()
+			after, size, _ := l.history()
+			return took, size - before, after == run
+		}
+		b.ResetTimer()
+		b.StopTimer()
+		for i := 0; i < b.N; i++ {
+			if shallow == nil || shallow.turns >= 30 {
+				shallow = d.another()
+				for shallow.turns < 9 {
+					shallow.turn()
+				}
+			}
+			took, n, same := timed(shallow)
+			shallowTimes = append(shallowTimes, took)
+			if same {
+				shallowBytes, shallowN = shallowBytes+n, shallowN+1
+			}
+			took, n, same = timed(d)
+			deepTimes = append(deepTimes, took)
+			if same {
+				deepBytes, deepN = deepBytes+n, deepN+1
+			}
+		}
+		mean := func(ts []time.Duration) float64 {
+			var sum time.Duration
+			for _, t := range ts {
+				sum += t
+			}
+			return float64(sum) / float64(len(ts))
+		}
+		median := func(ts []time.Duration) float64 {
+			ts = slices.Clone(ts)
+			slices.Sort(ts)
+			return float64(ts[len(ts)/2])
+		}
+		b.ReportMetric(mean(shallowTimes), "shallow-ns/turn")
+		b.ReportMetric(mean(deepTimes)/mean(shallowTimes), "time-ratio")
+		b.ReportMetric(median(deepTimes)/median(shallowTimes), "median-ratio")
+		if deepN > 0 && shallowN > 0 {
+			b.ReportMetric(float64(deepBytes)/float64(deepN), "history-B/turn")
+			b.ReportMetric((float64(deepBytes)/float64(deepN))/(float64(shallowBytes)/float64(shallowN)), "bytes-ratio")
 		}
 	})
 }

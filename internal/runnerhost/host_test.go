@@ -192,7 +192,7 @@ func TestLaunchInfoAndCapabilities(t *testing.T) {
 	if diff := cmp.Diff(pluginapi.InfoResponse{Name: "testplugin", Version: "1.2.3"}, info); diff != "" {
 		t.Errorf("Info (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(pluginapi.Capabilities{ToolTaskPolling: true}, caps); diff != "" {
+	if diff := cmp.Diff(pluginapi.Capabilities{ToolTaskPolling: true, TranscriptCache: true}, caps); diff != "" {
 		t.Errorf("Capabilities (-want +got):\n%s", diff)
 	}
 	if _, _, ok := h.Info("nope"); ok {

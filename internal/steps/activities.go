@@ -54,6 +54,8 @@ type Activities struct {
 	Hooks  Hooks
 
 	running atomic.Int64
+	// sent remembers the transcripts this worker's plugins were sent.
+	sent sentTranscripts
 }
 
 // Running reports how many Steps are running in this process.
@@ -182,14 +184,11 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		if stored, err = a.doStoreWork(ctx, in.SessionID, in.Store); err != nil {
 			return session.ModelOutcome{}, err
 		}
-		if in.Messages, err = a.loadTranscript(ctx, in.SessionID, in.Transcript); err != nil {
-			return session.ModelOutcome{}, err
-		}
 		if in.RunState, in.ToolCalls, err = a.resolveTurn(ctx, in); err != nil {
 			return session.ModelOutcome{}, err
 		}
 	}
-	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, int(info.Attempt)), Events: w})
+	resp, err := a.callModel(ctx, r, caps, in, int(info.Attempt), w)
 	if err != nil {
 		return session.ModelOutcome{}, stepError("run_model_step", err)
 	}
@@ -279,6 +278,44 @@ func outcomeMessages(resp *pluginapi.RunModelStepResponse) []pluginapi.Framework
 		return resp.TurnCompleted.NewMessages
 	}
 	return resp.ToolCallsRequested.NewMessages
+}
+
+// callModel hands the runner the turn with the session's transcript. A
+// session in the store has its transcript read here; when the plugin keeps
+// transcripts (capability TranscriptCache) and was sent this session's
+// before, only the messages it was not sent are read and sent, and the
+// whole transcript again if it lost them.
+func (a *Activities) callModel(ctx context.Context, r pluginapi.Runner, caps pluginapi.Capabilities, in session.TurnInput, attempt int, w pluginapi.EventWriter) (*pluginapi.RunModelStepResponse, error) {
+	if in.Store == nil {
+		return r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, attempt), Events: w})
+	}
+	tr := in.Transcript
+	if caps.TranscriptCache {
+		if from, through, ok := a.sent.get(in.SessionID); ok && from <= tr.From && tr.From <= through && through <= tr.Last {
+			newer, err := a.loadTranscript(ctx, in.SessionID, &session.Transcript{From: through + 1, WindowFirst: max(tr.WindowFirst, through+1), Last: tr.Last})
+			if err != nil {
+				return nil, err
+			}
+			in.Messages = newer
+			resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, attempt), Events: w, CachedFrom: tr.From, CachedThrough: through})
+			if !errors.Is(err, pluginapi.ErrTranscriptNotCached) {
+				if err == nil {
+					a.sent.set(in.SessionID, tr.From, tr.Last)
+				}
+				return resp, err
+			}
+			a.sent.forget(in.SessionID)
+		}
+	}
+	var err error
+	if in.Messages, err = a.loadTranscript(ctx, in.SessionID, tr); err != nil {
+		return nil, err
+	}
+	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, attempt), Events: w})
+	if err == nil && caps.TranscriptCache && tr.Last >= tr.From {
+		a.sent.set(in.SessionID, tr.From, tr.Last)
+	}
+	return resp, err
 }
 
 func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {

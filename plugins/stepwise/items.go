@@ -13,7 +13,20 @@ import (
 // outcome-unknown text, so an orphaned call never reaches a provider. IDs in
 // pending are the calls whose results the caller adds next.
 func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem, error) {
-	var items []ModelItem
+	decoded := make([]ModelItem, len(msgs))
+	for i, m := range msgs {
+		it, err := itemOf(m)
+		if err != nil {
+			return nil, err
+		}
+		decoded[i] = it
+	}
+	return pairItems(decoded, pending), nil
+}
+
+// pairItems is itemsFromMessages over decoded items.
+func pairItems(decoded []ModelItem, pending []string) []ModelItem {
+	items := make([]ModelItem, 0, len(decoded))
 	var open []ModelToolCall // calls of the last model output without a result yet
 	closeOpen := func() {
 		for _, call := range open {
@@ -22,11 +35,7 @@ func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem,
 		}
 		open = nil
 	}
-	for _, m := range msgs {
-		it, err := itemOf(m)
-		if err != nil {
-			return nil, err
-		}
+	for _, it := range decoded {
 		switch it.Kind {
 		case ItemToolResult:
 			for i, call := range open {
@@ -52,7 +61,7 @@ func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem,
 	}
 	open = still
 	closeOpen()
-	return items, nil
+	return items
 }
 
 func contains(list []string, s string) bool {

@@ -24,12 +24,14 @@ type Runner struct {
 
 	mu     sync.RWMutex
 	agents map[string]*compiled
+	// memo keeps decoded items between a session's model calls.
+	memo *itemMemo
 }
 
 // NewRunner returns a Runner named name that builds agents with build.
 // Serve it from a plugin's main with pluginapi.Serve.
 func NewRunner(name, version string, build BuildFunc) *Runner {
-	return &Runner{name: name, version: version, build: build, agents: map[string]*compiled{}}
+	return &Runner{name: name, version: version, build: build, agents: map[string]*compiled{}, memo: newItemMemo(itemMemoBytes)}
 }
 
 // Info implements pluginapi.Runner.
@@ -108,10 +110,11 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	if err != nil {
 		return nil, err
 	}
-	items, err := itemsFromMessages(turn.Messages, st.Pending)
+	decoded, err := r.memo.decode(turn.SessionID, turn.Messages)
 	if err != nil {
 		return nil, err
 	}
+	items := pairItems(decoded, st.Pending)
 	var newMessages []pluginapi.FrameworkMessage
 	for _, id := range st.Pending {
 		msg, item := toolResultMessage(turn, id)

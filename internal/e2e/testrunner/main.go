@@ -94,6 +94,9 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			switch {
 			case tok == "fail":
 				return stepwise.ScriptedReply{}, errors.New("scripted model failure")
+			case tok == "items":
+				// What the model sees: how many items, and the texts of the users'.
+				return stepwise.ScriptedReply{Text: fmt.Sprintf("items=%d users=%s", len(req.Items), strings.Join(texts, "|"))}, nil
 			case tok == "permfail":
 				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("scripted permanent failure (HTTP 400)"))
 			case tok == "leakfail":

@@ -249,9 +249,13 @@ type Capabilities struct {
 	// input_token_estimation: EstimateInputTokens.
 	InputTokenEstimation bool `protobuf:"varint,4,opt,name=input_token_estimation,json=inputTokenEstimation,proto3" json:"input_token_estimation,omitempty"`
 	// compaction: SelectCompactionCutoff and SummarizeContext.
-	Compaction    bool `protobuf:"varint,5,opt,name=compaction,proto3" json:"compaction,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Compaction bool `protobuf:"varint,5,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	// transcript_cache: the runner keeps the transcripts it was sent, so the
+	// host may send only a session's new messages (TurnContext.cached_through).
+	// The Go plugin SDK does this for every runner.
+	TranscriptCache bool `protobuf:"varint,6,opt,name=transcript_cache,json=transcriptCache,proto3" json:"transcript_cache,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -315,6 +319,13 @@ func (x *Capabilities) GetInputTokenEstimation() bool {
 func (x *Capabilities) GetCompaction() bool {
 	if x != nil {
 		return x.Compaction
+	}
+	return false
+}
+
+func (x *Capabilities) GetTranscriptCache() bool {
+	if x != nil {
+		return x.TranscriptCache
 	}
 	return false
 }
@@ -1177,7 +1188,18 @@ type TurnContext struct {
 	// framework's own effect for the tool, else policies.default_effect.
 	Policies *PolicySet `protobuf:"bytes,8,opt,name=policies,proto3" json:"policies,omitempty"`
 	// host_tools are tools the session runs (built-ins, MCP).
-	HostTools     []*ToolDefinition `protobuf:"bytes,9,rep,name=host_tools,json=hostTools,proto3" json:"host_tools,omitempty"`
+	HostTools []*ToolDefinition `protobuf:"bytes,9,rep,name=host_tools,json=hostTools,proto3" json:"host_tools,omitempty"`
+	// cached_from and cached_through (RunModelStep only, to a runner with
+	// capability transcript_cache): when cached_through is above zero,
+	// messages holds only the messages after cached_through, and the runner
+	// process has the messages from cached_from through cached_through from
+	// an earlier RunModelStep of this session; the transcript is those, then
+	// messages. A runner that no longer has them answers FAILED_PRECONDITION
+	// with the message "transcript_cache_miss", and the host sends the whole
+	// transcript again. Stored messages never change, so a runner may keep
+	// what it was sent for as long as it likes.
+	CachedFrom    int64 `protobuf:"varint,10,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
+	CachedThrough int64 `protobuf:"varint,11,opt,name=cached_through,json=cachedThrough,proto3" json:"cached_through,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1273,6 +1295,20 @@ func (x *TurnContext) GetHostTools() []*ToolDefinition {
 		return x.HostTools
 	}
 	return nil
+}
+
+func (x *TurnContext) GetCachedFrom() int64 {
+	if x != nil {
+		return x.CachedFrom
+	}
+	return 0
+}
+
+func (x *TurnContext) GetCachedThrough() int64 {
+	if x != nil {
+		return x.CachedThrough
+	}
+	return 0
 }
 
 // TextDelta is a chunk of visible model text. Batch very small chunks: each
@@ -3635,7 +3671,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x03 \x03(\x05R\x10protocolVersions\x12?\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x1b.dex.runner.v1.CapabilitiesR\fcapabilities\"\xfc\x01\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x1b.dex.runner.v1.CapabilitiesR\fcapabilities\"\xa7\x02\n" +
 	"\fCapabilities\x128\n" +
 	"\x18unfinished_turn_messages\x18\x01 \x01(\bR\x16unfinishedTurnMessages\x12*\n" +
 	"\x11tool_task_polling\x18\x02 \x01(\bR\x0ftoolTaskPolling\x120\n" +
@@ -3643,7 +3679,8 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x16input_token_estimation\x18\x04 \x01(\bR\x14inputTokenEstimation\x12\x1e\n" +
 	"\n" +
 	"compaction\x18\x05 \x01(\bR\n" +
-	"compaction\"x\n" +
+	"compaction\x12)\n" +
+	"\x10transcript_cache\x18\x06 \x01(\bR\x0ftranscriptCache\"x\n" +
 	"\x10ConfigureRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12#\n" +
 	"\rrunner_config\x18\x02 \x01(\tR\frunnerConfig\x12)\n" +
@@ -3717,7 +3754,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
 	"\finput_schema\x18\x03 \x01(\tR\vinputSchema\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xf2\x02\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xba\x03\n" +
 	"\vTurnContext\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -3730,7 +3767,11 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"tool_calls\x18\a \x03(\v2\x17.dex.runner.v1.ToolCallR\ttoolCalls\x124\n" +
 	"\bpolicies\x18\b \x01(\v2\x18.dex.runner.v1.PolicySetR\bpolicies\x12<\n" +
 	"\n" +
-	"host_tools\x18\t \x03(\v2\x1d.dex.runner.v1.ToolDefinitionR\thostTools\"\x1f\n" +
+	"host_tools\x18\t \x03(\v2\x1d.dex.runner.v1.ToolDefinitionR\thostTools\x12\x1f\n" +
+	"\vcached_from\x18\n" +
+	" \x01(\x03R\n" +
+	"cachedFrom\x12%\n" +
+	"\x0ecached_through\x18\v \x01(\x03R\rcachedThrough\"\x1f\n" +
 	"\tTextDelta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"$\n" +
 	"\x0eReasoningDelta\x12\x12\n" +
