@@ -27,7 +27,7 @@ type itemMemo struct {
 
 type memoEntry struct {
 	session string
-	first   int64      // the sequence of items[0]
+	first   int64       // the sequence of items[0]
 	items   []ModelItem // consecutive sequences
 	sizes   []int       // len(Text)+len(Item) of each message, a check
 	bytes   int64
