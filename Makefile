@@ -62,9 +62,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 
 # Benchmarks: a session turn against the same pattern on bare Temporal
-# (compare their ns/op), the first streamed delta, the message store, and,
-# once (it builds a session 2,000 turns deep), a turn at depth 10 and 2,000
-# with the history bytes each adds and their ratios.
+# (compare their ns/op), the first streamed delta, the message store, the
+# transcript handed to a runner, and, once (it builds a session 2,000 turns
+# deep), a turn at depth 2,000 against shallow sessions on the same worker
+# (time-ratio, median-ratio, bytes-ratio).
 bench: build
 	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ ./pluginapi/
