@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -58,6 +60,9 @@ type StartSessionOptions struct {
 	// InitialMessageRef is the message store reference of the whole
 	// initial message.
 	InitialMessageRef string
+	// SessionSettings are the session's first settings: one JSON object of
+	// at most MaxSessionSettingsBytes (see UpdateSessionSettings).
+	SessionSettings json.RawMessage
 	// RequestID makes the start idempotent: a retried start with the same
 	// request ID returns the same session instead of an error. Empty
 	// generates one (no idempotency across calls).
@@ -109,7 +114,17 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 		}
 		opts.InitialMessage, opts.InitialMessageRef = text, ref
 	}
-	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef})
+	var settings json.RawMessage
+	if len(opts.SessionSettings) > 0 {
+		text, err := CheckSessionSettings(opts.SessionSettings, 0)
+		if err != nil {
+			return "", false, fmt.Errorf("start session %s: %w", id, err)
+		}
+		if text != "" {
+			settings = json.RawMessage(text)
+		}
+	}
+	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings})
 	if err != nil {
 		return "", false, err
 	}
@@ -226,6 +241,26 @@ func previewText(text string) string {
 		cut--
 	}
 	return text[:cut]
+}
+
+// UpdateSessionSettings replaces the session's settings with settings, one
+// JSON object ({} clears them). The next turn starts with them; a running
+// turn keeps the settings it started with. Settings that are not one
+// object, or over MaxSessionSettingsBytes of compact JSON, are
+// ErrInvalidSessionSettings and are not sent. It returns false before the
+// session started.
+func (s *AgentSessionClient) UpdateSessionSettings(ctx context.Context, sessionID string, settings json.RawMessage) (bool, error) {
+	if len(bytes.TrimSpace(settings)) == 0 || string(bytes.TrimSpace(settings)) == "null" {
+		return false, fmt.Errorf("%s on session %s: %w: give an object ({} clears them)", UpdateSessionSettings, sessionID, ErrInvalidSessionSettings)
+	}
+	text, err := CheckSessionSettings(settings, 0)
+	if err != nil {
+		return false, fmt.Errorf("%s on session %s: %w", UpdateSessionSettings, sessionID, err)
+	}
+	if text == "" {
+		text = "{}"
+	}
+	return s.update(ctx, sessionID, UpdateSessionSettings, "", UpdateSessionSettingsRequest{SessionSettings: json.RawMessage(text)})
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns

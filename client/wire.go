@@ -1,6 +1,10 @@
 package client
 
-import "github.com/dex-agents/dex-agent-worker/pluginapi"
+import (
+	"encoding/json"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
 
 // Names on the wire. A session is driven with plain JSON payloads through
 // these names, so a Temporal client in any language can start and drive one.
@@ -13,6 +17,9 @@ const (
 	// UpdateResolveInterrupt approves or rejects a pending interrupt:
 	// ResolveInterruptRequest -> bool.
 	UpdateResolveInterrupt = "resolve_interrupt"
+	// UpdateSessionSettings replaces the session settings the next turn
+	// starts with: UpdateSessionSettingsRequest -> bool.
+	UpdateSessionSettings = "update_session_settings"
 	// QueryAgentSnapshot returns the Snapshot.
 	QueryAgentSnapshot = "get_agent_snapshot"
 	// QueryListAgentMessages returns a MessagesPage for a ListMessagesRequest.
@@ -44,6 +51,8 @@ type StartInput struct {
 	// InitialMessageRef is the message store reference of an initial
 	// message sent by reference.
 	InitialMessageRef string `json:"initial_message_ref,omitempty"`
+	// SessionSettings are the session's first settings: one JSON object.
+	SessionSettings json.RawMessage `json:"session_settings,omitempty"`
 }
 
 // SendUserMessageRequest is the input of send_user_message. A text over
@@ -164,4 +173,7 @@ type Snapshot struct {
 	Usage             pluginapi.Usage      `json:"usage"`
 	QueuedMessages    []QueuedMessage      `json:"queued_messages"`
 	QueuedCount       int                  `json:"queued_message_count"`
+	// SessionSettings are the settings the next turn starts with ({} for
+	// none); the running turn may still use the ones it started with.
+	SessionSettings json.RawMessage `json:"session_settings"`
 }

@@ -315,6 +315,8 @@ func toProtoTurn(t *TurnContext) *runnerpb.TurnContext {
 		ToolCalls: convertSlice(t.ToolCalls, toProtoToolCall),
 		Policies:  toProtoPolicySet(t.Policies),
 		HostTools: convertSlice(t.HostTools, toProtoToolDefinition),
+
+		SessionSettingsJson: string(t.SessionSettings),
 	}
 }
 
@@ -329,7 +331,17 @@ func fromProtoTurn(t *runnerpb.TurnContext) TurnContext {
 		ToolCalls: convertSlice(t.GetToolCalls(), fromProtoToolCall),
 		Policies:  fromProtoPolicySet(t.GetPolicies()),
 		HostTools: convertSlice(t.GetHostTools(), fromProtoToolDefinition),
+
+		SessionSettings: settingsJSON(t.GetSessionSettingsJson()),
 	}
+}
+
+// settingsJSON is the settings' JSON, nil when there are none.
+func settingsJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 func toProtoDeferredToolCall(c DeferredToolCall) *runnerpb.DeferredToolCall {

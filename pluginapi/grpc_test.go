@@ -67,6 +67,7 @@ func fullTurn() TurnContext {
 			{Name: "ask_user", Description: "Ask the user.", InputSchema: json.RawMessage(`{"type":"object"}`), Effect: EffectRead},
 			{Name: "durable_wait", Description: "Wait."},
 		},
+		SessionSettings: json.RawMessage(`{"model":"fast","n":1}`),
 	}
 }
 

@@ -2,6 +2,7 @@ package pluginapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 )
 
@@ -162,6 +163,12 @@ type TurnContext struct {
 	// HostTools are tools the session runs (built-ins, MCP). Offer them to
 	// the model and defer their calls like the runner's own.
 	HostTools []ToolDefinition
+	// SessionSettings are the settings the turn started with: JSON of one
+	// object, such as {"model":"fast"}; empty (or {}) when there are none.
+	// The application sets them; resolve what they name (a model, a
+	// credential) from what the runner was configured with, never use a
+	// key or URL from them.
+	SessionSettings json.RawMessage
 }
 
 // IsResuming reports whether this model call continues a turn after tool calls.

@@ -263,4 +263,21 @@ agents:
 	if !found {
 		t.Errorf("the store lacks the whole 70 KB text")
 	}
+	// Session settings: set keys, show, unset one, clear.
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"settings", id, "--set", "model=deep", "--set", "n=2", "--set", `tone="brief"`}, `{"model":"deep","n":2,"tone":"brief"}` + "\n"},
+		{[]string{"settings", id, "--unset", "n"}, `{"model":"deep","tone":"brief"}` + "\n"},
+		{[]string{"settings", id}, "{\n  \"model\": \"deep\",\n  \"tone\": \"brief\"\n}\n"},
+		{[]string{"settings", id, "--clear"}, "{}\n"},
+	} {
+		if got := session(step.args...); got != step.want {
+			t.Errorf("session %v printed %q, want %q", step.args, got, step.want)
+		}
+	}
+	if _, stderr, code := runCLI(t, append([]string{"session", "settings", id, "--set", "k=" + strings.Repeat("x", 17000)}, base...)...); code != 1 || !strings.Contains(stderr, "at most 16384") {
+		t.Errorf("17 KB of settings: exit %d, %s", code, stderr)
+	}
 }

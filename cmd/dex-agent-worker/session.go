@@ -201,6 +201,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		newSessionResolveCmd(g, f, false),
 		newSessionSnapshotCmd(g, f),
 		newSessionMessagesCmd(g, f),
+		newSessionSettingsCmd(g, f),
 	)
 	return cmd
 }
@@ -281,7 +282,7 @@ func (a apiFlags) flowType(ctx context.Context, agent string) (string, error) {
 }
 
 func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
-	var agent, flowType, id, message, requestID string
+	var agent, flowType, id, message, requestID, settingsJSON string
 	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "start --agent NAME [--id ID] [--message TEXT]",
@@ -311,7 +312,11 @@ func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 				return err
 			}
 			defer closeFn()
-			sid, err := sessions.StartSession(cmd.Context(), client.StartSessionOptions{FlowType: flowType, SessionID: id, InitialMessage: message, RequestID: requestID})
+			var settings json.RawMessage
+			if settingsJSON != "" {
+				settings = json.RawMessage(settingsJSON)
+			}
+			sid, err := sessions.StartSession(cmd.Context(), client.StartSessionOptions{FlowType: flowType, SessionID: id, InitialMessage: message, RequestID: requestID, SessionSettings: settings})
 			if err != nil {
 				return err
 			}
@@ -324,6 +329,7 @@ func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 	cmd.Flags().StringVar(&id, "id", "", "session ID (default: a new random ID)")
 	cmd.Flags().StringVar(&message, "message", "", "first user message")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "makes a retried start idempotent")
+	cmd.Flags().StringVar(&settingsJSON, "settings", "", `session settings: one JSON object, such as '{"model":"deep"}'`)
 	cmd.Flags().StringVar(&api.address, "http-address", envOr("DEX_HTTP_ADDRESS", defaultHTTPAddress), "the worker's HTTP API, asked for the agent's flow type ($DEX_HTTP_ADDRESS)")
 	cmd.Flags().StringVar(&api.token, "token", "", "API bearer token (default $DEX_API_TOKEN)")
 	return cmd
@@ -602,4 +608,101 @@ func printSnapshot(w io.Writer, s client.Snapshot, command func(sub string, args
 			fmt.Fprintf(w, "    reject:  %s\n", command("reject", s.SessionID, in.InterruptID, "--message", shellQuote("the reason the model sees")))
 		}
 	}
+}
+
+func newSessionSettingsCmd(g *globals, f *sessionFlags) *cobra.Command {
+	var sets, unsets []string
+	var file string
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "settings ID [--set KEY=VALUE]... [--unset KEY]... | --json FILE | --clear",
+		Short: "Show or change the session settings the next turn starts with",
+		Long: "settings prints a session's settings (the next turn's) as JSON. --set KEY=VALUE and --unset KEY\n" +
+			"change single keys and keep the others (VALUE is JSON when it parses as JSON, else a string);\n" +
+			"--json FILE replaces them all with the object in FILE (- for stdin); --clear removes them all.\n" +
+			"A running turn keeps the settings it started with. At most 16 KiB of compact JSON.",
+		Example: "  dex-agent-worker session settings ID --set model=deep\n" +
+			"  dex-agent-worker session settings ID --json settings.json",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			changes := 0
+			for _, on := range []bool{len(sets)+len(unsets) > 0, file != "", clear} {
+				if on {
+					changes++
+				}
+			}
+			if changes > 1 {
+				return errors.New("use one of --set/--unset, --json and --clear")
+			}
+			sessions, closeFn, err := f.dial(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			snap, err := sessions.GetAgentSnapshot(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			var next json.RawMessage
+			switch {
+			case changes == 0:
+				return writeJSON(g.stdout, snap.SessionSettings)
+			case clear:
+				next = json.RawMessage("{}")
+			case file != "":
+				var b []byte
+				if file == "-" {
+					b, err = io.ReadAll(cmd.InOrStdin())
+				} else {
+					b, err = os.ReadFile(file)
+				}
+				if err != nil {
+					return err
+				}
+				next = b
+			default:
+				settings := map[string]json.RawMessage{}
+				if len(snap.SessionSettings) > 0 {
+					if err := json.Unmarshal(snap.SessionSettings, &settings); err != nil {
+						return fmt.Errorf("the session's settings are not an object: %w", err)
+					}
+				}
+				for _, kv := range sets {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok || k == "" {
+						return fmt.Errorf("--set %q: want KEY=VALUE", kv)
+					}
+					if json.Valid([]byte(v)) {
+						settings[k] = json.RawMessage(v)
+					} else {
+						settings[k], _ = json.Marshal(v)
+					}
+				}
+				for _, k := range unsets {
+					delete(settings, k)
+				}
+				if next, err = json.Marshal(settings); err != nil {
+					return err
+				}
+			}
+			ok, err := sessions.UpdateSessionSettings(cmd.Context(), args[0], next)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errors.New("the session did not take the settings (it has not started)")
+			}
+			text, _ := client.CompactSessionSettings(next)
+			if text == "" {
+				text = "{}"
+			}
+			fmt.Fprintln(g.stdout, text)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "set KEY to VALUE (JSON, or a string)")
+	cmd.Flags().StringArrayVar(&unsets, "unset", nil, "remove KEY")
+	cmd.Flags().StringVar(&file, "json", "", "replace the settings with the JSON object in FILE (- for stdin)")
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove every setting")
+	return cmd
 }

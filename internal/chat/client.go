@@ -119,6 +119,16 @@ func (c *Client) SendMessage(ctx context.Context, sessionID, text string) (bool,
 	return out.Accepted, err
 }
 
+// UpdateSettings replaces the session settings the next turn starts with
+// (PUT .../settings). It returns false before the session started.
+func (c *Client) UpdateSettings(ctx context.Context, sessionID string, settings json.RawMessage) (bool, error) {
+	var out struct {
+		Updated bool `json:"updated"`
+	}
+	err := c.call(ctx, http.MethodPut, sessionPath(sessionID, "settings"), nil, map[string]json.RawMessage{"session_settings": settings}, &out)
+	return out.Updated, err
+}
+
 // Resolution answers an approval.
 type Resolution struct {
 	Approved bool `json:"approved"`

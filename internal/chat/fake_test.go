@@ -55,6 +55,9 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", f.auth(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Text string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.requests = append(f.requests, "message "+body.Text)
+		f.mu.Unlock()
 		if strings.TrimSpace(body.Text) == "" {
 			writeJSON(w, 200, map[string]bool{"accepted": false})
 			return
@@ -72,6 +75,17 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 			ok = f.onResolve(f, r.PathValue("iid"), res)
 		}
 		writeJSON(w, 200, map[string]bool{"resolved": ok})
+	}))
+	mux.HandleFunc("PUT /v1/sessions/{id}/settings", f.auth(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			SessionSettings json.RawMessage `json:"session_settings"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.snap.SessionSettings = body.SessionSettings
+		f.requests = append(f.requests, "settings "+string(body.SessionSettings))
+		f.mu.Unlock()
+		writeJSON(w, 200, map[string]bool{"updated": true})
 	}))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)

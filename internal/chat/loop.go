@@ -246,6 +246,9 @@ func (c *loop) line(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
+	if cmd, arg, _ := strings.Cut(strings.TrimSpace(text), " "); cmd == "/model" {
+		return c.model(ctx, strings.TrimSpace(arg))
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
 	ok, err := c.s.Client.SendMessage(rctx, c.s.ID, text)
 	cancel()
@@ -727,4 +730,56 @@ func cut(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// ModelSettingKey is the session setting /model sets: the key Stepwise
+// agents read by default (runner_config settings_model_key).
+const ModelSettingKey = "model"
+
+// model handles "/model [NAME|-]": it shows the model setting, sets it for
+// the next turns, or (with -) removes it, keeping the other settings.
+func (c *loop) model(ctx context.Context, name string) error {
+	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
+	defer cancel()
+	snap, _, err := c.s.Client.Snapshot(rctx, c.s.ID)
+	if err != nil {
+		c.note(fmt.Sprintf("(/model: %v)", err))
+		return nil
+	}
+	settings := map[string]any{}
+	if len(snap.SessionSettings) > 0 {
+		if err := json.Unmarshal(snap.SessionSettings, &settings); err != nil {
+			c.note(fmt.Sprintf("(/model: the session settings are not an object: %v)", err))
+			return nil
+		}
+	}
+	switch name {
+	case "":
+		if m, ok := settings[ModelSettingKey]; ok {
+			c.note(fmt.Sprintf("(model: %v; /model NAME switches, /model - returns to the agent's default)", m))
+		} else {
+			c.note("(model: the agent's default; /model NAME switches to one the agent allows)")
+		}
+		return nil
+	case "-":
+		delete(settings, ModelSettingKey)
+	default:
+		settings[ModelSettingKey] = name
+	}
+	raw, err := json.Marshal(settings)
+	if err != nil {
+		return err
+	}
+	ok, err := c.s.Client.UpdateSettings(rctx, c.s.ID, raw)
+	switch {
+	case err != nil:
+		c.note(fmt.Sprintf("(/model: %v)", err))
+	case !ok:
+		c.note("(/model: the session did not take the settings)")
+	case name == "-":
+		c.note("(the next turn uses the agent's default model)")
+	default:
+		c.note(fmt.Sprintf("(the next turn uses model %s)", name))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"encoding/json"
 	"bytes"
 	"context"
 	"errors"
@@ -377,5 +378,34 @@ Hello world
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("transcript (-want +got):\n%s", diff)
+	}
+}
+
+// TestSessionModelCommand: /model shows the model setting, /model NAME sets
+// it for the next turns keeping the other settings, /model - removes it;
+// none of them is sent as a message.
+func TestSessionModelCommand(t *testing.T) {
+	f := newFakeAPI(t)
+	f.scriptOrders(false)
+	f.snap.SessionSettings = json.RawMessage(`{"tone":"brief"}`)
+	_, notes, err := runChat(t, f, "/model\n/model deep\n/model\n/model -\nhello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"(model: the agent's default; /model NAME switches to one the agent allows)",
+		"(the next turn uses model deep)",
+		"(model: deep; /model NAME switches, /model - returns to the agent's default)",
+		"(the next turn uses the agent's default model)",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if !f.requested(`settings {"model":"deep","tone":"brief"}`) || !f.requested(`settings {"tone":"brief"}`) {
+		t.Errorf("settings sent: %v", f.requestLog())
+	}
+	if f.requested("message /model") || !f.requested("message hello") {
+		t.Errorf("messages sent: %v", f.requestLog())
 	}
 }

@@ -97,6 +97,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", base + "/v1/sessions", `{"agent":"test","session_id":"m-1"}`, 201},
 		{"POST", sess + "/messages", `{"text":"again"}`, 200},
 		{"POST", sess + "/interrupts/nope", `{"approved":true}`, 200},
+		{"PUT", sess + "/settings", `{"session_settings":{"model":"fast"}}`, 200},
 		{"GET", sess + "/snapshot", "", 200},
 		{"GET", sess + "/messages?limit=5", "", 200},
 		{"GET", sess + "/events", "", 200},

@@ -19,7 +19,7 @@ func FuzzDecodeBodies(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, v := range []any{&StartSessionRequest{}, &SendMessageRequest{}, &ResolveRequest{}} {
+		for _, v := range []any{&StartSessionRequest{}, &SendMessageRequest{}, &ResolveRequest{}, &SettingsRequest{}} {
 			err := decodeJSON(body, v)
 			var ae *apiError
 			if err != nil && (!errors.As(err, &ae) || ae.status != 400) {

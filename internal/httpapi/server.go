@@ -165,6 +165,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions", s.authed(s.startSession))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
+	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
@@ -446,6 +447,8 @@ type StartSessionRequest struct {
 	Agent          string `json:"agent"`
 	SessionID      string `json:"session_id,omitempty"`
 	InitialMessage string `json:"initial_message,omitempty"`
+	// SessionSettings are the session's first settings: one JSON object.
+	SessionSettings json.RawMessage `json:"session_settings,omitempty"`
 }
 
 // MaxIdempotencyKeyLength bounds the Idempotency-Key header.
@@ -515,7 +518,11 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must %s", tok.scopeRule()))
 		return
 	}
-	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage}
+	if _, err := client.CheckSessionSettings(req.SessionSettings, 0); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")))
+		return
+	}
+	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, SessionSettings: req.SessionSettings}
 	got, created, err := "", true, error(nil)
 	if derived {
 		// The ID came from this key, scope and agent, so a session of that
@@ -653,6 +660,39 @@ func (s *Server) failUpdate(w http.ResponseWriter, r *http.Request, id, retry st
 		err = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error; the update may have been applied", mayStillApply: &maybe}
 	}
 	s.fail(w, r, err)
+}
+
+// SettingsRequest is the body of PUT /v1/sessions/{id}/settings.
+type SettingsRequest struct {
+	// SessionSettings replace the session's: one JSON object ({} clears).
+	SessionSettings json.RawMessage `json:"session_settings"`
+}
+
+// updateSettings replaces the settings the session's next turn starts
+// with: 200 {"updated": bool}, 400 for settings that are not one object
+// or are over 16 KiB.
+func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, id string) {
+	var req SettingsRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(req.SessionSettings) == 0 || string(req.SessionSettings) == "null" {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"session_settings" must be one JSON object ({} clears them)`))
+		return
+	}
+	if _, err := client.CheckSessionSettings(req.SessionSettings, 0); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
+	defer cancel()
+	ok, err := s.sessions.UpdateSessionSettings(ctx, id, req.SessionSettings)
+	if err != nil {
+		s.failUpdate(w, r, id, "a retry is safe (the same settings again change nothing)", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"updated": ok})
 }
 
 // ResolveRequest is the body of POST .../interrupts/{interrupt_id}.

@@ -24,6 +24,9 @@ type (
 		// InitialMessageRef is the store reference of an initial message
 		// sent by reference; InitialMessage then holds its beginning.
 		InitialMessageRef string
+		// SessionSettings is the JSON of the session's first settings
+		// (empty for none).
+		SessionSettings string
 	}
 	// Continued starts a new run of the session after continue-as-new: the
 	// carried state goes on where the last run stopped. A run continues as
@@ -40,6 +43,13 @@ type (
 		// TextRef is the store reference of a text sent by reference
 		// (Text holds its beginning).
 		TextRef string
+	}
+	// UpdateSessionSettings is update_session_settings: its JSON object
+	// replaces the settings the next turn starts with ({} clears them).
+	// Rejected before the session started, and for anything but one
+	// object of at most MaxSessionSettingsBytes plus the tolerance.
+	UpdateSessionSettings struct {
+		Settings string
 	}
 	// ResolveInterrupt is resolve_interrupt: it approves or rejects a
 	// pending approval. Rejected when the interrupt is not pending, its
@@ -121,6 +131,7 @@ type (
 func (Start) isInput()                   {}
 func (Continued) isInput()               {}
 func (SendUserMessage) isInput()         {}
+func (UpdateSessionSettings) isInput()   {}
 func (ResolveInterrupt) isInput()        {}
 func (UserMessageBuilt) isInput()        {}
 func (UserMessageFailed) isInput()       {}
@@ -154,6 +165,8 @@ func (s *State) Apply(in Input) Result {
 		return applied(s.resume(in.NowMs))
 	case SendUserMessage:
 		return s.sendUserMessage(in)
+	case UpdateSessionSettings:
+		return s.updateSessionSettings(in)
 	}
 	if !s.Started {
 		return Result{}
@@ -216,6 +229,14 @@ func (s *State) start(in Start) Result {
 	}
 	s.Started = true
 	s.Status = client.StatusWaitingForUserMessage
+	if in.SessionSettings != "" {
+		settings, err := client.CheckSessionSettings([]byte(in.SessionSettings), client.SessionSettingsToleranceBytes)
+		if err != nil {
+			// The start has no answer: the session fails at once.
+			return applied([]Command{FailSession{Reason: client.InvalidStartSessionSettingsReason + ": " + strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")}})
+		}
+		s.Settings = settings
+	}
 	switch {
 	case strings.TrimSpace(in.InitialMessage) == "":
 	case !s.Options.Messages.Store && in.InitialMessageRef == "":
@@ -248,6 +269,19 @@ func (s *State) sendUserMessage(in SendUserMessage) Result {
 	}
 	s.enqueue(text, in.TextRef)
 	return applied(s.next())
+}
+
+// updateSessionSettings replaces the settings the next turn starts with.
+func (s *State) updateSessionSettings(in UpdateSessionSettings) Result {
+	if !s.Started || strings.TrimSpace(in.Settings) == "null" || strings.TrimSpace(in.Settings) == "" {
+		return Result{}
+	}
+	settings, err := client.CheckSessionSettings([]byte(in.Settings), client.SessionSettingsToleranceBytes)
+	if err != nil {
+		return Result{}
+	}
+	s.Settings = settings
+	return applied(nil)
 }
 
 // acceptMessage checks a user message sent inline (text) or by reference

@@ -60,6 +60,7 @@ type RecordTurnFailure struct {
 type Emit struct{ Event Event }
 
 func (BuildUserMessage) isCommand()  {}
+func (FailSession) isCommand()       {}
 func (RunModel) isCommand()          {}
 func (RunTool) isCommand()           {}
 func (StartTimer) isCommand()        {}
@@ -200,4 +201,11 @@ type interruptResolvedPayload struct {
 type usageRecordedPayload struct {
 	Recorded pluginapi.Usage `json:"recorded"`
 	Session  pluginapi.Usage `json:"session"`
+}
+
+// FailSession fails the session's workflow at once, without a retry: a
+// start it cannot take (invalid settings). Reason starts with the spec's
+// reason constant.
+type FailSession struct {
+	Reason string
 }

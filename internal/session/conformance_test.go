@@ -30,6 +30,7 @@ var wireNames = map[string]string{
 
 	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
 	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
+	"client.UpdateSessionSettings":  client.UpdateSessionSettings,
 	"client.QueryAgentSnapshot":     client.QueryAgentSnapshot,
 	"client.QueryListAgentMessages": client.QueryListAgentMessages,
 

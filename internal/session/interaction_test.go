@@ -23,6 +23,7 @@ var inputKinds = map[string]reflect.Type{
 	"continued":                  reflect.TypeFor[Continued](),
 	"send_user_message":          reflect.TypeFor[SendUserMessage](),
 	"resolve_interrupt":          reflect.TypeFor[ResolveInterrupt](),
+	"update_session_settings":    reflect.TypeFor[UpdateSessionSettings](),
 	"user_message_built":         reflect.TypeFor[UserMessageBuilt](),
 	"user_message_failed":        reflect.TypeFor[UserMessageFailed](),
 	"model_step_done":            reflect.TypeFor[ModelStepDone](),
@@ -153,6 +154,12 @@ func stateLine(s *State) string {
 	}
 	if s.LastTurnError != "" {
 		fmt.Fprintf(&b, " last_turn_error=%q", s.LastTurnError)
+	}
+	if s.Settings != "" {
+		fmt.Fprintf(&b, " settings=%s", s.Settings)
+	}
+	if s.TurnSettings != "" {
+		fmt.Fprintf(&b, " turn_settings=%s", s.TurnSettings)
 	}
 	fmt.Fprintf(&b, " model_calls=%d steps=%s", s.Usage.ModelCalls, strings.Join(s.ActiveStepTypes(), ","))
 	return b.String()

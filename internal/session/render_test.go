@@ -35,7 +35,12 @@ func render(c Command) string {
 		if len(calls) > 0 {
 			out += " tool_calls=[" + strings.Join(calls, " ") + "]"
 		}
+		if c.Input.Settings != "" {
+			out += " settings=" + c.Input.Settings
+		}
 		return out + fmt.Sprintf(" attempts=%d", c.Limits.MaximumAttempts) + renderStore(c.Input.Store)
+	case FailSession:
+		return fmt.Sprintf("fail_session %q", c.Reason)
 	case RunTool:
 		return fmt.Sprintf("%s %s effect=%s attempts=%d key=%s", c.Step, c.ActivityID, c.Input.ToolCall.Effect, c.Limits.MaximumAttempts, c.Input.IdempotencyKey)
 	case StartTimer:

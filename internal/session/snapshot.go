@@ -19,6 +19,10 @@ func (s *State) Snapshot() client.Snapshot {
 		QueuedMessages:    []client.QueuedMessage{},
 		Usage:             s.Usage,
 		QueuedCount:       len(s.Queued),
+		SessionSettings:   []byte("{}"),
+	}
+	if s.Settings != "" {
+		snap.SessionSettings = []byte(s.Settings)
 	}
 	if s.Started {
 		snap.State = &client.SessionState{

@@ -133,6 +133,12 @@ type State struct {
 	Refs       []RecordRefs    `json:"refs,omitempty"`
 	Interrupts []Interrupt     `json:"interrupts,omitempty"`
 	Usage      pluginapi.Usage `json:"usage"`
+	// Settings are the session settings the next turn starts with, as
+	// compact JSON of one object ("" for none).
+	Settings string `json:"session_settings,omitempty"`
+	// TurnSettings are the active turn's copy of Settings, taken when it
+	// started; its model calls read only this copy.
+	TurnSettings string `json:"turn_session_settings,omitempty"`
 }
 
 // Turn phases. The phase decides which inputs a state accepts.
@@ -167,6 +173,7 @@ func (s *State) next() []Command {
 	s.Status = client.StatusRunningModel
 	s.Phase = phaseBuildingUser
 	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
+	s.TurnSettings = s.Settings
 	w := s.storeWork()
 	if w != nil {
 		// A new turn: the last turn's blobs (its tool arguments and
@@ -368,6 +375,7 @@ func (s *State) turnInput() TurnInput {
 		ToolCalls:   s.ToolCalls,
 		Refs:        s.Refs,
 		Policies:    s.Options.Policies,
+		Settings:    s.TurnSettings,
 	}
 	if s.Options.Messages.Store {
 		in.Transcript = &Transcript{From: max(s.DeletedBefore, 1), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}
@@ -456,6 +464,7 @@ func (s *State) endTurn() []Command {
 	s.ToolCalls = nil
 	s.Refs = nil
 	s.Interrupts = nil
+	s.TurnSettings = ""
 	return cmds
 }
 

@@ -131,6 +131,9 @@ type TurnInput struct {
 	Policies  pluginapi.PolicySet  `json:"policies"`
 	// Store is set when the session keeps its messages in the store.
 	Store *StoreWork `json:"store,omitempty"`
+	// Settings are the turn's session settings, compact JSON of one object
+	// ("" for none).
+	Settings string `json:"session_settings,omitempty"`
 }
 
 // RecordRefs are the message store references of a tool call record's

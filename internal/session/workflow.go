@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -62,8 +63,9 @@ type EventSink interface {
 // the carried state after continue-as-new.
 type WorkflowInput struct {
 	InitialMessage    string `json:"initial_message,omitempty"`
-	InitialMessageRef string `json:"initial_message_ref,omitempty"`
-	Continued         *State `json:"continued,omitempty"`
+	InitialMessageRef string          `json:"initial_message_ref,omitempty"`
+	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
+	Continued         *State          `json:"continued,omitempty"`
 }
 
 var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(client.SearchAttributeActiveStepTypes)
@@ -97,6 +99,8 @@ type loop struct {
 	// legacySteps upserts the Step names of older workers (see
 	// specStepNamesChangeID).
 	legacySteps bool
+	// failure ends the session's run with an error (FailSession).
+	failure error
 }
 
 func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
@@ -111,7 +115,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.st.Options = opts
 	} else {
 		l.st = New(info.WorkflowExecution.ID, opts)
-		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef})
+		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings)})
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
 	// with them.
@@ -133,6 +137,9 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 			return workflow.NewContinueAsNewError(ctx, info.WorkflowType.Name, WorkflowInput{Continued: l.st})
 		}
 		l.dispatch()
+		if l.failure != nil {
+			return l.failure
+		}
 		l.collect()
 		if l.shouldContinueMidTurn() {
 			// Between Steps of a long turn: the new run starts the Steps
@@ -202,6 +209,14 @@ func (l *loop) registerHandlers() error {
 		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
 			l.updates++
 			return l.apply(SendUserMessage{Text: req.Text, TextRef: req.TextRef}), nil
+		},
+	); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSessionSettings,
+		func(ctx workflow.Context, req client.UpdateSessionSettingsRequest) (bool, error) {
+			l.updates++
+			return l.apply(UpdateSessionSettings{Settings: string(req.SessionSettings)}), nil
 		},
 	); err != nil {
 		return err
@@ -314,6 +329,8 @@ func (l *loop) now() int64 { return workflow.Now(l.ctx).UnixMilli() }
 // a live event. It never reads the session's state.
 func (l *loop) exec(cmd Command) {
 	switch c := cmd.(type) {
+	case FailSession:
+		l.failure = temporal.NewNonRetryableApplicationError(c.Reason, "InvalidStartSessionSettings", nil)
 	case Emit:
 		if l.rt.Events != nil && !workflow.IsReplaying(l.ctx) {
 			e := c.Event

@@ -328,7 +328,17 @@ func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {
 		RunState:  in.RunState,
 		ToolCalls: in.ToolCalls,
 		Policies:  in.Policies,
+
+		SessionSettings: settingsJSON(in.Settings),
 	}
+}
+
+// settingsJSON is a turn's settings for the runner, nil when there are none.
+func settingsJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 // CallTool runs one read or idempotent_write call; the engine retries it.

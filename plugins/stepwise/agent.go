@@ -2,6 +2,7 @@ package stepwise
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,6 +39,39 @@ type AgentDefinition struct {
 	// After that many calls the next call offers no tools, and a tool call
 	// the model makes anyway is not run while the turn ends.
 	MaxModelCallsPerTurn int
+	// ResolveModel, when set, picks the model of each model call from the
+	// turn's session settings (a JSON object; empty when there are none):
+	// return one of the models this runner built, never one a setting
+	// describes (a key, a URL). A nil choice keeps Model, ModelName and
+	// ModelSettings. An error fails the turn with its text, which
+	// snapshots show, so keep the settings out of it.
+	ResolveModel func(settings json.RawMessage) (*ModelChoice, error)
+}
+
+// ModelChoice is the model ResolveModel picks for a call.
+type ModelChoice struct {
+	Client   ModelClient
+	Name     string
+	Settings ModelSettings
+}
+
+// model returns the model of a call with the turn's session settings.
+func (d *AgentDefinition) model(settings json.RawMessage) (ModelChoice, error) {
+	def := ModelChoice{Client: d.Model, Name: d.ModelName, Settings: d.ModelSettings}
+	if d.ResolveModel == nil {
+		return def, nil
+	}
+	choice, err := d.ResolveModel(settings)
+	if err != nil {
+		return ModelChoice{}, err
+	}
+	if choice == nil {
+		return def, nil
+	}
+	if choice.Client == nil {
+		return ModelChoice{}, fmt.Errorf("ResolveModel chose model %q without a client", choice.Name)
+	}
+	return *choice, nil
 }
 
 // InstructionContext is the data of an instructions template.

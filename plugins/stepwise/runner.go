@@ -129,13 +129,17 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 		return nil, err
 	}
 	limitReached := st.ModelCalls >= c.maxCalls
-	mreq := &ModelRequest{Model: c.def.ModelName, Instructions: instructions, Items: items, Settings: c.def.ModelSettings}
+	m, err := c.def.model(turn.SessionSettings)
+	if err != nil {
+		return nil, pluginapi.Permanent(err)
+	}
+	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: items, Settings: m.Settings}
 	if !limitReached {
 		for _, t := range c.def.Tools {
 			mreq.Tools = append(mreq.Tools, t.def)
 		}
 	}
-	resp, err := c.def.Model.CallModel(ctx, mreq, req.Events)
+	resp, err := m.Client.CallModel(ctx, mreq, req.Events)
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +207,15 @@ func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnCont
 	if err != nil {
 		return 0, err
 	}
-	req := &ModelRequest{Instructions: c.def.Instructions, Items: items}
+	m, err := c.def.model(turn.SessionSettings)
+	if err != nil {
+		return 0, err
+	}
+	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: items, Settings: m.Settings}
 	for _, t := range c.def.Tools {
 		req.Tools = append(req.Tools, t.def)
 	}
-	return c.def.Model.EstimateInputTokens(req), nil
+	return m.Client.EstimateInputTokens(req), nil
 }
 
 // ExecuteDeferredToolCall implements pluginapi.Runner.

@@ -1200,8 +1200,13 @@ type TurnContext struct {
 	// what it was sent for as long as it likes.
 	CachedFrom    int64 `protobuf:"varint,10,opt,name=cached_from,json=cachedFrom,proto3" json:"cached_from,omitempty"`
 	CachedThrough int64 `protobuf:"varint,11,opt,name=cached_through,json=cachedThrough,proto3" json:"cached_through,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// session_settings_json is the session settings the turn started with:
+	// JSON of one object, such as {"model":"fast"}; empty when there are
+	// none. The application sets them; resolve what they name from what the
+	// runner was configured with, never use a key or URL from them.
+	SessionSettingsJson string `protobuf:"bytes,12,opt,name=session_settings_json,json=sessionSettingsJson,proto3" json:"session_settings_json,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *TurnContext) Reset() {
@@ -1309,6 +1314,13 @@ func (x *TurnContext) GetCachedThrough() int64 {
 		return x.CachedThrough
 	}
 	return 0
+}
+
+func (x *TurnContext) GetSessionSettingsJson() string {
+	if x != nil {
+		return x.SessionSettingsJson
+	}
+	return ""
 }
 
 // TextDelta is a chunk of visible model text. Batch very small chunks: each
@@ -3754,7 +3766,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
 	"\finput_schema\x18\x03 \x01(\tR\vinputSchema\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xba\x03\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xee\x03\n" +
 	"\vTurnContext\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -3771,7 +3783,8 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\vcached_from\x18\n" +
 	" \x01(\x03R\n" +
 	"cachedFrom\x12%\n" +
-	"\x0ecached_through\x18\v \x01(\x03R\rcachedThrough\"\x1f\n" +
+	"\x0ecached_through\x18\v \x01(\x03R\rcachedThrough\x122\n" +
+	"\x15session_settings_json\x18\f \x01(\tR\x13sessionSettingsJson\"\x1f\n" +
 	"\tTextDelta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"$\n" +
 	"\x0eReasoningDelta\x12\x12\n" +

@@ -12,11 +12,19 @@
 //	  api_key_env: OPENAI_API_KEY  # list it in plugins.stepwise.env
 //	  settings: {reasoning_effort: low, max_output_tokens: 2000}
 //	max_model_calls_per_turn: 100
+//	models:                     # optional: models a session may pick by its settings
+//	  deep: {provider: openai, name: gpt-5, api_key_env: OPENAI_API_KEY}
+//	settings_model_key: model   # the session setting that names one (default "model")
 //
 // The model block is plugins/stepwise/model.Config (api_base,
 // request_options and the settings are described there). Provider
 // "scripted" with name "echo" answers "Demo reply: <user text>", so an agent
 // runs without a model key.
+//
+// A session whose settings hold {"model": "deep"} makes its model calls
+// with models.deep; without that setting, with model. A setting that names
+// no model of the list fails the turn with an error that says so: the
+// settings choose among the models configured here, never describe one.
 package main
 
 import (
@@ -24,6 +32,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -34,9 +43,11 @@ import (
 var version = "dev"
 
 type config struct {
-	Instructions         string       `json:"instructions"`
-	Model                model.Config `json:"model"`
-	MaxModelCallsPerTurn int          `json:"max_model_calls_per_turn"`
+	Instructions         string                  `json:"instructions"`
+	Model                model.Config            `json:"model"`
+	MaxModelCallsPerTurn int                     `json:"max_model_calls_per_turn"`
+	Models               map[string]model.Config `json:"models"`
+	SettingsModelKey     string                  `json:"settings_model_key"`
 }
 
 func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
@@ -46,30 +57,73 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("stepwise runner_config: %w", err)
 	}
-	var client stepwise.ModelClient
-	switch cfg.Model.Provider {
-	case model.ProviderScripted:
-		if cfg.Model.Name != "echo" {
-			return nil, fmt.Errorf("stepwise runner_config: model.name %q: the scripted provider has only \"echo\"", cfg.Model.Name)
-		}
-		client = stepwise.NewScriptedModelClient(echo)
-	case "":
-		return nil, fmt.Errorf("stepwise runner_config: model.provider is required (openai, openai-chat, openai-compatible, anthropic or scripted)")
-	default:
-		c, err := model.New(cfg.Model, os.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("stepwise runner_config: %w", err)
-		}
-		client = c
+	client, err := newClient("model", cfg.Model)
+	if err != nil {
+		return nil, err
 	}
-	return &stepwise.AgentDefinition{
+	def := &stepwise.AgentDefinition{
 		Name:                 agent,
 		Instructions:         cfg.Instructions,
 		Model:                client,
 		ModelName:            cfg.Model.Name,
 		ModelSettings:        cfg.Model.Settings,
 		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
-	}, nil
+	}
+	if len(cfg.Models) > 0 {
+		key := cfg.SettingsModelKey
+		if key == "" {
+			key = "model"
+		}
+		choices := map[string]*stepwise.ModelChoice{}
+		var names []string
+		for name, mc := range cfg.Models {
+			c, err := newClient("models."+name, mc)
+			if err != nil {
+				return nil, err
+			}
+			choices[name] = &stepwise.ModelChoice{Client: c, Name: mc.Name, Settings: mc.Settings}
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		def.ResolveModel = func(settings json.RawMessage) (*stepwise.ModelChoice, error) {
+			var s map[string]any
+			if len(settings) > 0 {
+				if err := json.Unmarshal(settings, &s); err != nil {
+					return nil, fmt.Errorf("the session settings are not a JSON object: %w", err)
+				}
+			}
+			v, ok := s[key]
+			if !ok || v == nil {
+				return nil, nil
+			}
+			name, _ := v.(string)
+			if c, ok := choices[name]; ok {
+				return c, nil
+			}
+			return nil, fmt.Errorf("the session setting %q names no model of agent %s (it may name: %s)", key, agent, strings.Join(names, ", "))
+		}
+	} else if cfg.SettingsModelKey != "" {
+		return nil, fmt.Errorf("stepwise runner_config: settings_model_key needs models to choose from")
+	}
+	return def, nil
+}
+
+// newClient builds the model client of one model block.
+func newClient(where string, mc model.Config) (stepwise.ModelClient, error) {
+	switch mc.Provider {
+	case model.ProviderScripted:
+		if mc.Name != "echo" {
+			return nil, fmt.Errorf("stepwise runner_config: %s.name %q: the scripted provider has only \"echo\"", where, mc.Name)
+		}
+		return stepwise.NewScriptedModelClient(echo), nil
+	case "":
+		return nil, fmt.Errorf("stepwise runner_config: %s.provider is required (openai, openai-chat, openai-compatible, anthropic or scripted)", where)
+	}
+	c, err := model.New(mc, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("stepwise runner_config: %s: %w", where, err)
+	}
+	return c, nil
 }
 
 func echo(_ context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
