@@ -62,7 +62,7 @@ type EventSink interface {
 // WorkflowInput is the workflow input: client.StartInput on the wire, plus
 // the carried state after continue-as-new.
 type WorkflowInput struct {
-	InitialMessage    string `json:"initial_message,omitempty"`
+	InitialMessage    string          `json:"initial_message,omitempty"`
 	InitialMessageRef string          `json:"initial_message_ref,omitempty"`
 	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
 	Continued         *State          `json:"continued,omitempty"`
