@@ -196,8 +196,16 @@ func checkCompactionCutoffResponse(r *CompactionCutoffResponse, req *CompactionC
 	if r == nil {
 		return "SelectCompactionCutoff returned no response"
 	}
-	if r.ThroughSequence < 0 || r.ThroughSequence > req.ThroughSequence {
-		return fmt.Sprintf("SelectCompactionCutoff: ThroughSequence %d is outside [0, %d]", r.ThroughSequence, req.ThroughSequence)
+	last := int64(0)
+	if n := len(req.Turn.Messages); n > 0 {
+		last = req.Turn.Messages[n-1].Sequence
+	}
+	floor := int64(0)
+	if cs := req.Turn.ContextSummary; cs != nil {
+		floor = cs.LastSequence
+	}
+	if r.ThroughSequence != 0 && (r.ThroughSequence <= floor || r.ThroughSequence > last) {
+		return fmt.Sprintf("SelectCompactionCutoff: ThroughSequence %d is not 0 or a stored sequence after the current summary (%d to %d)", r.ThroughSequence, floor+1, last)
 	}
 	return ""
 }

@@ -317,7 +317,24 @@ func toProtoTurn(t *TurnContext) *runnerpb.TurnContext {
 		HostTools: convertSlice(t.HostTools, toProtoToolDefinition),
 
 		SessionSettingsJson: string(t.SessionSettings),
+		ContextSummary:      toProtoContextSummary(t.ContextSummary),
+		CachedFrom:          t.CachedFrom,
+		CachedThrough:       t.CachedThrough,
 	}
+}
+
+func toProtoContextSummary(c *ContextSummary) *runnerpb.ContextSummary {
+	if c == nil {
+		return nil
+	}
+	return &runnerpb.ContextSummary{Generation: int32(c.Generation), FirstSequence: c.FirstSequence, LastSequence: c.LastSequence, Text: c.Text, CreatedAt: c.CreatedAt}
+}
+
+func fromProtoContextSummary(c *runnerpb.ContextSummary) *ContextSummary {
+	if c == nil {
+		return nil
+	}
+	return &ContextSummary{Generation: int(c.GetGeneration()), FirstSequence: c.GetFirstSequence(), LastSequence: c.GetLastSequence(), Text: c.GetText(), CreatedAt: c.GetCreatedAt()}
 }
 
 func fromProtoTurn(t *runnerpb.TurnContext) TurnContext {
@@ -333,6 +350,7 @@ func fromProtoTurn(t *runnerpb.TurnContext) TurnContext {
 		HostTools: convertSlice(t.GetHostTools(), fromProtoToolDefinition),
 
 		SessionSettings: settingsJSON(t.GetSessionSettingsJson()),
+		ContextSummary:  fromProtoContextSummary(t.GetContextSummary()),
 	}
 }
 
@@ -555,17 +573,19 @@ func fromProtoCancelToolTaskRequest(r *runnerpb.CancelToolTaskRequest) *CancelTo
 
 func toProtoSummarizeContextRequest(r *SummarizeContextRequest) *runnerpb.SummarizeContextRequest {
 	return &runnerpb.SummarizeContextRequest{
-		Turn:            toProtoTurn(&r.Turn),
-		Messages:        convertSlice(r.Messages, toProtoMessage),
-		PreviousSummary: r.PreviousSummary,
+		Turn:             toProtoTurn(&r.Turn),
+		Messages:         convertSlice(r.Messages, toProtoMessage),
+		PreviousSummary:  r.PreviousSummary,
+		InputTokenBudget: r.InputTokenBudget,
 	}
 }
 
 func fromProtoSummarizeContextRequest(r *runnerpb.SummarizeContextRequest) *SummarizeContextRequest {
 	return &SummarizeContextRequest{
-		Turn:            fromProtoTurn(r.GetTurn()),
-		Messages:        convertSlice(r.GetMessages(), fromProtoMessage),
-		PreviousSummary: r.GetPreviousSummary(),
+		Turn:             fromProtoTurn(r.GetTurn()),
+		Messages:         convertSlice(r.GetMessages(), fromProtoMessage),
+		PreviousSummary:  r.GetPreviousSummary(),
+		InputTokenBudget: r.GetInputTokenBudget(),
 	}
 }
 

@@ -139,9 +139,7 @@ func (c *grpcClient) RunModelStep(ctx context.Context, req *RunModelStepRequest)
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
 	const method = "RunModelStep"
-	turn := toProtoTurn(&req.Turn)
-	turn.CachedFrom, turn.CachedThrough = req.CachedFrom, req.CachedThrough
-	stream, err := c.client.RunModelStep(callCtx, &runnerpb.RunModelStepRequest{Turn: turn})
+	stream, err := c.client.RunModelStep(callCtx, &runnerpb.RunModelStepRequest{Turn: toProtoTurn(&req.Turn)})
 	if err != nil {
 		return nil, c.fail(ctx, method, err)
 	}
@@ -270,8 +268,8 @@ func (c *grpcClient) SelectCompactionCutoff(ctx context.Context, req *Compaction
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
 	resp, err := c.client.SelectCompactionCutoff(callCtx, &runnerpb.CompactionCutoffRequest{
-		Turn:            toProtoTurn(&req.Turn),
-		ThroughSequence: req.ThroughSequence,
+		Turn:                toProtoTurn(&req.Turn),
+		RetainedTokenBudget: req.RetainedTokenBudget,
 	})
 	if err != nil {
 		return nil, c.fail(ctx, "SelectCompactionCutoff", err)

@@ -108,6 +108,25 @@ func (s *grpcServer) BuildUserMessage(ctx context.Context, req *runnerpb.BuildUs
 	return out, nil
 }
 
+// turn decodes a call's turn and puts its transcript back together when
+// the host sent only what follows the messages it sent before (capability
+// TranscriptCache); it keeps the whole transcript for the next call.
+func (s *grpcServer) turn(method string, t *runnerpb.TurnContext) (TurnContext, error) {
+	turn := fromProtoTurn(t)
+	if through := t.GetCachedThrough(); through > 0 {
+		kept, ok := s.transcripts.get(turn.SessionID, t.GetCachedFrom(), through)
+		if !ok {
+			return TurnContext{}, status.Error(codes.FailedPrecondition, transcriptCacheMiss)
+		}
+		if len(turn.Messages) > 0 && turn.Messages[0].Sequence != through+1 {
+			return TurnContext{}, malformedStatus(fmt.Sprintf("%s: messages start at %d after cached messages through %d", method, turn.Messages[0].Sequence, through))
+		}
+		turn.Messages = append(kept, turn.Messages...)
+	}
+	s.transcripts.put(turn.SessionID, turn.Messages)
+	return turn, nil
+}
+
 // capabilities are the runner's, plus the SDK's transcript cache.
 func (s *grpcServer) capabilities() Capabilities {
 	c := CapabilitiesOf(s.impl)
@@ -117,19 +136,10 @@ func (s *grpcServer) capabilities() Capabilities {
 
 func (s *grpcServer) RunModelStep(req *runnerpb.RunModelStepRequest, stream runnerpb.Runner_RunModelStepServer) error {
 	ctx := stream.Context()
-	turn := fromProtoTurn(req.GetTurn())
-	if through := req.GetTurn().GetCachedThrough(); through > 0 {
-		// The host sent only what follows the messages it sent before.
-		kept, ok := s.transcripts.get(turn.SessionID, req.GetTurn().GetCachedFrom(), through)
-		if !ok {
-			return status.Error(codes.FailedPrecondition, transcriptCacheMiss)
-		}
-		if len(turn.Messages) > 0 && turn.Messages[0].Sequence != through+1 {
-			return malformedStatus(fmt.Sprintf("RunModelStep: messages start at %d after cached messages through %d", turn.Messages[0].Sequence, through))
-		}
-		turn.Messages = append(kept, turn.Messages...)
+	turn, err := s.turn("RunModelStep", req.GetTurn())
+	if err != nil {
+		return err
 	}
-	s.transcripts.put(turn.SessionID, turn.Messages)
 	live := startLiveStream(func(f liveFrame) error { return stream.Send(f.runModelStepFrame()) })
 	resp, err := call("RunModelStep", func() (*RunModelStepResponse, error) {
 		return s.impl.RunModelStep(ctx, &RunModelStepRequest{Turn: turn, Events: live})
@@ -241,7 +251,10 @@ func (s *grpcServer) EstimateInputTokens(ctx context.Context, req *runnerpb.Esti
 	if !ok {
 		return nil, unimplemented("EstimateInputTokens", "InputTokenEstimator")
 	}
-	turn := fromProtoTurn(req.GetTurn())
+	turn, err := s.turn("EstimateInputTokens", req.GetTurn())
+	if err != nil {
+		return nil, err
+	}
 	n, err := call("EstimateInputTokens", func() (int64, error) { return e.EstimateInputTokens(ctx, &turn) })
 	if err != nil {
 		return nil, err
@@ -254,7 +267,11 @@ func (s *grpcServer) SelectCompactionCutoff(ctx context.Context, req *runnerpb.C
 	if !ok {
 		return nil, unimplemented("SelectCompactionCutoff", "Compactor")
 	}
-	r := &CompactionCutoffRequest{Turn: fromProtoTurn(req.GetTurn()), ThroughSequence: req.GetThroughSequence()}
+	turn, err := s.turn("SelectCompactionCutoff", req.GetTurn())
+	if err != nil {
+		return nil, err
+	}
+	r := &CompactionCutoffRequest{Turn: turn, RetainedTokenBudget: req.GetRetainedTokenBudget()}
 	resp, err := call("SelectCompactionCutoff", func() (*CompactionCutoffResponse, error) { return c.SelectCompactionCutoff(ctx, r) })
 	if err != nil {
 		return nil, err

@@ -68,6 +68,7 @@ func fullTurn() TurnContext {
 			{Name: "durable_wait", Description: "Wait."},
 		},
 		SessionSettings: json.RawMessage(`{"model":"fast","n":1}`),
+		ContextSummary:  &ContextSummary{Generation: 2, FirstSequence: 1, LastSequence: 0, Text: "Earlier: a refund.", CreatedAt: "2026-12-01T00:00:00Z"},
 	}
 }
 
@@ -459,11 +460,11 @@ func TestOptionalCalls(t *testing.T) {
 			return 1234, nil
 		},
 		SelectCompactionCutoffF: func(_ context.Context, req *CompactionCutoffRequest) (*CompactionCutoffResponse, error) {
-			see("cutoff %d", req.ThroughSequence)
-			return &CompactionCutoffResponse{ThroughSequence: req.ThroughSequence - 1}, nil
+			see("cutoff %d", req.RetainedTokenBudget)
+			return &CompactionCutoffResponse{ThroughSequence: 2}, nil
 		},
 		SummarizeContextF: func(_ context.Context, req *SummarizeContextRequest) (*SummarizeContextResponse, error) {
-			see("summarize %d %s", len(req.Messages), req.PreviousSummary)
+			see("summarize %d %s %d", len(req.Messages), req.PreviousSummary, req.InputTokenBudget)
 			req.Events.WriteTextDelta("Sum")
 			return &SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, ModelCalls: 1}}, nil
 		},
@@ -492,10 +493,10 @@ func TestOptionalCalls(t *testing.T) {
 	if n, err := c.EstimateInputTokens(ctx, &turn); err != nil || n != 1234 {
 		t.Errorf("EstimateInputTokens = %d, %v", n, err)
 	}
-	if cut, err := c.SelectCompactionCutoff(ctx, &CompactionCutoffRequest{Turn: turn, ThroughSequence: 3}); err != nil || cut.ThroughSequence != 2 {
+	if cut, err := c.SelectCompactionCutoff(ctx, &CompactionCutoffRequest{Turn: turn, RetainedTokenBudget: 3000}); err != nil || cut.ThroughSequence != 2 {
 		t.Errorf("SelectCompactionCutoff = %+v, %v", cut, err)
 	}
-	sum, err := c.SummarizeContext(ctx, &SummarizeContextRequest{Turn: turn, Messages: turn.Messages, PreviousSummary: "Before.", Events: rec})
+	sum, err := c.SummarizeContext(ctx, &SummarizeContextRequest{Turn: turn, Messages: turn.Messages, PreviousSummary: "Before.", InputTokenBudget: 8000, Events: rec})
 	if diff := cmp.Diff(&SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, TotalTokens: 9, ModelCalls: 1}}, sum); err != nil || diff != "" {
 		t.Errorf("SummarizeContext: %v (-want +got):\n%s", err, diff)
 	}
@@ -506,8 +507,8 @@ func TestOptionalCalls(t *testing.T) {
 		"poll job2  <nil> 0",
 		"cancel a s c1 job",
 		"estimate ",
-		"cutoff 3",
-		"summarize 3 Before.",
+		"cutoff 3000",
+		"summarize 3 Before. 8000",
 	}
 	if diff := cmp.Diff(wantSeen, seen); diff != "" {
 		t.Errorf("what the runner saw (-want +got):\n%s", diff)

@@ -89,7 +89,7 @@ type Capabilities struct {
 	Compaction             bool `json:"compaction"`
 	// TranscriptCache: the plugin keeps the transcripts it was sent, so
 	// the host may send only a session's new messages
-	// (RunModelStepRequest.CachedThrough). Serve sets it for every runner.
+	// (TurnContext.CachedThrough). Serve sets it for every runner.
 	TranscriptCache bool `json:"transcript_cache"`
 }
 
@@ -169,6 +169,31 @@ type TurnContext struct {
 	// credential) from what the runner was configured with, never use a
 	// key or URL from them.
 	SessionSettings json.RawMessage
+	// ContextSummary, when set, replaces the messages through its
+	// LastSequence: Messages start after it. Put it first in the model's
+	// input.
+	ContextSummary *ContextSummary
+
+	// CachedFrom and CachedThrough are for hosts. When CachedThrough is
+	// above zero, Messages holds only the messages after it, and the
+	// plugin, which has capability TranscriptCache, was sent the messages
+	// from CachedFrom through CachedThrough in an earlier call of the
+	// session. Serve puts the whole transcript back together before it
+	// calls the Runner, so a Runner never sees them set. A plugin that no
+	// longer has those messages answers ErrTranscriptNotCached.
+	CachedFrom, CachedThrough int64
+}
+
+// ContextSummary is a summary that replaces a session's oldest messages
+// (compaction).
+type ContextSummary struct {
+	// Generation counts the summaries of the session: 1 for the first.
+	Generation int
+	// FirstSequence and LastSequence are the messages it replaces.
+	FirstSequence, LastSequence int64
+	Text                        string
+	// CreatedAt is when it was recorded, RFC 3339 in UTC.
+	CreatedAt string
 }
 
 // IsResuming reports whether this model call continues a turn after tool calls.
@@ -229,18 +254,10 @@ type RunModelStepRequest struct {
 	Turn TurnContext
 	// Events writes text deltas and events for this attempt.
 	Events EventWriter
-	// CachedFrom and CachedThrough are for hosts. When CachedThrough is
-	// above zero, Turn.Messages holds only the messages after it, and the
-	// plugin, which has capability TranscriptCache, was sent the messages
-	// from CachedFrom through CachedThrough in an earlier RunModelStep of
-	// the session. Serve puts the whole transcript back together before it
-	// calls the Runner, so a Runner never sees them set. A plugin that no
-	// longer has those messages answers ErrTranscriptNotCached.
-	CachedFrom, CachedThrough int64
 }
 
-// ErrTranscriptNotCached is a plugin's answer to a RunModelStep that names
-// cached messages (RunModelStepRequest.CachedThrough) the plugin does not
+// ErrTranscriptNotCached is a plugin's answer to a call whose turn names
+// cached messages (TurnContext.CachedThrough) the plugin does not
 // have (it restarted, or dropped them for room): send the whole transcript.
 var ErrTranscriptNotCached = errors.New("the runner plugin does not have the cached transcript")
 
@@ -392,21 +409,29 @@ type CancelToolTaskRequest struct {
 // CompactionCutoffRequest asks which stored messages a summary may replace.
 type CompactionCutoffRequest struct {
 	Turn TurnContext
-	// ThroughSequence is the newest sequence the session would compact.
-	ThroughSequence int64
+	// RetainedTokenBudget is how many tokens of the newest messages the
+	// summary must leave in the model's input (the policy's keep_ratio of
+	// its context window).
+	RetainedTokenBudget int64
 }
 
-// CompactionCutoffResponse names the newest message the summary replaces (0: none).
+// CompactionCutoffResponse names the newest message the summary replaces:
+// a sequence after the turn's current summary, or 0 for none.
 type CompactionCutoffResponse struct {
 	ThroughSequence int64
 }
 
-// SummarizeContextRequest asks for a summary of Messages.
+// SummarizeContextRequest asks for a summary of Messages. Turn carries the
+// agent, the session settings and the current summary (which Messages
+// follow); its own Messages are empty.
 type SummarizeContextRequest struct {
 	Turn            TurnContext
 	Messages        []Message
 	PreviousSummary string
-	Events          EventWriter
+	// InputTokenBudget bounds the summary call's input (the policy's
+	// context window): leave out the oldest messages past it, and say so.
+	InputTokenBudget int64
+	Events           EventWriter
 }
 
 // SummarizeContextResponse holds the summary text and the model call's usage.

@@ -28,8 +28,8 @@ func TestRunModelStepSendsOnlyNewMessages(t *testing.T) {
 	var seen [][]Message
 	m := &mockRunner{RunModelStepF: func(_ context.Context, req *RunModelStepRequest) (*RunModelStepResponse, error) {
 		seen = append(seen, req.Turn.Messages)
-		if req.CachedFrom != 0 || req.CachedThrough != 0 {
-			t.Errorf("the runner saw CachedFrom %d, CachedThrough %d", req.CachedFrom, req.CachedThrough)
+		if req.Turn.CachedFrom != 0 || req.Turn.CachedThrough != 0 {
+			t.Errorf("the runner saw CachedFrom %d, CachedThrough %d", req.Turn.CachedFrom, req.Turn.CachedThrough)
 		}
 		return &RunModelStepResponse{TurnCompleted: &TurnCompleted{}}, nil
 	}}
@@ -37,7 +37,7 @@ func TestRunModelStepSendsOnlyNewMessages(t *testing.T) {
 	send := func(session string, msgs []Message, from, through int64) error {
 		t.Helper()
 		_, err := c.RunModelStep(testContext(t), &RunModelStepRequest{
-			Turn: TurnContext{Agent: "a", SessionID: session, TurnID: "turn-1", Attempt: 1, Messages: msgs}, CachedFrom: from, CachedThrough: through,
+			Turn: TurnContext{Agent: "a", SessionID: session, TurnID: "turn-1", Attempt: 1, Messages: msgs, CachedFrom: from, CachedThrough: through},
 		})
 		return err
 	}

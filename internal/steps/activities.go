@@ -297,7 +297,9 @@ func (a *Activities) callModel(ctx context.Context, r pluginapi.Runner, caps plu
 				return nil, err
 			}
 			in.Messages = newer
-			resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, attempt), Events: w, CachedFrom: tr.From, CachedThrough: through})
+			turn := turnContext(in, attempt)
+			turn.CachedFrom, turn.CachedThrough = tr.From, through
+			resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn, Events: w})
 			if !errors.Is(err, pluginapi.ErrTranscriptNotCached) {
 				if err == nil {
 					a.sent.set(in.SessionID, tr.From, tr.Last)

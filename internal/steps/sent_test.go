@@ -30,15 +30,15 @@ func (r *cachingRunner) RunModelStep(_ context.Context, req *pluginapi.RunModelS
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	msgs := req.Turn.Messages
-	call := fmt.Sprintf("cached=%d..%d sent=%s", req.CachedFrom, req.CachedThrough, span(msgs))
-	if req.CachedThrough > 0 {
+	call := fmt.Sprintf("cached=%d..%d sent=%s", req.Turn.CachedFrom, req.Turn.CachedThrough, span(msgs))
+	if req.Turn.CachedThrough > 0 {
 		kept := r.kept[req.Turn.SessionID]
-		if len(kept) == 0 || kept[0].Sequence > req.CachedFrom || kept[len(kept)-1].Sequence < req.CachedThrough {
+		if len(kept) == 0 || kept[0].Sequence > req.Turn.CachedFrom || kept[len(kept)-1].Sequence < req.Turn.CachedThrough {
 			r.calls = append(r.calls, call+" miss")
 			return nil, pluginapi.ErrTranscriptNotCached
 		}
 		first := kept[0].Sequence
-		msgs = append(append([]pluginapi.Message(nil), kept[req.CachedFrom-first:req.CachedThrough-first+1]...), msgs...)
+		msgs = append(append([]pluginapi.Message(nil), kept[req.Turn.CachedFrom-first:req.Turn.CachedThrough-first+1]...), msgs...)
 	}
 	r.kept[req.Turn.SessionID] = msgs
 	r.calls = append(r.calls, call+" whole="+span(msgs))

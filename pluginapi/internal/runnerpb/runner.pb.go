@@ -1189,12 +1189,11 @@ type TurnContext struct {
 	Policies *PolicySet `protobuf:"bytes,8,opt,name=policies,proto3" json:"policies,omitempty"`
 	// host_tools are tools the session runs (built-ins, MCP).
 	HostTools []*ToolDefinition `protobuf:"bytes,9,rep,name=host_tools,json=hostTools,proto3" json:"host_tools,omitempty"`
-	// cached_from and cached_through (RunModelStep only, to a runner with
-	// capability transcript_cache): when cached_through is above zero,
-	// messages holds only the messages after cached_through, and the runner
-	// process has the messages from cached_from through cached_through from
-	// an earlier RunModelStep of this session; the transcript is those, then
-	// messages. A runner that no longer has them answers FAILED_PRECONDITION
+	// cached_from and cached_through (to a runner with capability
+	// transcript_cache): when cached_through is above zero, messages holds
+	// only the messages after cached_through, and the runner process has
+	// the messages from cached_from through cached_through from an earlier
+	// call of this session; the transcript is those, then messages. A runner that no longer has them answers FAILED_PRECONDITION
 	// with the message "transcript_cache_miss", and the host sends the whole
 	// transcript again. Stored messages never change, so a runner may keep
 	// what it was sent for as long as it likes.
@@ -1205,8 +1204,12 @@ type TurnContext struct {
 	// none. The application sets them; resolve what they name from what the
 	// runner was configured with, never use a key or URL from them.
 	SessionSettingsJson string `protobuf:"bytes,12,opt,name=session_settings_json,json=sessionSettingsJson,proto3" json:"session_settings_json,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// context_summary, when set, replaces the messages through its
+	// last_sequence: messages start after it. Put it first in the model's
+	// input.
+	ContextSummary *ContextSummary `protobuf:"bytes,13,opt,name=context_summary,json=contextSummary,proto3" json:"context_summary,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TurnContext) Reset() {
@@ -1323,6 +1326,93 @@ func (x *TurnContext) GetSessionSettingsJson() string {
 	return ""
 }
 
+func (x *TurnContext) GetContextSummary() *ContextSummary {
+	if x != nil {
+		return x.ContextSummary
+	}
+	return nil
+}
+
+// ContextSummary is a summary that replaces a session's oldest messages.
+type ContextSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// generation counts the session's summaries: 1 for the first.
+	Generation int32 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	// first_sequence and last_sequence are the messages it replaces.
+	FirstSequence int64  `protobuf:"varint,2,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
+	LastSequence  int64  `protobuf:"varint,3,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	Text          string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	// created_at is RFC 3339 in UTC.
+	CreatedAt     string `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextSummary) Reset() {
+	*x = ContextSummary{}
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextSummary) ProtoMessage() {}
+
+func (x *ContextSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextSummary.ProtoReflect.Descriptor instead.
+func (*ContextSummary) Descriptor() ([]byte, []int) {
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ContextSummary) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ContextSummary) GetFirstSequence() int64 {
+	if x != nil {
+		return x.FirstSequence
+	}
+	return 0
+}
+
+func (x *ContextSummary) GetLastSequence() int64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
+func (x *ContextSummary) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ContextSummary) GetCreatedAt() string {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return ""
+}
+
 // TextDelta is a chunk of visible model text. Batch very small chunks: each
 // frame is one event.
 type TextDelta struct {
@@ -1335,7 +1425,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1437,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1450,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TextDelta) GetText() string {
@@ -1381,7 +1471,7 @@ type ReasoningDelta struct {
 
 func (x *ReasoningDelta) Reset() {
 	*x = ReasoningDelta{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1483,7 @@ func (x *ReasoningDelta) String() string {
 func (*ReasoningDelta) ProtoMessage() {}
 
 func (x *ReasoningDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1496,7 @@ func (x *ReasoningDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReasoningDelta.ProtoReflect.Descriptor instead.
 func (*ReasoningDelta) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReasoningDelta) GetText() string {
@@ -1438,7 +1528,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1540,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1553,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetType() string {
@@ -1490,7 +1580,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1592,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1605,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 // HeartbeatCheckpoint records text that a retried attempt of the same tool
@@ -1532,7 +1622,7 @@ type HeartbeatCheckpoint struct {
 
 func (x *HeartbeatCheckpoint) Reset() {
 	*x = HeartbeatCheckpoint{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1634,7 @@ func (x *HeartbeatCheckpoint) String() string {
 func (*HeartbeatCheckpoint) ProtoMessage() {}
 
 func (x *HeartbeatCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1647,7 @@ func (x *HeartbeatCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatCheckpoint.ProtoReflect.Descriptor instead.
 func (*HeartbeatCheckpoint) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HeartbeatCheckpoint) GetText() string {
@@ -1580,7 +1670,7 @@ type BuildUserMessageRequest struct {
 
 func (x *BuildUserMessageRequest) Reset() {
 	*x = BuildUserMessageRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1682,7 @@ func (x *BuildUserMessageRequest) String() string {
 func (*BuildUserMessageRequest) ProtoMessage() {}
 
 func (x *BuildUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1695,7 @@ func (x *BuildUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*BuildUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BuildUserMessageRequest) GetAgent() string {
@@ -1633,7 +1723,7 @@ type BuildUserMessageResponse struct {
 
 func (x *BuildUserMessageResponse) Reset() {
 	*x = BuildUserMessageResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1735,7 @@ func (x *BuildUserMessageResponse) String() string {
 func (*BuildUserMessageResponse) ProtoMessage() {}
 
 func (x *BuildUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1748,7 @@ func (x *BuildUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*BuildUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BuildUserMessageResponse) GetMessage() *FrameworkMessage {
@@ -1679,7 +1769,7 @@ type RunModelStepRequest struct {
 
 func (x *RunModelStepRequest) Reset() {
 	*x = RunModelStepRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1781,7 @@ func (x *RunModelStepRequest) String() string {
 func (*RunModelStepRequest) ProtoMessage() {}
 
 func (x *RunModelStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1794,7 @@ func (x *RunModelStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepRequest.ProtoReflect.Descriptor instead.
 func (*RunModelStepRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RunModelStepRequest) GetTurn() *TurnContext {
@@ -1731,7 +1821,7 @@ type RunModelStepFrame struct {
 
 func (x *RunModelStepFrame) Reset() {
 	*x = RunModelStepFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1833,7 @@ func (x *RunModelStepFrame) String() string {
 func (*RunModelStepFrame) ProtoMessage() {}
 
 func (x *RunModelStepFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1846,7 @@ func (x *RunModelStepFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepFrame.ProtoReflect.Descriptor instead.
 func (*RunModelStepFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RunModelStepFrame) GetFrame() isRunModelStepFrame_Frame {
@@ -1864,7 +1954,7 @@ type RunModelStepResponse struct {
 
 func (x *RunModelStepResponse) Reset() {
 	*x = RunModelStepResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1966,7 @@ func (x *RunModelStepResponse) String() string {
 func (*RunModelStepResponse) ProtoMessage() {}
 
 func (x *RunModelStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +1979,7 @@ func (x *RunModelStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepResponse.ProtoReflect.Descriptor instead.
 func (*RunModelStepResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RunModelStepResponse) GetOutcome() isRunModelStepResponse_Outcome {
@@ -1951,7 +2041,7 @@ type TurnCompleted struct {
 
 func (x *TurnCompleted) Reset() {
 	*x = TurnCompleted{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2053,7 @@ func (x *TurnCompleted) String() string {
 func (*TurnCompleted) ProtoMessage() {}
 
 func (x *TurnCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2066,7 @@ func (x *TurnCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnCompleted.ProtoReflect.Descriptor instead.
 func (*TurnCompleted) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TurnCompleted) GetNewMessages() []*FrameworkMessage {
@@ -2022,7 +2112,7 @@ type ToolCallsRequested struct {
 
 func (x *ToolCallsRequested) Reset() {
 	*x = ToolCallsRequested{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2124,7 @@ func (x *ToolCallsRequested) String() string {
 func (*ToolCallsRequested) ProtoMessage() {}
 
 func (x *ToolCallsRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2137,7 @@ func (x *ToolCallsRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallsRequested.ProtoReflect.Descriptor instead.
 func (*ToolCallsRequested) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ToolCallsRequested) GetRunState() string {
@@ -2106,7 +2196,7 @@ type DeferredToolCall struct {
 
 func (x *DeferredToolCall) Reset() {
 	*x = DeferredToolCall{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2208,7 @@ func (x *DeferredToolCall) String() string {
 func (*DeferredToolCall) ProtoMessage() {}
 
 func (x *DeferredToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2221,7 @@ func (x *DeferredToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeferredToolCall.ProtoReflect.Descriptor instead.
 func (*DeferredToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeferredToolCall) GetToolCallId() string {
@@ -2197,7 +2287,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2299,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2312,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExecuteToolRequest) GetAgent() string {
@@ -2315,7 +2405,7 @@ type PollToolTaskRequest struct {
 
 func (x *PollToolTaskRequest) Reset() {
 	*x = PollToolTaskRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2417,7 @@ func (x *PollToolTaskRequest) String() string {
 func (*PollToolTaskRequest) ProtoMessage() {}
 
 func (x *PollToolTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2430,7 @@ func (x *PollToolTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollToolTaskRequest.ProtoReflect.Descriptor instead.
 func (*PollToolTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PollToolTaskRequest) GetAgent() string {
@@ -2412,7 +2502,7 @@ type QuestionAnswer struct {
 
 func (x *QuestionAnswer) Reset() {
 	*x = QuestionAnswer{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2424,7 +2514,7 @@ func (x *QuestionAnswer) String() string {
 func (*QuestionAnswer) ProtoMessage() {}
 
 func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2437,7 +2527,7 @@ func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionAnswer.ProtoReflect.Descriptor instead.
 func (*QuestionAnswer) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QuestionAnswer) GetResolution() string {
@@ -2473,7 +2563,7 @@ type ToolCallFrame struct {
 
 func (x *ToolCallFrame) Reset() {
 	*x = ToolCallFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2575,7 @@ func (x *ToolCallFrame) String() string {
 func (*ToolCallFrame) ProtoMessage() {}
 
 func (x *ToolCallFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2588,7 @@ func (x *ToolCallFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallFrame.ProtoReflect.Descriptor instead.
 func (*ToolCallFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToolCallFrame) GetFrame() isToolCallFrame_Frame {
@@ -2625,7 +2715,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2727,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2740,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExecuteToolResponse) GetOutcome() isExecuteToolResponse_Outcome {
@@ -2758,7 +2848,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2860,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2873,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{32}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ToolResult) GetOutput() string {
@@ -2804,7 +2894,7 @@ type ToolExecutionError struct {
 
 func (x *ToolExecutionError) Reset() {
 	*x = ToolExecutionError{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +2906,7 @@ func (x *ToolExecutionError) String() string {
 func (*ToolExecutionError) ProtoMessage() {}
 
 func (x *ToolExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +2919,7 @@ func (x *ToolExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolExecutionError.ProtoReflect.Descriptor instead.
 func (*ToolExecutionError) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{33}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ToolExecutionError) GetMessage() string {
@@ -2856,7 +2946,7 @@ type ToolInputRequested struct {
 
 func (x *ToolInputRequested) Reset() {
 	*x = ToolInputRequested{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2958,7 @@ func (x *ToolInputRequested) String() string {
 func (*ToolInputRequested) ProtoMessage() {}
 
 func (x *ToolInputRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2971,7 @@ func (x *ToolInputRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInputRequested.ProtoReflect.Descriptor instead.
 func (*ToolInputRequested) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{34}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ToolInputRequested) GetQuestion() string {
@@ -2925,7 +3015,7 @@ type ToolTaskStarted struct {
 
 func (x *ToolTaskStarted) Reset() {
 	*x = ToolTaskStarted{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3027,7 @@ func (x *ToolTaskStarted) String() string {
 func (*ToolTaskStarted) ProtoMessage() {}
 
 func (x *ToolTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3040,7 @@ func (x *ToolTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolTaskStarted.ProtoReflect.Descriptor instead.
 func (*ToolTaskStarted) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{35}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ToolTaskStarted) GetTaskId() string {
@@ -2980,7 +3070,7 @@ type ToolTaskPending struct {
 
 func (x *ToolTaskPending) Reset() {
 	*x = ToolTaskPending{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2992,7 +3082,7 @@ func (x *ToolTaskPending) String() string {
 func (*ToolTaskPending) ProtoMessage() {}
 
 func (x *ToolTaskPending) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3005,7 +3095,7 @@ func (x *ToolTaskPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolTaskPending.ProtoReflect.Descriptor instead.
 func (*ToolTaskPending) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{36}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolTaskPending) GetPollIntervalSeconds() int32 {
@@ -3039,7 +3129,7 @@ type CancelToolTaskRequest struct {
 
 func (x *CancelToolTaskRequest) Reset() {
 	*x = CancelToolTaskRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3051,7 +3141,7 @@ func (x *CancelToolTaskRequest) String() string {
 func (*CancelToolTaskRequest) ProtoMessage() {}
 
 func (x *CancelToolTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3064,7 +3154,7 @@ func (x *CancelToolTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{37}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CancelToolTaskRequest) GetAgent() string {
@@ -3104,7 +3194,7 @@ type CancelToolTaskResponse struct {
 
 func (x *CancelToolTaskResponse) Reset() {
 	*x = CancelToolTaskResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3206,7 @@ func (x *CancelToolTaskResponse) String() string {
 func (*CancelToolTaskResponse) ProtoMessage() {}
 
 func (x *CancelToolTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3219,7 @@ func (x *CancelToolTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{38}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{39}
 }
 
 // BuildUnfinishedTurnMessagesRequest carries the failed turn.
@@ -3143,7 +3233,7 @@ type BuildUnfinishedTurnMessagesRequest struct {
 
 func (x *BuildUnfinishedTurnMessagesRequest) Reset() {
 	*x = BuildUnfinishedTurnMessagesRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3245,7 @@ func (x *BuildUnfinishedTurnMessagesRequest) String() string {
 func (*BuildUnfinishedTurnMessagesRequest) ProtoMessage() {}
 
 func (x *BuildUnfinishedTurnMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3258,7 @@ func (x *BuildUnfinishedTurnMessagesRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use BuildUnfinishedTurnMessagesRequest.ProtoReflect.Descriptor instead.
 func (*BuildUnfinishedTurnMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{39}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BuildUnfinishedTurnMessagesRequest) GetTurn() *TurnContext {
@@ -3189,7 +3279,7 @@ type BuildUnfinishedTurnMessagesResponse struct {
 
 func (x *BuildUnfinishedTurnMessagesResponse) Reset() {
 	*x = BuildUnfinishedTurnMessagesResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3291,7 @@ func (x *BuildUnfinishedTurnMessagesResponse) String() string {
 func (*BuildUnfinishedTurnMessagesResponse) ProtoMessage() {}
 
 func (x *BuildUnfinishedTurnMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3304,7 @@ func (x *BuildUnfinishedTurnMessagesResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use BuildUnfinishedTurnMessagesResponse.ProtoReflect.Descriptor instead.
 func (*BuildUnfinishedTurnMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{40}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *BuildUnfinishedTurnMessagesResponse) GetMessages() []*FrameworkMessage {
@@ -3235,7 +3325,7 @@ type EstimateInputTokensRequest struct {
 
 func (x *EstimateInputTokensRequest) Reset() {
 	*x = EstimateInputTokensRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3337,7 @@ func (x *EstimateInputTokensRequest) String() string {
 func (*EstimateInputTokensRequest) ProtoMessage() {}
 
 func (x *EstimateInputTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3350,7 @@ func (x *EstimateInputTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateInputTokensRequest.ProtoReflect.Descriptor instead.
 func (*EstimateInputTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{41}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *EstimateInputTokensRequest) GetTurn() *TurnContext {
@@ -3281,7 +3371,7 @@ type EstimateInputTokensResponse struct {
 
 func (x *EstimateInputTokensResponse) Reset() {
 	*x = EstimateInputTokensResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3383,7 @@ func (x *EstimateInputTokensResponse) String() string {
 func (*EstimateInputTokensResponse) ProtoMessage() {}
 
 func (x *EstimateInputTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3396,7 @@ func (x *EstimateInputTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateInputTokensResponse.ProtoReflect.Descriptor instead.
 func (*EstimateInputTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{42}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EstimateInputTokensResponse) GetInputTokens() int64 {
@@ -3321,15 +3411,16 @@ type CompactionCutoffRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// turn is the committed session state; turn.agent names the agent.
 	Turn *TurnContext `protobuf:"bytes,1,opt,name=turn,proto3" json:"turn,omitempty"`
-	// through_sequence is the newest sequence the session would compact.
-	ThroughSequence int64 `protobuf:"varint,2,opt,name=through_sequence,json=throughSequence,proto3" json:"through_sequence,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// retained_token_budget is how many tokens of the newest messages the
+	// summary must leave in the model's input.
+	RetainedTokenBudget int64 `protobuf:"varint,3,opt,name=retained_token_budget,json=retainedTokenBudget,proto3" json:"retained_token_budget,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *CompactionCutoffRequest) Reset() {
 	*x = CompactionCutoffRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3432,7 @@ func (x *CompactionCutoffRequest) String() string {
 func (*CompactionCutoffRequest) ProtoMessage() {}
 
 func (x *CompactionCutoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3445,7 @@ func (x *CompactionCutoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionCutoffRequest.ProtoReflect.Descriptor instead.
 func (*CompactionCutoffRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{43}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CompactionCutoffRequest) GetTurn() *TurnContext {
@@ -3364,9 +3455,9 @@ func (x *CompactionCutoffRequest) GetTurn() *TurnContext {
 	return nil
 }
 
-func (x *CompactionCutoffRequest) GetThroughSequence() int64 {
+func (x *CompactionCutoffRequest) GetRetainedTokenBudget() int64 {
 	if x != nil {
-		return x.ThroughSequence
+		return x.RetainedTokenBudget
 	}
 	return 0
 }
@@ -3374,8 +3465,8 @@ func (x *CompactionCutoffRequest) GetThroughSequence() int64 {
 // CompactionCutoffResponse names the newest message the summary replaces.
 type CompactionCutoffResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// through_sequence is at most the request's through_sequence; 0 means
-	// nothing may be compacted.
+	// through_sequence is a stored sequence after the turn's current summary;
+	// 0 means nothing may be compacted.
 	ThroughSequence int64 `protobuf:"varint,1,opt,name=through_sequence,json=throughSequence,proto3" json:"through_sequence,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -3383,7 +3474,7 @@ type CompactionCutoffResponse struct {
 
 func (x *CompactionCutoffResponse) Reset() {
 	*x = CompactionCutoffResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3486,7 @@ func (x *CompactionCutoffResponse) String() string {
 func (*CompactionCutoffResponse) ProtoMessage() {}
 
 func (x *CompactionCutoffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3499,7 @@ func (x *CompactionCutoffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionCutoffResponse.ProtoReflect.Descriptor instead.
 func (*CompactionCutoffResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{44}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CompactionCutoffResponse) GetThroughSequence() int64 {
@@ -3427,13 +3518,16 @@ type SummarizeContextRequest struct {
 	Messages []*Message `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	// previous_summary is the summary these messages follow, or empty.
 	PreviousSummary string `protobuf:"bytes,3,opt,name=previous_summary,json=previousSummary,proto3" json:"previous_summary,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// input_token_budget bounds the summary call's input: leave out the
+	// oldest messages past it, and say so.
+	InputTokenBudget int64 `protobuf:"varint,4,opt,name=input_token_budget,json=inputTokenBudget,proto3" json:"input_token_budget,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SummarizeContextRequest) Reset() {
 	*x = SummarizeContextRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3445,7 +3539,7 @@ func (x *SummarizeContextRequest) String() string {
 func (*SummarizeContextRequest) ProtoMessage() {}
 
 func (x *SummarizeContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3458,7 +3552,7 @@ func (x *SummarizeContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextRequest.ProtoReflect.Descriptor instead.
 func (*SummarizeContextRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{45}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SummarizeContextRequest) GetTurn() *TurnContext {
@@ -3482,6 +3576,13 @@ func (x *SummarizeContextRequest) GetPreviousSummary() string {
 	return ""
 }
 
+func (x *SummarizeContextRequest) GetInputTokenBudget() int64 {
+	if x != nil {
+		return x.InputTokenBudget
+	}
+	return 0
+}
+
 // SummarizeContextFrame is one frame of the SummarizeContext stream.
 type SummarizeContextFrame struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3499,7 +3600,7 @@ type SummarizeContextFrame struct {
 
 func (x *SummarizeContextFrame) Reset() {
 	*x = SummarizeContextFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3511,7 +3612,7 @@ func (x *SummarizeContextFrame) String() string {
 func (*SummarizeContextFrame) ProtoMessage() {}
 
 func (x *SummarizeContextFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3524,7 +3625,7 @@ func (x *SummarizeContextFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextFrame.ProtoReflect.Descriptor instead.
 func (*SummarizeContextFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{46}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SummarizeContextFrame) GetFrame() isSummarizeContextFrame_Frame {
@@ -3631,7 +3732,7 @@ type SummarizeContextResponse struct {
 
 func (x *SummarizeContextResponse) Reset() {
 	*x = SummarizeContextResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3643,7 +3744,7 @@ func (x *SummarizeContextResponse) String() string {
 func (*SummarizeContextResponse) ProtoMessage() {}
 
 func (x *SummarizeContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3757,7 @@ func (x *SummarizeContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextResponse.ProtoReflect.Descriptor instead.
 func (*SummarizeContextResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{47}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SummarizeContextResponse) GetSummary() string {
@@ -3766,7 +3867,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
 	"\finput_schema\x18\x03 \x01(\tR\vinputSchema\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xee\x03\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xb6\x04\n" +
 	"\vTurnContext\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -3784,7 +3885,17 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	" \x01(\x03R\n" +
 	"cachedFrom\x12%\n" +
 	"\x0ecached_through\x18\v \x01(\x03R\rcachedThrough\x122\n" +
-	"\x15session_settings_json\x18\f \x01(\tR\x13sessionSettingsJson\"\x1f\n" +
+	"\x15session_settings_json\x18\f \x01(\tR\x13sessionSettingsJson\x12F\n" +
+	"\x0fcontext_summary\x18\r \x01(\v2\x1d.dex.runner.v1.ContextSummaryR\x0econtextSummary\"\xaf\x01\n" +
+	"\x0eContextSummary\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x05R\n" +
+	"generation\x12%\n" +
+	"\x0efirst_sequence\x18\x02 \x01(\x03R\rfirstSequence\x12#\n" +
+	"\rlast_sequence\x18\x03 \x01(\x03R\flastSequence\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\tR\tcreatedAt\"\x1f\n" +
 	"\tTextDelta\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"$\n" +
 	"\x0eReasoningDelta\x12\x12\n" +
@@ -3904,16 +4015,17 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x1aEstimateInputTokensRequest\x12.\n" +
 	"\x04turn\x18\x01 \x01(\v2\x1a.dex.runner.v1.TurnContextR\x04turn\"@\n" +
 	"\x1bEstimateInputTokensResponse\x12!\n" +
-	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\"t\n" +
+	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\"\x83\x01\n" +
 	"\x17CompactionCutoffRequest\x12.\n" +
-	"\x04turn\x18\x01 \x01(\v2\x1a.dex.runner.v1.TurnContextR\x04turn\x12)\n" +
-	"\x10through_sequence\x18\x02 \x01(\x03R\x0fthroughSequence\"E\n" +
+	"\x04turn\x18\x01 \x01(\v2\x1a.dex.runner.v1.TurnContextR\x04turn\x122\n" +
+	"\x15retained_token_budget\x18\x03 \x01(\x03R\x13retainedTokenBudgetJ\x04\b\x02\x10\x03\"E\n" +
 	"\x18CompactionCutoffResponse\x12)\n" +
-	"\x10through_sequence\x18\x01 \x01(\x03R\x0fthroughSequence\"\xa8\x01\n" +
+	"\x10through_sequence\x18\x01 \x01(\x03R\x0fthroughSequence\"\xd6\x01\n" +
 	"\x17SummarizeContextRequest\x12.\n" +
 	"\x04turn\x18\x01 \x01(\v2\x1a.dex.runner.v1.TurnContextR\x04turn\x122\n" +
 	"\bmessages\x18\x02 \x03(\v2\x16.dex.runner.v1.MessageR\bmessages\x12)\n" +
-	"\x10previous_summary\x18\x03 \x01(\tR\x0fpreviousSummary\"\xd2\x02\n" +
+	"\x10previous_summary\x18\x03 \x01(\tR\x0fpreviousSummary\x12,\n" +
+	"\x12input_token_budget\x18\x04 \x01(\x03R\x10inputTokenBudget\"\xd2\x02\n" +
 	"\x15SummarizeContextFrame\x129\n" +
 	"\n" +
 	"text_delta\x18\x01 \x01(\v2\x18.dex.runner.v1.TextDeltaH\x00R\ttextDelta\x12H\n" +
@@ -3950,7 +4062,7 @@ func file_dex_runner_v1_runner_proto_rawDescGZIP() []byte {
 	return file_dex_runner_v1_runner_proto_rawDescData
 }
 
-var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*InfoRequest)(nil),                         // 0: dex.runner.v1.InfoRequest
 	(*InfoResponse)(nil),                        // 1: dex.runner.v1.InfoResponse
@@ -3966,121 +4078,123 @@ var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*ModelCallMetadata)(nil),                   // 11: dex.runner.v1.ModelCallMetadata
 	(*ToolDefinition)(nil),                      // 12: dex.runner.v1.ToolDefinition
 	(*TurnContext)(nil),                         // 13: dex.runner.v1.TurnContext
-	(*TextDelta)(nil),                           // 14: dex.runner.v1.TextDelta
-	(*ReasoningDelta)(nil),                      // 15: dex.runner.v1.ReasoningDelta
-	(*Event)(nil),                               // 16: dex.runner.v1.Event
-	(*Heartbeat)(nil),                           // 17: dex.runner.v1.Heartbeat
-	(*HeartbeatCheckpoint)(nil),                 // 18: dex.runner.v1.HeartbeatCheckpoint
-	(*BuildUserMessageRequest)(nil),             // 19: dex.runner.v1.BuildUserMessageRequest
-	(*BuildUserMessageResponse)(nil),            // 20: dex.runner.v1.BuildUserMessageResponse
-	(*RunModelStepRequest)(nil),                 // 21: dex.runner.v1.RunModelStepRequest
-	(*RunModelStepFrame)(nil),                   // 22: dex.runner.v1.RunModelStepFrame
-	(*RunModelStepResponse)(nil),                // 23: dex.runner.v1.RunModelStepResponse
-	(*TurnCompleted)(nil),                       // 24: dex.runner.v1.TurnCompleted
-	(*ToolCallsRequested)(nil),                  // 25: dex.runner.v1.ToolCallsRequested
-	(*DeferredToolCall)(nil),                    // 26: dex.runner.v1.DeferredToolCall
-	(*ExecuteToolRequest)(nil),                  // 27: dex.runner.v1.ExecuteToolRequest
-	(*PollToolTaskRequest)(nil),                 // 28: dex.runner.v1.PollToolTaskRequest
-	(*QuestionAnswer)(nil),                      // 29: dex.runner.v1.QuestionAnswer
-	(*ToolCallFrame)(nil),                       // 30: dex.runner.v1.ToolCallFrame
-	(*ExecuteToolResponse)(nil),                 // 31: dex.runner.v1.ExecuteToolResponse
-	(*ToolResult)(nil),                          // 32: dex.runner.v1.ToolResult
-	(*ToolExecutionError)(nil),                  // 33: dex.runner.v1.ToolExecutionError
-	(*ToolInputRequested)(nil),                  // 34: dex.runner.v1.ToolInputRequested
-	(*ToolTaskStarted)(nil),                     // 35: dex.runner.v1.ToolTaskStarted
-	(*ToolTaskPending)(nil),                     // 36: dex.runner.v1.ToolTaskPending
-	(*CancelToolTaskRequest)(nil),               // 37: dex.runner.v1.CancelToolTaskRequest
-	(*CancelToolTaskResponse)(nil),              // 38: dex.runner.v1.CancelToolTaskResponse
-	(*BuildUnfinishedTurnMessagesRequest)(nil),  // 39: dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	(*BuildUnfinishedTurnMessagesResponse)(nil), // 40: dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	(*EstimateInputTokensRequest)(nil),          // 41: dex.runner.v1.EstimateInputTokensRequest
-	(*EstimateInputTokensResponse)(nil),         // 42: dex.runner.v1.EstimateInputTokensResponse
-	(*CompactionCutoffRequest)(nil),             // 43: dex.runner.v1.CompactionCutoffRequest
-	(*CompactionCutoffResponse)(nil),            // 44: dex.runner.v1.CompactionCutoffResponse
-	(*SummarizeContextRequest)(nil),             // 45: dex.runner.v1.SummarizeContextRequest
-	(*SummarizeContextFrame)(nil),               // 46: dex.runner.v1.SummarizeContextFrame
-	(*SummarizeContextResponse)(nil),            // 47: dex.runner.v1.SummarizeContextResponse
-	nil,                                         // 48: dex.runner.v1.PolicySet.PoliciesEntry
+	(*ContextSummary)(nil),                      // 14: dex.runner.v1.ContextSummary
+	(*TextDelta)(nil),                           // 15: dex.runner.v1.TextDelta
+	(*ReasoningDelta)(nil),                      // 16: dex.runner.v1.ReasoningDelta
+	(*Event)(nil),                               // 17: dex.runner.v1.Event
+	(*Heartbeat)(nil),                           // 18: dex.runner.v1.Heartbeat
+	(*HeartbeatCheckpoint)(nil),                 // 19: dex.runner.v1.HeartbeatCheckpoint
+	(*BuildUserMessageRequest)(nil),             // 20: dex.runner.v1.BuildUserMessageRequest
+	(*BuildUserMessageResponse)(nil),            // 21: dex.runner.v1.BuildUserMessageResponse
+	(*RunModelStepRequest)(nil),                 // 22: dex.runner.v1.RunModelStepRequest
+	(*RunModelStepFrame)(nil),                   // 23: dex.runner.v1.RunModelStepFrame
+	(*RunModelStepResponse)(nil),                // 24: dex.runner.v1.RunModelStepResponse
+	(*TurnCompleted)(nil),                       // 25: dex.runner.v1.TurnCompleted
+	(*ToolCallsRequested)(nil),                  // 26: dex.runner.v1.ToolCallsRequested
+	(*DeferredToolCall)(nil),                    // 27: dex.runner.v1.DeferredToolCall
+	(*ExecuteToolRequest)(nil),                  // 28: dex.runner.v1.ExecuteToolRequest
+	(*PollToolTaskRequest)(nil),                 // 29: dex.runner.v1.PollToolTaskRequest
+	(*QuestionAnswer)(nil),                      // 30: dex.runner.v1.QuestionAnswer
+	(*ToolCallFrame)(nil),                       // 31: dex.runner.v1.ToolCallFrame
+	(*ExecuteToolResponse)(nil),                 // 32: dex.runner.v1.ExecuteToolResponse
+	(*ToolResult)(nil),                          // 33: dex.runner.v1.ToolResult
+	(*ToolExecutionError)(nil),                  // 34: dex.runner.v1.ToolExecutionError
+	(*ToolInputRequested)(nil),                  // 35: dex.runner.v1.ToolInputRequested
+	(*ToolTaskStarted)(nil),                     // 36: dex.runner.v1.ToolTaskStarted
+	(*ToolTaskPending)(nil),                     // 37: dex.runner.v1.ToolTaskPending
+	(*CancelToolTaskRequest)(nil),               // 38: dex.runner.v1.CancelToolTaskRequest
+	(*CancelToolTaskResponse)(nil),              // 39: dex.runner.v1.CancelToolTaskResponse
+	(*BuildUnfinishedTurnMessagesRequest)(nil),  // 40: dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	(*BuildUnfinishedTurnMessagesResponse)(nil), // 41: dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	(*EstimateInputTokensRequest)(nil),          // 42: dex.runner.v1.EstimateInputTokensRequest
+	(*EstimateInputTokensResponse)(nil),         // 43: dex.runner.v1.EstimateInputTokensResponse
+	(*CompactionCutoffRequest)(nil),             // 44: dex.runner.v1.CompactionCutoffRequest
+	(*CompactionCutoffResponse)(nil),            // 45: dex.runner.v1.CompactionCutoffResponse
+	(*SummarizeContextRequest)(nil),             // 46: dex.runner.v1.SummarizeContextRequest
+	(*SummarizeContextFrame)(nil),               // 47: dex.runner.v1.SummarizeContextFrame
+	(*SummarizeContextResponse)(nil),            // 48: dex.runner.v1.SummarizeContextResponse
+	nil,                                         // 49: dex.runner.v1.PolicySet.PoliciesEntry
 }
 var file_dex_runner_v1_runner_proto_depIdxs = []int32{
 	2,  // 0: dex.runner.v1.InfoResponse.capabilities:type_name -> dex.runner.v1.Capabilities
-	48, // 1: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
+	49, // 1: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
 	8,  // 2: dex.runner.v1.TurnContext.messages:type_name -> dex.runner.v1.Message
 	9,  // 3: dex.runner.v1.TurnContext.tool_calls:type_name -> dex.runner.v1.ToolCall
 	6,  // 4: dex.runner.v1.TurnContext.policies:type_name -> dex.runner.v1.PolicySet
 	12, // 5: dex.runner.v1.TurnContext.host_tools:type_name -> dex.runner.v1.ToolDefinition
-	7,  // 6: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
-	13, // 7: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
-	14, // 8: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	15, // 9: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	16, // 10: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
-	17, // 11: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	23, // 12: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
-	24, // 13: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
-	25, // 14: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
-	7,  // 15: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	10, // 16: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
-	11, // 17: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	26, // 18: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
-	7,  // 19: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	10, // 20: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
-	11, // 21: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	5,  // 22: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
-	9,  // 23: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	9,  // 24: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	29, // 25: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
-	14, // 26: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	15, // 27: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	16, // 28: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
-	17, // 29: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	18, // 30: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
-	31, // 31: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
-	32, // 32: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
-	33, // 33: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
-	34, // 34: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
-	35, // 35: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
-	36, // 36: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
-	9,  // 37: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	13, // 38: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
-	7,  // 39: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
-	13, // 40: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
-	13, // 41: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
-	13, // 42: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
-	8,  // 43: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
-	14, // 44: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	15, // 45: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	16, // 46: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
-	17, // 47: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	47, // 48: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
-	10, // 49: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
-	5,  // 50: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
-	0,  // 51: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
-	3,  // 52: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
-	19, // 53: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
-	21, // 54: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
-	27, // 55: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
-	39, // 56: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	28, // 57: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
-	37, // 58: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
-	41, // 59: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
-	43, // 60: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
-	45, // 61: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
-	1,  // 62: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
-	4,  // 63: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
-	20, // 64: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
-	22, // 65: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
-	30, // 66: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
-	40, // 67: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	30, // 68: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
-	38, // 69: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
-	42, // 70: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
-	44, // 71: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
-	46, // 72: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
-	62, // [62:73] is the sub-list for method output_type
-	51, // [51:62] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	14, // 6: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
+	7,  // 7: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
+	13, // 8: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
+	15, // 9: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	16, // 10: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	17, // 11: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
+	18, // 12: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	24, // 13: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
+	25, // 14: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
+	26, // 15: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
+	7,  // 16: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	10, // 17: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
+	11, // 18: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	27, // 19: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
+	7,  // 20: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	10, // 21: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
+	11, // 22: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	5,  // 23: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
+	9,  // 24: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	9,  // 25: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	30, // 26: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
+	15, // 27: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	16, // 28: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	17, // 29: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
+	18, // 30: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	19, // 31: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
+	32, // 32: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
+	33, // 33: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
+	34, // 34: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
+	35, // 35: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
+	36, // 36: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
+	37, // 37: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
+	9,  // 38: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	13, // 39: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
+	7,  // 40: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
+	13, // 41: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
+	13, // 42: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
+	13, // 43: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
+	8,  // 44: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
+	15, // 45: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	16, // 46: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	17, // 47: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
+	18, // 48: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	48, // 49: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
+	10, // 50: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
+	5,  // 51: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
+	0,  // 52: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
+	3,  // 53: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
+	20, // 54: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
+	22, // 55: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
+	28, // 56: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
+	40, // 57: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	29, // 58: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
+	38, // 59: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
+	42, // 60: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
+	44, // 61: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
+	46, // 62: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
+	1,  // 63: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
+	4,  // 64: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
+	21, // 65: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
+	23, // 66: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
+	31, // 67: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
+	41, // 68: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	31, // 69: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
+	39, // 70: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
+	43, // 71: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
+	45, // 72: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
+	47, // 73: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
+	63, // [63:74] is the sub-list for method output_type
+	52, // [52:63] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_dex_runner_v1_runner_proto_init() }
@@ -4090,18 +4204,18 @@ func file_dex_runner_v1_runner_proto_init() {
 	}
 	file_dex_runner_v1_runner_proto_msgTypes[5].OneofWrappers = []any{}
 	file_dex_runner_v1_runner_proto_msgTypes[10].OneofWrappers = []any{}
-	file_dex_runner_v1_runner_proto_msgTypes[22].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[23].OneofWrappers = []any{
 		(*RunModelStepFrame_TextDelta)(nil),
 		(*RunModelStepFrame_ReasoningDelta)(nil),
 		(*RunModelStepFrame_Event)(nil),
 		(*RunModelStepFrame_Heartbeat)(nil),
 		(*RunModelStepFrame_Outcome)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[23].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[24].OneofWrappers = []any{
 		(*RunModelStepResponse_TurnCompleted)(nil),
 		(*RunModelStepResponse_ToolCallsRequested)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[30].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[31].OneofWrappers = []any{
 		(*ToolCallFrame_TextDelta)(nil),
 		(*ToolCallFrame_ReasoningDelta)(nil),
 		(*ToolCallFrame_Event)(nil),
@@ -4109,14 +4223,14 @@ func file_dex_runner_v1_runner_proto_init() {
 		(*ToolCallFrame_HeartbeatCheckpoint)(nil),
 		(*ToolCallFrame_Outcome)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[31].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[32].OneofWrappers = []any{
 		(*ExecuteToolResponse_Result)(nil),
 		(*ExecuteToolResponse_Error)(nil),
 		(*ExecuteToolResponse_InputRequested)(nil),
 		(*ExecuteToolResponse_TaskStarted)(nil),
 		(*ExecuteToolResponse_TaskPending)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[46].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[47].OneofWrappers = []any{
 		(*SummarizeContextFrame_TextDelta)(nil),
 		(*SummarizeContextFrame_ReasoningDelta)(nil),
 		(*SummarizeContextFrame_Event)(nil),
@@ -4129,7 +4243,7 @@ func file_dex_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_runner_v1_runner_proto_rawDesc), len(file_dex_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
