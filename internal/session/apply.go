@@ -230,7 +230,7 @@ func (s *State) start(in Start) Result {
 	s.Started = true
 	s.Status = client.StatusWaitingForUserMessage
 	if in.SessionSettings != "" {
-		settings, err := client.CheckSessionSettings([]byte(in.SessionSettings), client.SessionSettingsToleranceBytes)
+		settings, err := client.CheckSessionSettings([]byte(in.SessionSettings), client.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted, no time or randomness)
 		if err != nil {
 			// The start has no answer: the session fails at once.
 			return applied([]Command{FailSession{Reason: client.InvalidStartSessionSettingsReason + ": " + strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")}})
@@ -276,7 +276,7 @@ func (s *State) updateSessionSettings(in UpdateSessionSettings) Result {
 	if !s.Started || strings.TrimSpace(in.Settings) == "null" || strings.TrimSpace(in.Settings) == "" {
 		return Result{}
 	}
-	settings, err := client.CheckSessionSettings([]byte(in.Settings), client.SessionSettingsToleranceBytes)
+	settings, err := client.CheckSessionSettings([]byte(in.Settings), client.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted)
 	if err != nil {
 		return Result{}
 	}
