@@ -40,6 +40,7 @@ const (
 	StepResumeTurn            = "ResumeTurn"
 	StepRecordTurnFailure     = "RecordTurnFailure"
 	StepBuildUserMessage      = "BuildUserMessage"
+	StepCompactContext        = "CompactContext"
 )
 
 // StartInput is the workflow input of a session.
@@ -118,6 +119,7 @@ const (
 	StatusWaitingForUserMessage = "waiting_for_user_message"
 	StatusRunningModel          = "running_model"
 	StatusRunningTools          = "running_tools"
+	StatusCompactingContext     = "compacting_context"
 )
 
 // SessionState is the session's position.
@@ -176,4 +178,18 @@ type Snapshot struct {
 	// SessionSettings are the settings the next turn starts with ({} for
 	// none); the running turn may still use the ones it started with.
 	SessionSettings json.RawMessage `json:"session_settings"`
+	// ContextSummary is the session's context summary, once compaction
+	// recorded one: the model sees it instead of the messages it covers.
+	ContextSummary *ContextSummary `json:"context_summary,omitempty"`
+}
+
+// ContextSummary describes a session's context summary. Text is its
+// beginning when TextTruncated is set.
+type ContextSummary struct {
+	Generation    int    `json:"generation"`
+	FirstSequence int64  `json:"first_sequence"`
+	LastSequence  int64  `json:"last_sequence"`
+	Text          string `json:"text"`
+	TextTruncated bool   `json:"text_truncated,omitempty"`
+	CreatedAt     string `json:"created_at"`
 }

@@ -200,6 +200,9 @@ func checkCompactionCutoffResponse(r *CompactionCutoffResponse, req *CompactionC
 	if n := len(req.Turn.Messages); n > 0 {
 		last = req.Turn.Messages[n-1].Sequence
 	}
+	// A host that sends only the messages the plugin has not cached
+	// (TurnContext.CachedThrough) still asks about the whole transcript.
+	last = max(last, req.Turn.CachedThrough)
 	floor := int64(0)
 	if cs := req.Turn.ContextSummary; cs != nil {
 		floor = cs.LastSequence

@@ -121,6 +121,9 @@ func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 			problems = append(problems, fmt.Sprintf("agents[%d].runner_config: agent %s: plugin %s refused its runner_config: %v", i, a.Name, a.Runner, err))
 			continue
 		}
+		if _, caps, _ := h.Info(a.Runner); a.Compaction != nil && !caps.Compaction {
+			problems = append(problems, fmt.Sprintf("agents[%d].compaction: runner %s does not implement compaction (capability compaction)", i, a.Runner))
+		}
 		offered := h.Tools(a.Runner, a.Name)
 		for _, tool := range a.UnofferedToolPolicies(offered) {
 			warnings = append(warnings, fmt.Sprintf("agents[%d].tool_policies.%s: runner %s does not offer a tool %q to agent %s (it offers: %s); the policy never applies",

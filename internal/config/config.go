@@ -256,6 +256,28 @@ type Agent struct {
 	// keeps at least: it deletes whole chunks before them that the latest
 	// compaction summary covers. Default 1000; null keeps every message.
 	RetainedMessageLimit MessageLimit `yaml:"retained_message_limit"`
+	// Compaction, when set, summarizes a session's oldest messages before
+	// a model call whose input would pass trigger_ratio of the context
+	// window. The agent's runner must implement compaction.
+	Compaction *Compaction `yaml:"compaction,omitempty"`
+}
+
+// Compaction is an agent's compaction policy.
+type Compaction struct {
+	// ContextWindowTokens is the model's context window. Required.
+	ContextWindowTokens int64 `yaml:"context_window_tokens"`
+	// TriggerRatio of the window starts a compaction (default 0.85).
+	TriggerRatio float64 `yaml:"trigger_ratio"`
+	// KeepRatio of the window is kept of the newest messages (default 0.3).
+	KeepRatio float64 `yaml:"keep_ratio"`
+	// ReservedInputTokens adds what the estimate cannot see, such as a
+	// framework's system prompt.
+	ReservedInputTokens int64 `yaml:"reserved_input_tokens"`
+}
+
+func (c *Compaction) setDefaults() {
+	c.TriggerRatio = 0.85
+	c.KeepRatio = 0.3
 }
 
 // ToolLimit holds the timeouts of one tool Step attempt and the attempts of

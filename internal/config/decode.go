@@ -183,6 +183,19 @@ func (d *decoder) decodeNode(path string, n *yaml.Node, v reflect.Value) {
 		} else {
 			v.SetInt(i)
 		}
+	case reflect.Float64:
+		s, tag, ok := d.scalar(path, n, "a number")
+		if !ok {
+			return
+		}
+		var f float64
+		if tag != "!!float" && tag != "!!int" {
+			d.errorf(path, n, "want a number, got %s", describe(n, s))
+		} else if err := (&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: s}).Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			d.errorf(path, n, "want a finite number, got %s", s)
+		} else {
+			v.SetFloat(f)
+		}
 	default:
 		panic("config: cannot decode into " + v.Type().String())
 	}

@@ -308,6 +308,21 @@ func (a *Agent) validate(p *problems, path string) {
 	if l := a.RetainedMessageLimit; !l.Unlimited && l.N < 1 {
 		p.add(path+".retained_message_limit", "must be >= 1, or null to keep every message, got %d", l.N)
 	}
+	if c := a.Compaction; c != nil {
+		cp := path + ".compaction"
+		if c.ContextWindowTokens < 1000 {
+			p.add(cp+".context_window_tokens", "must be >= 1000 (the model's context window in tokens), got %d", c.ContextWindowTokens)
+		}
+		if c.TriggerRatio <= 0 || c.TriggerRatio > 1 {
+			p.add(cp+".trigger_ratio", "must be > 0 and <= 1, got %g", c.TriggerRatio)
+		}
+		if c.KeepRatio <= 0 || c.KeepRatio >= c.TriggerRatio {
+			p.add(cp+".keep_ratio", "must be > 0 and below trigger_ratio (%g), got %g", c.TriggerRatio, c.KeepRatio)
+		}
+		if c.ReservedInputTokens < 0 || c.ReservedInputTokens >= c.ContextWindowTokens {
+			p.add(cp+".reserved_input_tokens", "must be >= 0 and below context_window_tokens, got %d", c.ReservedInputTokens)
+		}
+	}
 }
 
 func (l *ToolLimit) validate(p *problems, path string) {

@@ -126,6 +126,12 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
 		rt.Options.Messages = messageOptions(a)
+		if c := a.Compaction; c != nil {
+			rt.Options.Compaction = &session.CompactionPolicy{
+				ContextWindowTokens: c.ContextWindowTokens, TriggerRatio: c.TriggerRatio,
+				KeepRatio: c.KeepRatio, ReservedInputTokens: c.ReservedInputTokens,
+			}
+		}
 		w.RegisterWorkflowWithOptions(session.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
 	}
 	acts := &steps.Activities{
@@ -143,6 +149,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		client.StepCallSingleAttemptTool: acts.CallSingleAttemptTool,
 		client.StepBuildUserMessage:      acts.BuildUserMessage,
 		client.StepRecordTurnFailure:     acts.RecordTurnFailure,
+		client.StepCompactContext:        acts.CompactContext,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -186,6 +193,9 @@ func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
 		}
 		if err := d.host.Configure(ctx, a.Runner, a.Name, raw); err != nil {
 			return fmt.Errorf("agent %s: plugin %s refused its runner_config: %w", a.Name, a.Runner, err)
+		}
+		if _, caps, _ := d.host.Info(a.Runner); a.Compaction != nil && !caps.Compaction {
+			return fmt.Errorf("agent %s: compaction is set, but runner %s does not implement compaction (capability compaction)", a.Name, a.Runner)
 		}
 		// A policy for a tool the runner does not offer never applies: a typo,
 		// most likely. Runners that do not report their tools are not checked.

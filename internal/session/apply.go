@@ -107,6 +107,19 @@ type (
 		NotStarted bool
 		Attempt    int
 	}
+	// ContextCompacted is the result of a CompactContext Step.
+	ContextCompacted struct {
+		TurnID  string
+		Outcome CompactOutcome
+		NowMs   int64
+	}
+	// CompactionFailed reports a CompactContext Step whose attempts are
+	// spent (or that failed permanently).
+	CompactionFailed struct {
+		TurnID  string
+		Reason  string
+		Attempt int
+	}
 	// TurnFailureRecorded holds the messages RecordTurnFailure built, or
 	// (with the store) what it stored.
 	TurnFailureRecorded struct {
@@ -138,6 +151,8 @@ func (UserMessageFailed) isInput()       {}
 func (ModelStepDone) isInput()           {}
 func (ModelStepFailed) isInput()         {}
 func (ToolStepDone) isInput()            {}
+func (ContextCompacted) isInput()        {}
+func (CompactionFailed) isInput()        {}
 func (ToolStepFailed) isInput()          {}
 func (TurnFailureRecorded) isInput()     {}
 func (TurnFailureRecordFailed) isInput() {}
@@ -180,6 +195,8 @@ func (s *State) Apply(in Input) Result {
 		return s.runningTools(in)
 	case phaseRecordFailure:
 		return s.recordingFailure(in)
+	case phaseCompacting:
+		return s.compacting(in)
 	}
 	// Idle: nothing runs, so every result is stale.
 	return Result{}
@@ -203,6 +220,8 @@ func (s *State) resume(nowMs int64) []Command {
 		}}}
 	case phaseRunningModel:
 		return []Command{s.runModel()}
+	case phaseCompacting:
+		return []Command{s.compactContext()}
 	case phaseRunningTools:
 		var cmds []Command
 		for _, rec := range s.ToolCalls {

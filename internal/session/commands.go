@@ -61,6 +61,7 @@ type Emit struct{ Event Event }
 
 func (BuildUserMessage) isCommand()  {}
 func (FailSession) isCommand()       {}
+func (CompactContext) isCommand()    {}
 func (RunModel) isCommand()          {}
 func (RunTool) isCommand()           {}
 func (StartTimer) isCommand()        {}
@@ -70,17 +71,19 @@ func (Emit) isCommand()              {}
 
 // Event types written by the session and by runners.
 const (
-	EventTurnStarted       = "turn_started"
-	EventTurnCompleted     = "turn_completed"
-	EventTurnFailed        = "turn_failed"
-	EventTextDelta         = "text_delta"
-	EventReasoningDelta    = "reasoning_delta"
-	EventToolCallStarted   = "tool_call_started"
-	EventToolCallFinished  = "tool_call_finished"
-	EventToolCallDeferred  = "tool_call_deferred"
-	EventInterruptRaised   = "interrupt_raised"
-	EventInterruptResolved = "interrupt_resolved"
-	EventUsageRecorded     = "usage_recorded"
+	EventTurnStarted        = "turn_started"
+	EventTurnCompleted      = "turn_completed"
+	EventTurnFailed         = "turn_failed"
+	EventTextDelta          = "text_delta"
+	EventReasoningDelta     = "reasoning_delta"
+	EventToolCallStarted    = "tool_call_started"
+	EventToolCallFinished   = "tool_call_finished"
+	EventToolCallDeferred   = "tool_call_deferred"
+	EventInterruptRaised    = "interrupt_raised"
+	EventInterruptResolved  = "interrupt_resolved"
+	EventUsageRecorded      = "usage_recorded"
+	EventCompactionStarted  = "compaction_started"
+	EventCompactionFinished = "compaction_finished"
 )
 
 // The values of interrupt_resolved's cancellation_reason besides "" (the
@@ -208,4 +211,20 @@ type usageRecordedPayload struct {
 // reason constant.
 type FailSession struct {
 	Reason string
+}
+
+// CompactContext starts the CompactContext Step with RunModel's limits; its
+// result is ContextCompacted or CompactionFailed.
+type CompactContext struct {
+	Input  CompactInput
+	Limits Limits
+}
+
+type compactionStartedPayload struct {
+	ThroughSequence int64 `json:"through_sequence"`
+}
+
+type compactionFinishedPayload struct {
+	Generation      int   `json:"generation"`
+	ThroughSequence int64 `json:"through_sequence"`
 }

@@ -24,6 +24,8 @@ var inputKinds = map[string]reflect.Type{
 	"send_user_message":          reflect.TypeFor[SendUserMessage](),
 	"resolve_interrupt":          reflect.TypeFor[ResolveInterrupt](),
 	"update_session_settings":    reflect.TypeFor[UpdateSessionSettings](),
+	"context_compacted":          reflect.TypeFor[ContextCompacted](),
+	"compaction_failed":          reflect.TypeFor[CompactionFailed](),
 	"user_message_built":         reflect.TypeFor[UserMessageBuilt](),
 	"user_message_failed":        reflect.TypeFor[UserMessageFailed](),
 	"model_step_done":            reflect.TypeFor[ModelStepDone](),
@@ -160,6 +162,9 @@ func stateLine(s *State) string {
 	}
 	if s.TurnSettings != "" {
 		fmt.Fprintf(&b, " turn_settings=%s", s.TurnSettings)
+	}
+	if s.Summary != nil {
+		fmt.Fprintf(&b, " summary=%d:%d..%d", s.Summary.Generation, s.Summary.FirstSequence, s.Summary.LastSequence)
 	}
 	fmt.Fprintf(&b, " model_calls=%d steps=%s", s.Usage.ModelCalls, strings.Join(s.ActiveStepTypes(), ","))
 	return b.String()

@@ -38,7 +38,17 @@ func render(c Command) string {
 		if c.Input.Settings != "" {
 			out += " settings=" + c.Input.Settings
 		}
+		if sm := c.Input.Summary; sm != nil {
+			out += fmt.Sprintf(" summary=%d:%d..%d", sm.Generation, sm.FirstSequence, sm.LastSequence)
+		}
 		return out + fmt.Sprintf(" attempts=%d", c.Limits.MaximumAttempts) + renderStore(c.Input.Store)
+	case CompactContext:
+		tr := c.Input.Turn.Transcript
+		out := fmt.Sprintf("compact_context %s through=%d transcript=%d..%d attempts=%d", c.Input.Turn.TurnID, c.Input.Through, tr.From, tr.Last, c.Limits.MaximumAttempts)
+		if sm := c.Input.Turn.Summary; sm != nil {
+			out += fmt.Sprintf(" summary=%d:%d..%d", sm.Generation, sm.FirstSequence, sm.LastSequence)
+		}
+		return out
 	case FailSession:
 		return fmt.Sprintf("fail_session %q", c.Reason)
 	case RunTool:

@@ -24,6 +24,7 @@ func (s *State) Snapshot() client.Snapshot {
 	if s.Settings != "" {
 		snap.SessionSettings = []byte(s.Settings)
 	}
+	snap.ContextSummary = s.snapshotSummary()
 	if s.Started {
 		snap.State = &client.SessionState{
 			Status:        s.Status,

@@ -35,11 +35,44 @@ type Options struct {
 	Tool     Limits `json:"tool"`
 	// Messages says where the session keeps its messages.
 	Messages MessageOptions `json:"messages"`
+	// Compaction, when set, summarizes the oldest messages before a model
+	// call whose input would pass its threshold (sessions in the store).
+	Compaction *CompactionPolicy `json:"compaction,omitempty"`
 	// Version is SettingsVersion once the settings were recorded in the
 	// session's history; 0 for sessions started by older workers, which
 	// replay as they ran: with the worker's settings, trusting the effect
 	// and approval the runner resolved for each call.
 	Version int `json:"version,omitempty"`
+}
+
+// CompactionPolicy keeps the model's input under its context window: once
+// the next input is estimated at TriggerRatio of ContextWindowTokens, a
+// CompactContext Step summarizes the oldest messages, keeping about
+// KeepRatio of the window of the newest ones. ReservedInputTokens adds
+// what an estimate cannot see (a framework's system prompt).
+type CompactionPolicy struct {
+	ContextWindowTokens int64   `json:"context_window_tokens"`
+	TriggerRatio        float64 `json:"trigger_ratio"`
+	KeepRatio           float64 `json:"keep_ratio"`
+	ReservedInputTokens int64   `json:"reserved_input_tokens,omitempty"`
+}
+
+// Default ratios of a compaction policy (the spec's).
+const (
+	DefaultTriggerRatio = 0.85
+	DefaultKeepRatio    = 0.3
+)
+
+// Summary is the session's context summary: it replaces the messages from
+// FirstSequence through LastSequence in every later model input. The
+// workflow keeps its beginning; the store keeps a longer text (TextRef).
+type Summary struct {
+	Generation    int    `json:"generation"`
+	FirstSequence int64  `json:"first_sequence"`
+	LastSequence  int64  `json:"last_sequence"`
+	Text          string `json:"text"`
+	TextRef       string `json:"text_ref,omitempty"`
+	CreatedAtMs   int64  `json:"created_at_ms"`
 }
 
 // MessageOptions say where a session keeps its messages: in its own state
@@ -139,6 +172,10 @@ type State struct {
 	// TurnSettings are the active turn's copy of Settings, taken when it
 	// started; its model calls read only this copy.
 	TurnSettings string `json:"turn_session_settings,omitempty"`
+	// Summary is the context summary, once a compaction recorded one.
+	Summary *Summary `json:"context_summary,omitempty"`
+	// CompactingThrough is the cutoff of the running CompactContext Step.
+	CompactingThrough int64 `json:"compacting_through,omitempty"`
 }
 
 // Turn phases. The phase decides which inputs a state accepts.
@@ -148,6 +185,7 @@ const (
 	phaseRunningModel  = "running_model"
 	phaseRunningTools  = "running_tools"
 	phaseRecordFailure = "recording_turn_failure"
+	phaseCompacting    = "compacting_context"
 )
 
 // New returns the state of a session that has not started.
@@ -193,6 +231,9 @@ func (s *State) heldRefs() []string {
 	if s.TurnTextRef != "" {
 		refs = append(refs, s.TurnTextRef)
 	}
+	if s.Summary != nil && s.Summary.TextRef != "" {
+		refs = append(refs, s.Summary.TextRef)
+	}
 	for _, m := range s.Queued {
 		if m.TextRef != "" {
 			refs = append(refs, m.TextRef)
@@ -233,11 +274,18 @@ type ModelOutcome struct {
 	UnfinishedCapable bool `json:"unfinished_capable,omitempty"`
 	// Attempt is the attempt of the RunModel Step that made the call.
 	Attempt int `json:"attempt,omitempty"`
+	// CompactThrough, instead of an outcome of the runner, says that the
+	// Step made no model call: the input was past the compaction threshold,
+	// and the messages through this sequence are to be summarized first.
+	CompactThrough int64 `json:"compact_through,omitempty"`
 }
 
 // modelStepDone applies a RunModel outcome. nowMs is the workflow clock in
 // Unix milliseconds, used for approval deadlines.
 func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
+	if out.CompactThrough != 0 {
+		return s.compact(out)
+	}
 	var usage pluginapi.Usage
 	switch {
 	case out.TurnCompleted != nil && out.ToolCallsRequested == nil:
@@ -378,7 +426,8 @@ func (s *State) turnInput() TurnInput {
 		Settings:    s.TurnSettings,
 	}
 	if s.Options.Messages.Store {
-		in.Transcript = &Transcript{From: max(s.DeletedBefore, 1), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}
+		in.Transcript = &Transcript{From: s.transcriptFrom(), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}
+		in.Compaction, in.Summary = s.Options.Compaction, s.Summary
 	} else {
 		in.Messages = s.Messages
 	}
@@ -670,6 +719,8 @@ func (s *State) activeStepTypes(legacy bool) []string {
 		if s.Started {
 			add(client.StepAwaitUserMessage)
 		}
+	case phaseCompacting:
+		add(client.StepCompactContext)
 	case phaseBuildingUser, phaseRunningModel, phaseRecordFailure:
 		switch {
 		case legacy && s.Phase == phaseBuildingUser:

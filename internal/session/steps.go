@@ -134,6 +134,28 @@ type TurnInput struct {
 	// Settings are the turn's session settings, compact JSON of one object
 	// ("" for none).
 	Settings string `json:"session_settings,omitempty"`
+	// Compaction is the session's compaction policy; the Step checks the
+	// threshold before its model call. Summary is the current summary,
+	// which the transcript starts after.
+	Compaction *CompactionPolicy `json:"compaction,omitempty"`
+	Summary    *Summary          `json:"context_summary,omitempty"`
+}
+
+// CompactInput is the input of CompactContext: summarize the messages
+// after the turn's current summary through Through.
+type CompactInput struct {
+	Turn    TurnInput `json:"turn"`
+	Through int64     `json:"through_sequence"`
+}
+
+// CompactOutcome is CompactContext's result: the new summary (its
+// beginning, and the store reference of a longer text) and the usage of
+// the summary call.
+type CompactOutcome struct {
+	Text    string          `json:"text"`
+	TextRef string          `json:"text_ref,omitempty"`
+	Usage   pluginapi.Usage `json:"usage"`
+	Attempt int             `json:"attempt,omitempty"`
 }
 
 // RecordRefs are the message store references of a tool call record's

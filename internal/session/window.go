@@ -50,7 +50,16 @@ func (s *State) storeWork() *StoreWork {
 	}
 	if limit := s.Options.Messages.RetainedLimit; limit > 0 {
 		// Only whole chunks are deleted, so never past what chunks hold.
-		if from := min(s.NextSequence-limit, s.windowFirst()); from > max(s.DeletedBefore, 1) {
+		from := min(s.NextSequence-limit, s.windowFirst())
+		if s.Options.Compaction != nil {
+			// With compaction, only summarized messages may go.
+			summarized := int64(1)
+			if s.Summary != nil {
+				summarized = s.Summary.LastSequence + 1
+			}
+			from = min(from, summarized)
+		}
+		if from > max(s.DeletedBefore, 1) {
 			w.RetainFrom = from
 		}
 	}

@@ -367,6 +367,18 @@ func (l *loop) exec(cmd Command) {
 			}
 			l.apply(ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
+	case CompactContext:
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, ""))
+		f := workflow.ExecuteActivity(ctx, client.StepCompactContext, c.Input)
+		turn := c.Input.Turn.TurnID
+		l.add(f, func(f workflow.Future) {
+			var out CompactOutcome
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.apply(CompactionFailed{TurnID: turn, Reason: "CompactContext failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				return
+			}
+			l.apply(ContextCompacted{TurnID: turn, Outcome: out, NowMs: l.now()})
+		})
 	case RunTool:
 		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
 		f := workflow.ExecuteActivity(ctx, c.Step, c.Input)

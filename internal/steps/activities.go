@@ -187,6 +187,16 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		if in.RunState, in.ToolCalls, err = a.resolveTurn(ctx, in); err != nil {
 			return session.ModelOutcome{}, err
 		}
+		if in.Compaction != nil {
+			through, err := a.compactionCutoff(ctx, r, caps, in, int(info.Attempt))
+			if err != nil {
+				return session.ModelOutcome{}, err
+			}
+			if through > 0 {
+				// No model call: the turn summarizes first.
+				return session.ModelOutcome{Stored: stored, CompactThrough: through}, nil
+			}
+		}
 	}
 	resp, err := a.callModel(ctx, r, caps, in, int(info.Attempt), w)
 	if err != nil {
@@ -280,44 +290,79 @@ func outcomeMessages(resp *pluginapi.RunModelStepResponse) []pluginapi.Framework
 	return resp.ToolCallsRequested.NewMessages
 }
 
-// callModel hands the runner the turn with the session's transcript. A
+// callModel hands the runner the turn with the session's transcript.
+func (a *Activities) callModel(ctx context.Context, r pluginapi.Runner, caps pluginapi.Capabilities, in session.TurnInput, attempt int, w pluginapi.EventWriter) (*pluginapi.RunModelStepResponse, error) {
+	var resp *pluginapi.RunModelStepResponse
+	err := a.withTranscript(ctx, caps, in, attempt, func(turn pluginapi.TurnContext) error {
+		var err error
+		resp, err = r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn, Events: w})
+		return err
+	})
+	return resp, err
+}
+
+// withTranscript calls call with the turn and the session's transcript. A
 // session in the store has its transcript read here; when the plugin keeps
 // transcripts (capability TranscriptCache) and was sent this session's
 // before, only the messages it was not sent are read and sent, and the
 // whole transcript again if it lost them.
-func (a *Activities) callModel(ctx context.Context, r pluginapi.Runner, caps pluginapi.Capabilities, in session.TurnInput, attempt int, w pluginapi.EventWriter) (*pluginapi.RunModelStepResponse, error) {
+func (a *Activities) withTranscript(ctx context.Context, caps pluginapi.Capabilities, in session.TurnInput, attempt int, call func(pluginapi.TurnContext) error) error {
 	if in.Store == nil {
-		return r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, attempt), Events: w})
+		return call(turnContext(in, attempt))
+	}
+	summary, err := a.summary(ctx, in.SessionID, in.Summary)
+	if err != nil {
+		return err
 	}
 	tr := in.Transcript
 	if caps.TranscriptCache {
 		if from, through, ok := a.sent.get(in.SessionID); ok && from <= tr.From && tr.From <= through && through <= tr.Last {
 			newer, err := a.loadTranscript(ctx, in.SessionID, &session.Transcript{From: through + 1, WindowFirst: max(tr.WindowFirst, through+1), Last: tr.Last})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			in.Messages = newer
 			turn := turnContext(in, attempt)
+			turn.ContextSummary = summary
 			turn.CachedFrom, turn.CachedThrough = tr.From, through
-			resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn, Events: w})
+			err = call(turn)
 			if !errors.Is(err, pluginapi.ErrTranscriptNotCached) {
 				if err == nil {
 					a.sent.set(in.SessionID, tr.From, tr.Last)
 				}
-				return resp, err
+				return err
 			}
 			a.sent.forget(in.SessionID)
 		}
 	}
-	var err error
 	if in.Messages, err = a.loadTranscript(ctx, in.SessionID, tr); err != nil {
-		return nil, err
+		return err
 	}
-	resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turnContext(in, attempt), Events: w})
+	turn := turnContext(in, attempt)
+	turn.ContextSummary = summary
+	err = call(turn)
 	if err == nil && caps.TranscriptCache && tr.Last >= tr.From {
 		a.sent.set(in.SessionID, tr.From, tr.Last)
 	}
-	return resp, err
+	return err
+}
+
+// summary resolves a session's context summary for the runner.
+func (a *Activities) summary(ctx context.Context, sessionID string, s *session.Summary) (*pluginapi.ContextSummary, error) {
+	if s == nil {
+		return nil, nil
+	}
+	text := s.Text
+	if s.TextRef != "" {
+		var err error
+		if text, err = a.blob(ctx, sessionID, s.TextRef); err != nil {
+			return nil, err
+		}
+	}
+	return &pluginapi.ContextSummary{
+		Generation: s.Generation, FirstSequence: s.FirstSequence, LastSequence: s.LastSequence, Text: text,
+		CreatedAt: time.UnixMilli(s.CreatedAtMs).UTC().Format(time.RFC3339),
+	}, nil
 }
 
 func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {

@@ -114,7 +114,7 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	if err != nil {
 		return nil, err
 	}
-	items := pairItems(decoded, st.Pending)
+	items := withSummary(turn, pairItems(decoded, st.Pending))
 	var newMessages []pluginapi.FrameworkMessage
 	for _, id := range st.Pending {
 		msg, item := toolResultMessage(turn, id)
@@ -203,10 +203,11 @@ func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnCont
 	if err != nil {
 		return 0, err
 	}
-	items, err := itemsFromMessages(turn.Messages, nil)
+	decoded, err := r.memo.decode(turn.SessionID, turn.Messages)
 	if err != nil {
 		return 0, err
 	}
+	items := withSummary(turn, pairItems(decoded, nil))
 	m, err := c.def.model(turn.SessionSettings)
 	if err != nil {
 		return 0, err

@@ -76,6 +76,19 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 		return "ok", nil
 	}, stepwise.WithEffect(pluginapi.EffectRead))
 	script := func(ctx context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+		// Every call's input size, for tests that bound it.
+		if err := log.Record("input", agent, strconv.FormatInt(stepwise.EstimateTokens(req), 10)); err != nil {
+			return stepwise.ScriptedReply{}, err
+		}
+		if stepwise.IsSummaryRequest(req) {
+			if err := (probe.FileGate{Dir: cfg.StateDir, Name: "summary"}).WaitIfArmed(ctx); err != nil {
+				return stepwise.ScriptedReply{}, err
+			}
+			if err := log.Record("summary", agent, strconv.Itoa(len(req.Items))); err != nil {
+				return stepwise.ScriptedReply{}, err
+			}
+			return stepwise.ScriptedReply{Text: stepwise.ScriptedSummary(req)}, nil
+		}
 		texts := stepwise.UserTexts(req)
 		text := ""
 		if len(texts) > 0 {

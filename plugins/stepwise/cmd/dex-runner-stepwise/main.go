@@ -127,6 +127,9 @@ func newClient(where string, mc model.Config) (stepwise.ModelClient, error) {
 }
 
 func echo(_ context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+	if stepwise.IsSummaryRequest(req) {
+		return stepwise.ScriptedReply{Text: stepwise.ScriptedSummary(req)}, nil
+	}
 	texts := stepwise.UserTexts(req)
 	if len(texts) == 0 {
 		return stepwise.ScriptedReply{Text: "Hello!"}, nil
