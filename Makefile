@@ -71,11 +71,13 @@ bench: build
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ ./pluginapi/
 	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
 
-# The long session at full length: 2,000 turns of 2 KiB messages (make test
-# runs 800). It fails when the session stops running or a late turn adds
-# more than 1.1x the history of turn 10.
+# The long sessions at full length: 2,000 turns of 2 KiB messages (make test
+# runs 800), and 2,000 turns past a 20,000-token context window with
+# compaction (make test runs 200). They fail when the session stops running,
+# a late turn adds more than 1.1x the history of turn 10, or a model call's
+# input passes the window.
 soak: build
-	DEX_LONG_SESSION_TURNS=$${SOAK_TURNS:-2000} $(GO) test -run='^TestLongSession$$' -count=1 -v -timeout 30m ./internal/e2e/
+	DEX_LONG_SESSION_TURNS=$${SOAK_TURNS:-2000} DEX_COMPACTION_TURNS=$${SOAK_TURNS:-2000} $(GO) test -run='^(TestLongSession|TestCompactionKeepsTheInputUnderTheWindow)$$' -count=1 -v -timeout 40m ./internal/e2e/
 
 proto:
 	bash proto/generate.sh

@@ -11,22 +11,25 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 )
 
 // wireNames are the constants that carry a spec name, by their Go name in
 // docs/conformance.md.
 var wireNames = map[string]string{
-	"session.EventTurnStarted":       EventTurnStarted,
-	"session.EventTurnCompleted":     EventTurnCompleted,
-	"session.EventTurnFailed":        EventTurnFailed,
-	"session.EventTextDelta":         EventTextDelta,
-	"session.EventReasoningDelta":    EventReasoningDelta,
-	"session.EventToolCallStarted":   EventToolCallStarted,
-	"session.EventToolCallFinished":  EventToolCallFinished,
-	"session.EventToolCallDeferred":  EventToolCallDeferred,
-	"session.EventInterruptRaised":   EventInterruptRaised,
-	"session.EventInterruptResolved": EventInterruptResolved,
-	"session.EventUsageRecorded":     EventUsageRecorded,
+	"session.EventTurnStarted":        EventTurnStarted,
+	"session.EventTurnCompleted":      EventTurnCompleted,
+	"session.EventTurnFailed":         EventTurnFailed,
+	"session.EventTextDelta":          EventTextDelta,
+	"session.EventReasoningDelta":     EventReasoningDelta,
+	"session.EventToolCallStarted":    EventToolCallStarted,
+	"session.EventToolCallFinished":   EventToolCallFinished,
+	"session.EventToolCallDeferred":   EventToolCallDeferred,
+	"session.EventInterruptRaised":    EventInterruptRaised,
+	"session.EventInterruptResolved":  EventInterruptResolved,
+	"session.EventUsageRecorded":      EventUsageRecorded,
+	"session.EventCompactionStarted":  EventCompactionStarted,
+	"session.EventCompactionFinished": EventCompactionFinished,
 
 	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
 	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
@@ -36,6 +39,7 @@ var wireNames = map[string]string{
 
 	"client.StepAwaitUserMessage":      client.StepAwaitUserMessage,
 	"client.StepRunModel":              client.StepRunModel,
+	"client.StepCompactContext":        client.StepCompactContext,
 	"client.StepAwaitToolApproval":     client.StepAwaitToolApproval,
 	"client.StepCallTool":              client.StepCallTool,
 	"client.StepCallSingleAttemptTool": client.StepCallSingleAttemptTool,
@@ -45,6 +49,7 @@ var wireNames = map[string]string{
 	"client.StatusWaitingForUserMessage": client.StatusWaitingForUserMessage,
 	"client.StatusRunningModel":          client.StatusRunningModel,
 	"client.StatusRunningTools":          client.StatusRunningTools,
+	"client.StatusCompactingContext":     client.StatusCompactingContext,
 	"client.InterruptKindApproval":       client.InterruptKindApproval,
 
 	"pluginapi.EffectRead":               string(pluginapi.EffectRead),
@@ -71,17 +76,19 @@ var wireNames = map[string]string{
 
 // eventPayloads are the payload types of the events, by Go name.
 var eventPayloads = map[string]any{
-	"session.EventTurnStarted":       turnStartedPayload{},
-	"session.EventTurnCompleted":     turnCompletedPayload{},
-	"session.EventTurnFailed":        turnFailedPayload{},
-	"session.EventTextDelta":         TextPayload{},
-	"session.EventReasoningDelta":    TextPayload{},
-	"session.EventToolCallStarted":   ToolCallStartedPayload{},
-	"session.EventToolCallFinished":  toolCallFinishedPayload{},
-	"session.EventToolCallDeferred":  toolCallDeferredPayload{},
-	"session.EventInterruptRaised":   interruptRaisedPayload{},
-	"session.EventInterruptResolved": interruptResolvedPayload{},
-	"session.EventUsageRecorded":     usageRecordedPayload{},
+	"session.EventTurnStarted":        turnStartedPayload{},
+	"session.EventTurnCompleted":      turnCompletedPayload{},
+	"session.EventTurnFailed":         turnFailedPayload{},
+	"session.EventTextDelta":          TextPayload{},
+	"session.EventReasoningDelta":     TextPayload{},
+	"session.EventToolCallStarted":    ToolCallStartedPayload{},
+	"session.EventToolCallFinished":   toolCallFinishedPayload{},
+	"session.EventToolCallDeferred":   toolCallDeferredPayload{},
+	"session.EventInterruptRaised":    interruptRaisedPayload{},
+	"session.EventInterruptResolved":  interruptResolvedPayload{},
+	"session.EventUsageRecorded":      usageRecordedPayload{},
+	"session.EventCompactionStarted":  compactionStartedPayload{},
+	"session.EventCompactionFinished": compactionFinishedPayload{},
 }
 
 // modelTexts are the texts the model sees, by Go name.
@@ -90,6 +97,9 @@ var modelTexts = map[string]string{
 	"session.ApprovalDeadlinePassed":           ApprovalDeadlinePassed,
 	"session.ToolCallNotRunErrorPrefix":        ToolCallNotRunErrorPrefix,
 	"pluginapi.ModelCallLimitToolResultFormat": pluginapi.ModelCallLimitToolResultFormat,
+	"stepwise.ContextSummaryNoteHeader":        stepwise.ContextSummaryNoteHeader,
+	"stepwise.ContextSummaryOmissionFormat":    stepwise.ContextSummaryOmissionFormat,
+	"stepwise.ContextSummaryInstructions":      stepwise.ContextSummaryInstructions,
 }
 
 var (

@@ -2,10 +2,14 @@ package model
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
@@ -271,3 +275,131 @@ func TestAimockFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestAimockSummaryCall: compaction's summary call (Stepwise's
+// SummarizeContext) in each wire format: the summary instructions in the
+// provider's system slot, the earlier summary behind the spec's header, the
+// messages, no tools; and, past the input budget, the oldest messages left
+// out with the spec's note.
+func TestAimockSummaryCall(t *testing.T) {
+	msgs := func(first string) []pluginapi.Message {
+		return []pluginapi.Message{
+			{Sequence: 11, Role: pluginapi.RoleUser, Text: first},
+			{Sequence: 12, Role: pluginapi.RoleAssistant, Text: "Noted: order 7, code 4242."},
+			{Sequence: 13, Role: pluginapi.RoleUser, Text: "ship it to Berlin"},
+			{Sequence: 14, Role: pluginapi.RoleAssistant, Text: "Shipping order 7 to Berlin."},
+		}
+	}
+	for _, tc := range aimockCases {
+		if tc.name == ProviderOpenAICompatible {
+			continue // the openai-chat wire format again
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			srv := aimocktest.Start(t, fixturesDir())
+			client := mustNew(t, tc.cfg(srv), aimockEnv)
+			r := stepwise.NewRunner("summaries", "0", func(_ context.Context, agent string, _ json.RawMessage) (*stepwise.AgentDefinition, error) {
+				return &stepwise.AgentDefinition{Name: agent, Instructions: "You help with orders.", Model: client, ModelName: tc.cfg(srv).Name}, nil
+			})
+			if _, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "orders"}); err != nil {
+				t.Fatal(err)
+			}
+			summarize := func(first string, budget int64) *pluginapi.SummarizeContextResponse {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				resp, err := r.SummarizeContext(ctx, &pluginapi.SummarizeContextRequest{
+					Turn:             pluginapi.TurnContext{Agent: "orders", SessionID: "s1", TurnID: "t9"},
+					Messages:         msgs(first),
+					PreviousSummary:  "The user is Ana.",
+					InputTokenBudget: budget,
+					Events:           summaryEvents{&recorder{}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp
+			}
+
+			resp := summarize("my order is 7; the code is 4242", 100_000)
+			if resp.Summary != "Summary: Ana's order 7 (code 4242) ships to Berlin." {
+				t.Errorf("summary = %q", resp.Summary)
+			}
+			if resp.Usage.InputTokens != 300 || resp.Usage.OutputTokens != 20 || resp.Usage.ModelCalls != 1 {
+				t.Errorf("usage = %+v", resp.Usage)
+			}
+			reqs := srv.Requests(tc.path)
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests to %s, want 1", len(reqs), tc.path)
+			}
+			body := requestStrings(t, reqs[0].Body)
+			for _, want := range []string{
+				stepwise.ContextSummaryInstructions,
+				stepwise.ContextSummaryNoteHeader + "\nThe user is Ana.",
+				"my order is 7; the code is 4242", "Noted: order 7, code 4242.", "ship it to Berlin", "Shipping order 7 to Berlin.",
+			} {
+				if !slices.Contains(body, want) {
+					t.Errorf("the summary request has no %.60q", want)
+				}
+			}
+			if slices.Contains(body, "You help with orders.") {
+				t.Error("the summary request carries the agent's instructions, not the summary instructions")
+			}
+			var top map[string]json.RawMessage
+			_ = json.Unmarshal(reqs[0].Body, &top)
+			if _, ok := top["tools"]; ok {
+				t.Error("the summary request offers tools")
+			}
+
+			// A first message of ~12,000 tokens and a 2,000-token budget: that
+			// message is left out (the fewest that fit; its answer is a whole
+			// model response and stays).
+			summarize("my order is 7 "+strings.Repeat("filler ", 5000), 2000)
+			reqs = srv.Requests(tc.path)
+			body = requestStrings(t, reqs[len(reqs)-1].Body)
+			if !slices.Contains(body, fmt.Sprintf(stepwise.ContextSummaryOmissionFormat, 1)) {
+				t.Errorf("no omission note in %q", body)
+			}
+			for _, s := range body {
+				if strings.Contains(s, "filler") {
+					t.Errorf("the left-out message is in the request: %.60q", s)
+				}
+			}
+			if !slices.Contains(body, "Noted: order 7, code 4242.") || !slices.Contains(body, "ship it to Berlin") {
+				t.Error("the kept messages are missing")
+			}
+		})
+	}
+}
+
+// requestStrings returns every string value of a JSON request body.
+func requestStrings(t *testing.T, body []byte) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// summaryEvents is a recorder as a full pluginapi.EventWriter.
+type summaryEvents struct{ *recorder }
+
+func (summaryEvents) WriteEvent(string, any) error { return nil }
+func (summaryEvents) Heartbeat()                   {}
