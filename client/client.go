@@ -63,6 +63,9 @@ type StartSessionOptions struct {
 	// SessionSettings are the session's first settings: one JSON object of
 	// at most MaxSessionSettingsBytes (see UpdateSessionSettings).
 	SessionSettings json.RawMessage
+	// APIToken names the API token on whose behalf the session starts: its
+	// spend limits (the worker's config) apply. The HTTP API sets it.
+	APIToken string
 	// RequestID makes the start idempotent: a retried start with the same
 	// request ID returns the same session instead of an error. Empty
 	// generates one (no idempotency across calls).
@@ -124,7 +127,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 			settings = json.RawMessage(text)
 		}
 	}
-	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings})
+	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken})
 	if err != nil {
 		return "", false, err
 	}

@@ -54,6 +54,10 @@ type StartInput struct {
 	InitialMessageRef string `json:"initial_message_ref,omitempty"`
 	// SessionSettings are the session's first settings: one JSON object.
 	SessionSettings json.RawMessage `json:"session_settings,omitempty"`
+	// APIToken names the API token that starts the session (the HTTP API
+	// sets it): its spend limits apply to the session, and its per-day
+	// budget counts the session's calls.
+	APIToken string `json:"api_token,omitempty"`
 }
 
 // SendUserMessageRequest is the input of send_user_message. A text over
@@ -181,7 +185,65 @@ type Snapshot struct {
 	// ContextSummary is the session's context summary, once compaction
 	// recorded one: the model sees it instead of the messages it covers.
 	ContextSummary *ContextSummary `json:"context_summary,omitempty"`
+	// Spend is what the session's model calls cost and what its spend
+	// limits leave, when the worker prices calls or limits spend.
+	Spend *SpendStatus `json:"spend,omitempty"`
 }
+
+// Spend counts model calls, tokens and cost (in millionths of a US
+// dollar). As what a budget leaves, -1 means the counter has no bound.
+type Spend struct {
+	ModelCalls   int64 `json:"model_calls"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CostMicros   int64 `json:"cost_micros"`
+}
+
+// SpendStatus is a session's spend: what it used (cost included, counted
+// with the worker's price table) and, as of its last model call, what its
+// budgets left.
+type SpendStatus struct {
+	CostMicros int64 `json:"cost_micros"`
+	// Left holds the budgets the worker enforced at the session's last
+	// model call; nil when none applies.
+	Left *SpendLeft `json:"left,omitempty"`
+	// Refused is the limit that stopped the last model call, until a call
+	// runs again.
+	Refused *SpendRefusal `json:"refused,omitempty"`
+}
+
+// SpendLeft is what each budget left after a model call; nil for a budget
+// the config does not set.
+type SpendLeft struct {
+	Session      *Spend `json:"session,omitempty"`
+	Day          *Spend `json:"day,omitempty"`
+	TokenSession *Spend `json:"token_session,omitempty"`
+	TokenDay     *Spend `json:"token_day,omitempty"`
+	// AsOf is when the Step counted them (RFC 3339).
+	AsOf string `json:"as_of"`
+}
+
+// SpendRefusal says which budget stopped a model call. It is the payload
+// of the spend_limit_reached event.
+type SpendRefusal struct {
+	// Scope is session, turn or day, with "token_" before it for a budget
+	// of the API token that started the session, or hook for the
+	// application's own limit.
+	Scope string `json:"scope"`
+	// Counter is model_calls, input_tokens, output_tokens or cost_usd
+	// (empty for the hook); Used and Limit are its value and bound (cost
+	// in millionths of a US dollar).
+	Counter string `json:"counter"`
+	Used    int64  `json:"used"`
+	Limit   int64  `json:"limit"`
+	// Reason is the sentence the turn's error starts with
+	// SpendLimitErrorPrefix.
+	Reason string `json:"reason"`
+}
+
+// SpendLimitErrorPrefix starts the last_turn_error of a turn that a spend
+// limit stopped.
+const SpendLimitErrorPrefix = "spend limit reached: "
 
 // ContextSummary describes a session's context summary. Text is its
 // beginning when TextTruncated is set.

@@ -308,7 +308,7 @@ func (c *grpcClient) SummarizeContext(ctx context.Context, req *SummarizeContext
 	if err != nil {
 		return nil, c.fail(ctx, method, err)
 	}
-	return &SummarizeContextResponse{Summary: outcome.GetSummary(), Usage: fromProtoUsage(outcome.GetUsage())}, nil
+	return &SummarizeContextResponse{Summary: outcome.GetSummary(), Usage: fromProtoUsage(outcome.GetUsage()), Metadata: fromProtoMetadata(outcome.GetMetadata())}, nil
 }
 
 // nonNil returns o, or a new zero message when o is nil (an outcome frame

@@ -301,7 +301,7 @@ func (s *grpcServer) SummarizeContext(req *runnerpb.SummarizeContextRequest, str
 	if resp == nil {
 		return malformedStatus("SummarizeContext returned no response")
 	}
-	outcome := &runnerpb.SummarizeContextResponse{Summary: resp.Summary, Usage: toProtoUsage(resp.Usage)}
+	outcome := &runnerpb.SummarizeContextResponse{Summary: resp.Summary, Usage: toProtoUsage(resp.Usage), Metadata: toProtoMetadata(resp.Metadata)}
 	if reason := checkUTF8("SummarizeContext", outcome); reason != "" {
 		return malformedStatus(reason)
 	}

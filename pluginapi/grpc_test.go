@@ -466,7 +466,7 @@ func TestOptionalCalls(t *testing.T) {
 		SummarizeContextF: func(_ context.Context, req *SummarizeContextRequest) (*SummarizeContextResponse, error) {
 			see("summarize %d %s %d", len(req.Messages), req.PreviousSummary, req.InputTokenBudget)
 			req.Events.WriteTextDelta("Sum")
-			return &SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, ModelCalls: 1}}, nil
+			return &SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, ModelCalls: 1}, Metadata: &ModelCallMetadata{RequestModel: "m-small", ResponseModel: "m-small-2026"}}, nil
 		},
 	}
 	c, _ := connect(t, m)
@@ -497,7 +497,7 @@ func TestOptionalCalls(t *testing.T) {
 		t.Errorf("SelectCompactionCutoff = %+v, %v", cut, err)
 	}
 	sum, err := c.SummarizeContext(ctx, &SummarizeContextRequest{Turn: turn, Messages: turn.Messages, PreviousSummary: "Before.", InputTokenBudget: 8000, Events: rec})
-	if diff := cmp.Diff(&SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, TotalTokens: 9, ModelCalls: 1}}, sum); err != nil || diff != "" {
+	if diff := cmp.Diff(&SummarizeContextResponse{Summary: "Summary.", Usage: Usage{InputTokens: 9, TotalTokens: 9, ModelCalls: 1}, Metadata: &ModelCallMetadata{RequestModel: "m-small", ResponseModel: "m-small-2026"}}, sum); err != nil || diff != "" {
 		t.Errorf("SummarizeContext: %v (-want +got):\n%s", err, diff)
 	}
 

@@ -438,6 +438,9 @@ type SummarizeContextRequest struct {
 type SummarizeContextResponse struct {
 	Summary string
 	Usage   Usage
+	// Metadata names the summary call, as RunModelStep's outcomes do; the
+	// worker prices the call by its model.
+	Metadata *ModelCallMetadata
 }
 
 // PermanentError marks a failure that retrying cannot fix, such as a model

@@ -38,6 +38,10 @@ type Config struct {
 	// window. Nil when the file has no message_store: dev then uses SQLite
 	// in its data dir.
 	MessageStore *MessageStore `yaml:"message_store,omitempty"`
+	// Prices are the model prices that cost_usd spend limits count with,
+	// by model name (the name the runner asks for, else the one the
+	// provider reports), and "default" for any other model.
+	Prices map[string]Price `yaml:"prices,omitempty"`
 
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
@@ -183,6 +187,9 @@ type APIToken struct {
 	// ends in a separator matches every ID that starts with it. New sessions
 	// the token starts get IDs inside it.
 	SessionPrefix string `yaml:"session_prefix,omitempty"`
+	// SpendLimits are budgets of the sessions this token starts, beside
+	// their agents' own; per_day sums every session the token started.
+	SpendLimits *SpendLimits `yaml:"spend_limits,omitempty"`
 }
 
 // Value returns the token's secret value: Token, or the variable TokenEnv
@@ -260,7 +267,55 @@ type Agent struct {
 	// a model call whose input would pass trigger_ratio of the context
 	// window. The agent's runner must implement compaction.
 	Compaction *Compaction `yaml:"compaction,omitempty"`
+	// SpendLimits are the agent's budgets: each is checked before every
+	// model call (the summary calls of compaction included) and charged
+	// after it.
+	SpendLimits *SpendLimits `yaml:"spend_limits,omitempty"`
+	// SpendLimit is an external spend limit: an HTTP hook asked before
+	// each model call and told what the call used after it.
+	SpendLimit *SpendHook `yaml:"spend_limit,omitempty"`
 }
+
+// SpendLimits are budgets per session, per turn and per rolling day (every
+// session of the agent, or of the API token, across workers).
+type SpendLimits struct {
+	PerSession *Budget `yaml:"per_session,omitempty"`
+	PerTurn    *Budget `yaml:"per_turn,omitempty"`
+	PerDay     *Budget `yaml:"per_day,omitempty"`
+}
+
+// Budget bounds model calls, tokens and cost; a zero field is no bound.
+type Budget struct {
+	ModelCalls   int64 `yaml:"model_calls,omitempty"`
+	InputTokens  int64 `yaml:"input_tokens,omitempty"`
+	OutputTokens int64 `yaml:"output_tokens,omitempty"`
+	// CostUSD needs prices for the models the agent uses.
+	CostUSD float64 `yaml:"cost_usd,omitempty"`
+}
+
+// Price is a model's price in US dollars per million tokens. Cached input
+// tokens count at CachedInput (Input when it is zero).
+type Price struct {
+	Input       float64 `yaml:"input"`
+	CachedInput float64 `yaml:"cached_input,omitempty"`
+	Output      float64 `yaml:"output"`
+}
+
+// SpendHook is an application's own spend limit: before each model call
+// the worker POSTs {"phase": "check", ...} and the hook answers {"allow":
+// true} or {"allow": false, "reason": "..."}; after it, {"phase":
+// "report", ...} with what the call used. A hook that cannot be reached,
+// times out or answers anything else fails the check closed.
+type SpendHook struct {
+	URL string `yaml:"url"`
+	// Timeout bounds each request; default 5s.
+	Timeout time.Duration `yaml:"timeout"`
+	// Headers are sent with each request, such as an Authorization header
+	// from ${VAR}; never logged.
+	Headers map[string]Secret `yaml:"headers,omitempty"`
+}
+
+func (h *SpendHook) setDefaults() { h.Timeout = 5 * time.Second }
 
 // Compaction is an agent's compaction policy.
 type Compaction struct {

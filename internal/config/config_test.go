@@ -264,6 +264,17 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "spend.bad.yml",
+		errs: []string{
+			"7: agents[0].spend_limits.per_session: set at least one of model_calls, input_tokens, output_tokens and cost_usd",
+			"8: agents[0].spend_limits.per_turn.model_calls: must be > 0, got -1",
+			"9: agents[0].spend_limits.per_day.cost_usd: needs prices: add a top-level prices table with the agent's models (or a default)",
+			`10: agents[0].spend_limit.url: want an absolute http or https URL, got "ftp://billing"`,
+			"10: agents[0].spend_limit.timeout: must be > 0 and at most 1m, got 2m",
+			"14: http.auth.tokens[0].name: a token with spend_limits needs a name: its spend is counted by name",
+		},
+	},
+	{
 		filename: "message_store.bad.yml",
 		errs: []string{
 			"6: agents[0].message_window_size: must be >= 1, got 0",

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -96,6 +97,7 @@ func (c *Config) Validate() error {
 	if c.MessageStore != nil {
 		c.MessageStore.validate(&p, "message_store")
 	}
+	c.validateSpend(&p)
 	if len(p) == 0 {
 		return nil
 	}
@@ -388,4 +390,95 @@ func pluginHint(runner string, names []string) string {
 		quoted[i] = fmt.Sprintf("%q", n)
 	}
 	return " (plugins: " + strings.Join(quoted, ", ") + ")"
+}
+
+// validateSpend checks the prices, the agents' and the tokens' spend
+// limits and the spend hooks.
+func (c *Config) validateSpend(p *problems) {
+	models := make([]string, 0, len(c.Prices))
+	for m := range c.Prices {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		pr, path := c.Prices[m], keyPath("prices", m)
+		if m == "" {
+			p.add(path, "a model name must not be empty")
+		}
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{{"input", pr.Input}, {"cached_input", pr.CachedInput}, {"output", pr.Output}} {
+			if f.v < 0 || f.v > 1e6 {
+				p.add(path+"."+f.key, "must be from 0 to 1000000 US dollars per million tokens, got %g", f.v)
+			}
+		}
+	}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		path := indexPath("agents", i)
+		a.SpendLimits.validate(p, path+".spend_limits", len(c.Prices) > 0)
+		if h := a.SpendLimit; h != nil {
+			hp := path + ".spend_limit"
+			if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.add(hp+".url", "want an absolute http or https URL, got %q", h.URL)
+			}
+			if h.Timeout <= 0 || h.Timeout > time.Minute {
+				p.add(hp+".timeout", "must be > 0 and at most 1m, got %s", formatDuration(h.Timeout))
+			}
+			for name := range h.Headers {
+				if name == "" || strings.ContainsAny(name, " :\r\n") {
+					p.add(keyPath(hp+".headers", name), "invalid header name")
+				}
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i := range c.HTTP.Auth.Tokens {
+		t := &c.HTTP.Auth.Tokens[i]
+		path := indexPath("http.auth.tokens", i)
+		if t.SpendLimits == nil {
+			continue
+		}
+		switch {
+		case t.Name == "":
+			p.add(path+".name", "a token with spend_limits needs a name: its spend is counted by name")
+		case names[t.Name]:
+			p.add(path+".name", "another token with spend_limits has the name %q", t.Name)
+		}
+		names[t.Name] = true
+		t.SpendLimits.validate(p, path+".spend_limits", len(c.Prices) > 0)
+	}
+}
+
+func (l *SpendLimits) validate(p *problems, path string, priced bool) {
+	if l == nil {
+		return
+	}
+	for _, b := range []struct {
+		key string
+		b   *Budget
+	}{{"per_session", l.PerSession}, {"per_turn", l.PerTurn}, {"per_day", l.PerDay}} {
+		if b.b == nil {
+			continue
+		}
+		bp := path + "." + b.key
+		if *b.b == (Budget{}) {
+			p.add(bp, "set at least one of model_calls, input_tokens, output_tokens and cost_usd")
+		}
+		for _, f := range []struct {
+			key string
+			v   int64
+		}{{"model_calls", b.b.ModelCalls}, {"input_tokens", b.b.InputTokens}, {"output_tokens", b.b.OutputTokens}} {
+			if f.v < 0 {
+				p.add(bp+"."+f.key, "must be > 0, got %d", f.v)
+			}
+		}
+		switch {
+		case b.b.CostUSD < 0 || b.b.CostUSD > 1e9:
+			p.add(bp+".cost_usd", "must be > 0 and at most 1000000000, got %g", b.b.CostUSD)
+		case b.b.CostUSD > 0 && !priced:
+			p.add(bp+".cost_usd", "needs prices: add a top-level prices table with the agent's models (or a default)")
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/spend"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -99,6 +101,18 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := d.openStore(ctx, cfg, opts, logger); err != nil {
 		return nil, err
 	}
+	if d.store == nil {
+		for _, a := range cfg.Agents {
+			if a.SpendLimits != nil && a.SpendLimits.PerDay != nil {
+				return nil, fmt.Errorf("agent %s: spend_limits.per_day needs the message store (message_store), where every worker counts the day's spend", a.Name)
+			}
+		}
+		for i, t := range cfg.HTTP.Auth.Tokens {
+			if t.SpendLimits != nil && t.SpendLimits.PerDay != nil {
+				return nil, fmt.Errorf("token %s: spend_limits.per_day needs the message store (message_store)", cfg.HTTP.Auth.TokenName(i))
+			}
+		}
+	}
 	c, err := Dial(ctx, cfg.Temporal, opts.TemporalAddress, logger)
 	if err != nil {
 		return nil, err
@@ -135,12 +149,15 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		w.RegisterWorkflowWithOptions(session.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
 	}
 	acts := &steps.Activities{
-		Store:   d.store,
-		Redact:  secretRedactor(cfg),
-		Runners: agentRunners{host: d.host, plugins: pluginOf(cfg)},
-		Events:  sink,
-		Logger:  logger.With("component", "steps"),
-		Hooks:   opts.Hooks,
+		Store:       d.store,
+		Redact:      secretRedactor(cfg),
+		Runners:     agentRunners{host: d.host, plugins: pluginOf(cfg)},
+		Events:      sink,
+		Logger:      logger.With("component", "steps"),
+		Hooks:       opts.Hooks,
+		SpendPolicy: spendPolicies(cfg),
+		Limiter: &spend.Limiter{Ledger: ledgerOf(d.store), Logger: logger.With("component", "spend"),
+			Client: &http.Client{Transport: http.DefaultTransport}},
 	}
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -532,4 +549,60 @@ func tlsConfig(t *config.TLS) (*tls.Config, error) {
 // granted, the Temporal API key, the API tokens) from Step error texts.
 func secretRedactor(cfg *config.Config) func(string) string {
 	return redact.New(cfg.SecretValues()...).String
+}
+
+// spendPolicies returns the spend policy of each agent's sessions, by the
+// API token that started them.
+func spendPolicies(cfg *config.Config) func(agent, token string) *spend.Policy {
+	prices := spend.Prices{}
+	for name, p := range cfg.Prices {
+		prices[name] = spend.Price{Input: p.Input, CachedInput: p.CachedInput, Output: p.Output}
+	}
+	tokens := map[string]spend.Limits{}
+	for _, t := range cfg.HTTP.Auth.Tokens {
+		if t.SpendLimits != nil && t.Name != "" {
+			tokens[t.Name] = spendLimits(t.SpendLimits)
+		}
+	}
+	agents := map[string]spend.Policy{}
+	for _, a := range cfg.Agents {
+		p := spend.Policy{Agent: a.Name, Limits: spendLimits(a.SpendLimits), Prices: prices}
+		if h := a.SpendLimit; h != nil {
+			headers := map[string]string{}
+			for k, v := range h.Headers {
+				headers[k] = v.Reveal()
+			}
+			p.Hook = &spend.Hook{URL: h.URL, Timeout: h.Timeout, Headers: headers}
+		}
+		agents[a.Name] = p
+	}
+	return func(agent, token string) *spend.Policy {
+		p, ok := agents[agent]
+		if !ok {
+			return nil
+		}
+		p.TokenLimits = tokens[token]
+		return &p
+	}
+}
+
+func spendLimits(l *config.SpendLimits) spend.Limits {
+	if l == nil {
+		return spend.Limits{}
+	}
+	budget := func(b *config.Budget) *spend.Budget {
+		if b == nil {
+			return nil
+		}
+		return &spend.Budget{ModelCalls: b.ModelCalls, InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, CostMicros: int64(math.Round(b.CostUSD * 1e6))}
+	}
+	return spend.Limits{Session: budget(l.PerSession), Turn: budget(l.PerTurn), Day: budget(l.PerDay)}
+}
+
+// ledgerOf is the store as the spend ledger, or nil without a store.
+func ledgerOf(st transcript.Store) spend.Ledger {
+	if st == nil {
+		return nil
+	}
+	return st
 }

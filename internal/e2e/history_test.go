@@ -97,3 +97,42 @@ func recordHistory(t *testing.T, s *agenttest.Stack, id, name string) {
 	}
 	t.Logf("recorded %d events in %s", len(hist.Events), path)
 }
+
+// TestRecordCompactionSpendHistory runs a session through compactions, a
+// settings update and a spend limit that ends its last turn, and records
+// its history as compaction_spend_turns.json for the replay test of
+// internal/session with -update-histories.
+func TestRecordCompactionSpendHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(compactionConfig(plugin), "context_window_tokens: 20000", "context_window_tokens: 4000", 1)
+	cfg = strings.Replace(cfg, "    run_model_limit:", "    spend_limits: {per_session: {model_calls: 7}}\n    run_model_limit:", 1)
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "hello")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	filler := strings.Repeat("abcdefgh ", 400)
+	var snap client.Snapshot
+	for turn := 2; turn <= 8; turn++ {
+		if turn == 4 {
+			if ok, err := s.Sessions.UpdateSessionSettings(ctx(t), id, []byte(`{"model":"deep"}`)); err != nil || !ok {
+				t.Fatalf("settings: %v %v", ok, err)
+			}
+		}
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, fmt.Sprintf("t%d %s", turn, filler)); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		snap = s.WaitForSnapshot(fmt.Sprint("turn ", turn), id, idleAfter(turn))
+		if strings.HasPrefix(snap.State.LastTurnError, client.SpendLimitErrorPrefix) {
+			break
+		}
+	}
+	if snap.ContextSummary == nil || snap.Spend == nil || snap.Spend.Refused == nil {
+		t.Fatalf("the session did not compact and reach its limit: summary %+v, spend %+v, error %q", snap.ContextSummary, snap.Spend, snap.State.LastTurnError)
+	}
+	if *updateHistories {
+		recordHistory(t, s, id, "compaction_spend_turns.json")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/agenttest/probe"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
@@ -194,7 +195,19 @@ func TestLongSession(t *testing.T) {
 // two alternate, so both see the same machine: ns/op is the deep turn;
 // shallow-ns/turn, the shallow one; time-ratio and median-ratio compare
 // their means and medians, bytes-ratio the history bytes a turn adds.
-func BenchmarkTurnAtDepth(b *testing.B) {
+func BenchmarkTurnAtDepth(b *testing.B) { turnAtDepth(b, benchStack(b)) }
+
+// BenchmarkTurnAtDepthCompacted is BenchmarkTurnAtDepth with a compaction
+// policy (a 20,000-token window): the deep session's model input stays as
+// small as a shallow one's (input-ratio near 1 or below).
+func BenchmarkTurnAtDepthCompacted(b *testing.B) {
+	plugin := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	turnAtDepth(b, agenttest.NewStack(b, compactionConfig(plugin)))
+}
+
+// turnAtDepth builds a deep session on s and times its turns against
+// shallow sessions' turns on the same worker.
+func turnAtDepth(b *testing.B, s *agenttest.Stack) {
 	deep := 2000
 	if v := os.Getenv("DEX_BENCH_DEPTH"); v != "" {
 		var err error
@@ -202,7 +215,6 @@ func BenchmarkTurnAtDepth(b *testing.B) {
 			b.Fatalf("DEX_BENCH_DEPTH=%q: want a depth >= 20", v)
 		}
 	}
-	s := benchStack(b)
 	d := startLongSession(b, s)
 	for d.turns < deep-1 {
 		d.turn()
@@ -213,8 +225,10 @@ func BenchmarkTurnAtDepth(b *testing.B) {
 		var deepBytes, shallowBytes, deepN, shallowN int64
 		// timed runs one turn of l and returns its duration and history
 		// bytes (0, false when the turn continued as new).
+		var deepInput, shallowInput []int64
 		timed := func(l *longSession) (time.Duration, int64, bool) {
 			run, before, _ := l.history()
+			calls := len(logRecords(b, s))
 			if l == d {
 				b.StartTimer()
 			}
@@ -223,6 +237,19 @@ func BenchmarkTurnAtDepth(b *testing.B) {
 			took := time.Since(start)
 			b.StopTimer()
 			after, size, _ := l.history()
+			// The largest model input of the turn, in tokens.
+			var largest int64
+			for _, r := range logRecords(b, s)[calls:] {
+				if r.Kind == "input" {
+					n, _ := strconv.ParseInt(r.Detail, 10, 64)
+					largest = max(largest, n)
+				}
+			}
+			if l == d {
+				deepInput = append(deepInput, largest)
+			} else {
+				shallowInput = append(shallowInput, largest)
+			}
 			return took, size - before, after == run
 		}
 		b.ResetTimer()
@@ -260,9 +287,28 @@ func BenchmarkTurnAtDepth(b *testing.B) {
 		b.ReportMetric(mean(shallowTimes), "shallow-ns/turn")
 		b.ReportMetric(mean(deepTimes)/mean(shallowTimes), "time-ratio")
 		b.ReportMetric(median(deepTimes)/median(shallowTimes), "median-ratio")
+		meanInt := func(ns []int64) float64 {
+			var sum int64
+			for _, n := range ns {
+				sum += n
+			}
+			return float64(sum) / float64(len(ns))
+		}
+		b.ReportMetric(meanInt(deepInput), "deep-input-tokens")
+		b.ReportMetric(meanInt(deepInput)/meanInt(shallowInput), "input-ratio")
 		if deepN > 0 && shallowN > 0 {
 			b.ReportMetric(float64(deepBytes)/float64(deepN), "history-B/turn")
 			b.ReportMetric((float64(deepBytes)/float64(deepN))/(float64(shallowBytes)/float64(shallowN)), "bytes-ratio")
 		}
 	})
+}
+
+// logRecords reads the test runner's log.
+func logRecords(b *testing.B, s *agenttest.Stack) []probe.Invocation {
+	b.Helper()
+	recs, err := s.Log().Read()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return recs
 }

@@ -522,7 +522,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")))
 		return
 	}
-	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, SessionSettings: req.SessionSettings}
+	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, SessionSettings: req.SessionSettings, APIToken: tok.Name}
 	got, created, err := "", true, error(nil)
 	if derived {
 		// The ID came from this key, scope and agent, so a session of that

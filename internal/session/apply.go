@@ -27,6 +27,9 @@ type (
 		// SessionSettings is the JSON of the session's first settings
 		// (empty for none).
 		SessionSettings string
+		// APIToken names the API token that started the session; its
+		// spend limits apply.
+		APIToken string
 	}
 	// Continued starts a new run of the session after continue-as-new: the
 	// carried state goes on where the last run stopped. A run continues as
@@ -248,6 +251,7 @@ func (s *State) start(in Start) Result {
 	}
 	s.Started = true
 	s.Status = client.StatusWaitingForUserMessage
+	s.APIToken = in.APIToken
 	if in.SessionSettings != "" {
 		settings, err := client.CheckSessionSettings([]byte(in.SessionSettings), client.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted, no time or randomness)
 		if err != nil {

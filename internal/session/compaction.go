@@ -62,6 +62,11 @@ func (s *State) compacting(in Input) Result {
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
 		}
+		if sp := in.Outcome.Spend; sp != nil && sp.Refused != nil {
+			s.CompactingThrough = 0
+			s.Status = client.StatusRunningModel // recording the failure
+			return applied(s.spendRefused(nil, sp.Refused, in.Outcome.Attempt))
+		}
 		return applied(s.contextCompacted(in.Outcome, in.NowMs))
 	case CompactionFailed:
 		if in.TurnID != s.ActiveTurnID {
@@ -85,6 +90,7 @@ func (s *State) contextCompacted(out CompactOutcome, nowMs int64) []Command {
 	s.Summary = &Summary{Generation: gen, FirstSequence: 1, LastSequence: through, Text: preview(out.Text), TextRef: out.TextRef, CreatedAtMs: nowMs}
 	s.CompactingThrough = 0
 	cmds := s.recordUsage(out.Usage, out.Attempt)
+	s.chargeSpend(out.Usage, out.Spend)
 	cmds = append(cmds, Emit{Event: newEvent(EventCompactionFinished, s.ActiveTurnID, out.Attempt, compactionFinishedPayload{Generation: gen, ThroughSequence: through})})
 	s.Phase = phaseRunningModel
 	s.Status = client.StatusRunningModel

@@ -166,6 +166,12 @@ func stateLine(s *State) string {
 	if s.Summary != nil {
 		fmt.Fprintf(&b, " summary=%d:%d..%d", s.Summary.Generation, s.Summary.FirstSequence, s.Summary.LastSequence)
 	}
+	if s.CostMicros != 0 || s.SpendRefused != nil {
+		fmt.Fprintf(&b, " cost_micros=%d", s.CostMicros)
+	}
+	if s.SpendRefused != nil {
+		fmt.Fprintf(&b, " spend_refused=%s/%s", s.SpendRefused.Scope, s.SpendRefused.Counter)
+	}
 	fmt.Fprintf(&b, " model_calls=%d steps=%s", s.Usage.ModelCalls, strings.Join(s.ActiveStepTypes(), ","))
 	return b.String()
 }

@@ -41,6 +41,11 @@ func render(c Command) string {
 		if sm := c.Input.Summary; sm != nil {
 			out += fmt.Sprintf(" summary=%d:%d..%d", sm.Generation, sm.FirstSequence, sm.LastSequence)
 		}
+		// The spend counters show where spend is priced or a token set
+		// (the usage alone is in the state line).
+		if sp := c.Input.Spend; sp.APIToken != "" || sp.Session.CostMicros != 0 {
+			out += fmt.Sprintf(" spend=[token=%q session=%+v turn=%+v]", sp.APIToken, sp.Session, sp.Turn)
+		}
 		return out + fmt.Sprintf(" attempts=%d", c.Limits.MaximumAttempts) + renderStore(c.Input.Store)
 	case CompactContext:
 		tr := c.Input.Turn.Transcript

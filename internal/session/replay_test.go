@@ -27,6 +27,8 @@ import (
 //   - approval_turn.json: spec Step names, messages in the workflow.
 //   - store_turns.json: messages in the store, with a message sent by
 //     reference, chunks rolled and retention.
+//   - compaction_spend_turns.json: compactions (summaries), a settings
+//     update, priced calls and a turn a spend limit ended.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -69,6 +71,10 @@ var changedSettings = []struct {
 		o.Messages = MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20, RetainedLimit: 1000}
 	}},
 	{"no message store", func(o *Options) { o.Messages = MessageOptions{} }},
+	{"compaction off", func(o *Options) { o.Compaction = nil }},
+	{"another compaction policy", func(o *Options) {
+		o.Compaction = &CompactionPolicy{ContextWindowTokens: 1000, TriggerRatio: 0.5, KeepRatio: 0.1}
+	}},
 	{"other Step limits", func(o *Options) {
 		o.RunModel.MaximumAttempts, o.Tool.MaximumAttempts = 1, 7
 		o.Tool.StartToClose = time.Minute
@@ -129,7 +135,8 @@ func TestReplayOfALegacyHistoryNeedsItsOwnSettings(t *testing.T) {
 }
 
 // TestReplayDetectsAnIncompatibleHistory proves the replay test can fail: a
-// history whose tool Step had another activity type does not replay.
+// history whose tool or compaction Step had another activity type does not
+// replay.
 func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 	for _, path := range histories(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -137,9 +144,14 @@ func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad := strings.Replace(string(b), `"CallSingleAttemptTool"`, `"CallTool"`, 1)
+			bad := string(b)
+			for _, swap := range [][2]string{{`"CallSingleAttemptTool"`, `"CallTool"`}, {`"CompactContext"`, `"RunModel"`}} {
+				if bad = strings.Replace(string(b), swap[0], swap[1], 1); bad != string(b) {
+					break
+				}
+			}
 			if bad == string(b) {
-				t.Fatal("the recorded history has no CallSingleAttemptTool step")
+				t.Fatal("the recorded history has no CallSingleAttemptTool or CompactContext step")
 			}
 			tampered := filepath.Join(t.TempDir(), "bad.json")
 			if err := os.WriteFile(tampered, []byte(bad), 0o644); err != nil {

@@ -25,6 +25,7 @@ func (s *State) Snapshot() client.Snapshot {
 		snap.SessionSettings = []byte(s.Settings)
 	}
 	snap.ContextSummary = s.snapshotSummary()
+	snap.Spend = s.snapshotSpend()
 	if s.Started {
 		snap.State = &client.SessionState{
 			Status:        s.Status,

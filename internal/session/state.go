@@ -176,6 +176,16 @@ type State struct {
 	Summary *Summary `json:"context_summary,omitempty"`
 	// CompactingThrough is the cutoff of the running CompactContext Step.
 	CompactingThrough int64 `json:"compacting_through,omitempty"`
+	// APIToken names the API token that started the session.
+	APIToken string `json:"api_token,omitempty"`
+	// CostMicros is what the session's model calls cost, as the Steps
+	// priced them; TurnSpend is what the active turn's calls used.
+	CostMicros int64        `json:"cost_micros,omitempty"`
+	TurnSpend  client.Spend `json:"turn_spend"`
+	// SpendLeft is what the budgets left at the last model call, and
+	// SpendRefused the limit that stopped the last one.
+	SpendLeft    *client.SpendLeft    `json:"spend_left,omitempty"`
+	SpendRefused *client.SpendRefusal `json:"spend_refused,omitempty"`
 }
 
 // Turn phases. The phase decides which inputs a state accepts.
@@ -212,6 +222,7 @@ func (s *State) next() []Command {
 	s.Phase = phaseBuildingUser
 	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
 	s.TurnSettings = s.Settings
+	s.TurnSpend = client.Spend{}
 	w := s.storeWork()
 	if w != nil {
 		// A new turn: the last turn's blobs (its tool arguments and
@@ -278,11 +289,17 @@ type ModelOutcome struct {
 	// Step made no model call: the input was past the compaction threshold,
 	// and the messages through this sequence are to be summarized first.
 	CompactThrough int64 `json:"compact_through,omitempty"`
+	// Spend is set when the worker limits or prices spend; with Refused
+	// set, the Step made no model call.
+	Spend *StepSpend `json:"spend,omitempty"`
 }
 
 // modelStepDone applies a RunModel outcome. nowMs is the workflow clock in
 // Unix milliseconds, used for approval deadlines.
 func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
+	if out.Spend != nil && out.Spend.Refused != nil {
+		return s.spendRefused(out.Stored, out.Spend.Refused, out.Attempt)
+	}
 	if out.CompactThrough != 0 {
 		return s.compact(out)
 	}
@@ -297,6 +314,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	}
 	attempt := out.Attempt
 	cmds := s.recordUsage(usage, attempt)
+	s.chargeSpend(usage, out.Spend)
 	if reason := s.checkStored(out.Stored); reason != "" {
 		return append(cmds, s.failTurn(reason)...)
 	}
@@ -424,6 +442,7 @@ func (s *State) turnInput() TurnInput {
 		Refs:        s.Refs,
 		Policies:    s.Options.Policies,
 		Settings:    s.TurnSettings,
+		Spend:       SpendInput{APIToken: s.APIToken, Session: s.sessionSpend(), Turn: s.TurnSpend},
 	}
 	if s.Options.Messages.Store {
 		in.Transcript = &Transcript{From: s.transcriptFrom(), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}

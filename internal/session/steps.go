@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -139,6 +140,26 @@ type TurnInput struct {
 	// which the transcript starts after.
 	Compaction *CompactionPolicy `json:"compaction,omitempty"`
 	Summary    *Summary          `json:"context_summary,omitempty"`
+	// Spend is what the session and the turn used, for the spend limits
+	// the Step checks before its model call.
+	Spend SpendInput `json:"spend"`
+}
+
+// SpendInput is what a model call's Step needs for the spend limits.
+type SpendInput struct {
+	// APIToken names the API token that started the session.
+	APIToken string       `json:"api_token,omitempty"`
+	Session  client.Spend `json:"session"`
+	Turn     client.Spend `json:"turn"`
+}
+
+// StepSpend is what a model call's Step says about spend: the limit that
+// refused the call (no call was made), or what the call cost and what the
+// budgets left after it.
+type StepSpend struct {
+	Refused    *client.SpendRefusal `json:"refused,omitempty"`
+	CostMicros int64                `json:"cost_micros,omitempty"`
+	Left       *client.SpendLeft    `json:"left,omitempty"`
 }
 
 // CompactInput is the input of CompactContext: summarize the messages
@@ -156,6 +177,7 @@ type CompactOutcome struct {
 	TextRef string          `json:"text_ref,omitempty"`
 	Usage   pluginapi.Usage `json:"usage"`
 	Attempt int             `json:"attempt,omitempty"`
+	Spend   *StepSpend      `json:"spend,omitempty"`
 }
 
 // RecordRefs are the message store references of a tool call record's

@@ -65,6 +65,7 @@ type WorkflowInput struct {
 	InitialMessage    string          `json:"initial_message,omitempty"`
 	InitialMessageRef string          `json:"initial_message_ref,omitempty"`
 	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
+	APIToken          string          `json:"api_token,omitempty"`
 	Continued         *State          `json:"continued,omitempty"`
 }
 
@@ -115,7 +116,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.st.Options = opts
 	} else {
 		l.st = New(info.WorkflowExecution.ID, opts)
-		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings)})
+		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken})
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
 	// with them.

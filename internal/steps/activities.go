@@ -17,6 +17,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/spend"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -52,6 +53,11 @@ type Activities struct {
 	// them unchanged.
 	Redact func(string) string
 	Hooks  Hooks
+	// SpendPolicy returns the spend limits and prices of an agent's
+	// session started by an API token ("" for none); nil checks nothing.
+	SpendPolicy func(agent, token string) *spend.Policy
+	// Limiter checks and charges the model calls under a spend policy.
+	Limiter *spend.Limiter
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -198,6 +204,12 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 			}
 		}
 	}
+	policy, call := a.spendCall(ctx, in, false)
+	if refused, err := a.checkSpend(ctx, policy, call); err != nil {
+		return session.ModelOutcome{}, err
+	} else if refused != nil {
+		return session.ModelOutcome{Stored: stored, Spend: refused}, nil
+	}
 	resp, err := a.callModel(ctx, r, caps, in, int(info.Attempt), w)
 	if err != nil {
 		return session.ModelOutcome{}, stepError("run_model_step", err)
@@ -209,6 +221,11 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		TurnCompleted:      resp.TurnCompleted,
 		ToolCallsRequested: resp.ToolCallsRequested,
 		UnfinishedCapable:  caps.UnfinishedTurnMessages,
+	}
+	if tc := resp.TurnCompleted; tc != nil {
+		out.Spend = a.chargeSpend(ctx, policy, call, tc.Usage, tc.Metadata)
+	} else if req := resp.ToolCallsRequested; req != nil {
+		out.Spend = a.chargeSpend(ctx, policy, call, req.Usage, req.Metadata)
 	}
 	if in.Store == nil {
 		return out, nil

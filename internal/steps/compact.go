@@ -136,6 +136,12 @@ func (a *Activities) compactContext(ctx context.Context, in session.CompactInput
 	if summary != nil {
 		prev = summary.Text
 	}
+	policy, call := a.spendCall(ctx, t, true)
+	if refused, err := a.checkSpend(ctx, policy, call); err != nil {
+		return session.CompactOutcome{}, err
+	} else if refused != nil {
+		return session.CompactOutcome{Spend: refused}, nil
+	}
 	resp, err := compactor.SummarizeContext(ctx, &pluginapi.SummarizeContextRequest{
 		Turn: turn, Messages: msgs, PreviousSummary: prev, InputTokenBudget: t.Compaction.ContextWindowTokens, Events: w,
 	})
@@ -149,5 +155,5 @@ func (a *Activities) compactContext(ctx context.Context, in session.CompactInput
 	if err != nil {
 		return session.CompactOutcome{}, err
 	}
-	return session.CompactOutcome{Text: text, TextRef: ref, Usage: resp.Usage}, nil
+	return session.CompactOutcome{Text: text, TextRef: ref, Usage: resp.Usage, Spend: a.chargeSpend(ctx, policy, call, resp.Usage, resp.Metadata)}, nil
 }

@@ -48,6 +48,22 @@ var pgMigrations = [][]string{
 			PRIMARY KEY (session, ref)
 		)`,
 	},
+	{ // version 2: the spend ledger
+		`CREATE TABLE spend_charges (
+			key text NOT NULL PRIMARY KEY,
+			agent text NOT NULL,
+			token text NOT NULL,
+			session text NOT NULL,
+			at bigint NOT NULL, -- Unix microseconds
+			model_calls bigint NOT NULL,
+			input_tokens bigint NOT NULL,
+			output_tokens bigint NOT NULL,
+			cost_micros bigint NOT NULL
+		)`,
+		`CREATE INDEX spend_charges_agent ON spend_charges (agent, at)`,
+		`CREATE INDEX spend_charges_token ON spend_charges (token, at)`,
+		`CREATE INDEX spend_charges_at ON spend_charges (at)`,
+	},
 }
 
 // pgSchemaLock is the key of the advisory lock that serializes schema
@@ -55,9 +71,10 @@ var pgMigrations = [][]string{
 const pgSchemaLock int64 = 0x6465785f74726e73 // "dex_trns"
 
 type pgStore struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
-	log  *slog.Logger
+	pool  *pgxpool.Pool
+	now   func() time.Time
+	log   *slog.Logger
+	prune pruneClock
 }
 
 // Interface guards
@@ -471,4 +488,40 @@ func (s *pgStore) DeleteSession(ctx context.Context, session string) (Deleted, e
 		return Deleted{}, pgErr("delete session", session, err)
 	}
 	return d, nil
+}
+
+func (s *pgStore) Charge(ctx context.Context, c Charge) (bool, error) {
+	if err := checkCharge(c); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO spend_charges (key, agent, token, session, at, model_calls, input_tokens, output_tokens, cost_micros)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (key) DO NOTHING`,
+		c.Key, c.Agent, c.Token, c.Session, c.At.UnixMicro(), c.Spend.ModelCalls, c.Spend.InputTokens, c.Spend.OutputTokens, c.Spend.CostMicros)
+	if err != nil {
+		return false, pgErr("charge", c.Session, err)
+	}
+	if !s.prune.due(s.now()) {
+		return tag.RowsAffected() == 1, nil
+	}
+	if _, err := s.pool.Exec(ctx, "DELETE FROM spend_charges WHERE at < $1", s.now().Add(-SpendRetention).UnixMicro()); err != nil {
+		return false, pgErr("prune the charges", c.Session, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (s *pgStore) Spent(ctx context.Context, scope SpendScope, since time.Time) (Spend, error) {
+	if err := scope.check(); err != nil {
+		return Spend{}, err
+	}
+	col, name := "agent", scope.Agent
+	if scope.Token != "" {
+		col, name = "token", scope.Token
+	}
+	var sp Spend
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(model_calls), 0)::bigint, COALESCE(SUM(input_tokens), 0)::bigint, COALESCE(SUM(output_tokens), 0)::bigint, COALESCE(SUM(cost_micros), 0)::bigint
+		FROM spend_charges WHERE `+col+` = $1 AND at >= $2`, name, since.UnixMicro()).Scan(&sp.ModelCalls, &sp.InputTokens, &sp.OutputTokens, &sp.CostMicros)
+	if err != nil {
+		return Spend{}, fmt.Errorf("transcript: postgres: sum the spend of %s %q: %w", col, name, err)
+	}
+	return sp, nil
 }

@@ -56,6 +56,22 @@ var sqliteMigrations = [][]string{
 			PRIMARY KEY (session, ref)
 		)`,
 	},
+	{ // version 2: the spend ledger
+		`CREATE TABLE spend_charges (
+			key TEXT NOT NULL PRIMARY KEY,
+			agent TEXT NOT NULL,
+			token TEXT NOT NULL,
+			session TEXT NOT NULL,
+			at INTEGER NOT NULL, -- Unix microseconds
+			model_calls INTEGER NOT NULL,
+			input_tokens INTEGER NOT NULL,
+			output_tokens INTEGER NOT NULL,
+			cost_micros INTEGER NOT NULL
+		)`,
+		`CREATE INDEX spend_charges_agent ON spend_charges (agent, at)`,
+		`CREATE INDEX spend_charges_token ON spend_charges (token, at)`,
+		`CREATE INDEX spend_charges_at ON spend_charges (at)`,
+	},
 }
 
 // sqliteFileMode is the mode of a new database file. SQLite creates its
@@ -64,10 +80,11 @@ var sqliteMigrations = [][]string{
 const sqliteFileMode fs.FileMode = 0o600
 
 type sqliteStore struct {
-	w   *sql.DB // one connection: every write
-	r   *sql.DB // read-only connections
-	now func() time.Time
-	log *slog.Logger
+	w     *sql.DB // one connection: every write
+	r     *sql.DB // read-only connections
+	now   func() time.Time
+	log   *slog.Logger
+	prune pruneClock
 }
 
 // Interface guards
@@ -497,4 +514,41 @@ func (s *sqliteStore) DeleteSession(ctx context.Context, session string) (Delete
 		return Deleted{}, sqliteErr("delete session", session, err)
 	}
 	return d, nil
+}
+
+func (s *sqliteStore) Charge(ctx context.Context, c Charge) (bool, error) {
+	if err := checkCharge(c); err != nil {
+		return false, err
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO spend_charges (key, agent, token, session, at, model_calls, input_tokens, output_tokens, cost_micros)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		c.Key, c.Agent, c.Token, c.Session, c.At.UnixMicro(), c.Spend.ModelCalls, c.Spend.InputTokens, c.Spend.OutputTokens, c.Spend.CostMicros)
+	if err != nil {
+		return false, sqliteErr("charge", c.Session, err)
+	}
+	n, _ := res.RowsAffected()
+	if !s.prune.due(s.now()) {
+		return n == 1, nil
+	}
+	if _, err := s.w.ExecContext(ctx, "DELETE FROM spend_charges WHERE at < ?", s.now().Add(-SpendRetention).UnixMicro()); err != nil {
+		return false, sqliteErr("prune the charges", c.Session, err)
+	}
+	return n == 1, nil
+}
+
+func (s *sqliteStore) Spent(ctx context.Context, scope SpendScope, since time.Time) (Spend, error) {
+	if err := scope.check(); err != nil {
+		return Spend{}, err
+	}
+	col, name := "agent", scope.Agent
+	if scope.Token != "" {
+		col, name = "token", scope.Token
+	}
+	var sp Spend
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(model_calls), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost_micros), 0)
+		FROM spend_charges WHERE `+col+` = ? AND at >= ?`, name, since.UnixMicro()).Scan(&sp.ModelCalls, &sp.InputTokens, &sp.OutputTokens, &sp.CostMicros)
+	if err != nil {
+		return Spend{}, fmt.Errorf("transcript: sqlite: sum the spend of %s %q: %w", col, name, err)
+	}
+	return sp, nil
 }

@@ -83,8 +83,8 @@ func TestSQLiteReopen(t *testing.T) {
 	if !errors.Is(err, transcript.ErrFenced) {
 		t.Errorf("an older attempt after reopening: %v, want ErrFenced", err)
 	}
-	if v := userVersion(t, path); v != 1 {
-		t.Errorf("user_version = %d, want 1", v)
+	if v := userVersion(t, path); v != 2 {
+		t.Errorf("user_version = %d, want 2", v)
 	}
 }
 

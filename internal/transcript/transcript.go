@@ -178,6 +178,13 @@ type Store interface {
 	// its way to the workflow is not swept.
 	SweepBlobs(ctx context.Context, session string, keep []string, cutoff time.Time) ([]string, error)
 
+	// Charge records one model call's spend in the ledger and reports
+	// whether it was new: a key already recorded is a no-op. Charges
+	// older than SpendRetention are pruned.
+	Charge(ctx context.Context, c Charge) (bool, error)
+	// Spent sums the charges of scope recorded at or after since.
+	Spent(ctx context.Context, scope SpendScope, since time.Time) (Spend, error)
+
 	// DeleteSession deletes every row, chunk and blob of the session.
 	DeleteSession(ctx context.Context, session string) (Deleted, error)
 

@@ -157,7 +157,7 @@ func (r *Runner) SummarizeContext(ctx context.Context, req *pluginapi.SummarizeC
 	if text == "" {
 		return nil, errors.New("summarize_context: the model returned no text")
 	}
-	return &pluginapi.SummarizeContextResponse{Summary: text, Usage: resp.Usage}, nil
+	return &pluginapi.SummarizeContextResponse{Summary: text, Usage: resp.Usage, Metadata: resp.Metadata}, nil
 }
 
 // ScriptedSummary is a deterministic summary of a summary call's input,

@@ -73,6 +73,7 @@ var cases = []struct {
 	{"SessionsAreIsolated", testIsolation},
 	{"ConcurrentSessions", testConcurrentSessions},
 	{"LargeTranscript", testLargeTranscript},
+	{"SpendLedger", testSpendLedger},
 }
 
 // NewMessage builds a message of sequence seq with text and, by the
@@ -937,4 +938,54 @@ func testLargeTranscript(t *testing.T, s transcript.Store) {
 	}
 	diff(t, "the transcript", msgs, got)
 	t.Logf("%d messages, %d bytes in chunks", n, bytes)
+}
+
+func testSpendLedger(t *testing.T, s transcript.Store) {
+	ctx := t.Context()
+	now := time.Now()
+	charge := func(key, agent, token string, at time.Time, sp transcript.Spend) bool {
+		t.Helper()
+		added, err := s.Charge(ctx, transcript.Charge{Key: key, Agent: agent, Token: token, Session: "s-" + key, At: at, Spend: sp})
+		if err != nil {
+			t.Fatalf("Charge(%s): %v", key, err)
+		}
+		return added
+	}
+	one := transcript.Spend{ModelCalls: 1, InputTokens: 100, OutputTokens: 10, CostMicros: 250}
+	// An old charge is pruned by the first charge after it.
+	charge("old", "support", "app", now.Add(-3*transcript.SpendRetention), one)
+	if !charge("r1/a/1", "support", "app", now.Add(-2*time.Hour), one) {
+		t.Error("a new key was not added")
+	}
+	if charge("r1/a/1", "support", "app", now.Add(-2*time.Hour), one) {
+		t.Error("charging a key again added it again")
+	}
+	charge("r1/a/2", "support", "", now.Add(-time.Minute), one)
+	charge("r2/a/1", "billing", "app", now.Add(-time.Minute), transcript.Spend{ModelCalls: 1, InputTokens: 5, OutputTokens: 5, CostMicros: 7})
+	spent := func(scope transcript.SpendScope, since time.Time) transcript.Spend {
+		t.Helper()
+		sp, err := s.Spent(ctx, scope, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	diff(t, "the agent's spend since a day ago", transcript.Spend{ModelCalls: 2, InputTokens: 200, OutputTokens: 20, CostMicros: 500},
+		spent(transcript.SpendScope{Agent: "support"}, now.Add(-24*time.Hour)))
+	diff(t, "the agent's spend in the last hour", one, spent(transcript.SpendScope{Agent: "support"}, now.Add(-time.Hour)))
+	diff(t, "the token's spend across agents", transcript.Spend{ModelCalls: 2, InputTokens: 105, OutputTokens: 15, CostMicros: 257},
+		spent(transcript.SpendScope{Token: "app"}, now.Add(-24*time.Hour)))
+	diff(t, "the pruned charge", transcript.Spend{ModelCalls: 2, InputTokens: 200, OutputTokens: 20, CostMicros: 500},
+		spent(transcript.SpendScope{Agent: "support"}, time.Time{}))
+	diff(t, "an agent without charges", transcript.Spend{}, spent(transcript.SpendScope{Agent: "nobody"}, time.Time{}))
+
+	if _, err := s.Spent(ctx, transcript.SpendScope{Agent: "a", Token: "b"}, now); !errors.Is(err, transcript.ErrInvalid) {
+		t.Errorf("a scope with both names: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Charge(ctx, transcript.Charge{Agent: "a", Session: "s"}); !errors.Is(err, transcript.ErrInvalid) {
+		t.Errorf("a charge without a key: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Charge(ctx, transcript.Charge{Key: "k", Agent: "a", Session: "s", Spend: transcript.Spend{CostMicros: -1}}); !errors.Is(err, transcript.ErrInvalid) {
+		t.Errorf("a negative charge: %v, want ErrInvalid", err)
+	}
 }

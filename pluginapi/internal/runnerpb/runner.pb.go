@@ -3725,7 +3725,9 @@ type SummarizeContextResponse struct {
 	// summary replaces the summarized messages in later model inputs.
 	Summary string `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
 	// usage covers the summarizing model call.
-	Usage         *Usage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *Usage `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	// metadata names the summarizing model call (for tracing and pricing).
+	Metadata      *ModelCallMetadata `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3770,6 +3772,13 @@ func (x *SummarizeContextResponse) GetSummary() string {
 func (x *SummarizeContextResponse) GetUsage() *Usage {
 	if x != nil {
 		return x.Usage
+	}
+	return nil
+}
+
+func (x *SummarizeContextResponse) GetMetadata() *ModelCallMetadata {
+	if x != nil {
+		return x.Metadata
 	}
 	return nil
 }
@@ -4033,10 +4042,11 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x05event\x18\x03 \x01(\v2\x14.dex.runner.v1.EventH\x00R\x05event\x128\n" +
 	"\theartbeat\x18\x04 \x01(\v2\x18.dex.runner.v1.HeartbeatH\x00R\theartbeat\x12C\n" +
 	"\aoutcome\x18\x0f \x01(\v2'.dex.runner.v1.SummarizeContextResponseH\x00R\aoutcomeB\a\n" +
-	"\x05frame\"`\n" +
+	"\x05frame\"\x9e\x01\n" +
 	"\x18SummarizeContextResponse\x12\x18\n" +
 	"\asummary\x18\x01 \x01(\tR\asummary\x12*\n" +
-	"\x05usage\x18\x02 \x01(\v2\x14.dex.runner.v1.UsageR\x05usage2\xab\b\n" +
+	"\x05usage\x18\x02 \x01(\v2\x14.dex.runner.v1.UsageR\x05usage\x12<\n" +
+	"\bmetadata\x18\x03 \x01(\v2 .dex.runner.v1.ModelCallMetadataR\bmetadata2\xab\b\n" +
 	"\x06Runner\x12?\n" +
 	"\x04Info\x12\x1a.dex.runner.v1.InfoRequest\x1a\x1b.dex.runner.v1.InfoResponse\x12N\n" +
 	"\tConfigure\x12\x1f.dex.runner.v1.ConfigureRequest\x1a .dex.runner.v1.ConfigureResponse\x12c\n" +
@@ -4167,34 +4177,35 @@ var file_dex_runner_v1_runner_proto_depIdxs = []int32{
 	18, // 48: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
 	48, // 49: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
 	10, // 50: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
-	5,  // 51: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
-	0,  // 52: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
-	3,  // 53: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
-	20, // 54: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
-	22, // 55: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
-	28, // 56: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
-	40, // 57: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	29, // 58: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
-	38, // 59: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
-	42, // 60: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
-	44, // 61: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
-	46, // 62: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
-	1,  // 63: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
-	4,  // 64: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
-	21, // 65: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
-	23, // 66: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
-	31, // 67: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
-	41, // 68: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	31, // 69: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
-	39, // 70: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
-	43, // 71: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
-	45, // 72: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
-	47, // 73: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
-	63, // [63:74] is the sub-list for method output_type
-	52, // [52:63] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	11, // 51: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	5,  // 52: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
+	0,  // 53: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
+	3,  // 54: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
+	20, // 55: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
+	22, // 56: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
+	28, // 57: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
+	40, // 58: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	29, // 59: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
+	38, // 60: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
+	42, // 61: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
+	44, // 62: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
+	46, // 63: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
+	1,  // 64: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
+	4,  // 65: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
+	21, // 66: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
+	23, // 67: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
+	31, // 68: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
+	41, // 69: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	31, // 70: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
+	39, // 71: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
+	43, // 72: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
+	45, // 73: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
+	47, // 74: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
+	64, // [64:75] is the sub-list for method output_type
+	53, // [53:64] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_dex_runner_v1_runner_proto_init() }
