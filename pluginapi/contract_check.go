@@ -10,6 +10,7 @@ package pluginapi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -98,6 +99,20 @@ func checkConfigureResponse(r *ConfigureResponse) string {
 			return fmt.Sprintf("Configure: Tools[%d] %q is listed twice", i, name)
 		}
 		seen[name] = true
+	}
+	keys := make(map[string]bool, len(r.SettingChoices))
+	for i, c := range r.SettingChoices {
+		switch {
+		case c.Key == "":
+			return fmt.Sprintf("Configure: SettingChoices[%d].Key is empty", i)
+		case keys[c.Key]:
+			return fmt.Sprintf("Configure: SettingChoices[%d] %q is listed twice", i, c.Key)
+		case len(c.Values) == 0:
+			return fmt.Sprintf("Configure: SettingChoices[%d] %q has no values", i, c.Key)
+		case slices.Contains(c.Values, ""):
+			return fmt.Sprintf("Configure: SettingChoices[%d] %q has an empty value", i, c.Key)
+		}
+		keys[c.Key] = true
 	}
 	return ""
 }

@@ -79,11 +79,19 @@ func fromProtoConfigure(r *runnerpb.ConfigureRequest) *ConfigureRequest {
 }
 
 func toProtoConfigureResponse(r *ConfigureResponse) *runnerpb.ConfigureResponse {
-	return &runnerpb.ConfigureResponse{Tools: nilIfEmpty(r.Tools)}
+	out := &runnerpb.ConfigureResponse{Tools: nilIfEmpty(r.Tools)}
+	for _, c := range r.SettingChoices {
+		out.SettingChoices = append(out.SettingChoices, &runnerpb.SettingChoice{Key: c.Key, Values: nilIfEmpty(c.Values), Default: c.Default})
+	}
+	return out
 }
 
 func fromProtoConfigureResponse(r *runnerpb.ConfigureResponse) *ConfigureResponse {
-	return &ConfigureResponse{Tools: nilIfEmpty(r.GetTools())}
+	out := &ConfigureResponse{Tools: nilIfEmpty(r.GetTools())}
+	for _, c := range r.GetSettingChoices() {
+		out.SettingChoices = append(out.SettingChoices, SettingChoice{Key: c.GetKey(), Values: nilIfEmpty(c.GetValues()), Default: c.GetDefault()})
+	}
+	return out
 }
 
 func toProtoToolPolicy(p ToolPolicy) *runnerpb.ToolPolicy {

@@ -124,8 +124,13 @@ func TestConfigure(t *testing.T) {
 			return &ConfigureResponse{Tools: []string{"lookup", "refund", "lookup"}}, nil
 		case "not-utf8":
 			return &ConfigureResponse{Tools: []string{"\xff"}}, nil
+		case "choice-twice":
+			return &ConfigureResponse{SettingChoices: []SettingChoice{{Key: "model", Values: []string{"a"}}, {Key: "model", Values: []string{"b"}}}}, nil
+		case "choice-empty":
+			return &ConfigureResponse{SettingChoices: []SettingChoice{{Key: "model"}}}, nil
 		}
-		return &ConfigureResponse{Tools: []string{"lookup_order", "refund_order"}}, nil
+		return &ConfigureResponse{Tools: []string{"lookup_order", "refund_order"},
+			SettingChoices: []SettingChoice{{Key: "model", Values: []string{"deep", "fast"}, Default: "gpt-5-mini"}}}, nil
 	}}
 	c, _ := connect(t, m)
 	ctx := testContext(t)
@@ -138,7 +143,8 @@ func TestConfigure(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&ConfigureResponse{Tools: []string{"lookup_order", "refund_order"}}, resp); diff != "" {
+	if diff := cmp.Diff(&ConfigureResponse{Tools: []string{"lookup_order", "refund_order"},
+		SettingChoices: []SettingChoice{{Key: "model", Values: []string{"deep", "fast"}, Default: "gpt-5-mini"}}}, resp); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
 	}
 	resp, err = c.Configure(ctx, &ConfigureRequest{Agent: "old"})
@@ -146,9 +152,11 @@ func TestConfigure(t *testing.T) {
 		t.Errorf("nil response: %+v, %v; want no tools (unknown) and no error", resp, err)
 	}
 	for agent, want := range map[string]string{
-		"empty-name": "runner returned a malformed outcome: Configure: Tools[1] is empty",
-		"twice":      `runner returned a malformed outcome: Configure: Tools[2] "lookup" is listed twice`,
-		"not-utf8":   "runner returned a malformed outcome: Configure: tools[0] is not valid UTF-8",
+		"empty-name":   "runner returned a malformed outcome: Configure: Tools[1] is empty",
+		"twice":        `runner returned a malformed outcome: Configure: Tools[2] "lookup" is listed twice`,
+		"not-utf8":     "runner returned a malformed outcome: Configure: tools[0] is not valid UTF-8",
+		"choice-twice": `runner returned a malformed outcome: Configure: SettingChoices[1] "model" is listed twice`,
+		"choice-empty": `runner returned a malformed outcome: Configure: SettingChoices[0] "model" has no values`,
 	} {
 		if _, err := c.Configure(ctx, &ConfigureRequest{Agent: agent}); err == nil || err.Error() != want {
 			t.Errorf("Configure(%s): error = %v, want %q", agent, err, want)

@@ -128,6 +128,21 @@ type ConfigureResponse struct {
 	// Leave it empty when the runner cannot tell: empty means unknown, and
 	// nothing is checked. Names must be non-empty and unique.
 	Tools []string
+	// SettingChoices are the session settings the agent reads whose values
+	// are a fixed list, such as the models a session may choose; user
+	// interfaces offer them (the web page's model picker). Keys must be
+	// non-empty and unique, values non-empty.
+	SettingChoices []SettingChoice
+}
+
+// SettingChoice is one session setting with a fixed list of values.
+type SettingChoice struct {
+	// Key is the setting's top-level key in the session settings object.
+	Key string `json:"key"`
+	// Values are the values a session may set, in the runner's order.
+	Values []string `json:"values"`
+	// Default describes what applies without the setting, for display.
+	Default string `json:"default,omitempty"`
 }
 
 // BuildUserMessageRequest asks for the framework's user item for Text.

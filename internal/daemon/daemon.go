@@ -289,7 +289,11 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	}
 	var agents []httpapi.Agent
 	for _, a := range cfg.Agents {
-		agents = append(agents, httpapi.Agent{Name: a.Name, FlowType: a.FlowType})
+		ha := httpapi.Agent{Name: a.Name, FlowType: a.FlowType}
+		if d.host != nil {
+			ha.SettingChoices = d.host.SettingChoices(a.Runner, a.Name)
+		}
+		agents = append(agents, ha)
 	}
 	var web http.Handler
 	if cfg.HTTP.WebUIEnabled() {

@@ -191,3 +191,55 @@ func keepScreenshot(t *testing.T, path string) {
 	}
 	t.Logf("screenshot copied to %s", dst)
 }
+
+// TestWebChatModelPickerCompactionAndBudget: the page offers the models
+// the agent's runner reports, switches a session's model through its
+// settings, marks where a compaction summary starts, and shows the budget
+// left (settings.test.mjs, headless Chromium).
+func TestWebChatModelPickerCompactionAndBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	node := requireBrowser(t)
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
+	port := agenttest.FreePort(t)
+	token := randomToken(t)
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  stepwise: {command: %s}
+agents:
+  - name: echo
+    flow_type: EchoAgent
+    runner: stepwise
+    runner_config:
+      instructions: You repeat what the user says.
+      model: {provider: scripted, name: echo}
+      models:
+        deep: {provider: scripted, name: echo}
+        fast: {provider: scripted, name: echo}
+    compaction: {context_window_tokens: 2000}
+    spend_limits: {per_session: {model_calls: 50}}
+prices:
+  default: {input: 1, output: 4}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{name: browser, token: "%s"}]
+`, plugin, port, token))
+	stack.StartWorker()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitForPage(t, base)
+	shot := filepath.Join(t.TempDir(), "webui-settings.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "settings.test.mjs")
+	cmd.Dir = browserTestDir(t)
+	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("settings.test.mjs output:\n%s", strings.ReplaceAll(string(out), token, "<token>"))
+	keepScreenshot(t, shot)
+	if err != nil {
+		t.Fatalf("the browser test failed: %v (its output is above)", err)
+	}
+}

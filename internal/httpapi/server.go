@@ -27,12 +27,17 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // Agent is an agent the API can start sessions of.
 type Agent struct {
 	Name     string `json:"name"`
 	FlowType string `json:"flow_type"`
+	// SettingChoices are the session settings with a fixed list of values
+	// that the agent's runner reported, such as the models a session may
+	// choose.
+	SettingChoices []pluginapi.SettingChoice `json:"session_setting_choices,omitempty"`
 }
 
 // Token is one accepted bearer token and its scope.

@@ -38,8 +38,9 @@ func (h *handle) Configure(ctx context.Context, req *pluginapi.ConfigureRequest)
 	}
 	h.inst.mu.Lock()
 	tools := slices.Clone(h.inst.tools[req.Agent])
+	choices := slices.Clone(h.inst.choices[req.Agent])
 	h.inst.mu.Unlock()
-	return &pluginapi.ConfigureResponse{Tools: tools}, nil
+	return &pluginapi.ConfigureResponse{Tools: tools, SettingChoices: choices}, nil
 }
 
 // BuildUserMessage implements pluginapi.Runner.

@@ -203,6 +203,7 @@ func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 		reaping:  &h.reaping,
 		configs:  map[string]agentConfig{},
 		tools:    map[string][]string{},
+		choices:  map[string][]pluginapi.SettingChoice{},
 	}
 	proc, err := inst.start(ctx)
 
@@ -289,6 +290,18 @@ func (h *Host) Tools(plugin, agent string) []string {
 		return nil
 	}
 	return slices.Clone(inst.tools[agent])
+}
+
+// SettingChoices returns the setting choices the plugin reported for the
+// agent in its latest successful Configure (nil for none or unknown).
+func (h *Host) SettingChoices(plugin, agent string) []pluginapi.SettingChoice {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return nil
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return slices.Clone(inst.choices[agent])
 }
 
 // Ping checks the plugin's current process with go-plugin's gRPC health

@@ -51,8 +51,9 @@ type instance struct {
 	info      pluginapi.InfoResponse
 	caps      pluginapi.Capabilities
 	configs   map[string]agentConfig
-	rev       uint64              // the newest agentConfig.rev
-	tools     map[string][]string // agent -> the tools its latest Configure reported
+	rev       uint64                               // the newest agentConfig.rev
+	tools     map[string][]string                  // agent -> the tools its latest Configure reported
+	choices   map[string][]pluginapi.SettingChoice // agent -> its latest Configure's setting choices
 }
 
 // process is one plugin process.
@@ -436,6 +437,7 @@ func (i *instance) sendConfig(ctx context.Context, p *process, c agentConfig) er
 	if resp != nil {
 		i.mu.Lock()
 		i.tools[c.agent] = slices.Clone(resp.Tools)
+		i.choices[c.agent] = slices.Clone(resp.SettingChoices)
 		i.mu.Unlock()
 	}
 	return nil

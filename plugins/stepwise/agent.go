@@ -46,6 +46,9 @@ type AgentDefinition struct {
 	// ModelSettings. An error fails the turn with its text, which
 	// snapshots show, so keep the settings out of it.
 	ResolveModel func(settings json.RawMessage) (*ModelChoice, error)
+	// SettingChoices are reported by Configure: the session settings whose
+	// values ResolveModel (or the tools) choose among, for user interfaces.
+	SettingChoices []pluginapi.SettingChoice
 }
 
 // ModelChoice is the model ResolveModel picks for a call.

@@ -61,7 +61,7 @@ func (r *Runner) Configure(ctx context.Context, req *pluginapi.ConfigureRequest)
 	for _, t := range def.Tools {
 		tools = append(tools, t.def.Name)
 	}
-	return &pluginapi.ConfigureResponse{Tools: tools}, nil
+	return &pluginapi.ConfigureResponse{Tools: tools, SettingChoices: def.SettingChoices}, nil
 }
 
 func (r *Runner) agent(name string) (*compiled, error) {

@@ -941,7 +941,13 @@
       }
     }
 
+    // The compaction marker goes after the last message the summary covers
+    // (first, when that message is older than the ones loaded).
+    const cs = snap.context_summary;
+    const marker = cs ? { kind: 'summary', key: 'summary', summary: cs } : null;
+    if (marker && (!messages.length || messages[0].sequence > cs.last_sequence)) items.push(marker);
     for (const m of messages) {
+      if (marker && m.sequence === cs.last_sequence + 1 && !items.includes(marker)) items.push(marker);
       if (m.role === 'user') {
         items.push({ kind: 'message', key: `m${m.sequence}`, role: 'user', text: m.text || '', source: 'stored' });
       } else if (m.role === 'assistant') {
@@ -1010,10 +1016,12 @@
     if (s.interrupts.size) status = 'needs_approval';
     const labels = {
       waiting_for_user_message: 'Ready', running_model: 'Thinking', running_tools: 'Running tools', needs_approval: 'Needs approval',
+      compacting_context: 'Compacting context',
     };
     badge.dataset.status = status;
     badge.textContent = labels[status] || status.replace(/_/g, ' ');
-    renderUsage(s.usage || snap.usage);
+    renderUsage(s.usage || snap.usage, snap.spend);
+    renderModelPicker(s, snap);
 
     // Error banner.
     const errText = st.last_turn_error || '';
@@ -1047,18 +1055,87 @@
     saveRecords(s);
   }
 
-  function renderUsage(u) {
+  function renderUsage(u, spend) {
     const node = $('usage');
     if (!u) { node.textContent = ''; node.hidden = true; return; }
     node.hidden = false;
     const calls = Number(u.model_calls) || 0;
-    node.replaceChildren(
+    const parts = [
       icon(ICONS.gauge),
       el('span', { class: 'usage-value', 'data-testid': 'usage-tokens', text: `${fmt(u.total_tokens)} tokens` }),
       el('span', { class: 'usage-sep', 'aria-hidden': 'true', text: '·' }),
       el('span', { class: 'usage-value', 'data-testid': 'usage-calls', text: `${fmt(calls)} model ${calls === 1 ? 'call' : 'calls'}` }),
-    );
+    ];
+    if (spend && Number(spend.cost_micros) > 0) {
+      parts.push(el('span', { class: 'usage-sep', 'aria-hidden': 'true', text: '·' }),
+        el('span', { class: 'usage-value', 'data-testid': 'usage-cost', text: dollars(spend.cost_micros) }));
+    }
+    const left = budgetLeft(spend);
+    if (left) {
+      parts.push(el('span', { class: 'usage-sep', 'aria-hidden': 'true', text: '·' }),
+        el('span', { class: `usage-value${left.out ? ' usage-out' : ''}`, 'data-testid': 'budget-left', text: left.text }));
+    }
+    node.replaceChildren(...parts);
     node.title = `Input ${fmt(u.input_tokens)} (cached ${fmt(u.cached_input_tokens)}) · output ${fmt(u.output_tokens)} (reasoning ${fmt(u.reasoning_tokens)})`;
+  }
+
+  function dollars(micros) {
+    const d = (Number(micros) || 0) / 1e6;
+    return d < 0.01 ? `$${d.toFixed(4)}` : `$${d.toFixed(2)}`;
+  }
+
+  // budgetLeft describes the tightest budget the worker reported at the
+  // session's last model call: the session's, else the day's.
+  function budgetLeft(spend) {
+    if (!spend) return null;
+    if (spend.refused) return { text: 'Budget used up', out: true };
+    const l = spend.left || {};
+    for (const [scope, b] of [['session', l.session], ['session', l.token_session], ['today', l.day], ['today', l.token_day]]) {
+      if (!b) continue;
+      const bits = [];
+      if (b.cost_micros >= 0) bits.push(`${dollars(b.cost_micros)} left`);
+      if (b.model_calls >= 0) bits.push(`${fmt(b.model_calls)} ${b.model_calls === 1 ? 'call' : 'calls'} left`);
+      if (b.input_tokens >= 0) bits.push(`${fmt(b.input_tokens)} input tokens left`);
+      if (b.output_tokens >= 0) bits.push(`${fmt(b.output_tokens)} output tokens left`);
+      if (bits.length) return { text: `${bits.join(', ')} ${scope === 'today' ? 'today' : 'in this session'}`, out: false };
+    }
+    return null;
+  }
+
+  // renderModelPicker offers the settings the agent's runner lets a
+  // session choose (the model): changing it replaces the session settings
+  // with the choice set, and applies from the next turn.
+  function renderModelPicker(s, snap) {
+    const wrap = $('model-picker-wrap');
+    const agent = app.agents.find((a) => a.name === (s.agent || snap.agent));
+    const choice = agent && (agent.session_setting_choices || [])[0];
+    if (!choice) { wrap.hidden = true; return; }
+    wrap.hidden = false;
+    const sel = $('model-picker');
+    const settings = snap.session_settings && typeof snap.session_settings === 'object' ? snap.session_settings : {};
+    const current = typeof settings[choice.key] === 'string' ? settings[choice.key] : '';
+    const sig = `${choice.key}\u0000${choice.values.join('\u0000')}\u0000${choice.default || ''}`;
+    if (sel.dataset.sig !== sig) {
+      sel.dataset.sig = sig;
+      sel.replaceChildren(el('option', { value: '', text: choice.default ? `Default (${choice.default})` : 'Default' }),
+        ...choice.values.map((v) => el('option', { value: v, text: v })));
+      sel.onchange = async () => {
+        const next = { ...((s.snapshot && s.snapshot.session_settings) || {}) };
+        if (sel.value) next[choice.key] = sel.value; else delete next[choice.key];
+        sel.disabled = true;
+        try {
+          await api('PUT', sessionPath(s.id, '/settings'), { session_settings: next });
+          toast(sel.value ? `The next turn uses ${sel.value}.` : 'The next turn uses the default model.', 'info');
+          await loadSnapshot(s);
+        } catch (err) {
+          toast(`Could not change the model: ${err.message}`, 'error');
+        } finally {
+          sel.disabled = false;
+          render();
+        }
+      };
+    }
+    if (document.activeElement !== sel && sel.value !== current) sel.value = current;
   }
 
   function createItem(item) {
@@ -1079,6 +1156,10 @@
       li.setAttribute('data-testid', 'activity');
       li.append(el('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(ICONS.bot)),
         el('div', { class: 'activity' }, el('span', { class: 'dots', 'aria-hidden': 'true' }, el('i'), el('i'), el('i')), el('span', { class: 'activity-label' })));
+    } else if (item.kind === 'summary') {
+      li.setAttribute('data-testid', 'compaction-marker');
+      li.setAttribute('role', 'separator');
+      li.append(el('div', { class: 'compaction-marker' }, el('span', { class: 'compaction-label' })));
     } else if (item.kind === 'empty') {
       li.append(el('div', { class: 'empty' },
         el('p', { class: 'empty-title', text: 'No messages yet' }),
@@ -1090,8 +1171,15 @@
   function updateItem(li, item, s) {
     if (item.kind === 'message') updateMessage(li, item, s);
     else if (item.kind === 'tool') updateTool(li, item, s);
-    else if (item.kind === 'activity') {
-      const label = item.status === 'running_tools' ? 'Running tools…' : 'Thinking…';
+    else if (item.kind === 'summary') {
+      const cs = item.summary;
+      const label = `Earlier messages (through #${cs.last_sequence}) are summarized for the model`;
+      const node = li.querySelector('.compaction-label');
+      if (node.textContent !== label) node.textContent = label;
+      li.title = cs.text || '';
+      li.dataset.generation = String(cs.generation);
+    } else if (item.kind === 'activity') {
+      const label = item.status === 'running_tools' ? 'Running tools…' : item.status === 'compacting_context' ? 'Compacting context…' : 'Thinking…';
       const node = li.querySelector('.activity-label');
       if (node.textContent !== label) node.textContent = label;
     }

@@ -403,9 +403,13 @@ type ConfigureResponse struct {
 	// (its own tools, not the ones the host sends in the turn context). The
 	// worker warns about tool_policies that name a tool not in this list.
 	// Empty means unknown: the worker then checks nothing.
-	Tools         []string `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tools []string `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	// setting_choices are the session settings this agent reads whose values
+	// are a fixed list, such as the models a session may choose, so user
+	// interfaces can offer them (the web page's model picker).
+	SettingChoices []*SettingChoice `protobuf:"bytes,2,rep,name=setting_choices,json=settingChoices,proto3" json:"setting_choices,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigureResponse) Reset() {
@@ -445,6 +449,77 @@ func (x *ConfigureResponse) GetTools() []string {
 	return nil
 }
 
+func (x *ConfigureResponse) GetSettingChoices() []*SettingChoice {
+	if x != nil {
+		return x.SettingChoices
+	}
+	return nil
+}
+
+// SettingChoice is one session setting with a fixed list of values.
+type SettingChoice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is the setting's top-level key in the session settings object.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// values are the values a session may set, in the runner's order.
+	Values []string `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	// default describes what applies without the setting, for display.
+	Default       string `protobuf:"bytes,3,opt,name=default,proto3" json:"default,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SettingChoice) Reset() {
+	*x = SettingChoice{}
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettingChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettingChoice) ProtoMessage() {}
+
+func (x *SettingChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettingChoice.ProtoReflect.Descriptor instead.
+func (*SettingChoice) Descriptor() ([]byte, []int) {
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SettingChoice) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SettingChoice) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *SettingChoice) GetDefault() string {
+	if x != nil {
+		return x.Default
+	}
+	return ""
+}
+
 // ToolPolicy is the effect class of one tool and, optionally, an explicit
 // approval rule.
 type ToolPolicy struct {
@@ -461,7 +536,7 @@ type ToolPolicy struct {
 
 func (x *ToolPolicy) Reset() {
 	*x = ToolPolicy{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[5]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +548,7 @@ func (x *ToolPolicy) String() string {
 func (*ToolPolicy) ProtoMessage() {}
 
 func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[5]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +561,7 @@ func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolPolicy.ProtoReflect.Descriptor instead.
 func (*ToolPolicy) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{5}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolPolicy) GetEffect() string {
@@ -518,7 +593,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[6]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +605,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[6]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +618,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{6}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PolicySet) GetPolicies() map[string]*ToolPolicy {
@@ -583,7 +658,7 @@ type FrameworkMessage struct {
 
 func (x *FrameworkMessage) Reset() {
 	*x = FrameworkMessage{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +670,7 @@ func (x *FrameworkMessage) String() string {
 func (*FrameworkMessage) ProtoMessage() {}
 
 func (x *FrameworkMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +683,7 @@ func (x *FrameworkMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FrameworkMessage.ProtoReflect.Descriptor instead.
 func (*FrameworkMessage) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{7}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FrameworkMessage) GetRole() string {
@@ -679,7 +754,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +766,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +779,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{8}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Message) GetSequence() int64 {
@@ -801,7 +876,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +888,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +901,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{9}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolCall) GetToolCallId() string {
@@ -936,7 +1011,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[10]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1023,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[10]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1036,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{10}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1026,7 +1101,7 @@ type ModelCallMetadata struct {
 
 func (x *ModelCallMetadata) Reset() {
 	*x = ModelCallMetadata{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1113,7 @@ func (x *ModelCallMetadata) String() string {
 func (*ModelCallMetadata) ProtoMessage() {}
 
 func (x *ModelCallMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1126,7 @@ func (x *ModelCallMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelCallMetadata.ProtoReflect.Descriptor instead.
 func (*ModelCallMetadata) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{11}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ModelCallMetadata) GetRequestModel() string {
@@ -1108,7 +1183,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1195,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1208,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -1214,7 +1289,7 @@ type TurnContext struct {
 
 func (x *TurnContext) Reset() {
 	*x = TurnContext{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1301,7 @@ func (x *TurnContext) String() string {
 func (*TurnContext) ProtoMessage() {}
 
 func (x *TurnContext) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1314,7 @@ func (x *TurnContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnContext.ProtoReflect.Descriptor instead.
 func (*TurnContext) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TurnContext) GetAgent() string {
@@ -1350,7 +1425,7 @@ type ContextSummary struct {
 
 func (x *ContextSummary) Reset() {
 	*x = ContextSummary{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1437,7 @@ func (x *ContextSummary) String() string {
 func (*ContextSummary) ProtoMessage() {}
 
 func (x *ContextSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1450,7 @@ func (x *ContextSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSummary.ProtoReflect.Descriptor instead.
 func (*ContextSummary) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ContextSummary) GetGeneration() int32 {
@@ -1425,7 +1500,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1437,7 +1512,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1450,7 +1525,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TextDelta) GetText() string {
@@ -1471,7 +1546,7 @@ type ReasoningDelta struct {
 
 func (x *ReasoningDelta) Reset() {
 	*x = ReasoningDelta{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1558,7 @@ func (x *ReasoningDelta) String() string {
 func (*ReasoningDelta) ProtoMessage() {}
 
 func (x *ReasoningDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1571,7 @@ func (x *ReasoningDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReasoningDelta.ProtoReflect.Descriptor instead.
 func (*ReasoningDelta) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReasoningDelta) GetText() string {
@@ -1528,7 +1603,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1615,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1628,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Event) GetType() string {
@@ -1580,7 +1655,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1667,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1680,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 // HeartbeatCheckpoint records text that a retried attempt of the same tool
@@ -1622,7 +1697,7 @@ type HeartbeatCheckpoint struct {
 
 func (x *HeartbeatCheckpoint) Reset() {
 	*x = HeartbeatCheckpoint{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1709,7 @@ func (x *HeartbeatCheckpoint) String() string {
 func (*HeartbeatCheckpoint) ProtoMessage() {}
 
 func (x *HeartbeatCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1722,7 @@ func (x *HeartbeatCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatCheckpoint.ProtoReflect.Descriptor instead.
 func (*HeartbeatCheckpoint) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HeartbeatCheckpoint) GetText() string {
@@ -1670,7 +1745,7 @@ type BuildUserMessageRequest struct {
 
 func (x *BuildUserMessageRequest) Reset() {
 	*x = BuildUserMessageRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1757,7 @@ func (x *BuildUserMessageRequest) String() string {
 func (*BuildUserMessageRequest) ProtoMessage() {}
 
 func (x *BuildUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1770,7 @@ func (x *BuildUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*BuildUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BuildUserMessageRequest) GetAgent() string {
@@ -1723,7 +1798,7 @@ type BuildUserMessageResponse struct {
 
 func (x *BuildUserMessageResponse) Reset() {
 	*x = BuildUserMessageResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1810,7 @@ func (x *BuildUserMessageResponse) String() string {
 func (*BuildUserMessageResponse) ProtoMessage() {}
 
 func (x *BuildUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1823,7 @@ func (x *BuildUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*BuildUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BuildUserMessageResponse) GetMessage() *FrameworkMessage {
@@ -1769,7 +1844,7 @@ type RunModelStepRequest struct {
 
 func (x *RunModelStepRequest) Reset() {
 	*x = RunModelStepRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1856,7 @@ func (x *RunModelStepRequest) String() string {
 func (*RunModelStepRequest) ProtoMessage() {}
 
 func (x *RunModelStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1869,7 @@ func (x *RunModelStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepRequest.ProtoReflect.Descriptor instead.
 func (*RunModelStepRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RunModelStepRequest) GetTurn() *TurnContext {
@@ -1821,7 +1896,7 @@ type RunModelStepFrame struct {
 
 func (x *RunModelStepFrame) Reset() {
 	*x = RunModelStepFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1908,7 @@ func (x *RunModelStepFrame) String() string {
 func (*RunModelStepFrame) ProtoMessage() {}
 
 func (x *RunModelStepFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1921,7 @@ func (x *RunModelStepFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepFrame.ProtoReflect.Descriptor instead.
 func (*RunModelStepFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RunModelStepFrame) GetFrame() isRunModelStepFrame_Frame {
@@ -1954,7 +2029,7 @@ type RunModelStepResponse struct {
 
 func (x *RunModelStepResponse) Reset() {
 	*x = RunModelStepResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2041,7 @@ func (x *RunModelStepResponse) String() string {
 func (*RunModelStepResponse) ProtoMessage() {}
 
 func (x *RunModelStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2054,7 @@ func (x *RunModelStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepResponse.ProtoReflect.Descriptor instead.
 func (*RunModelStepResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RunModelStepResponse) GetOutcome() isRunModelStepResponse_Outcome {
@@ -2041,7 +2116,7 @@ type TurnCompleted struct {
 
 func (x *TurnCompleted) Reset() {
 	*x = TurnCompleted{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2128,7 @@ func (x *TurnCompleted) String() string {
 func (*TurnCompleted) ProtoMessage() {}
 
 func (x *TurnCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2141,7 @@ func (x *TurnCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnCompleted.ProtoReflect.Descriptor instead.
 func (*TurnCompleted) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TurnCompleted) GetNewMessages() []*FrameworkMessage {
@@ -2112,7 +2187,7 @@ type ToolCallsRequested struct {
 
 func (x *ToolCallsRequested) Reset() {
 	*x = ToolCallsRequested{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2199,7 @@ func (x *ToolCallsRequested) String() string {
 func (*ToolCallsRequested) ProtoMessage() {}
 
 func (x *ToolCallsRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2212,7 @@ func (x *ToolCallsRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallsRequested.ProtoReflect.Descriptor instead.
 func (*ToolCallsRequested) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ToolCallsRequested) GetRunState() string {
@@ -2196,7 +2271,7 @@ type DeferredToolCall struct {
 
 func (x *DeferredToolCall) Reset() {
 	*x = DeferredToolCall{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2283,7 @@ func (x *DeferredToolCall) String() string {
 func (*DeferredToolCall) ProtoMessage() {}
 
 func (x *DeferredToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2296,7 @@ func (x *DeferredToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeferredToolCall.ProtoReflect.Descriptor instead.
 func (*DeferredToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeferredToolCall) GetToolCallId() string {
@@ -2287,7 +2362,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2374,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2387,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExecuteToolRequest) GetAgent() string {
@@ -2405,7 +2480,7 @@ type PollToolTaskRequest struct {
 
 func (x *PollToolTaskRequest) Reset() {
 	*x = PollToolTaskRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2492,7 @@ func (x *PollToolTaskRequest) String() string {
 func (*PollToolTaskRequest) ProtoMessage() {}
 
 func (x *PollToolTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2505,7 @@ func (x *PollToolTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollToolTaskRequest.ProtoReflect.Descriptor instead.
 func (*PollToolTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PollToolTaskRequest) GetAgent() string {
@@ -2502,7 +2577,7 @@ type QuestionAnswer struct {
 
 func (x *QuestionAnswer) Reset() {
 	*x = QuestionAnswer{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +2589,7 @@ func (x *QuestionAnswer) String() string {
 func (*QuestionAnswer) ProtoMessage() {}
 
 func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +2602,7 @@ func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionAnswer.ProtoReflect.Descriptor instead.
 func (*QuestionAnswer) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QuestionAnswer) GetResolution() string {
@@ -2563,7 +2638,7 @@ type ToolCallFrame struct {
 
 func (x *ToolCallFrame) Reset() {
 	*x = ToolCallFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2650,7 @@ func (x *ToolCallFrame) String() string {
 func (*ToolCallFrame) ProtoMessage() {}
 
 func (x *ToolCallFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2663,7 @@ func (x *ToolCallFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallFrame.ProtoReflect.Descriptor instead.
 func (*ToolCallFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ToolCallFrame) GetFrame() isToolCallFrame_Frame {
@@ -2715,7 +2790,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2802,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2815,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{32}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExecuteToolResponse) GetOutcome() isExecuteToolResponse_Outcome {
@@ -2848,7 +2923,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +2935,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +2948,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{33}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ToolResult) GetOutput() string {
@@ -2894,7 +2969,7 @@ type ToolExecutionError struct {
 
 func (x *ToolExecutionError) Reset() {
 	*x = ToolExecutionError{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +2981,7 @@ func (x *ToolExecutionError) String() string {
 func (*ToolExecutionError) ProtoMessage() {}
 
 func (x *ToolExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +2994,7 @@ func (x *ToolExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolExecutionError.ProtoReflect.Descriptor instead.
 func (*ToolExecutionError) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{34}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ToolExecutionError) GetMessage() string {
@@ -2946,7 +3021,7 @@ type ToolInputRequested struct {
 
 func (x *ToolInputRequested) Reset() {
 	*x = ToolInputRequested{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3033,7 @@ func (x *ToolInputRequested) String() string {
 func (*ToolInputRequested) ProtoMessage() {}
 
 func (x *ToolInputRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3046,7 @@ func (x *ToolInputRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInputRequested.ProtoReflect.Descriptor instead.
 func (*ToolInputRequested) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{35}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ToolInputRequested) GetQuestion() string {
@@ -3015,7 +3090,7 @@ type ToolTaskStarted struct {
 
 func (x *ToolTaskStarted) Reset() {
 	*x = ToolTaskStarted{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3102,7 @@ func (x *ToolTaskStarted) String() string {
 func (*ToolTaskStarted) ProtoMessage() {}
 
 func (x *ToolTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3115,7 @@ func (x *ToolTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolTaskStarted.ProtoReflect.Descriptor instead.
 func (*ToolTaskStarted) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{36}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolTaskStarted) GetTaskId() string {
@@ -3070,7 +3145,7 @@ type ToolTaskPending struct {
 
 func (x *ToolTaskPending) Reset() {
 	*x = ToolTaskPending{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3157,7 @@ func (x *ToolTaskPending) String() string {
 func (*ToolTaskPending) ProtoMessage() {}
 
 func (x *ToolTaskPending) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3170,7 @@ func (x *ToolTaskPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolTaskPending.ProtoReflect.Descriptor instead.
 func (*ToolTaskPending) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{37}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolTaskPending) GetPollIntervalSeconds() int32 {
@@ -3129,7 +3204,7 @@ type CancelToolTaskRequest struct {
 
 func (x *CancelToolTaskRequest) Reset() {
 	*x = CancelToolTaskRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3216,7 @@ func (x *CancelToolTaskRequest) String() string {
 func (*CancelToolTaskRequest) ProtoMessage() {}
 
 func (x *CancelToolTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3229,7 @@ func (x *CancelToolTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{38}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CancelToolTaskRequest) GetAgent() string {
@@ -3194,7 +3269,7 @@ type CancelToolTaskResponse struct {
 
 func (x *CancelToolTaskResponse) Reset() {
 	*x = CancelToolTaskResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3281,7 @@ func (x *CancelToolTaskResponse) String() string {
 func (*CancelToolTaskResponse) ProtoMessage() {}
 
 func (x *CancelToolTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3294,7 @@ func (x *CancelToolTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{39}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{40}
 }
 
 // BuildUnfinishedTurnMessagesRequest carries the failed turn.
@@ -3233,7 +3308,7 @@ type BuildUnfinishedTurnMessagesRequest struct {
 
 func (x *BuildUnfinishedTurnMessagesRequest) Reset() {
 	*x = BuildUnfinishedTurnMessagesRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3245,7 +3320,7 @@ func (x *BuildUnfinishedTurnMessagesRequest) String() string {
 func (*BuildUnfinishedTurnMessagesRequest) ProtoMessage() {}
 
 func (x *BuildUnfinishedTurnMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3258,7 +3333,7 @@ func (x *BuildUnfinishedTurnMessagesRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use BuildUnfinishedTurnMessagesRequest.ProtoReflect.Descriptor instead.
 func (*BuildUnfinishedTurnMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{40}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *BuildUnfinishedTurnMessagesRequest) GetTurn() *TurnContext {
@@ -3279,7 +3354,7 @@ type BuildUnfinishedTurnMessagesResponse struct {
 
 func (x *BuildUnfinishedTurnMessagesResponse) Reset() {
 	*x = BuildUnfinishedTurnMessagesResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3366,7 @@ func (x *BuildUnfinishedTurnMessagesResponse) String() string {
 func (*BuildUnfinishedTurnMessagesResponse) ProtoMessage() {}
 
 func (x *BuildUnfinishedTurnMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3379,7 @@ func (x *BuildUnfinishedTurnMessagesResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use BuildUnfinishedTurnMessagesResponse.ProtoReflect.Descriptor instead.
 func (*BuildUnfinishedTurnMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{41}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BuildUnfinishedTurnMessagesResponse) GetMessages() []*FrameworkMessage {
@@ -3325,7 +3400,7 @@ type EstimateInputTokensRequest struct {
 
 func (x *EstimateInputTokensRequest) Reset() {
 	*x = EstimateInputTokensRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3412,7 @@ func (x *EstimateInputTokensRequest) String() string {
 func (*EstimateInputTokensRequest) ProtoMessage() {}
 
 func (x *EstimateInputTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3425,7 @@ func (x *EstimateInputTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateInputTokensRequest.ProtoReflect.Descriptor instead.
 func (*EstimateInputTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{42}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EstimateInputTokensRequest) GetTurn() *TurnContext {
@@ -3371,7 +3446,7 @@ type EstimateInputTokensResponse struct {
 
 func (x *EstimateInputTokensResponse) Reset() {
 	*x = EstimateInputTokensResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3458,7 @@ func (x *EstimateInputTokensResponse) String() string {
 func (*EstimateInputTokensResponse) ProtoMessage() {}
 
 func (x *EstimateInputTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3471,7 @@ func (x *EstimateInputTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateInputTokensResponse.ProtoReflect.Descriptor instead.
 func (*EstimateInputTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{43}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *EstimateInputTokensResponse) GetInputTokens() int64 {
@@ -3420,7 +3495,7 @@ type CompactionCutoffRequest struct {
 
 func (x *CompactionCutoffRequest) Reset() {
 	*x = CompactionCutoffRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3507,7 @@ func (x *CompactionCutoffRequest) String() string {
 func (*CompactionCutoffRequest) ProtoMessage() {}
 
 func (x *CompactionCutoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3520,7 @@ func (x *CompactionCutoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionCutoffRequest.ProtoReflect.Descriptor instead.
 func (*CompactionCutoffRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{44}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CompactionCutoffRequest) GetTurn() *TurnContext {
@@ -3474,7 +3549,7 @@ type CompactionCutoffResponse struct {
 
 func (x *CompactionCutoffResponse) Reset() {
 	*x = CompactionCutoffResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3486,7 +3561,7 @@ func (x *CompactionCutoffResponse) String() string {
 func (*CompactionCutoffResponse) ProtoMessage() {}
 
 func (x *CompactionCutoffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3499,7 +3574,7 @@ func (x *CompactionCutoffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionCutoffResponse.ProtoReflect.Descriptor instead.
 func (*CompactionCutoffResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{45}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CompactionCutoffResponse) GetThroughSequence() int64 {
@@ -3527,7 +3602,7 @@ type SummarizeContextRequest struct {
 
 func (x *SummarizeContextRequest) Reset() {
 	*x = SummarizeContextRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3539,7 +3614,7 @@ func (x *SummarizeContextRequest) String() string {
 func (*SummarizeContextRequest) ProtoMessage() {}
 
 func (x *SummarizeContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3552,7 +3627,7 @@ func (x *SummarizeContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextRequest.ProtoReflect.Descriptor instead.
 func (*SummarizeContextRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{46}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SummarizeContextRequest) GetTurn() *TurnContext {
@@ -3600,7 +3675,7 @@ type SummarizeContextFrame struct {
 
 func (x *SummarizeContextFrame) Reset() {
 	*x = SummarizeContextFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3612,7 +3687,7 @@ func (x *SummarizeContextFrame) String() string {
 func (*SummarizeContextFrame) ProtoMessage() {}
 
 func (x *SummarizeContextFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3625,7 +3700,7 @@ func (x *SummarizeContextFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextFrame.ProtoReflect.Descriptor instead.
 func (*SummarizeContextFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{47}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SummarizeContextFrame) GetFrame() isSummarizeContextFrame_Frame {
@@ -3734,7 +3809,7 @@ type SummarizeContextResponse struct {
 
 func (x *SummarizeContextResponse) Reset() {
 	*x = SummarizeContextResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3746,7 +3821,7 @@ func (x *SummarizeContextResponse) String() string {
 func (*SummarizeContextResponse) ProtoMessage() {}
 
 func (x *SummarizeContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3759,7 +3834,7 @@ func (x *SummarizeContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextResponse.ProtoReflect.Descriptor instead.
 func (*SummarizeContextResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{48}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SummarizeContextResponse) GetSummary() string {
@@ -3806,9 +3881,14 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x10ConfigureRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12#\n" +
 	"\rrunner_config\x18\x02 \x01(\tR\frunnerConfig\x12)\n" +
-	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\")\n" +
+	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\"p\n" +
 	"\x11ConfigureResponse\x12\x14\n" +
-	"\x05tools\x18\x01 \x03(\tR\x05tools\"l\n" +
+	"\x05tools\x18\x01 \x03(\tR\x05tools\x12E\n" +
+	"\x0fsetting_choices\x18\x02 \x03(\v2\x1c.dex.runner.v1.SettingChoiceR\x0esettingChoices\"S\n" +
+	"\rSettingChoice\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +
+	"\adefault\x18\x03 \x01(\tR\adefault\"l\n" +
 	"\n" +
 	"ToolPolicy\x12\x16\n" +
 	"\x06effect\x18\x01 \x01(\tR\x06effect\x120\n" +
@@ -4072,140 +4152,142 @@ func file_dex_runner_v1_runner_proto_rawDescGZIP() []byte {
 	return file_dex_runner_v1_runner_proto_rawDescData
 }
 
-var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*InfoRequest)(nil),                         // 0: dex.runner.v1.InfoRequest
 	(*InfoResponse)(nil),                        // 1: dex.runner.v1.InfoResponse
 	(*Capabilities)(nil),                        // 2: dex.runner.v1.Capabilities
 	(*ConfigureRequest)(nil),                    // 3: dex.runner.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),                   // 4: dex.runner.v1.ConfigureResponse
-	(*ToolPolicy)(nil),                          // 5: dex.runner.v1.ToolPolicy
-	(*PolicySet)(nil),                           // 6: dex.runner.v1.PolicySet
-	(*FrameworkMessage)(nil),                    // 7: dex.runner.v1.FrameworkMessage
-	(*Message)(nil),                             // 8: dex.runner.v1.Message
-	(*ToolCall)(nil),                            // 9: dex.runner.v1.ToolCall
-	(*Usage)(nil),                               // 10: dex.runner.v1.Usage
-	(*ModelCallMetadata)(nil),                   // 11: dex.runner.v1.ModelCallMetadata
-	(*ToolDefinition)(nil),                      // 12: dex.runner.v1.ToolDefinition
-	(*TurnContext)(nil),                         // 13: dex.runner.v1.TurnContext
-	(*ContextSummary)(nil),                      // 14: dex.runner.v1.ContextSummary
-	(*TextDelta)(nil),                           // 15: dex.runner.v1.TextDelta
-	(*ReasoningDelta)(nil),                      // 16: dex.runner.v1.ReasoningDelta
-	(*Event)(nil),                               // 17: dex.runner.v1.Event
-	(*Heartbeat)(nil),                           // 18: dex.runner.v1.Heartbeat
-	(*HeartbeatCheckpoint)(nil),                 // 19: dex.runner.v1.HeartbeatCheckpoint
-	(*BuildUserMessageRequest)(nil),             // 20: dex.runner.v1.BuildUserMessageRequest
-	(*BuildUserMessageResponse)(nil),            // 21: dex.runner.v1.BuildUserMessageResponse
-	(*RunModelStepRequest)(nil),                 // 22: dex.runner.v1.RunModelStepRequest
-	(*RunModelStepFrame)(nil),                   // 23: dex.runner.v1.RunModelStepFrame
-	(*RunModelStepResponse)(nil),                // 24: dex.runner.v1.RunModelStepResponse
-	(*TurnCompleted)(nil),                       // 25: dex.runner.v1.TurnCompleted
-	(*ToolCallsRequested)(nil),                  // 26: dex.runner.v1.ToolCallsRequested
-	(*DeferredToolCall)(nil),                    // 27: dex.runner.v1.DeferredToolCall
-	(*ExecuteToolRequest)(nil),                  // 28: dex.runner.v1.ExecuteToolRequest
-	(*PollToolTaskRequest)(nil),                 // 29: dex.runner.v1.PollToolTaskRequest
-	(*QuestionAnswer)(nil),                      // 30: dex.runner.v1.QuestionAnswer
-	(*ToolCallFrame)(nil),                       // 31: dex.runner.v1.ToolCallFrame
-	(*ExecuteToolResponse)(nil),                 // 32: dex.runner.v1.ExecuteToolResponse
-	(*ToolResult)(nil),                          // 33: dex.runner.v1.ToolResult
-	(*ToolExecutionError)(nil),                  // 34: dex.runner.v1.ToolExecutionError
-	(*ToolInputRequested)(nil),                  // 35: dex.runner.v1.ToolInputRequested
-	(*ToolTaskStarted)(nil),                     // 36: dex.runner.v1.ToolTaskStarted
-	(*ToolTaskPending)(nil),                     // 37: dex.runner.v1.ToolTaskPending
-	(*CancelToolTaskRequest)(nil),               // 38: dex.runner.v1.CancelToolTaskRequest
-	(*CancelToolTaskResponse)(nil),              // 39: dex.runner.v1.CancelToolTaskResponse
-	(*BuildUnfinishedTurnMessagesRequest)(nil),  // 40: dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	(*BuildUnfinishedTurnMessagesResponse)(nil), // 41: dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	(*EstimateInputTokensRequest)(nil),          // 42: dex.runner.v1.EstimateInputTokensRequest
-	(*EstimateInputTokensResponse)(nil),         // 43: dex.runner.v1.EstimateInputTokensResponse
-	(*CompactionCutoffRequest)(nil),             // 44: dex.runner.v1.CompactionCutoffRequest
-	(*CompactionCutoffResponse)(nil),            // 45: dex.runner.v1.CompactionCutoffResponse
-	(*SummarizeContextRequest)(nil),             // 46: dex.runner.v1.SummarizeContextRequest
-	(*SummarizeContextFrame)(nil),               // 47: dex.runner.v1.SummarizeContextFrame
-	(*SummarizeContextResponse)(nil),            // 48: dex.runner.v1.SummarizeContextResponse
-	nil,                                         // 49: dex.runner.v1.PolicySet.PoliciesEntry
+	(*SettingChoice)(nil),                       // 5: dex.runner.v1.SettingChoice
+	(*ToolPolicy)(nil),                          // 6: dex.runner.v1.ToolPolicy
+	(*PolicySet)(nil),                           // 7: dex.runner.v1.PolicySet
+	(*FrameworkMessage)(nil),                    // 8: dex.runner.v1.FrameworkMessage
+	(*Message)(nil),                             // 9: dex.runner.v1.Message
+	(*ToolCall)(nil),                            // 10: dex.runner.v1.ToolCall
+	(*Usage)(nil),                               // 11: dex.runner.v1.Usage
+	(*ModelCallMetadata)(nil),                   // 12: dex.runner.v1.ModelCallMetadata
+	(*ToolDefinition)(nil),                      // 13: dex.runner.v1.ToolDefinition
+	(*TurnContext)(nil),                         // 14: dex.runner.v1.TurnContext
+	(*ContextSummary)(nil),                      // 15: dex.runner.v1.ContextSummary
+	(*TextDelta)(nil),                           // 16: dex.runner.v1.TextDelta
+	(*ReasoningDelta)(nil),                      // 17: dex.runner.v1.ReasoningDelta
+	(*Event)(nil),                               // 18: dex.runner.v1.Event
+	(*Heartbeat)(nil),                           // 19: dex.runner.v1.Heartbeat
+	(*HeartbeatCheckpoint)(nil),                 // 20: dex.runner.v1.HeartbeatCheckpoint
+	(*BuildUserMessageRequest)(nil),             // 21: dex.runner.v1.BuildUserMessageRequest
+	(*BuildUserMessageResponse)(nil),            // 22: dex.runner.v1.BuildUserMessageResponse
+	(*RunModelStepRequest)(nil),                 // 23: dex.runner.v1.RunModelStepRequest
+	(*RunModelStepFrame)(nil),                   // 24: dex.runner.v1.RunModelStepFrame
+	(*RunModelStepResponse)(nil),                // 25: dex.runner.v1.RunModelStepResponse
+	(*TurnCompleted)(nil),                       // 26: dex.runner.v1.TurnCompleted
+	(*ToolCallsRequested)(nil),                  // 27: dex.runner.v1.ToolCallsRequested
+	(*DeferredToolCall)(nil),                    // 28: dex.runner.v1.DeferredToolCall
+	(*ExecuteToolRequest)(nil),                  // 29: dex.runner.v1.ExecuteToolRequest
+	(*PollToolTaskRequest)(nil),                 // 30: dex.runner.v1.PollToolTaskRequest
+	(*QuestionAnswer)(nil),                      // 31: dex.runner.v1.QuestionAnswer
+	(*ToolCallFrame)(nil),                       // 32: dex.runner.v1.ToolCallFrame
+	(*ExecuteToolResponse)(nil),                 // 33: dex.runner.v1.ExecuteToolResponse
+	(*ToolResult)(nil),                          // 34: dex.runner.v1.ToolResult
+	(*ToolExecutionError)(nil),                  // 35: dex.runner.v1.ToolExecutionError
+	(*ToolInputRequested)(nil),                  // 36: dex.runner.v1.ToolInputRequested
+	(*ToolTaskStarted)(nil),                     // 37: dex.runner.v1.ToolTaskStarted
+	(*ToolTaskPending)(nil),                     // 38: dex.runner.v1.ToolTaskPending
+	(*CancelToolTaskRequest)(nil),               // 39: dex.runner.v1.CancelToolTaskRequest
+	(*CancelToolTaskResponse)(nil),              // 40: dex.runner.v1.CancelToolTaskResponse
+	(*BuildUnfinishedTurnMessagesRequest)(nil),  // 41: dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	(*BuildUnfinishedTurnMessagesResponse)(nil), // 42: dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	(*EstimateInputTokensRequest)(nil),          // 43: dex.runner.v1.EstimateInputTokensRequest
+	(*EstimateInputTokensResponse)(nil),         // 44: dex.runner.v1.EstimateInputTokensResponse
+	(*CompactionCutoffRequest)(nil),             // 45: dex.runner.v1.CompactionCutoffRequest
+	(*CompactionCutoffResponse)(nil),            // 46: dex.runner.v1.CompactionCutoffResponse
+	(*SummarizeContextRequest)(nil),             // 47: dex.runner.v1.SummarizeContextRequest
+	(*SummarizeContextFrame)(nil),               // 48: dex.runner.v1.SummarizeContextFrame
+	(*SummarizeContextResponse)(nil),            // 49: dex.runner.v1.SummarizeContextResponse
+	nil,                                         // 50: dex.runner.v1.PolicySet.PoliciesEntry
 }
 var file_dex_runner_v1_runner_proto_depIdxs = []int32{
 	2,  // 0: dex.runner.v1.InfoResponse.capabilities:type_name -> dex.runner.v1.Capabilities
-	49, // 1: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
-	8,  // 2: dex.runner.v1.TurnContext.messages:type_name -> dex.runner.v1.Message
-	9,  // 3: dex.runner.v1.TurnContext.tool_calls:type_name -> dex.runner.v1.ToolCall
-	6,  // 4: dex.runner.v1.TurnContext.policies:type_name -> dex.runner.v1.PolicySet
-	12, // 5: dex.runner.v1.TurnContext.host_tools:type_name -> dex.runner.v1.ToolDefinition
-	14, // 6: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
-	7,  // 7: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
-	13, // 8: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
-	15, // 9: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	16, // 10: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	17, // 11: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
-	18, // 12: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	24, // 13: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
-	25, // 14: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
-	26, // 15: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
-	7,  // 16: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	10, // 17: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
-	11, // 18: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	27, // 19: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
-	7,  // 20: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	10, // 21: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
-	11, // 22: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	5,  // 23: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
-	9,  // 24: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	9,  // 25: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	30, // 26: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
-	15, // 27: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	16, // 28: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	17, // 29: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
-	18, // 30: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	19, // 31: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
-	32, // 32: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
-	33, // 33: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
-	34, // 34: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
-	35, // 35: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
-	36, // 36: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
-	37, // 37: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
-	9,  // 38: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	13, // 39: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
-	7,  // 40: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
-	13, // 41: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
-	13, // 42: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
-	13, // 43: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
-	8,  // 44: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
-	15, // 45: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	16, // 46: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	17, // 47: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
-	18, // 48: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	48, // 49: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
-	10, // 50: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
-	11, // 51: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	5,  // 52: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
-	0,  // 53: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
-	3,  // 54: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
-	20, // 55: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
-	22, // 56: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
-	28, // 57: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
-	40, // 58: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	29, // 59: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
-	38, // 60: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
-	42, // 61: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
-	44, // 62: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
-	46, // 63: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
-	1,  // 64: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
-	4,  // 65: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
-	21, // 66: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
-	23, // 67: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
-	31, // 68: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
-	41, // 69: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	31, // 70: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
-	39, // 71: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
-	43, // 72: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
-	45, // 73: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
-	47, // 74: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
-	64, // [64:75] is the sub-list for method output_type
-	53, // [53:64] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	5,  // 1: dex.runner.v1.ConfigureResponse.setting_choices:type_name -> dex.runner.v1.SettingChoice
+	50, // 2: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
+	9,  // 3: dex.runner.v1.TurnContext.messages:type_name -> dex.runner.v1.Message
+	10, // 4: dex.runner.v1.TurnContext.tool_calls:type_name -> dex.runner.v1.ToolCall
+	7,  // 5: dex.runner.v1.TurnContext.policies:type_name -> dex.runner.v1.PolicySet
+	13, // 6: dex.runner.v1.TurnContext.host_tools:type_name -> dex.runner.v1.ToolDefinition
+	15, // 7: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
+	8,  // 8: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
+	14, // 9: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
+	16, // 10: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	17, // 11: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	18, // 12: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
+	19, // 13: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	25, // 14: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
+	26, // 15: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
+	27, // 16: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
+	8,  // 17: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	11, // 18: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
+	12, // 19: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	28, // 20: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
+	8,  // 21: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	11, // 22: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
+	12, // 23: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	6,  // 24: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
+	10, // 25: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	10, // 26: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	31, // 27: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
+	16, // 28: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	17, // 29: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	18, // 30: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
+	19, // 31: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	20, // 32: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
+	33, // 33: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
+	34, // 34: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
+	35, // 35: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
+	36, // 36: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
+	37, // 37: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
+	38, // 38: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
+	10, // 39: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	14, // 40: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
+	8,  // 41: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
+	14, // 42: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
+	14, // 43: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
+	14, // 44: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
+	9,  // 45: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
+	16, // 46: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	17, // 47: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	18, // 48: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
+	19, // 49: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	49, // 50: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
+	11, // 51: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
+	12, // 52: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	6,  // 53: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
+	0,  // 54: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
+	3,  // 55: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
+	21, // 56: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
+	23, // 57: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
+	29, // 58: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
+	41, // 59: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	30, // 60: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
+	39, // 61: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
+	43, // 62: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
+	45, // 63: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
+	47, // 64: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
+	1,  // 65: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
+	4,  // 66: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
+	22, // 67: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
+	24, // 68: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
+	32, // 69: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
+	42, // 70: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	32, // 71: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
+	40, // 72: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
+	44, // 73: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
+	46, // 74: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
+	48, // 75: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
+	65, // [65:76] is the sub-list for method output_type
+	54, // [54:65] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_dex_runner_v1_runner_proto_init() }
@@ -4213,20 +4295,20 @@ func file_dex_runner_v1_runner_proto_init() {
 	if File_dex_runner_v1_runner_proto != nil {
 		return
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[5].OneofWrappers = []any{}
-	file_dex_runner_v1_runner_proto_msgTypes[10].OneofWrappers = []any{}
-	file_dex_runner_v1_runner_proto_msgTypes[23].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[6].OneofWrappers = []any{}
+	file_dex_runner_v1_runner_proto_msgTypes[11].OneofWrappers = []any{}
+	file_dex_runner_v1_runner_proto_msgTypes[24].OneofWrappers = []any{
 		(*RunModelStepFrame_TextDelta)(nil),
 		(*RunModelStepFrame_ReasoningDelta)(nil),
 		(*RunModelStepFrame_Event)(nil),
 		(*RunModelStepFrame_Heartbeat)(nil),
 		(*RunModelStepFrame_Outcome)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[24].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[25].OneofWrappers = []any{
 		(*RunModelStepResponse_TurnCompleted)(nil),
 		(*RunModelStepResponse_ToolCallsRequested)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[31].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[32].OneofWrappers = []any{
 		(*ToolCallFrame_TextDelta)(nil),
 		(*ToolCallFrame_ReasoningDelta)(nil),
 		(*ToolCallFrame_Event)(nil),
@@ -4234,14 +4316,14 @@ func file_dex_runner_v1_runner_proto_init() {
 		(*ToolCallFrame_HeartbeatCheckpoint)(nil),
 		(*ToolCallFrame_Outcome)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[32].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[33].OneofWrappers = []any{
 		(*ExecuteToolResponse_Result)(nil),
 		(*ExecuteToolResponse_Error)(nil),
 		(*ExecuteToolResponse_InputRequested)(nil),
 		(*ExecuteToolResponse_TaskStarted)(nil),
 		(*ExecuteToolResponse_TaskPending)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[47].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[48].OneofWrappers = []any{
 		(*SummarizeContextFrame_TextDelta)(nil),
 		(*SummarizeContextFrame_ReasoningDelta)(nil),
 		(*SummarizeContextFrame_Event)(nil),
@@ -4254,7 +4336,7 @@ func file_dex_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_runner_v1_runner_proto_rawDesc), len(file_dex_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

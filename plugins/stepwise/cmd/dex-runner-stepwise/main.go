@@ -85,6 +85,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			names = append(names, name)
 		}
 		sort.Strings(names)
+		def.SettingChoices = []pluginapi.SettingChoice{{Key: key, Values: names, Default: cfg.Model.Name}}
 		def.ResolveModel = func(settings json.RawMessage) (*stepwise.ModelChoice, error) {
 			var s map[string]any
 			if len(settings) > 0 {
