@@ -365,6 +365,13 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 				c.eventTotal = p.Session
 			}
 		}
+	case EventCompactionStarted:
+		c.note("(compacting the conversation: the model gets a summary of the older messages)")
+	case EventCompactionFinished:
+		var p compactionPayload
+		if e.Payload.Decode(&p) == nil {
+			c.note(fmt.Sprintf("(summary %d covers messages 1 to %d)", p.Generation, p.ThroughSequence))
+		}
 	case EventTurnCompleted, EventTurnFailed:
 		c.out.endLine()
 		if e.Type == EventTurnFailed {

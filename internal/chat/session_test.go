@@ -409,3 +409,44 @@ func TestSessionModelCommand(t *testing.T) {
 		t.Errorf("messages sent: %v", f.requestLog())
 	}
 }
+
+// TestSessionCompactionNotes: the compaction events show as notes, and a
+// turn a spend limit stopped shows its reason.
+func TestSessionCompactionNotes(t *testing.T) {
+	f := newFakeAPI(t)
+	turns := 0
+	f.onMessage = func(f *fakeAPI, text string) {
+		turns++
+		turn := "turn-" + fmt.Sprint(turns)
+		f.update(func(s *Snapshot) {
+			s.State = &State{Status: StatusRunningModel, ActiveTurnID: turn, TurnCount: turns}
+			f.addMessage(s, RoleUser, text, "", "")
+		})
+		f.publish(EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
+		if turns == 1 {
+			f.publish(EventCompactionStarted, "run/1", 1, map[string]int64{"through_sequence": 40})
+			f.publish(EventCompactionFinished, "compact/1", 1, map[string]any{"generation": 2, "through_sequence": 40})
+			f.deltas("run/2", 1, "Still here.")
+			f.update(func(s *Snapshot) {
+				f.addMessage(s, RoleAssistant, "Still here.", "", "")
+				s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns}
+			})
+			f.publishIn(turn, EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
+			return
+		}
+		const reason = "spend limit reached: this session used 3 model calls of its 3 model calls"
+		f.publish(EventSpendLimitReached, "run/3", 1, map[string]any{"scope": "session", "counter": "model_calls", "used": 3, "limit": 3, "reason": reason})
+		f.update(func(s *Snapshot) { s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns, LastTurnError: reason} })
+		f.publishIn(turn, EventTurnFailed, "", 0, map[string]string{"error": reason})
+	}
+	out, notes, err := runChat(t, f, "hello\nmore\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(notes, "(compacting the conversation: the model gets a summary of the older messages)\n(summary 2 covers messages 1 to 40)\n") {
+		t.Errorf("notes = %q", notes)
+	}
+	if !strings.Contains(out, "Still here.") || !strings.Contains(out, "✗ turn failed: spend limit reached: this session used 3 model calls of its 3 model calls\n") {
+		t.Errorf("out = %q", out)
+	}
+}

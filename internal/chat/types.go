@@ -113,7 +113,17 @@ const (
 	EventInterruptRaised   = "interrupt_raised"
 	EventInterruptResolved = "interrupt_resolved"
 	EventUsageRecorded     = "usage_recorded"
+	EventCompactionStarted = "compaction_started"
+	// EventCompactionFinished says a summary now replaces the older
+	// messages in the model's input.
+	EventCompactionFinished = "compaction_finished"
+	EventSpendLimitReached  = "spend_limit_reached"
 )
+
+type compactionPayload struct {
+	Generation      int   `json:"generation"`
+	ThroughSequence int64 `json:"through_sequence"`
+}
 
 type textPayload struct {
 	Text string `json:"text"`
