@@ -436,7 +436,9 @@ func TestSessionCompactionNotes(t *testing.T) {
 		}
 		const reason = "spend limit reached: this session used 3 model calls of its 3 model calls"
 		f.publish(EventSpendLimitReached, "run/3", 1, map[string]any{"scope": "session", "counter": "model_calls", "used": 3, "limit": 3, "reason": reason})
-		f.update(func(s *Snapshot) { s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns, LastTurnError: reason} })
+		f.update(func(s *Snapshot) {
+			s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns, LastTurnError: reason}
+		})
 		f.publishIn(turn, EventTurnFailed, "", 0, map[string]string{"error": reason})
 	}
 	out, notes, err := runChat(t, f, "hello\nmore\n")
