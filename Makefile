@@ -69,7 +69,7 @@ fuzz:
 bench: build
 	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ ./pluginapi/
-	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
+	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
 
 # The long sessions at full length: 2,000 turns of 2 KiB messages (make test
 # runs 800), and 2,000 turns past a 20,000-token context window with

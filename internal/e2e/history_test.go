@@ -44,7 +44,7 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 // history as store_turns.json for the replay test of internal/session.
 func TestRecordStoreSessionHistory(t *testing.T) {
 	s := storeStack(t)
-	s.StartWorker()
+	w := s.StartWorker()
 	id := start(t, s, "call:read_gate:h call:approve_write:h")
 	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
@@ -65,6 +65,11 @@ func TestRecordStoreSessionHistory(t *testing.T) {
 	}
 	if page.DeletedBeforeSequence < 2 {
 		t.Fatalf("retention deleted nothing (deleted before %d); the history would not show it", page.DeletedBeforeSequence)
+	}
+	// Without compaction, the model input now starts after the deleted
+	// messages: each model call warns.
+	if b, err := os.ReadFile(w.LogPath); err != nil || !strings.Contains(string(b), "the model input starts after messages retention deleted, with no summary of them") {
+		t.Errorf("the worker log has no warning about the deleted messages (%v)", err)
 	}
 	if *updateHistories {
 		recordHistory(t, s, id, "store_turns.json")

@@ -204,6 +204,13 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 			}
 		}
 	}
+	if tr := in.Transcript; tr != nil && tr.From > 1 && in.Summary == nil {
+		// Retention deleted the oldest messages, and no compaction summary
+		// stands in for them: the model sees the conversation from the
+		// middle.
+		a.logger().Warn("the model input starts after messages retention deleted, with no summary of them; set a compaction policy on the agent",
+			"agent", in.Agent, "session_id", in.SessionID, "turn_id", in.TurnID, "first_sequence", tr.From)
+	}
 	policy, call := a.spendCall(ctx, in, false)
 	if refused, err := a.checkSpend(ctx, policy, call); err != nil {
 		return session.ModelOutcome{}, err
