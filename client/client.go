@@ -272,6 +272,15 @@ func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID str
 	return s.update(ctx, sessionID, UpdateResolveInterrupt, "", req)
 }
 
+// AnswerQuestion answers a pending question (an ask_user call). It returns
+// false, as the spec's RPC does, for an unknown or no longer pending
+// question, a blank answer, or an answer outside the question's choices
+// when free text is not allowed. Decline a question with ResolveInterrupt
+// and Approved false.
+func (s *AgentSessionClient) AnswerQuestion(ctx context.Context, sessionID string, req AnswerQuestionRequest) (bool, error) {
+	return s.update(ctx, sessionID, UpdateAnswerQuestion, "", req)
+}
+
 // update calls an update and waits for its result; an empty updateID lets
 // the SDK pick a new one.
 func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, updateID string, arg any) (bool, error) {

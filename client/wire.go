@@ -17,6 +17,9 @@ const (
 	// UpdateResolveInterrupt approves or rejects a pending interrupt:
 	// ResolveInterruptRequest -> bool.
 	UpdateResolveInterrupt = "resolve_interrupt"
+	// UpdateAnswerQuestion answers a pending question:
+	// AnswerQuestionRequest -> bool.
+	UpdateAnswerQuestion = "answer_question"
 	// UpdateSessionSettings replaces the session settings the next turn
 	// starts with: UpdateSessionSettingsRequest -> bool.
 	UpdateSessionSettings = "update_session_settings"
@@ -35,6 +38,8 @@ const (
 	StepAwaitUserMessage      = "AwaitUserMessage"
 	StepRunModel              = "RunModel"
 	StepAwaitToolApproval     = "AwaitToolApproval"
+	StepAwaitQuestionAnswer   = "AwaitQuestionAnswer"
+	StepAwaitTimer            = "AwaitTimer"
 	StepCallTool              = "CallTool"
 	StepCallSingleAttemptTool = "CallSingleAttemptTool"
 	StepResumeTurn            = "ResumeTurn"
@@ -144,12 +149,25 @@ type Interrupt struct {
 	Kind string `json:"kind"`
 	// Deadline is an RFC 3339 UTC time, or empty without a deadline.
 	Deadline string `json:"deadline,omitempty"`
+	// Question, Choices and AllowsFreeText are set for a question: answer
+	// it with answer_question (one of Choices, or any text when
+	// AllowsFreeText), or decline it with resolve_interrupt(approved=false).
+	Question       string   `json:"question,omitempty"`
+	Choices        []string `json:"choices,omitempty"`
+	AllowsFreeText bool     `json:"allows_free_text,omitempty"`
 }
 
 // Interrupt kinds.
 const (
 	InterruptKindApproval = "approval"
+	InterruptKindQuestion = "question"
 )
+
+// AnswerQuestionRequest is the input of answer_question.
+type AnswerQuestionRequest struct {
+	InterruptID string `json:"interrupt_id"`
+	Answer      string `json:"answer"`
+}
 
 // The statuses of a tool call record that waits, as snapshots show them
 // (records a runner sees are final, or approved while the call runs).

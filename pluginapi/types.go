@@ -153,6 +153,9 @@ type ToolCall struct {
 	RejectionMessage    string         `json:"rejection_message,omitempty"`
 	ToolSourceReference string         `json:"tool_source_reference,omitempty"`
 	CancellationReason  string         `json:"cancellation_reason,omitempty"`
+	// WaitUntil is when a durable_wait call's wait ends (RFC 3339 UTC), on
+	// a waiting_for_timer record in snapshots.
+	WaitUntil string `json:"wait_until,omitempty"`
 }
 
 // Usage counts tokens. In an outcome it covers that one model call; in a

@@ -267,6 +267,12 @@ type Agent struct {
 	// a model call whose input would pass trigger_ratio of the context
 	// window. The agent's runner must implement compaction.
 	Compaction *Compaction `yaml:"compaction,omitempty"`
+	// BuiltInTools are the session's own tools offered to the agent's
+	// model: ask_user (a question to the user) and durable_wait (a wait on
+	// a durable timer). Their names are reserved while enabled.
+	BuiltInTools []string `yaml:"built_in_tools,omitempty"`
+	// MaxDurableWait bounds a durable_wait; default 365 days.
+	MaxDurableWait time.Duration `yaml:"max_durable_wait"`
 	// SpendLimits are the agent's budgets: each is checked before every
 	// model call (the summary calls of compaction included) and charged
 	// after it.
@@ -445,8 +451,15 @@ func (m *MessageStore) setDefaults() {
 	m.CacheBytes = DefaultMessageCacheBytes
 }
 
+// DefaultMaxDurableWait bounds a durable_wait: 365 days.
+const DefaultMaxDurableWait = 365 * 24 * time.Hour
+
+// BuiltInToolNames are the built-in tools an agent may enable.
+var BuiltInToolNames = []string{"ask_user", "durable_wait"}
+
 func (a *Agent) setDefaults() {
 	a.DefaultToolEffect = EffectUnclassified
+	a.MaxDurableWait = DefaultMaxDurableWait
 	a.MessageWindowSize = DefaultMessageWindowSize
 	a.MessageChunkSize = DefaultMessageChunkSize
 	a.MessageChunkMaxBytes = DefaultMessageChunkMaxBytes

@@ -385,6 +385,7 @@ func TestDefaults(t *testing.T) {
 				ScheduleToCloseTimeout: 30 * time.Minute,
 			},
 			ToolLimit:            ToolLimit{StartToCloseTimeout: 15 * time.Minute, HeartbeatTimeout: time.Minute, MaximumAttempts: 3},
+			MaxDurableWait:       365 * 24 * time.Hour,
 			MessageWindowSize:    64,
 			MessageChunkSize:     32,
 			MessageChunkMaxBytes: 1 << 20,

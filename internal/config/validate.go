@@ -310,6 +310,23 @@ func (a *Agent) validate(p *problems, path string) {
 	if l := a.RetainedMessageLimit; !l.Unlimited && l.N < 1 {
 		p.add(path+".retained_message_limit", "must be >= 1, or null to keep every message, got %d", l.N)
 	}
+	for i, name := range a.BuiltInTools {
+		ip := indexPath(path+".built_in_tools", i)
+		switch {
+		case name == "write_todos":
+			p.add(ip, "write_todos (plans) is not available in this release; the built-ins are %s", strings.Join(BuiltInToolNames, ", "))
+		case !slices.Contains(BuiltInToolNames, name):
+			p.add(ip, "unknown built-in tool %q (want %s)", name, strings.Join(BuiltInToolNames, " or "))
+		case slices.Contains(a.BuiltInTools[:i], name):
+			p.add(ip, "%s is listed twice", name)
+		}
+		if _, ok := a.ToolPolicies[name]; ok && slices.Contains(BuiltInToolNames, name) {
+			p.add(keyPath(path+".tool_policies", name), "%s is an enabled built-in tool: the session runs it (read, no approval), so it takes no policy", name)
+		}
+	}
+	if slices.Contains(a.BuiltInTools, "durable_wait") && (a.MaxDurableWait < time.Second || a.MaxDurableWait > 10*DefaultMaxDurableWait) {
+		p.add(path+".max_durable_wait", "must be from 1s to 87600h (10 years), got %s", formatDuration(a.MaxDurableWait))
+	}
 	if c := a.Compaction; c != nil {
 		cp := path + ".compaction"
 		if c.ContextWindowTokens < 1000 {

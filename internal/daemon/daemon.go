@@ -140,6 +140,10 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
 		rt.Options.Messages = messageOptions(a)
+		if len(a.BuiltInTools) > 0 {
+			rt.Options.BuiltInTools = append([]string(nil), a.BuiltInTools...)
+			rt.Options.MaxDurableWaitMs = a.MaxDurableWait.Milliseconds()
+		}
 		if c := a.Compaction; c != nil {
 			rt.Options.Compaction = &session.CompactionPolicy{
 				ContextWindowTokens: c.ContextWindowTokens, TriggerRatio: c.TriggerRatio,

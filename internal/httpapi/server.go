@@ -171,6 +171,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
 	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
@@ -726,6 +727,43 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"resolved": ok})
+}
+
+// AnswerRequest is the body of POST /v1/sessions/{id}/questions/{interrupt_id}:
+// an answer, or a decline.
+type AnswerRequest struct {
+	Answer  *string `json:"answer"`
+	Decline bool    `json:"decline,omitempty"`
+}
+
+// answerQuestion answers a pending question with answer_question, or
+// declines it with resolve_interrupt(approved=false). It answers
+// {"answered": false} where the update does (a blank or off-choice
+// answer, a question no longer pending).
+func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id string) {
+	var req AnswerRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if (req.Answer == nil) == !req.Decline {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `send {"answer": "..."} or {"decline": true}`))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
+	defer cancel()
+	var ok bool
+	var err error
+	if req.Decline {
+		ok, err = s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false})
+	} else {
+		ok, err = s.sessions.AnswerQuestion(ctx, id, client.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer})
+	}
+	if err != nil {
+		s.failUpdate(w, r, id, "a retry is safe (a question is answered once; a repeat answers answered: false)", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"answered": ok})
 }
 
 // BrowserSnapshot is the snapshot without what only the session's Steps use.

@@ -137,6 +137,20 @@ type (
 		TurnID  string
 		Attempt int
 	}
+	// AnswerQuestion is answer_question. Rejected for an unknown or no
+	// longer pending question, a blank answer, or one outside the choices
+	// when free text is not allowed.
+	AnswerQuestion struct {
+		InterruptID string
+		Answer      string
+		NowMs       int64
+	}
+	// WaitTimerFired is the timer of a durable_wait call.
+	WaitTimerFired struct {
+		TurnID     string
+		ToolCallID string
+		NowMs      int64
+	}
 	// DeadlineTimerFired is a deadline timer of a pending interrupt.
 	DeadlineTimerFired struct {
 		InterruptID string
@@ -160,6 +174,8 @@ func (ToolStepFailed) isInput()          {}
 func (TurnFailureRecorded) isInput()     {}
 func (TurnFailureRecordFailed) isInput() {}
 func (DeadlineTimerFired) isInput()      {}
+func (AnswerQuestion) isInput()          {}
+func (WaitTimerFired) isInput()          {}
 
 // Result is what Apply returns: whether the input was accepted (for a
 // request, the bool its client gets, false where the spec's RPC returns
@@ -236,6 +252,9 @@ func (s *State) resume(nowMs int64) []Command {
 			if in.DeadlineUnixMs > 0 {
 				cmds = append(cmds, deadlineTimer(in, nowMs))
 			}
+		}
+		for _, w := range s.Waits {
+			cmds = append(cmds, StartWaitTimer{ToolCallID: w.ToolCallID, DelayMs: ceilSeconds(w.UntilMs - nowMs)})
 		}
 		return cmds
 	case phaseRecordFailure:
@@ -421,6 +440,10 @@ func (s *State) runningTools(in Input) Result {
 		return s.resolveInterrupt(in)
 	case DeadlineTimerFired:
 		return s.deadlineTimerFired(in)
+	case AnswerQuestion:
+		return s.answerQuestion(in)
+	case WaitTimerFired:
+		return s.waitTimerFired(in)
 	case ToolStepDone:
 		c := s.runningCall(in.TurnID, in.ToolCallID)
 		if c < 0 {

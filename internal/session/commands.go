@@ -42,6 +42,13 @@ type StartTimer struct {
 	DelayMs     int64
 }
 
+// StartWaitTimer arms the durable timer of a durable_wait call, DelayMs
+// from now (whole seconds); it fires WaitTimerFired.
+type StartWaitTimer struct {
+	ToolCallID string
+	DelayMs    int64
+}
+
 // CancelTimer cancels the deadline timer of an interrupt that was
 // resolved.
 type CancelTimer struct {
@@ -65,6 +72,7 @@ func (CompactContext) isCommand()    {}
 func (RunModel) isCommand()          {}
 func (RunTool) isCommand()           {}
 func (StartTimer) isCommand()        {}
+func (StartWaitTimer) isCommand()    {}
 func (CancelTimer) isCommand()       {}
 func (RecordTurnFailure) isCommand() {}
 func (Emit) isCommand()              {}

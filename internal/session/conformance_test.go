@@ -30,9 +30,11 @@ var wireNames = map[string]string{
 	"session.EventUsageRecorded":      EventUsageRecorded,
 	"session.EventCompactionStarted":  EventCompactionStarted,
 	"session.EventCompactionFinished": EventCompactionFinished,
+	"session.EventTimerStarted":       EventTimerStarted,
 
 	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
 	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
+	"client.UpdateAnswerQuestion":   client.UpdateAnswerQuestion,
 	"client.UpdateSessionSettings":  client.UpdateSessionSettings,
 	"client.QueryAgentSnapshot":     client.QueryAgentSnapshot,
 	"client.QueryListAgentMessages": client.QueryListAgentMessages,
@@ -41,6 +43,8 @@ var wireNames = map[string]string{
 	"client.StepRunModel":              client.StepRunModel,
 	"client.StepCompactContext":        client.StepCompactContext,
 	"client.StepAwaitToolApproval":     client.StepAwaitToolApproval,
+	"client.StepAwaitQuestionAnswer":   client.StepAwaitQuestionAnswer,
+	"client.StepAwaitTimer":            client.StepAwaitTimer,
 	"client.StepCallTool":              client.StepCallTool,
 	"client.StepCallSingleAttemptTool": client.StepCallSingleAttemptTool,
 	"client.StepResumeTurn":            client.StepResumeTurn,
@@ -51,6 +55,7 @@ var wireNames = map[string]string{
 	"client.StatusRunningTools":          client.StatusRunningTools,
 	"client.StatusCompactingContext":     client.StatusCompactingContext,
 	"client.InterruptKindApproval":       client.InterruptKindApproval,
+	"client.InterruptKindQuestion":       client.InterruptKindQuestion,
 
 	"pluginapi.EffectRead":               string(pluginapi.EffectRead),
 	"pluginapi.EffectIdempotentWrite":    string(pluginapi.EffectIdempotentWrite),
@@ -89,12 +94,15 @@ var eventPayloads = map[string]any{
 	"session.EventUsageRecorded":      usageRecordedPayload{},
 	"session.EventCompactionStarted":  compactionStartedPayload{},
 	"session.EventCompactionFinished": compactionFinishedPayload{},
+	"session.EventTimerStarted":       timerStartedPayload{},
 }
 
 // modelTexts are the texts the model sees, by Go name.
 var modelTexts = map[string]string{
 	"pluginapi.DefaultRejectionToolResult":     pluginapi.DefaultRejectionToolResult,
 	"session.ApprovalDeadlinePassed":           ApprovalDeadlinePassed,
+	"session.QuestionDeclined":                 QuestionDeclined,
+	"session.QuestionDeadlinePassed":           QuestionDeadlinePassed,
 	"session.ToolCallNotRunErrorPrefix":        ToolCallNotRunErrorPrefix,
 	"pluginapi.ModelCallLimitToolResultFormat": pluginapi.ModelCallLimitToolResultFormat,
 	"stepwise.ContextSummaryNoteHeader":        stepwise.ContextSummaryNoteHeader,

@@ -35,6 +35,8 @@ var inputKinds = map[string]reflect.Type{
 	"turn_failure_recorded":      reflect.TypeFor[TurnFailureRecorded](),
 	"turn_failure_record_failed": reflect.TypeFor[TurnFailureRecordFailed](),
 	"deadline_timer_fired":       reflect.TypeFor[DeadlineTimerFired](),
+	"answer_question":            reflect.TypeFor[AnswerQuestion](),
+	"wait_timer_fired":           reflect.TypeFor[WaitTimerFired](),
 }
 
 // TestInteractions runs the golden interaction scripts in
@@ -153,6 +155,19 @@ func stateLine(s *State) string {
 	}
 	for _, c := range s.ToolCalls {
 		fmt.Fprintf(&b, " call=%s:%s:%s", c.ToolCallID, c.Effect, c.Status)
+		// What the model sees of a built-in's call.
+		if c.ToolName == BuiltInAskUser || c.ToolName == BuiltInDurableWait {
+			switch {
+			case c.Output != "":
+				fmt.Fprintf(&b, "=%s", c.Output)
+			case c.Error != "":
+				fmt.Fprintf(&b, "=%q", c.Error)
+			case c.RejectionMessage != "":
+				fmt.Fprintf(&b, "=%q", c.RejectionMessage)
+			case c.WaitUntil != "":
+				fmt.Fprintf(&b, "(until %s)", c.WaitUntil)
+			}
+		}
 	}
 	if s.LastTurnError != "" {
 		fmt.Fprintf(&b, " last_turn_error=%q", s.LastTurnError)

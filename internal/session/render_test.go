@@ -43,6 +43,13 @@ func render(c Command) string {
 		}
 		// The spend counters show where spend is priced or a token set
 		// (the usage alone is in the state line).
+		if len(c.Input.HostTools) > 0 {
+			var names []string
+			for _, d := range c.Input.HostTools {
+				names = append(names, d.Name)
+			}
+			out += " host_tools=[" + strings.Join(names, " ") + "]"
+		}
 		if sp := c.Input.Spend; sp.APIToken != "" || sp.Session.CostMicros != 0 {
 			out += fmt.Sprintf(" spend=[token=%q session=%+v turn=%+v]", sp.APIToken, sp.Session, sp.Turn)
 		}
@@ -60,6 +67,8 @@ func render(c Command) string {
 		return fmt.Sprintf("%s %s effect=%s attempts=%d key=%s", c.Step, c.ActivityID, c.Input.ToolCall.Effect, c.Limits.MaximumAttempts, c.Input.IdempotencyKey)
 	case StartTimer:
 		return fmt.Sprintf("start_timer %s %s", c.InterruptID, time.Duration(c.DelayMs)*time.Millisecond)
+	case StartWaitTimer:
+		return fmt.Sprintf("start_wait_timer %s %s", c.ToolCallID, time.Duration(c.DelayMs)*time.Millisecond)
 	case CancelTimer:
 		return "cancel_timer " + c.InterruptID
 	case RecordTurnFailure:

@@ -29,6 +29,7 @@ import (
 //     reference, chunks rolled and retention.
 //   - compaction_spend_turns.json: compactions (summaries), a settings
 //     update, priced calls and a turn a spend limit ended.
+//   - builtin_turns.json: ask_user answered and declined, a durable_wait.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -74,6 +75,10 @@ var changedSettings = []struct {
 	{"compaction off", func(o *Options) { o.Compaction = nil }},
 	{"another compaction policy", func(o *Options) {
 		o.Compaction = &CompactionPolicy{ContextWindowTokens: 1000, TriggerRatio: 0.5, KeepRatio: 0.1}
+	}},
+	{"built-in tools off", func(o *Options) { o.BuiltInTools = nil }},
+	{"another longest wait", func(o *Options) {
+		o.BuiltInTools, o.MaxDurableWaitMs = []string{BuiltInAskUser, BuiltInDurableWait}, 1000
 	}},
 	{"other Step limits", func(o *Options) {
 		o.RunModel.MaximumAttempts, o.Tool.MaximumAttempts = 1, 7
@@ -135,8 +140,8 @@ func TestReplayOfALegacyHistoryNeedsItsOwnSettings(t *testing.T) {
 }
 
 // TestReplayDetectsAnIncompatibleHistory proves the replay test can fail: a
-// history whose tool or compaction Step had another activity type does not
-// replay.
+// history whose tool, compaction or model Step had another activity type
+// does not replay.
 func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 	for _, path := range histories(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -145,13 +150,13 @@ func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 			bad := string(b)
-			for _, swap := range [][2]string{{`"CallSingleAttemptTool"`, `"CallTool"`}, {`"CompactContext"`, `"RunModel"`}} {
+			for _, swap := range [][2]string{{`"CallSingleAttemptTool"`, `"CallTool"`}, {`"CompactContext"`, `"RunModel"`}, {`"RunModel"`, `"CallTool"`}} {
 				if bad = strings.Replace(string(b), swap[0], swap[1], 1); bad != string(b) {
 					break
 				}
 			}
 			if bad == string(b) {
-				t.Fatal("the recorded history has no CallSingleAttemptTool or CompactContext step")
+				t.Fatal("the recorded history has no CallSingleAttemptTool, CompactContext or RunModel step")
 			}
 			tampered := filepath.Join(t.TempDir(), "bad.json")
 			if err := os.WriteFile(tampered, []byte(bad), 0o644); err != nil {

@@ -43,6 +43,7 @@ func (s *State) Snapshot() client.Snapshot {
 		ci := client.Interrupt{
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
 			Kind: string(in.Kind), Deadline: formatDeadline(in.DeadlineUnixMs),
+			Question: in.Question, Choices: in.Choices, AllowsFreeText: in.AllowsFreeText,
 		}
 		if c := s.findCall(in.ToolCallID); c >= 0 {
 			ci.Arguments = s.ToolCalls[c].Arguments

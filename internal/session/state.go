@@ -6,6 +6,7 @@ package session
 // never range over a map; purity_test.go checks the imports.
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,10 @@ type Options struct {
 	// Compaction, when set, summarizes the oldest messages before a model
 	// call whose input would pass its threshold (sessions in the store).
 	Compaction *CompactionPolicy `json:"compaction,omitempty"`
+	// BuiltInTools are the built-in tools the session offers and runs
+	// itself (ask_user, durable_wait); MaxDurableWaitMs bounds a wait.
+	BuiltInTools     []string `json:"built_in_tools,omitempty"`
+	MaxDurableWaitMs int64    `json:"max_durable_wait_ms,omitempty"`
 	// Version is SettingsVersion once the settings were recorded in the
 	// session's history; 0 for sessions started by older workers, which
 	// replay as they ran: with the worker's settings, trusting the effect
@@ -104,6 +109,9 @@ type InterruptKind string
 const (
 	// InterruptApproval waits for resolve_interrupt on one tool call.
 	InterruptApproval InterruptKind = client.InterruptKindApproval
+	// InterruptQuestion waits for answer_question (or a decline through
+	// resolve_interrupt) on an ask_user call.
+	InterruptQuestion InterruptKind = client.InterruptKindQuestion
 )
 
 // Interrupt is a pending interrupt with its deadline as Unix milliseconds.
@@ -113,6 +121,10 @@ type Interrupt struct {
 	ToolName       string        `json:"tool_name"`
 	Kind           InterruptKind `json:"kind"`
 	DeadlineUnixMs int64         `json:"deadline_unix_ms,omitempty"`
+	// Question, Choices and AllowsFreeText are a question's.
+	Question       string   `json:"question,omitempty"`
+	Choices        []string `json:"choices,omitempty"`
+	AllowsFreeText bool     `json:"allows_free_text,omitempty"`
 }
 
 // State is the whole session. It is serializable and passes through
@@ -176,6 +188,8 @@ type State struct {
 	Summary *Summary `json:"context_summary,omitempty"`
 	// CompactingThrough is the cutoff of the running CompactContext Step.
 	CompactingThrough int64 `json:"compacting_through,omitempty"`
+	// Waits are the active turn's durable_wait calls that wait.
+	Waits []Wait `json:"waits,omitempty"`
 	// APIToken names the API token that started the session.
 	APIToken string `json:"api_token,omitempty"`
 	// CostMicros is what the session's model calls cost, as the Steps
@@ -349,6 +363,10 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			DeferralOrder:       len(s.ToolCalls),
 			ToolSourceReference: call.ToolSourceReference,
 		}
+		if s.builtIn(call.ToolName) {
+			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs)...)
+			continue
+		}
 		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))})
@@ -372,6 +390,13 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		rec.Status = pluginapi.ToolCallApproved
 		s.ToolCalls = append(s.ToolCalls, rec)
 		cmds = append(cmds, s.runTool(rec))
+	}
+	// Built-in calls with invalid arguments are final at once; when every
+	// call is, the turn goes on.
+	if !slices.ContainsFunc(s.ToolCalls, func(c pluginapi.ToolCall) bool { return !c.Status.Final() }) {
+		s.Phase = phaseRunningModel
+		s.Status = client.StatusRunningModel
+		cmds = append(cmds, s.runModel())
 	}
 	return cmds
 }
@@ -443,6 +468,7 @@ func (s *State) turnInput() TurnInput {
 		Policies:    s.Options.Policies,
 		Settings:    s.TurnSettings,
 		Spend:       SpendInput{APIToken: s.APIToken, Session: s.sessionSpend(), Turn: s.TurnSpend},
+		HostTools:   BuiltInToolDefinitions(s.Options.BuiltInTools),
 	}
 	if s.Options.Messages.Store {
 		in.Transcript = &Transcript{From: s.transcriptFrom(), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}
@@ -554,6 +580,14 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 		return Result{}
 	}
 	c := s.findCall(in.ToolCallID)
+	if in.Kind == InterruptQuestion {
+		// A question is answered with answer_question; resolve_interrupt
+		// only declines it.
+		if req.Approved || c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingAnswer {
+			return Result{}
+		}
+		return applied(s.endQuestion(i, c, QuestionDeclined, ""))
+	}
 	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingApproval {
 		return Result{}
 	}
@@ -595,6 +629,16 @@ func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
 		return applied([]Command{deadlineTimer(in, t.NowMs)})
 	}
 	c := s.findCall(in.ToolCallID)
+	if in.Kind == InterruptQuestion {
+		if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingAnswer {
+			s.removeInterrupt(i)
+			return applied(nil)
+		}
+		// The timer fired: nothing to cancel.
+		in.DeadlineUnixMs = 0
+		s.Interrupts[i] = in
+		return applied(s.endQuestion(i, c, QuestionDeadlinePassed, QuestionDeadlinePassed))
+	}
 	s.removeInterrupt(i)
 	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: ApprovalDeadlinePassed, Kind: string(in.Kind),
@@ -757,6 +801,10 @@ func (s *State) activeStepTypes(legacy bool) []string {
 			switch {
 			case c.Status == client.ToolCallAwaitingApproval:
 				add(client.StepAwaitToolApproval)
+			case c.Status == client.ToolCallAwaitingAnswer:
+				add(client.StepAwaitQuestionAnswer)
+			case c.Status == client.ToolCallWaitingForTimer:
+				add(client.StepAwaitTimer)
 			case c.Status == pluginapi.ToolCallApproved && c.Effect.Retryable():
 				add(client.StepCallTool)
 			case c.Status == pluginapi.ToolCallApproved:

@@ -143,6 +143,9 @@ type TurnInput struct {
 	// Spend is what the session and the turn used, for the spend limits
 	// the Step checks before its model call.
 	Spend SpendInput `json:"spend"`
+	// HostTools are the tools the session runs itself (the enabled
+	// built-ins), offered to the runner.
+	HostTools []pluginapi.ToolDefinition `json:"host_tools,omitempty"`
 }
 
 // SpendInput is what a model call's Step needs for the spend limits.

@@ -222,6 +222,14 @@ func (l *loop) registerHandlers() error {
 	); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateAnswerQuestion,
+		func(ctx workflow.Context, req client.AnswerQuestionRequest) (bool, error) {
+			l.updates++
+			return l.apply(AnswerQuestion{InterruptID: req.InterruptID, Answer: req.Answer, NowMs: workflow.Now(ctx).UnixMilli()}), nil
+		},
+	); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandler(l.ctx, client.UpdateResolveInterrupt,
 		func(ctx workflow.Context, req client.ResolveInterruptRequest) (bool, error) {
 			l.updates++
@@ -402,6 +410,15 @@ func (l *loop) exec(cmd Command) {
 			}
 			l.apply(DeadlineTimerFired{InterruptID: id, NowMs: l.now()})
 		}})
+	case StartWaitTimer:
+		f := workflow.NewTimer(l.ctx, time.Duration(c.DelayMs)*time.Millisecond)
+		turn, call := l.st.ActiveTurnID, c.ToolCallID
+		l.add(f, func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				return
+			}
+			l.apply(WaitTimerFired{TurnID: turn, ToolCallID: call, NowMs: l.now()})
+		})
 	case CancelTimer:
 		l.cancelTimer(c.InterruptID)
 	case RecordTurnFailure:

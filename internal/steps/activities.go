@@ -399,6 +399,7 @@ func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {
 		RunState:  in.RunState,
 		ToolCalls: in.ToolCalls,
 		Policies:  in.Policies,
+		HostTools: in.HostTools,
 
 		SessionSettings: settingsJSON(in.Settings),
 	}

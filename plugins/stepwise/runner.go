@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -135,9 +136,7 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	}
 	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: items, Settings: m.Settings}
 	if !limitReached {
-		for _, t := range c.def.Tools {
-			mreq.Tools = append(mreq.Tools, t.def)
-		}
+		mreq.Tools = offeredTools(c, turn)
 	}
 	resp, err := m.Client.CallModel(ctx, mreq, req.Events)
 	if err != nil {
@@ -212,10 +211,7 @@ func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnCont
 	if err != nil {
 		return 0, err
 	}
-	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: items, Settings: m.Settings}
-	for _, t := range c.def.Tools {
-		req.Tools = append(req.Tools, t.def)
-	}
+	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: items, Settings: m.Settings, Tools: offeredTools(c, turn)}
 	return m.Client.EstimateInputTokens(req), nil
 }
 
@@ -251,3 +247,16 @@ var (
 	_ pluginapi.UnfinishedTurnMessageBuilder = (*Runner)(nil)
 	_ pluginapi.InputTokenEstimator          = (*Runner)(nil)
 )
+
+// offeredTools are the tools a model call offers: the agent's own, then the
+// tools the session runs itself (built-ins, in turn.HostTools), whose
+// names are reserved: an own tool of the same name is left out.
+func offeredTools(c *compiled, turn *pluginapi.TurnContext) []pluginapi.ToolDefinition {
+	var out []pluginapi.ToolDefinition
+	for _, t := range c.def.Tools {
+		if !slices.ContainsFunc(turn.HostTools, func(h pluginapi.ToolDefinition) bool { return h.Name == t.def.Name }) {
+			out = append(out, t.def)
+		}
+	}
+	return append(out, turn.HostTools...)
+}

@@ -5,6 +5,9 @@
 //
 //	call:TOOL:NAME   request TOOL with {"name": NAME}; all calls of one
 //	                 message are requested in one response, in parallel
+//	ask:Q[:C1,C2]    call the built-in ask_user with question Q ("_" for
+//	                 spaces) and, if given, choices
+//	wait:SECONDS     call the built-in durable_wait
 //	modelgate:NAME   stop the first model call of the turn at gate model-NAME
 //	fail             fail every model call
 //	permfail         fail every model call with a permanent error
@@ -118,6 +121,16 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 				if err := (probe.FileGate{Dir: cfg.StateDir, Name: "model-" + strings.TrimPrefix(tok, "modelgate:")}).WaitIfArmed(ctx); err != nil {
 					return stepwise.ScriptedReply{}, err
 				}
+			case strings.HasPrefix(tok, "ask:"):
+				parts := strings.SplitN(tok, ":", 3)
+				args := map[string]any{"question": strings.ReplaceAll(parts[1], "_", " ")}
+				if len(parts) == 3 {
+					args["choices"] = strings.Split(parts[2], ",")
+				}
+				calls = append(calls, stepwise.ScriptedToolCall{Name: "ask_user", Arguments: args})
+			case strings.HasPrefix(tok, "wait:"):
+				n, _ := strconv.Atoi(strings.TrimPrefix(tok, "wait:"))
+				calls = append(calls, stepwise.ScriptedToolCall{Name: "durable_wait", Arguments: map[string]any{"duration_seconds": n, "reason": "scripted wait"}})
 			case strings.HasPrefix(tok, "call:"):
 				parts := strings.SplitN(tok, ":", 3)
 				if len(parts) == 3 {

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"go.temporal.io/api/workflowservice/v1"
+)
+
+// builtInConfig is the test config with the built-in tools on, and the HTTP
+// API with the token "all".
+func builtInConfig(t *testing.T, extra string) (string, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	port := agenttest.FreePort(t)
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    built_in_tools: [ask_user, durable_wait]\n"+extra+"    run_model_limit:", 1) + fmt.Sprintf(`
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens:
+      - {name: all, token: %s}
+`, port, tokenAll)
+	return cfg, fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+func pendingQuestion(s client.Snapshot) bool {
+	return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindQuestion
+}
+
+// TestAskUserAnsweredOverHTTP: the model asks with choices; the session
+// waits in AwaitQuestionAnswer with the question in the snapshot; an answer
+// outside the choices and a blank one are refused, the answer over the
+// HTTP route is the tool's result, a second answer is refused, and the
+// turn ends with one more model call.
+func TestAskUserAnsweredOverHTTP(t *testing.T) {
+	cfg, base := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "ask:How_many_seats?:4,8")
+	snap := s.WaitForSnapshot("a pending question", id, pendingQuestion)
+	in := snap.PendingInterrupts[0]
+	if in.Question != "How many seats?" || strings.Join(in.Choices, ",") != "4,8" || in.AllowsFreeText || in.InterruptID != in.ToolCallID || in.ToolName != "ask_user" {
+		t.Fatalf("question interrupt = %+v", in)
+	}
+	if c := findCall(snap, "ask_user"); c == nil || c.Status != client.ToolCallAwaitingAnswer {
+		t.Errorf("the question's record: %+v", snap.ToolCalls)
+	}
+	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	for _, a := range []string{"5", "   "} {
+		if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: a}); err != nil || ok {
+			t.Errorf("answer %q = %v, %v; want false", a, ok, err)
+		}
+	}
+	url := base + "/v1/sessions/" + id + "/questions/" + in.InterruptID
+	if code, body := do(t, "POST", url, tokenAll, `{}`); code != 400 {
+		t.Errorf("no answer: %d %s", code, body)
+	}
+	if code, body := do(t, "POST", url, tokenAll, `{"answer":" 8 "}`); code != 200 || strings.TrimSpace(string(body)) != `{"answered":true}` {
+		t.Fatalf("answer over HTTP: %d %s", code, body)
+	}
+	if code, body := do(t, "POST", url, tokenAll, `{"answer":"4"}`); code != 200 || strings.TrimSpace(string(body)) != `{"answered":false}` {
+		t.Errorf("second answer: %d %s", code, body)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, `done: ask_user=succeeded:{"answer":"8","status":"answered"}`)
+	if n := modelCalls(t, s); n != 2 {
+		t.Errorf("model calls = %d, want 2", n)
+	}
+	if len(snap.PendingInterrupts) != 0 {
+		t.Errorf("interrupts after the answer: %+v", snap.PendingInterrupts)
+	}
+}
+
+// TestAskUserDeclinedAndInvalid: a declined question is the spec's text to
+// the model; a blank question fails the call at once with no interrupt.
+func TestAskUserDeclinedAndInvalid(t *testing.T) {
+	cfg, base := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "ask:Which_city?")
+	snap := s.WaitForSnapshot("a pending question", id, pendingQuestion)
+	if !snap.PendingInterrupts[0].AllowsFreeText {
+		t.Errorf("a question without choices takes free text: %+v", snap.PendingInterrupts[0])
+	}
+	url := base + "/v1/sessions/" + id + "/questions/" + snap.PendingInterrupts[0].InterruptID
+	if code, body := do(t, "POST", url, tokenAll, `{"decline":true}`); code != 200 || strings.TrimSpace(string(body)) != `{"answered":true}` {
+		t.Fatalf("decline: %d %s", code, body)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: ask_user=rejected:The user declined to answer.")
+
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "ask:_"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
+	if got := lastText(snap); !strings.HasPrefix(got, "done: ask_user=failed:") || !strings.Contains(got, "question is required and must not be blank") {
+		t.Errorf("blank question: answer %q", got)
+	}
+}
+
+// TestDurableWaitSurvivesARestartOfEverything: a durable_wait of 4 s; the
+// worker is SIGKILLed and the engine restarted during the wait, a new worker
+// starts, and the wait ends with the spec's result and exactly one more
+// model call. No Step runs during the wait.
+func TestDurableWaitSurvivesARestartOfEverything(t *testing.T) {
+	cfg, _ := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	began := time.Now()
+	id := start(t, s, "wait:4")
+	snap := s.WaitForSnapshot("a durable wait", id, func(s client.Snapshot) bool {
+		c := findCall(s, "durable_wait")
+		return c != nil && c.Status == client.ToolCallWaitingForTimer
+	})
+	waitingIn(t, s, id, client.StepAwaitTimer)
+	waiting := findCall(snap, "durable_wait")
+	if waiting == nil || waiting.Status != client.ToolCallWaitingForTimer || waiting.WaitUntil == "" {
+		t.Fatalf("the wait's record: %+v", snap.ToolCalls)
+	}
+	s.KillWorkers()
+	s.StopEngine()
+	s.StartEngine()
+	s.StartWorker()
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, `done: durable_wait=succeeded:{"reason":"scripted wait","status":"completed","waited_seconds":4}`)
+	if d := time.Since(began); d < 4*time.Second {
+		t.Errorf("the turn ended %v after it began; the wait was 4s", d)
+	}
+	if n := modelCalls(t, s); n != 2 {
+		t.Errorf("model calls = %d, want 2", n)
+	}
+}
+
+func findCall(s client.Snapshot, tool string) *pluginapi.ToolCall {
+	for i := range s.ToolCalls {
+		if s.ToolCalls[i].ToolName == tool {
+			return &s.ToolCalls[i]
+		}
+	}
+	return nil
+}
+
+// waitingIn waits until the ActiveStepTypes search attribute finds the
+// session by the Step it waits in.
+func waitingIn(t *testing.T, s *agenttest.Stack, id, step string) {
+	t.Helper()
+	q := fmt.Sprintf("ActiveStepTypes = %q", step)
+	err := agenttest.WaitFor(context.Background(), q, 30*time.Second, func() (bool, error) {
+		resp, err := s.Client.ListWorkflow(ctx(t), &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: q})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range resp.GetExecutions() {
+			if e.GetExecution().GetWorkflowId() == id {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecordBuiltInHistory runs a session with the built-in tools: a
+// question answered, one declined, and a durable wait, and records its
+// history as builtin_turns.json for the replay test of internal/session
+// with -update-histories.
+func TestRecordBuiltInHistory(t *testing.T) {
+	cfg, _ := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "ask:Which_size?:S,M,L ask:Gift_wrap?")
+	snap := s.WaitForSnapshot("two pending questions", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 2 })
+	for _, in := range snap.PendingInterrupts {
+		var ok bool
+		var err error
+		if in.Question == "Which size?" {
+			ok, err = s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "M"})
+		} else {
+			ok, err = s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID})
+		}
+		if err != nil || !ok {
+			t.Fatalf("%q: %v %v", in.Question, ok, err)
+		}
+	}
+	snap = s.WaitForSnapshot("the first answer", id, idleAfter(1))
+	wantAnswer(t, snap, `done: ask_user=succeeded:{"answer":"M","status":"answered"}; ask_user=rejected:The user declined to answer.`)
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "wait:1"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the wait's answer", id, idleAfter(2))
+	wantAnswer(t, snap, `done: durable_wait=succeeded:{"reason":"scripted wait","status":"completed","waited_seconds":1}`)
+	if *updateHistories {
+		recordHistory(t, s, id, "builtin_turns.json")
+	}
+}
