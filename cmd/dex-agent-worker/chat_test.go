@@ -56,39 +56,7 @@ func TestChatOrdersDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	port := agenttest.FreePort(t)
-	const token = "5f0c2a9d41e8b7366c1d0e2fa93b8c47"
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens: [{token: "%s"}]
-`, plugin, port, token))
-	stack.StartWorker()
-	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
-	err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {
-		resp, err := http.Get(addr + "/readyz")
-		if err != nil {
-			return false, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("/readyz: %s", resp.Status)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stack, addr, token := ordersChatStack(t)
 
 	withChatStdin(t, "refund order 7\ny\n")
 	stdout, stderr, code := runCLI(t, "chat", "--agent", "orders", "--http-address", addr, "--token", token)
@@ -149,5 +117,90 @@ http:
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Order 3: ") {
 		t.Errorf("answer = %q", got)
+	}
+}
+
+const chatToken = "5f0c2a9d41e8b7366c1d0e2fa93b8c47"
+
+// ordersChatStack runs the orders demo agent (with ask_user) behind the
+// HTTP API and returns the API's address and token.
+func ordersChatStack(t *testing.T) (*agenttest.Stack, string, string) {
+	t.Helper()
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	port := agenttest.FreePort(t)
+	token := chatToken
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    built_in_tools: [ask_user]
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{token: "%s"}]
+`, plugin, port, token))
+	stack.StartWorker()
+	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
+	err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {
+		resp, err := http.Get(addr + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("/readyz: %s", resp.Status)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return stack, addr, token
+}
+
+// TestChatAsksWhichOrder: "refund my order" asks which order with
+// numbered choices; a number outside them is not taken and asks again,
+// a choice's number answers, and the refund goes on to its approval.
+func TestChatAsksWhichOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	stack, addr, token := ordersChatStack(t)
+	withChatStdin(t, "refund my order\n12\n7\ny\n")
+	stdout, stderr, code := runCLI(t, "chat", "--agent", "orders", "--http-address", addr, "--token", token)
+	if code != 0 {
+		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"you> refund my order\n? Which order should I refund?\n  1. order 1: desk lamp ($17.50 left)\n",
+		"  7. order 7: office chair ($62.50 left)\n",
+		"answer (1-9, - to decline)> 12\n",
+		"answer (1-9, - to decline)> 7\n✓ ask_user succeeded\n",
+		"→ lookup_order {\"order_id\":\"7\"}\n✓ lookup_order succeeded\n",
+		"Approve refund_order {\"order_id\":\"7\",\"amount_cents\":6250}? [y/N/r=reject with reason] y\n",
+		"✓ refund_order succeeded\nDone. Refunded $62.50 of order 7",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the chat lacks %q", want)
+		}
+	}
+	if !strings.Contains(stderr, "(not taken: answer with a number from 1 to 9)") {
+		t.Errorf("no note for the answer not taken")
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(stack.Dir, "orders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `"idempotency_key"`); n != 1 {
+		t.Errorf("the store holds %d refunds, want 1", n)
 	}
 }

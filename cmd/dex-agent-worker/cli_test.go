@@ -156,6 +156,7 @@ agents:
     flow_type: OrdersAgent
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
+    built_in_tools: [ask_user]
     tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
@@ -279,5 +280,37 @@ agents:
 	}
 	if _, stderr, code := runCLI(t, append([]string{"session", "settings", id, "--set", "k=" + strings.Repeat("x", 17000)}, base...)...); code != 1 || !strings.Contains(stderr, "at most 16384") {
 		t.Errorf("17 KB of settings: exit %d, %s", code, stderr)
+	}
+	// A question: "refund my order" asks which order (order 7 is refunded,
+	// so it is not a choice); an off-choice answer is refused, a decline
+	// is taken.
+	if got := session("send", id, "refund my order"); got != "queued\n" {
+		t.Errorf("send printed %q", got)
+	}
+	snap = stack.WaitForSnapshot("a question", id, func(s client.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindQuestion
+	})
+	q := snap.PendingInterrupts[0]
+	human = session("snapshot", id)
+	for _, want := range []string{"waiting for an answer\n  Which order should I refund?\n    1. order 1: desk lamp ($17.50 left)\n",
+		"    answer:  dex-agent-worker session answer " + id + " " + q.InterruptID + " 'order 1: desk lamp ($17.50 left)' --address "} {
+		if !strings.Contains(human, want) {
+			t.Errorf("snapshot text lacks %q:\n%s", want, human)
+		}
+	}
+	if strings.Contains(human, "order 7:") {
+		t.Errorf("a refunded order is a choice:\n%s", human)
+	}
+	if _, stderr, code := runCLI(t, append([]string{"session", "answer", id, q.InterruptID, "order 42"}, base...)...); code != 1 || !strings.Contains(stderr, "the answer was not taken") {
+		t.Errorf("off-choice answer: exit %d, %s", code, stderr)
+	}
+	if got := session("answer", id, q.InterruptID, "--decline"); got != "declined\n" {
+		t.Errorf("decline printed %q", got)
+	}
+	final = stack.WaitForSnapshot("the answer to the decline", id, func(s client.Snapshot) bool {
+		return s.State.TurnCount == 3 && s.State.Status == client.StatusWaitingForUserMessage
+	})
+	if got := final.Messages[len(final.Messages)-1].Text; got != "OK, I will not refund anything. (The user declined to answer.)" {
+		t.Errorf("answer after the decline = %q", got)
 	}
 }

@@ -199,6 +199,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		newSessionSendCmd(g, f),
 		newSessionResolveCmd(g, f, true),
 		newSessionResolveCmd(g, f, false),
+		newSessionAnswerCmd(g, f),
 		newSessionSnapshotCmd(g, f),
 		newSessionMessagesCmd(g, f),
 		newSessionSettingsCmd(g, f),
@@ -396,6 +397,56 @@ func newSessionResolveCmd(g *globals, f *sessionFlags, approve bool) *cobra.Comm
 	return cmd
 }
 
+func newSessionAnswerCmd(g *globals, f *sessionFlags) *cobra.Command {
+	var decline bool
+	cmd := &cobra.Command{
+		Use:   "answer ID INTERRUPT_ID (ANSWER | --decline)",
+		Short: "Answer a question the model asked (ask_user), or decline it",
+		Long: "answer answers a pending question with ANSWER, which must be one of the question's choices\n" +
+			"unless it takes free text (one without choices always does). --decline declines it: the model\n" +
+			"is told the user declined to answer.",
+		Example: "  dex-agent-worker session answer ID call_1_0 'order 7: office chair ($62.50 left)'\n" +
+			"  dex-agent-worker session answer ID call_1_0 --decline",
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case decline && len(args) != 2:
+				return fmt.Errorf("with --decline, give ID and INTERRUPT_ID only")
+			case !decline && len(args) != 3:
+				return fmt.Errorf("give ID, INTERRUPT_ID and the ANSWER, or --decline")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sessions, closeFn, err := f.dial(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			var ok bool
+			if decline {
+				ok, err = sessions.ResolveInterrupt(cmd.Context(), args[0], client.ResolveInterruptRequest{InterruptID: args[1]})
+			} else {
+				ok, err = sessions.AnswerQuestion(cmd.Context(), args[0], client.AnswerQuestionRequest{InterruptID: args[1], Answer: args[2]})
+			}
+			switch {
+			case err != nil:
+				return err
+			case !ok && decline:
+				return fmt.Errorf("question %s is not pending (unknown, already answered, or past its deadline)", args[1])
+			case !ok:
+				return fmt.Errorf("the answer was not taken: question %s is not pending, or the answer is blank or not one of its choices (see: session snapshot %s)", args[1], args[0])
+			case decline:
+				fmt.Fprintln(g.stdout, "declined")
+			default:
+				fmt.Fprintln(g.stdout, "answered")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&decline, "decline", false, "decline the question instead of answering it")
+	return cmd
+}
+
 func newSessionSnapshotCmd(g *globals, f *sessionFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -526,7 +577,9 @@ func statusLine(s client.Snapshot) string {
 		switch {
 		case c.Status == pluginapi.ToolCallApproved:
 			running = append(running, fmt.Sprintf("%s (%s)", c.ToolName, c.ToolCallID))
-		case c.Status == client.ToolCallAwaitingApproval || c.Status.Final():
+		case c.Status == client.ToolCallAwaitingApproval || c.Status == client.ToolCallAwaitingAnswer || c.Status.Final():
+		case c.Status == client.ToolCallWaitingForTimer && c.WaitUntil != "":
+			other = append(other, fmt.Sprintf("%s (%s) until %s", c.ToolName, c.ToolCallID, c.WaitUntil))
 		default:
 			other = append(other, fmt.Sprintf("%s (%s) %s", c.ToolName, c.ToolCallID, c.Status))
 		}
@@ -592,9 +645,40 @@ func printSnapshot(w io.Writer, s client.Snapshot, command func(sub string, args
 			fmt.Fprintf(w, "  %-20s %-20s %-18s %s\n", c.ToolCallID, c.ToolName, c.Status, c.Arguments)
 		}
 	}
-	if len(s.PendingInterrupts) > 0 {
+	var approvals, questions []client.Interrupt
+	for _, in := range s.PendingInterrupts {
+		if in.Kind == client.InterruptKindQuestion {
+			questions = append(questions, in)
+		} else {
+			approvals = append(approvals, in)
+		}
+	}
+	if len(questions) > 0 {
+		fmt.Fprintln(w, "\nwaiting for an answer")
+		for _, in := range questions {
+			fmt.Fprintf(w, "  %s\n", in.Question)
+			for i, c := range in.Choices {
+				fmt.Fprintf(w, "    %d. %s\n", i+1, c)
+			}
+			fmt.Fprintf(w, "    call %s", in.ToolCallID)
+			if in.Deadline != "" {
+				fmt.Fprintf(w, ", deadline %s", in.Deadline)
+			}
+			if len(in.Choices) > 0 && in.AllowsFreeText {
+				fmt.Fprint(w, ", other answers allowed")
+			}
+			fmt.Fprintln(w)
+			example := "the answer"
+			if len(in.Choices) > 0 {
+				example = in.Choices[0]
+			}
+			fmt.Fprintf(w, "    answer:  %s\n", command("answer", s.SessionID, in.InterruptID, shellQuote(example)))
+			fmt.Fprintf(w, "    decline: %s\n", command("answer", s.SessionID, in.InterruptID, "--decline"))
+		}
+	}
+	if len(approvals) > 0 {
 		fmt.Fprintln(w, "\nwaiting for approval")
-		for _, in := range s.PendingInterrupts {
+		for _, in := range approvals {
 			fmt.Fprintf(w, "  %s %s\n", in.ToolName, in.Arguments)
 			fmt.Fprintf(w, "    call %s", in.ToolCallID)
 			if in.InterruptID != in.ToolCallID {

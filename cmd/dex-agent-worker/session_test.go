@@ -221,6 +221,34 @@ waiting for approval
 		t.Errorf("printSnapshot (-want +got):\n%s", diff)
 	}
 
+	// A question: its choices and the commands that answer it.
+	snap.ToolCalls = []pluginapi.ToolCall{{ToolCallID: "call_1_0", ToolName: "ask_user", Status: client.ToolCallAwaitingAnswer, Arguments: `{"question":"Which order?"}`}}
+	snap.PendingInterrupts = []client.Interrupt{{
+		InterruptID: "call_1_0", ToolCallID: "call_1_0", ToolName: "ask_user", Kind: client.InterruptKindQuestion,
+		Question: "Which order?", Choices: []string{"order 7: office chair", "order 8"}, AllowsFreeText: true,
+	}}
+	snap.Messages = nil
+	b.Reset()
+	printSnapshot(&b, snap, command)
+	want = `session s-1 (agent orders)
+status   waiting for question: ask_user (call_1_0)  [running_tools, turn-1]
+usage    2 model calls, 100 input + 20 output tokens
+
+tool calls of the active turn
+  call_1_0             ask_user             awaiting_answer    {"question":"Which order?"}
+
+waiting for an answer
+  Which order?
+    1. order 7: office chair
+    2. order 8
+    call call_1_0, other answers allowed
+    answer:  dex-agent-worker session answer s-1 call_1_0 'order 7: office chair' --address h:1
+    decline: dex-agent-worker session answer s-1 call_1_0 --decline --address h:1
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("printSnapshot of a question (-want +got):\n%s", diff)
+	}
+
 	// The status line of other moments of a turn.
 	tests := []struct {
 		name  string

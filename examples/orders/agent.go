@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -37,6 +39,7 @@ type Config struct {
 
 const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up and refund them when asked. " +
 	"Look an order up before you refund it. Refund the whole remaining amount unless the customer names one (amount_cents is in cents). " +
+	"When the customer does not say which order, ask with ask_user if you have it. " +
 	"After a refund, tell the customer what was refunded."
 
 // demoModelName is the model name of the demo script.
@@ -91,7 +94,7 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 	def := &stepwise.AgentDefinition{
 		Name:                 agent,
 		Instructions:         instructions,
-		Model:                stepwise.NewScriptedModelClient(script),
+		Model:                stepwise.NewScriptedModelClient(demoScript(store)),
 		ModelName:            demoModelName,
 		Tools:                []*stepwise.Tool{lookup, refund},
 		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
@@ -111,25 +114,90 @@ var (
 	lookupRe = regexp.MustCompile(`(?i)\b(?:look\s*up|find|show|check)\s+order\s+#?(\w+)`)
 )
 
-// script is the demo model: a deterministic function of the request.
+var (
+	refundAnyRe = regexp.MustCompile(`(?i)\brefund\b`)
+	answerRe    = regexp.MustCompile(`(?i)\border\s+#?(\w+)`)
+)
+
+// whichOrder is the question the demo asks when a refund names no order.
+const whichOrder = "Which order should I refund?"
+
+// demoScript is the demo model: a deterministic function of the request.
 // "refund order <n>" looks the order up, asks to refund it, then reports.
-func script(_ context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
-	texts := stepwise.UserTexts(req)
-	if len(texts) == 0 {
-		return stepwise.ScriptedReply{Text: "Hello! How can I help with your orders?"}, nil
-	}
-	text := texts[len(texts)-1]
-	results := stepwise.ToolResults(req)
-	if m := refundRe.FindStringSubmatch(text); m != nil {
-		return refundScript(m[1], results), nil
-	}
-	if m := lookupRe.FindStringSubmatch(text); m != nil {
-		if len(results) == 0 {
-			return call("lookup_order", lookupArgs{OrderID: m[1]}), nil
+// "refund" without an order asks which one (with ask_user, when the
+// session offers it), with the orders that have money left as choices.
+func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+	return func(ctx context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
+		texts := stepwise.UserTexts(req)
+		if len(texts) == 0 {
+			return stepwise.ScriptedReply{Text: "Hello! How can I help with your orders?"}, nil
 		}
-		return stepwise.ScriptedReply{Text: describeLookup(m[1], results[0])}, nil
+		text := texts[len(texts)-1]
+		results := stepwise.ToolResults(req)
+		if m := refundRe.FindStringSubmatch(text); m != nil {
+			return refundScript(m[1], results), nil
+		}
+		if m := lookupRe.FindStringSubmatch(text); m != nil {
+			if len(results) == 0 {
+				return call("lookup_order", lookupArgs{OrderID: m[1]}), nil
+			}
+			return stepwise.ScriptedReply{Text: describeLookup(m[1], results[0])}, nil
+		}
+		if refundAnyRe.MatchString(text) {
+			return askWhichOrder(store, req, results)
+		}
+		return stepwise.ScriptedReply{Text: `I can look up and refund orders. Try "look up order 3", "refund order 7", or "refund my order".`}, nil
 	}
-	return stepwise.ScriptedReply{Text: `I can look up and refund orders. Try "look up order 3" or "refund order 7".`}, nil
+}
+
+// askWhichOrder asks which order to refund, then refunds the one chosen.
+func askWhichOrder(store *Store, req *stepwise.ModelRequest, results []stepwise.ToolResult) (stepwise.ScriptedReply, error) {
+	if len(results) == 0 {
+		offered := slices.ContainsFunc(req.Tools, func(t pluginapi.ToolDefinition) bool { return t.Name == "ask_user" })
+		if !offered {
+			return stepwise.ScriptedReply{Text: `Which order should I refund? Say "refund order 7", for example.`}, nil
+		}
+		choices, err := refundableOrders(store)
+		if err != nil {
+			return stepwise.ScriptedReply{}, err
+		}
+		if len(choices) == 0 {
+			return stepwise.ScriptedReply{Text: "Every order is already fully refunded."}, nil
+		}
+		return call("ask_user", map[string]any{"question": whichOrder, "choices": choices}), nil
+	}
+	asked := results[0]
+	var answer struct {
+		Answer string `json:"answer"`
+	}
+	if asked.Status != string(pluginapi.ToolCallSucceeded) || json.Unmarshal([]byte(asked.Output), &answer) != nil {
+		return stepwise.ScriptedReply{Text: "OK, I will not refund anything. (" + asked.Output + ")"}, nil
+	}
+	m := answerRe.FindStringSubmatch(answer.Answer)
+	if m == nil {
+		return stepwise.ScriptedReply{Text: "I could not tell which order you meant by " + strconv.Quote(answer.Answer) + `. Say "refund order 7", for example.`}, nil
+	}
+	return refundScript(m[1], results[1:]), nil
+}
+
+// refundableOrders are the choices of the demo's question: each order
+// with money left to refund.
+func refundableOrders(store *Store) ([]string, error) {
+	ids, err := store.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		o, err := store.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		if left := o.TotalCents - o.RefundedCents; left > 0 {
+			out = append(out, fmt.Sprintf("order %s: %s (%s left)", o.ID, o.Item, dollars(left)))
+		}
+	}
+	return out, nil
 }
 
 func refundScript(id string, results []stepwise.ToolResult) stepwise.ScriptedReply {

@@ -150,3 +150,65 @@ func TestBadRunnerConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundWithoutAnOrderAsks: "refund my order" asks which order with
+// ask_user (offered by the session as a host tool), the orders with money
+// left as choices; the answer picks the order, and the refund goes on as
+// for "refund order N". Without ask_user offered, the model asks in text.
+func TestRefundWithoutAnOrderAsks(t *testing.T) {
+	ctx := context.Background()
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(t.TempDir(), "orders.json")})
+	if _, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: "orders", Text: "please refund my order"})
+	msgs := []pluginapi.Message{{Sequence: 1, Role: u.Message.Role, Text: u.Message.Text, Item: u.Message.Item}}
+	run := func(turn pluginapi.TurnContext) *pluginapi.RunModelStepResponse {
+		t.Helper()
+		resp, err := r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn, Events: nopWriter{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	turn := pluginapi.TurnContext{Agent: "orders", SessionID: "s", TurnID: "turn-1", Messages: msgs}
+	if resp := run(turn); resp.TurnCompleted == nil || !strings.Contains(resp.TurnCompleted.NewMessages[0].Text, "Which order should I refund?") {
+		t.Fatalf("without ask_user: %+v", resp)
+	}
+	turn.HostTools = []pluginapi.ToolDefinition{{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	resp := run(turn)
+	if resp.ToolCallsRequested == nil || len(resp.ToolCallsRequested.ToolCalls) != 1 {
+		t.Fatalf("with ask_user: %+v", resp)
+	}
+	ask := resp.ToolCallsRequested.ToolCalls[0]
+	var args struct {
+		Question string   `json:"question"`
+		Choices  []string `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(ask.Arguments), &args); err != nil || ask.ToolName != "ask_user" || args.Question != whichOrder || len(args.Choices) != 9 || args.Choices[6] != "order 7: office chair ($62.50 left)" {
+		t.Fatalf("the question: %s %s (%v)", ask.ToolName, ask.Arguments, err)
+	}
+	for _, m := range resp.ToolCallsRequested.NewMessages {
+		msgs = append(msgs, pluginapi.Message{Sequence: int64(len(msgs) + 1), Role: m.Role, Text: m.Text, Item: m.Item})
+	}
+	turn.Messages, turn.RunState = msgs, resp.ToolCallsRequested.RunState
+	turn.ToolCalls = []pluginapi.ToolCall{{ToolCallID: ask.ToolCallID, ToolName: "ask_user", Status: pluginapi.ToolCallSucceeded,
+		Output: `{"answer":"order 7: office chair ($62.50 left)","status":"answered"}`}}
+	resp = run(turn)
+	if resp.ToolCallsRequested == nil || resp.ToolCallsRequested.ToolCalls[0].ToolName != "lookup_order" || resp.ToolCallsRequested.ToolCalls[0].Arguments != `{"order_id":"7"}` {
+		t.Fatalf("after the answer: %+v", resp)
+	}
+	turn.ToolCalls[0] = pluginapi.ToolCall{ToolCallID: ask.ToolCallID, ToolName: "ask_user", Status: pluginapi.ToolCallRejected, RejectionMessage: "The user declined to answer."}
+	turn.ToolCalls[0].Output = ""
+	if resp = run(turn); resp.TurnCompleted == nil || !strings.HasPrefix(lastNew(resp.TurnCompleted.NewMessages), "OK, I will not refund anything.") {
+		t.Fatalf("after a decline: %+v", resp.TurnCompleted.NewMessages)
+	}
+}
+
+func lastNew(ms []pluginapi.FrameworkMessage) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return ms[len(ms)-1].Text
+}

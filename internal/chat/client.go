@@ -146,6 +146,22 @@ func (c *Client) ResolveInterrupt(ctx context.Context, sessionID, interruptID st
 	return out.Resolved, err
 }
 
+// AnswerQuestion answers a pending question (an ask_user call), or
+// declines it. It returns false when the answer is not taken: the
+// question is not pending any more, or the answer is blank or not one of
+// the choices when free text is not allowed.
+func (c *Client) AnswerQuestion(ctx context.Context, sessionID, interruptID, answer string, decline bool) (bool, error) {
+	var out struct {
+		Answered bool `json:"answered"`
+	}
+	body := map[string]any{"answer": answer}
+	if decline {
+		body = map[string]any{"decline": true}
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "questions", interruptID), nil, body, &out)
+	return out.Answered, err
+}
+
 // Snapshot returns the session's snapshot and the resume token to open its
 // event stream from; while a turn is active, the token replays that turn.
 func (c *Client) Snapshot(ctx context.Context, sessionID string) (Snapshot, string, error) {

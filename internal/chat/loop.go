@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,19 @@ type call struct {
 type prompt struct {
 	interruptID, toolCallID, toolName, args, turnID string
 	shown                                           bool
+	// A question's (kind "question"): asked, not approved.
+	question bool
+	text     string
+	choices  []string
+	free     bool
+}
+
+// what names the prompt in notes.
+func (p *prompt) what() string {
+	if p.question {
+		return fmt.Sprintf("the question %q", p.text)
+	}
+	return "the approval of " + p.toolName
 }
 
 func newLoop(s *Session, snap Snapshot) *loop {
@@ -123,6 +137,9 @@ func (c *loop) run(ctx context.Context, lines <-chan line, events <-chan streamM
 		if c.eof && len(c.prompts) > 0 {
 			c.out.endLine()
 			p := c.prompts[0]
+			if p.question {
+				return fmt.Errorf("%w: %s asks %q (interrupt %s)", ErrPendingApproval, p.toolName, p.text, p.interruptID)
+			}
 			return fmt.Errorf("%w: %s %s (interrupt %s)", ErrPendingApproval, p.toolName, p.args, p.interruptID)
 		}
 		if c.eof && !c.busy {
@@ -214,6 +231,21 @@ func (c *loop) showPrompt() {
 		}
 		p.shown = true
 		c.out.endLine()
+		if p.question {
+			c.out.printf("? %s\n", p.text)
+			for i, ch := range p.choices {
+				c.out.printf("  %d. %s\n", i+1, ch)
+			}
+			switch {
+			case len(p.choices) == 0:
+				c.out.printf("answer (- to decline)> ")
+			case p.free:
+				c.out.printf("answer (a number or your own words, - to decline)> ")
+			default:
+				c.out.printf("answer (1-%d, - to decline)> ", len(p.choices))
+			}
+			return
+		}
 		args := p.args
 		if args != "" {
 			args = " " + args
@@ -269,6 +301,9 @@ func (c *loop) line(ctx context.Context, text string) error {
 
 func (c *loop) answer(ctx context.Context, text string) error {
 	p := c.prompts[0]
+	if p.question {
+		return c.answerQuestion(ctx, p, text)
+	}
 	res := Resolution{}
 	if c.reason {
 		c.reason = false
@@ -308,6 +343,55 @@ func (c *loop) answer(ctx context.Context, text string) error {
 		c.callOf(p.toolCallID).rejection = res.RejectionMessage
 	}
 	return nil
+}
+
+// answerQuestion answers the asked question with a line: a choice's
+// number, other text, or "-" to decline. An answer the session does not
+// take (blank, or not a choice) asks again while the question waits.
+func (c *loop) answerQuestion(ctx context.Context, p *prompt, text string) error {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		p.shown = false
+		return nil
+	}
+	decline := t == "-"
+	if n, err := strconv.Atoi(t); err == nil && n >= 1 && n <= len(p.choices) {
+		t = p.choices[n-1]
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
+	ok, err := c.s.Client.AnswerQuestion(rctx, c.s.ID, p.interruptID, t, decline)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && c.s.Interactive:
+		c.note(fmt.Sprintf("(not answered: %v)", err))
+		p.shown = false
+		return nil
+	case err != nil:
+		return fmt.Errorf("answer %s: %w", p.what(), err)
+	case !ok && c.reload(ctx) && pendingIn(c.snap, p.interruptID):
+		if len(p.choices) > 0 && !p.free {
+			c.note(fmt.Sprintf("(not taken: answer with a number from 1 to %d)", len(p.choices)))
+		} else {
+			c.note("(not taken: the answer is too long or not text)")
+		}
+		p.shown = false
+		return nil
+	case !ok:
+		c.note(fmt.Sprintf("(%s is not pending any more)", p.what()))
+	}
+	c.prompts = c.prompts[1:]
+	return nil
+}
+
+func pendingIn(s Snapshot, interruptID string) bool {
+	for _, in := range s.PendingInterrupts {
+		if in.InterruptID == interruptID {
+			return true
+		}
+	}
+	return false
 }
 
 // event applies one live event.
@@ -449,6 +533,9 @@ func (c *loop) toolDeferred(ctx context.Context, p toolCallPayload) {
 	}
 	k.shown = true
 	k.name = p.ToolName
+	if p.ToolName == "ask_user" {
+		return // its question is asked as a prompt
+	}
 	if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
 		k.args = compact(tc.Arguments)
 	}
@@ -531,7 +618,8 @@ func (c *loop) interruptRaised(ctx context.Context, turnID string, p interruptRa
 	}
 	c.asked[p.InterruptID] = true
 	c.callOfIn[p.InterruptID] = p.ToolCallID
-	pr := &prompt{interruptID: p.InterruptID, toolCallID: p.ToolCallID, toolName: p.ToolName, turnID: turnID}
+	pr := &prompt{interruptID: p.InterruptID, toolCallID: p.ToolCallID, toolName: p.ToolName, turnID: turnID,
+		question: p.Kind == InterruptKindQuestion, text: p.Question, choices: p.Choices, free: p.AllowsFreeText}
 	if k := c.calls[p.ToolCallID]; k != nil && k.args != "" {
 		pr.args = k.args
 	} else if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
@@ -550,6 +638,12 @@ func (c *loop) interruptResolved(p interruptResolvedPayload) {
 		switch {
 		case p.CancellationReason != "":
 			how = strings.ReplaceAll(p.CancellationReason, "_", " ")
+		case pr.question && p.Answered:
+			how = "answered"
+		case pr.question && p.RejectionMessage != "":
+			how = p.RejectionMessage
+		case pr.question:
+			how = "declined"
 		case p.Approved:
 			how = "approved"
 		}
@@ -557,7 +651,7 @@ func (c *loop) interruptResolved(p interruptResolvedPayload) {
 			c.out.endLine()
 			c.out.printf("\n")
 		}
-		c.note(fmt.Sprintf("(the approval of %s ended elsewhere: %s)", pr.toolName, how))
+		c.note(fmt.Sprintf("(%s ended elsewhere: %s)", pr.what(), how))
 		c.prompts = append(c.prompts[:i], c.prompts[i+1:]...)
 		if i == 0 {
 			c.reason = false
@@ -606,7 +700,8 @@ func (c *loop) reconcile(snap Snapshot, prompts bool) {
 			c.asked[in.InterruptID] = true
 			c.callOfIn[in.InterruptID] = in.ToolCallID
 			c.prompts = append(c.prompts, &prompt{interruptID: in.InterruptID, toolCallID: in.ToolCallID,
-				toolName: in.ToolName, args: compact(in.Arguments), turnID: active})
+				toolName: in.ToolName, args: compact(in.Arguments), turnID: active,
+				question: in.Kind == InterruptKindQuestion, text: in.Question, choices: in.Choices, free: in.AllowsFreeText})
 		}
 	}
 	var ended []string

@@ -72,7 +72,7 @@ func (s *Session) defaults() {
 
 // ErrPendingApproval reports that In ended while an approval waited for its
 // answer; the approval stays pending in the session.
-var ErrPendingApproval = errors.New("input ended while an approval waits for an answer")
+var ErrPendingApproval = errors.New("input ended while an approval or a question waits for an answer")
 
 // Run chats until In ends (nil), ctx ends (ctx.Err()) or the API fails.
 func (s *Session) Run(ctx context.Context) error {

@@ -34,6 +34,9 @@ func activeTurnID(s Snapshot) string {
 	return s.State.ActiveTurnID
 }
 
+// InterruptKindQuestion is the kind of an ask_user question.
+const InterruptKindQuestion = client.InterruptKindQuestion
+
 // Session statuses, message roles and final tool call statuses.
 const (
 	StatusWaitingForUserMessage = client.StatusWaitingForUserMessage
@@ -147,6 +150,10 @@ type interruptRaisedPayload struct {
 	ToolName    string `json:"tool_name"`
 	Deadline    string `json:"deadline"`
 	Kind        string `json:"kind"`
+	// Question, Choices and AllowsFreeText are a question's.
+	Question       string   `json:"question"`
+	Choices        []string `json:"choices"`
+	AllowsFreeText bool     `json:"allows_free_text"`
 }
 
 type interruptResolvedPayload struct {
@@ -154,6 +161,7 @@ type interruptResolvedPayload struct {
 	Approved           bool   `json:"approved"`
 	RejectionMessage   string `json:"rejection_message"`
 	Kind               string `json:"kind"`
+	Answered           bool   `json:"answered"`
 	CancellationReason string `json:"cancellation_reason"`
 }
 

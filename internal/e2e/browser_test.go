@@ -66,7 +66,8 @@ func randomToken(t *testing.T) string {
 // TestWebChatRefundWithApproval drives the web chat page in a real browser
 // against a worker serving the orders demo agent: start a session, watch
 // the streamed answer, approve the refund, read the final answer, reload the
-// page, and check that the refund was applied exactly once.
+// page, answer the question of "refund my order" on its card and reject
+// that refund, and check that one refund was applied exactly once.
 func TestWebChatRefundWithApproval(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -83,6 +84,7 @@ agents:
     flow_type: OrdersAgent
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
+    built_in_tools: [ask_user]
     tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
@@ -105,6 +107,7 @@ http:
 	out, err := cmd.CombinedOutput()
 	t.Logf("chat.test.mjs output:\n%s", strings.ReplaceAll(string(out), token, "<token>"))
 	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-approval.png")
+	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-question.png")
 	keepScreenshot(t, shot)
 	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-failure.png")
 	if err != nil {

@@ -160,6 +160,35 @@ async function main() {
     if (answers !== 1) throw new Error(`after the reload the final answer is shown ${answers} times`);
   });
 
+  await step('"refund my order" asks which order: a question card with choices', async () => {
+    await page.getByTestId('message-input').fill('refund my order');
+    await page.getByTestId('send-button').click();
+    const card = page.locator('[data-testid="tool-card"][data-tool-name="ask_user"][data-status="awaiting_answer"]');
+    await card.waitFor();
+    const q = await card.getByTestId('question-text').textContent();
+    if (!/Which order should I refund\?/.test(q || '')) throw new Error(`the question reads "${q}"`);
+    const choices = await card.getByTestId('question-choice').allTextContents();
+    if (choices.length !== 8 || choices.some((c) => c.startsWith('order 7:'))) throw new Error(`choices: ${JSON.stringify(choices)}`);
+    if (await card.getByTestId('question-input').count()) throw new Error('a free-text field is shown for a question with choices only');
+    await page.locator('[data-testid="session-status"][data-status="needs_answer"]').waitFor();
+    if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + '-question.png', fullPage: true, animations: 'disabled' });
+  });
+
+  await step('pick order 3, then reject its refund', async () => {
+    const card = page.locator('[data-testid="tool-card"][data-tool-name="ask_user"]');
+    await card.getByTestId('question-choice').filter({ hasText: 'order 3: monitor arm ($32.50 left)' }).click();
+    await page.locator('[data-testid="tool-card"][data-tool-name="ask_user"][data-status="succeeded"]').waitFor();
+    const refund = page.locator('[data-testid="tool-card"][data-tool-name="refund_order"][data-status="awaiting_approval"]');
+    await refund.waitFor();
+    const args = await refund.getByTestId('tool-arguments').textContent();
+    if (!/"order_id":\s*"3"/.test(args || '')) throw new Error(`refund_order arguments do not name order 3: ${args}`);
+    await refund.getByTestId('reject-button').click();
+    await refund.getByTestId('reject-confirm').click();
+    await page.locator('[data-testid="message"][data-role="assistant"] [data-testid="message-text"]')
+      .filter({ hasText: /OK, I did not refund order 3/ }).first().waitFor();
+    if (await page.getByTestId('question-choice').count()) throw new Error('question choices are still shown after the answer');
+  });
+
   await step('the token never went into a URL', async () => {
     const leaked = requests.filter((u) => u.includes(API_TOKEN) && !u.includes('#'));
     if (leaked.length) throw new Error(`requests carried the token in the URL: ${leaked.join(', ')}`);

@@ -769,6 +769,7 @@
       case 'interrupt_raised':
         if (p.interrupt_id && !s.resolved.has(p.interrupt_id)) s.interrupts.set(p.interrupt_id, p);
         if (p.kind === 'approval' || !p.kind) noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_approval' });
+        if (p.kind === 'question') noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_answer' });
         scheduleReload(s);
         break;
       case 'interrupt_resolved': {
@@ -853,6 +854,31 @@
     }
   }
 
+  // answerQuestion answers a question (ask_user) with text, or declines it.
+  async function answerQuestion(s, it, answer, decline) {
+    const ui = uiState(it.tool_call_id);
+    ui.busy = decline ? 'declining' : 'answering';
+    scheduleRender();
+    try {
+      const body = decline ? { decline: true } : { answer };
+      const res = await api('POST', sessionPath(s.id, `/questions/${encodeURIComponent(it.interrupt_id)}`), body);
+      if (res.answered === false) {
+        const pending = ((s.snapshot && s.snapshot.pending_interrupts) || []).some((p) => p.interrupt_id === it.interrupt_id);
+        toast(pending && !decline ? 'The answer was not taken: pick one of the choices.' : 'This question is no longer pending.', 'info');
+      } else {
+        s.resolved.add(it.interrupt_id);
+        s.interrupts.delete(it.interrupt_id);
+        ui.answer = '';
+      }
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not ${decline ? 'decline' : 'answer'}: ${err.message}`, 'error');
+    } finally {
+      ui.busy = '';
+      scheduleReload(s, 0);
+      scheduleRender();
+    }
+  }
+
   // ---------------------------------------------------------------- rendering
 
   const rendered = new Map(); // item key -> element
@@ -885,7 +911,7 @@
     // in the browser snapshot.
     if (rank(status) < 4 && message) status = message.tool_status || 'completed';
     v.status = status || 'deferred';
-    for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message']) {
+    for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message', 'wait_until']) {
       if (!v[k]) for (const c of [snapCall, ev, rec]) if (c && c[k]) { v[k] = c[k]; break; }
     }
     v.tool_name = v.tool_name || (message && message.tool_name) || 'tool';
@@ -1013,9 +1039,10 @@
     document.title = `${s.agent || 'Session'} · Dex Agents`;
     const badge = $('session-status');
     let status = st.status || 'waiting_for_user_message';
-    if (s.interrupts.size) status = 'needs_approval';
+    if (s.interrupts.size) status = [...s.interrupts.values()].some((it) => it.kind !== 'question') ? 'needs_approval' : 'needs_answer';
     const labels = {
       waiting_for_user_message: 'Ready', running_model: 'Thinking', running_tools: 'Running tools', needs_approval: 'Needs approval',
+      needs_answer: 'Question for you',
       compacting_context: 'Compacting context',
     };
     badge.dataset.status = status;
@@ -1254,7 +1281,7 @@
 
   const STATUS_LABEL = {
     deferred: 'Queued', awaiting_approval: 'Awaiting approval', approved: 'Approved', running: 'Running',
-    awaiting_answer: 'Waiting for input', waiting_for_timer: 'Waiting', waiting_for_task: 'Waiting for task',
+    awaiting_answer: 'Waiting for answer', waiting_for_timer: 'Waiting', waiting_for_task: 'Waiting for task',
     completed: 'Completed', succeeded: 'Succeeded', failed: 'Failed', rejected: 'Rejected', outcome_unknown: 'Outcome unknown',
   };
   const EFFECT_LABEL = {
@@ -1267,9 +1294,11 @@
     const u = uiState(item.id);
     const output = v.output !== undefined && v.output !== '' ? v.output : (message && message.text) || '';
     const needsApproval = !!(v.interrupt && (v.interrupt.kind === 'approval' || !v.interrupt.kind));
+    const question = v.interrupt && v.interrupt.kind === 'question' ? v.interrupt : null;
     const deadline = v.interrupt ? formatDeadline(v.interrupt.deadline) : null;
     const sig = JSON.stringify([v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message,
-      needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy]);
+      needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy,
+      question && [question.question, question.choices, question.allows_free_text], v.wait_until]);
     li.dataset.toolName = v.tool_name;
     li.dataset.status = v.status;
     li.dataset.toolCallId = item.id;
@@ -1284,9 +1313,11 @@
     const outOpen = outEl ? outEl.open : false;
     const reasonEl = li.querySelector('textarea.reject-reason');
     if (reasonEl) u.reason = reasonEl.value;
+    const answerEl = li.querySelector('input.question-input');
+    if (answerEl) u.answer = answerEl.value;
     const hadFocus = document.activeElement && li.contains(document.activeElement) ? document.activeElement.dataset.testid : '';
 
-    const statusIcon = { succeeded: ICONS.check, completed: ICONS.check, failed: ICONS.x, rejected: ICONS.x, awaiting_approval: ICONS.shield, running: ICONS.clock, deferred: ICONS.clock, approved: ICONS.check }[v.status];
+    const statusIcon = { succeeded: ICONS.check, completed: ICONS.check, failed: ICONS.x, rejected: ICONS.x, awaiting_approval: ICONS.shield, running: ICONS.clock, deferred: ICONS.clock, approved: ICONS.check, awaiting_answer: ICONS.clock, waiting_for_timer: ICONS.clock }[v.status];
     const head = el('div', { class: 'tool-head' },
       el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.tool)),
       el('span', { class: 'tool-name', text: v.tool_name }),
@@ -1314,7 +1345,51 @@
     if (v.status === 'outcome_unknown') {
       parts.push(el('p', { class: 'tool-note warn', text: 'The worker stopped while this call ran; it may or may not have taken effect.' }));
     }
-    if (v.interrupt && !needsApproval) {
+    if (v.status === 'waiting_for_timer' && v.wait_until) {
+      const t = Date.parse(v.wait_until);
+      if (!Number.isNaN(t)) {
+        const d = new Date(t);
+        const left = t - Date.now();
+        parts.push(el('p', { class: 'tool-note', 'data-testid': 'wait-until' }, icon(ICONS.clock),
+          el('span', { text: ' Waiting until ' }), el('time', { datetime: d.toISOString(), text: d.toLocaleString() }),
+          el('span', { text: left > 0 ? ` (${relativeTime(left)})` : ' (any moment now)' })));
+      }
+    }
+    if (question) {
+      const busy = u.busy;
+      const box = el('div', { class: 'approval question', 'data-testid': 'question' },
+        el('div', { class: 'approval-text' },
+          el('strong', { text: 'Question for you.' }),
+          el('span', { class: 'question-text', 'data-testid': 'question-text', text: question.question || '' }),
+          deadline ? el('span', { class: `deadline${deadline.expired ? ' expired' : ''}`, 'data-testid': 'deadline' },
+            icon(ICONS.clock), el('time', { datetime: deadline.iso, text: deadline.text })) : ''));
+      const choices = question.choices || [];
+      if (choices.length) {
+        box.append(el('div', { class: 'approval-buttons question-choices' }, ...choices.map((c) => el('button', {
+          type: 'button', class: 'button', 'data-testid': 'question-choice', disabled: !!busy,
+          onclick: () => answerQuestion(s, question, c, false),
+        }, c))));
+      }
+      if (!choices.length || question.allows_free_text) {
+        const inputID = `answer-${item.id}`;
+        const input = el('input', { class: 'input question-input', id: inputID, type: 'text', 'data-testid': 'question-input', maxlength: 16384,
+          placeholder: choices.length ? 'Or type another answer' : 'Type your answer' });
+        input.value = u.answer || '';
+        input.addEventListener('input', () => { u.answer = input.value; });
+        box.append(el('form', {
+          class: 'reject-form',
+          onsubmit: (e) => { e.preventDefault(); const a = input.value.trim(); if (a) answerQuestion(s, question, a, false); },
+        },
+        el('label', { class: 'field-label', for: inputID, text: 'Your answer' }),
+        input,
+        el('div', { class: 'approval-buttons' },
+          el('button', { type: 'submit', class: 'button success', 'data-testid': 'question-submit', disabled: !!busy }, busy === 'answering' ? 'Sending…' : 'Answer'))));
+      }
+      box.append(el('div', { class: 'approval-buttons' },
+        el('button', { type: 'button', class: 'button ghost', 'data-testid': 'question-decline', disabled: !!busy,
+          onclick: () => answerQuestion(s, question, '', true) }, busy === 'declining' ? 'Declining…' : 'Decline to answer')));
+      parts.push(box);
+    } else if (v.interrupt && !needsApproval) {
       parts.push(el('p', { class: 'tool-note', text: `Waiting for input (${v.interrupt.kind}); answer it with the CLI or API.` }));
     }
     if (needsApproval) {
