@@ -204,6 +204,7 @@ func toProtoToolCall(c ToolCall) *runnerpb.ToolCall {
 		RejectionMessage:    c.RejectionMessage,
 		ToolSourceReference: c.ToolSourceReference,
 		CancellationReason:  c.CancellationReason,
+		InputContinuation:   c.InputContinuation,
 	}
 }
 
@@ -221,6 +222,7 @@ func fromProtoToolCall(c *runnerpb.ToolCall) ToolCall {
 		RejectionMessage:    c.GetRejectionMessage(),
 		ToolSourceReference: c.GetToolSourceReference(),
 		CancellationReason:  c.GetCancellationReason(),
+		InputContinuation:   c.GetInputContinuation(),
 	}
 }
 

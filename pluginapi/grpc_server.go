@@ -187,7 +187,7 @@ func (s *grpcServer) PollToolTask(req *runnerpb.PollToolTaskRequest, stream runn
 
 // finishToolCall ends a tool call stream: it flushes the live frames, then
 // sends the outcome. A *ToolExecutionError returned as the error becomes the
-// Error outcome.
+// Error outcome, a *ToolInputRequested the InputRequested one.
 func (s *grpcServer) finishToolCall(ctx context.Context, method string, live *liveStream, send func(*runnerpb.ToolCallFrame) error,
 	resp *ExecuteToolResponse, err error, poll, supportsTasks bool,
 ) error {
@@ -195,8 +195,12 @@ func (s *grpcServer) finishToolCall(ctx context.Context, method string, live *li
 		return sendFailed(ctx, method, "a live frame", sendErr)
 	}
 	var toolErr *ToolExecutionError
-	if errors.As(err, &toolErr) {
+	var asked *ToolInputRequested
+	switch {
+	case errors.As(err, &toolErr):
 		resp, err = &ExecuteToolResponse{Error: &ToolExecutionError{Message: toolErr.Message}}, nil
+	case errors.As(err, &asked):
+		resp, err = &ExecuteToolResponse{InputRequested: asked}, nil
 	}
 	if err != nil {
 		return err

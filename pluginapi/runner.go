@@ -370,13 +370,24 @@ type ToolExecutionError struct {
 
 func (e *ToolExecutionError) Error() string { return e.Message }
 
-// ToolInputRequested asks the user a question for a tool call.
+// ToolInputRequested asks the user a question for a tool call, before the
+// tool takes any effect. The session raises a question interrupt
+// "<tool_call_id>-input-<n>"; once the user answers, the call runs again
+// with the answers in ExecuteToolRequest.InputAnswers and Continuation in
+// ToolCall.InputContinuation. A decline or a passed deadline records the
+// call rejected. A function tool may return it as its error.
 type ToolInputRequested struct {
-	Question       string
+	Question string
+	// Choices, when set, are the answers to pick from; AllowsFreeText
+	// also takes other text.
 	Choices        []string
 	AllowsFreeText bool
-	Continuation   string
+	// Continuation is opaque text the call gets back on its next run.
+	Continuation string
 }
+
+// Error makes a ToolInputRequested returnable as a tool function's error.
+func (q *ToolInputRequested) Error() string { return "the tool asks: " + q.Question }
 
 // ToolTaskStarted reports remote work the session polls.
 type ToolTaskStarted struct {

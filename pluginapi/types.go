@@ -156,6 +156,12 @@ type ToolCall struct {
 	// WaitUntil is when a durable_wait call's wait ends (RFC 3339 UTC), on
 	// a waiting_for_timer record in snapshots.
 	WaitUntil string `json:"wait_until,omitempty"`
+	// InputContinuation is what the tool's last ToolInputRequested asked
+	// to get back on the next run of the call; InputAnswers are the
+	// user's answers to the questions the call asked, oldest first. Only
+	// the session's Steps use them; browser snapshots leave them out.
+	InputContinuation string   `json:"input_continuation,omitempty"`
+	InputAnswers      []string `json:"input_answers,omitempty"`
 }
 
 // Usage counts tokens. In an outcome it covers that one model call; in a

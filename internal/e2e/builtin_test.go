@@ -204,3 +204,42 @@ func TestRecordBuiltInHistory(t *testing.T) {
 		recordHistory(t, s, id, "builtin_turns.json")
 	}
 }
+
+// TestToolInputRequestSurvivesAKilledWorker: a tool asks which color before
+// it takes any effect; the session raises the question <call>-input-1 and
+// no Step runs while it waits. The worker is SIGKILLed during the wait; a
+// new one starts; the answer runs the tool again with the answer and the
+// continuation, and the turn ends. The tool ran twice (the question, then
+// the work); the model was called twice.
+func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
+	cfg, base := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "call:asker:door")
+	snap := s.WaitForSnapshot("the tool's question", id, pendingQuestion)
+	in := snap.PendingInterrupts[0]
+	if in.InterruptID != in.ToolCallID+"-input-1" || in.ToolName != "asker" || in.Question != "Which color for door?" || strings.Join(in.Choices, ",") != "red,blue" || in.AllowsFreeText {
+		t.Fatalf("the tool's question: %+v", in)
+	}
+	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	// The browser form leaves out what only the Steps use.
+	if code, body := do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, ""); code != 200 || strings.Contains(string(body), "asked-door") || strings.Contains(string(body), "input_continuation") {
+		t.Errorf("browser snapshot: %d %s", code, body)
+	}
+	s.KillWorkers()
+	s.StartWorker()
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "green"}); err != nil || ok {
+		t.Errorf("off-choice answer = %v, %v; want false", ok, err)
+	}
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "blue"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: asker=succeeded:door painted blue (asked-door)")
+	if n := s.Log().Count("tool", "asker"); n != 2 {
+		t.Errorf("asker ran %d times, want 2 (the question, then the work)", n)
+	}
+	if n := modelCalls(t, s); n != 2 {
+		t.Errorf("model calls = %d, want 2", n)
+	}
+}

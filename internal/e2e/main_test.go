@@ -42,6 +42,7 @@ agents:
       read_gate: {effect: read}
       idem_gate: {effect: idempotent_write}
       noop: {effect: read}
+      asker: {effect: read}
       leak: {effect: read}
       big: {effect: read}
       write_gate: {effect: non_idempotent_write, requires_approval: false}

@@ -777,6 +777,7 @@ func BrowserSnapshot(snap client.Snapshot) client.Snapshot {
 	out.ToolCalls = make([]pluginToolCall, len(snap.ToolCalls))
 	for i, c := range snap.ToolCalls {
 		c.ToolSourceReference = ""
+		c.InputContinuation, c.InputAnswers = "", nil
 		out.ToolCalls[i] = c
 	}
 	return out

@@ -100,6 +100,7 @@ type (
 		TurnID     string
 		ToolCallID string
 		Outcome    ToolOutcome
+		NowMs      int64
 	}
 	// ToolStepFailed reports a tool Step whose attempts are spent.
 	// NotStarted says that no attempt reached the tool.
@@ -449,7 +450,7 @@ func (s *State) runningTools(in Input) Result {
 		if c < 0 {
 			return Result{}
 		}
-		return applied(s.toolStepDone(c, in.Outcome))
+		return applied(s.toolStepDone(c, in.Outcome, in.NowMs))
 	case ToolStepFailed:
 		c := s.runningCall(in.TurnID, in.ToolCallID)
 		if c < 0 {

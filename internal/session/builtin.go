@@ -305,6 +305,9 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: true, Kind: string(in.Kind), Answered: true,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
+	if in.isToolInput() {
+		return applied(append(cmds, s.toolInputAnswered(c, answer)))
+	}
 	s.ToolCalls[c].Output = resultJSON(map[string]any{"status": "answered", "answer": answer})
 	return applied(append(cmds, s.finishCall(c, pluginapi.ToolCallSucceeded, waitingStepAttempt)...))
 }

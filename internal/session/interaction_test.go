@@ -167,6 +167,9 @@ func stateLine(s *State) string {
 			case c.WaitUntil != "":
 				fmt.Fprintf(&b, "(until %s)", c.WaitUntil)
 			}
+		} else if len(c.InputAnswers) > 0 && (c.Error != "" || c.RejectionMessage != "") || strings.HasPrefix(c.Error, "the tool asked") {
+			// What the model sees of a call that asked.
+			fmt.Fprintf(&b, "=%q", c.Error+c.RejectionMessage)
 		}
 	}
 	if s.LastTurnError != "" {

@@ -64,7 +64,11 @@ func render(c Command) string {
 	case FailSession:
 		return fmt.Sprintf("fail_session %q", c.Reason)
 	case RunTool:
-		return fmt.Sprintf("%s %s effect=%s attempts=%d key=%s", c.Step, c.ActivityID, c.Input.ToolCall.Effect, c.Limits.MaximumAttempts, c.Input.IdempotencyKey)
+		line := fmt.Sprintf("%s %s effect=%s attempts=%d key=%s", c.Step, c.ActivityID, c.Input.ToolCall.Effect, c.Limits.MaximumAttempts, c.Input.IdempotencyKey)
+		if tc := c.Input.ToolCall; len(tc.InputAnswers) > 0 || tc.InputContinuation != "" {
+			line += fmt.Sprintf(" input_answers=%q input_continuation=%q", tc.InputAnswers, tc.InputContinuation)
+		}
+		return line
 	case StartTimer:
 		return fmt.Sprintf("start_timer %s %s", c.InterruptID, time.Duration(c.DelayMs)*time.Millisecond)
 	case StartWaitTimer:

@@ -661,11 +661,24 @@ type ToolOutcome struct {
 	OutputRef string `json:"output_ref,omitempty"`
 	// Attempt is the attempt of the tool Step that ran the call.
 	Attempt int `json:"attempt,omitempty"`
+	// InputRequested is set when the tool asked the user a question
+	// before it took any effect (ToolInputRequested).
+	InputRequested *InputRequest `json:"input_requested,omitempty"`
+}
+
+// InputRequest is a tool's question (ToolInputRequested).
+type InputRequest struct {
+	Question       string   `json:"question"`
+	Choices        []string `json:"choices,omitempty"`
+	AllowsFreeText bool     `json:"allows_free_text,omitempty"`
+	Continuation   string   `json:"continuation,omitempty"`
 }
 
 // toolStepDone records the outcome of the tool Step of record c.
-func (s *State) toolStepDone(c int, out ToolOutcome) []Command {
+func (s *State) toolStepDone(c int, out ToolOutcome, nowMs int64) []Command {
 	switch {
+	case out.InputRequested != nil && out.Output == nil && out.Error == nil:
+		return s.toolAsked(c, *out.InputRequested, out.Attempt, nowMs)
 	case out.Output != nil && out.Error == nil:
 		s.ToolCalls[c].Output = *out.Output
 		if out.OutputRef != "" {

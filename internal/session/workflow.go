@@ -398,7 +398,7 @@ func (l *loop) exec(cmd Command) {
 				l.apply(ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
 				return
 			}
-			l.apply(ToolStepDone{TurnID: turn, ToolCallID: call, Outcome: out})
+			l.apply(ToolStepDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
 		})
 	case StartTimer:
 		tctx, cancel := workflow.WithCancel(l.ctx)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -486,6 +485,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		IdempotencyKey:      in.IdempotencyKey,
 		Attempt:             int(info.Attempt),
 		HeartbeatCheckpoint: w.checkpoint(),
+		InputAnswers:        call.InputAnswers,
 		SupportsToolTasks:   caps.ToolTaskPolling,
 		Events:              w,
 	})
@@ -548,9 +548,12 @@ func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (ses
 		msg := resp.Error.Message
 		return session.ToolOutcome{Error: &msg}, nil
 	case resp.InputRequested != nil:
-		// The tool asked before it took any effect, so failing is safe.
-		msg := "the tool asked a question (" + strings.TrimSpace(resp.InputRequested.Question) + "), but this worker does not support tool input requests yet"
-		return session.ToolOutcome{Error: &msg}, nil
+		// The tool asked before it took any effect; the session raises the
+		// question (or fails the call for a malformed one).
+		q := resp.InputRequested
+		return session.ToolOutcome{InputRequested: &session.InputRequest{
+			Question: q.Question, Choices: q.Choices, AllowsFreeText: q.AllowsFreeText, Continuation: q.Continuation,
+		}}, nil
 	case resp.TaskStarted != nil:
 		// The remote work started and nothing polls it: the effect class
 		// decides (failed for a read, outcome_unknown otherwise).

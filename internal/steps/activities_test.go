@@ -49,8 +49,9 @@ func TestToolOutcome(t *testing.T) {
 	if err != nil || out.Error == nil || *out.Error != "bad" {
 		t.Errorf("tool error: %+v %v", out, err)
 	}
-	out, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{InputRequested: &pluginapi.ToolInputRequested{Question: "Which one?"}})
-	if err != nil || out.Error == nil || !strings.Contains(*out.Error, "Which one?") {
+	out, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{InputRequested: &pluginapi.ToolInputRequested{Question: "Which one?", Choices: []string{"a"}, Continuation: "k"}})
+	if err != nil || out.Error != nil || out.Output != nil || out.InputRequested == nil ||
+		out.InputRequested.Question != "Which one?" || out.InputRequested.Continuation != "k" || len(out.InputRequested.Choices) != 1 {
 		t.Errorf("input request: %+v %v", out, err)
 	}
 	if _, err = toolOutcome(in, &pluginapi.ExecuteToolResponse{TaskStarted: &pluginapi.ToolTaskStarted{TaskID: "job-1"}}); err == nil || !strings.Contains(err.Error(), "MISSING_TOOL_TASK_POLLER") {

@@ -3,6 +3,7 @@ package stepwise
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -234,7 +235,13 @@ func (r *Runner) ExecuteDeferredToolCall(ctx context.Context, req *pluginapi.Exe
 		Checkpoint:     req.HeartbeatCheckpoint,
 		InputAnswers:   req.InputAnswers,
 		Events:         req.Events,
+
+		InputContinuation: req.ToolCall.InputContinuation,
 	}, json.RawMessage(req.ToolCall.Arguments))
+	var asked *pluginapi.ToolInputRequested
+	if errors.As(err, &asked) {
+		return &pluginapi.ExecuteToolResponse{InputRequested: asked}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

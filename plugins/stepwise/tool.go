@@ -24,8 +24,13 @@ type ToolCallContext struct {
 	ToolCallID string
 	// Checkpoint is the text an earlier attempt saved with Events.SaveHeartbeatCheckpoint.
 	Checkpoint string
-	// InputAnswers are the user's answers to the questions this call asked.
-	InputAnswers []string
+	// InputAnswers are the user's answers to the questions this call asked,
+	// oldest first; InputContinuation is the Continuation of its last
+	// question. To ask (before the tool takes any effect), return a
+	// *pluginapi.ToolInputRequested as the error: the call runs again once
+	// the user answered.
+	InputAnswers      []string
+	InputContinuation string
 	// Events writes live events and heartbeats for this attempt.
 	Events pluginapi.ToolEventWriter
 }

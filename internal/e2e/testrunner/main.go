@@ -75,6 +75,17 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 	leak := stepwise.MustFunctionTool("leak", "Fails with a secret in its error.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
 		return "", &pluginapi.ToolExecutionError{Message: "upstream rejected token " + os.Getenv("DEX_TEST_SECRET")}
 	}, stepwise.WithEffect(pluginapi.EffectRead))
+	// asker asks which color before it takes any effect; with the answer
+	// it reports the color and the continuation it got back.
+	asker := stepwise.MustFunctionTool("asker", "Asks which color, then paints.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+		if err := log.Record("tool", "asker", a.Name+" "+strings.Join(tc.InputAnswers, ",")); err != nil {
+			return "", err
+		}
+		if len(tc.InputAnswers) == 0 {
+			return "", &pluginapi.ToolInputRequested{Question: "Which color for " + a.Name + "?", Choices: []string{"red", "blue"}, Continuation: "asked-" + a.Name}
+		}
+		return a.Name + " painted " + tc.InputAnswers[len(tc.InputAnswers)-1] + " (" + tc.InputContinuation + ")", nil
+	}, stepwise.WithEffect(pluginapi.EffectRead))
 	noop := stepwise.MustFunctionTool("noop", "Does nothing.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
 		return "ok", nil
 	}, stepwise.WithEffect(pluginapi.EffectRead))
@@ -161,6 +172,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			leak,
 			big,
 			noop,
+			asker,
 		},
 	}, nil
 }

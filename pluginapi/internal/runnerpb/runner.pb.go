@@ -870,8 +870,13 @@ type ToolCall struct {
 	ToolSourceReference string `protobuf:"bytes,11,opt,name=tool_source_reference,json=toolSourceReference,proto3" json:"tool_source_reference,omitempty"`
 	// cancellation_reason says why the call was cancelled, or is empty.
 	CancellationReason string `protobuf:"bytes,12,opt,name=cancellation_reason,json=cancellationReason,proto3" json:"cancellation_reason,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// input_continuation is the continuation of the tool's last
+	// ToolInputRequested: the tool reads it, with
+	// ExecuteToolRequest.input_answers, when the call runs again after the
+	// user answered.
+	InputContinuation string `protobuf:"bytes,13,opt,name=input_continuation,json=inputContinuation,proto3" json:"input_continuation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -984,6 +989,13 @@ func (x *ToolCall) GetToolSourceReference() string {
 func (x *ToolCall) GetCancellationReason() string {
 	if x != nil {
 		return x.CancellationReason
+	}
+	return ""
+}
+
+func (x *ToolCall) GetInputContinuation() string {
+	if x != nil {
+		return x.InputContinuation
 	}
 	return ""
 }
@@ -3919,7 +3931,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\ttool_name\x18\x06 \x01(\tR\btoolName\x12\x17\n" +
 	"\aturn_id\x18\a \x01(\tR\x06turnId\x12\x1f\n" +
 	"\vtool_status\x18\b \x01(\tR\n" +
-	"toolStatus\"\xab\x03\n" +
+	"toolStatus\"\xda\x03\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -3934,7 +3946,8 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x11rejection_message\x18\n" +
 	" \x01(\tR\x10rejectionMessage\x122\n" +
 	"\x15tool_source_reference\x18\v \x01(\tR\x13toolSourceReference\x12/\n" +
-	"\x13cancellation_reason\x18\f \x01(\tR\x12cancellationReason\"\x99\x02\n" +
+	"\x13cancellation_reason\x18\f \x01(\tR\x12cancellationReason\x12-\n" +
+	"\x12input_continuation\x18\r \x01(\tR\x11inputContinuation\"\x99\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
