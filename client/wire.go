@@ -42,6 +42,7 @@ const (
 	StepAwaitTimer            = "AwaitTimer"
 	StepCallTool              = "CallTool"
 	StepCallSingleAttemptTool = "CallSingleAttemptTool"
+	StepPollToolTask          = "PollToolTask"
 	StepResumeTurn            = "ResumeTurn"
 	StepRecordTurnFailure     = "RecordTurnFailure"
 	StepBuildUserMessage      = "BuildUserMessage"

@@ -196,11 +196,14 @@ func (s *grpcServer) finishToolCall(ctx context.Context, method string, live *li
 	}
 	var toolErr *ToolExecutionError
 	var asked *ToolInputRequested
+	var started *ToolTaskStarted
 	switch {
 	case errors.As(err, &toolErr):
 		resp, err = &ExecuteToolResponse{Error: &ToolExecutionError{Message: toolErr.Message}}, nil
 	case errors.As(err, &asked):
 		resp, err = &ExecuteToolResponse{InputRequested: asked}, nil
+	case errors.As(err, &started):
+		resp, err = &ExecuteToolResponse{TaskStarted: started}, nil
 	}
 	if err != nil {
 		return err

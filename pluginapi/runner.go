@@ -389,11 +389,18 @@ type ToolInputRequested struct {
 // Error makes a ToolInputRequested returnable as a tool function's error.
 func (q *ToolInputRequested) Error() string { return "the tool asks: " + q.Question }
 
-// ToolTaskStarted reports remote work the session polls.
+// ToolTaskStarted reports remote work the session polls: the call waits
+// in waiting_for_task, and PollToolTask Steps poll it every
+// PollIntervalSeconds (1 s to a day). Only a runner that implements
+// ToolTaskPoller may return it (ExecuteToolRequest.SupportsToolTasks); a
+// Stepwise tool returns it as its error.
 type ToolTaskStarted struct {
 	TaskID              string
 	PollIntervalSeconds int
 }
+
+// Error makes a ToolTaskStarted returnable as a tool function's error.
+func (t *ToolTaskStarted) Error() string { return "the tool started task " + t.TaskID }
 
 // ToolTaskPending asks for another poll.
 type ToolTaskPending struct {
@@ -420,9 +427,16 @@ type PollToolTaskRequest struct {
 // QuestionAnswer is how a user resolved a question.
 type QuestionAnswer struct {
 	// Resolution is "answered", "declined" or "deadline_passed".
-	Resolution string
-	Answer     string
+	Resolution string `json:"resolution"`
+	Answer     string `json:"answer,omitempty"`
 }
+
+// Resolutions of a tool task's question (QuestionAnswer.Resolution).
+const (
+	QuestionAnswered       = "answered"
+	QuestionDeclined       = "declined"
+	QuestionDeadlinePassed = "deadline_passed"
+)
 
 // CancelToolTaskRequest cancels one tool task's remote work.
 type CancelToolTaskRequest struct {

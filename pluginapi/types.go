@@ -162,6 +162,17 @@ type ToolCall struct {
 	// the session's Steps use them; browser snapshots leave them out.
 	InputContinuation string   `json:"input_continuation,omitempty"`
 	InputAnswers      []string `json:"input_answers,omitempty"`
+	// InputRequests counts the questions the call asked.
+	InputRequests int `json:"input_requests,omitempty"`
+	// TaskID is the handle of the tool task the call started, and
+	// TaskPollIntervalSeconds the wait before its next poll. A call with
+	// a task ID waits in waiting_for_task, polled by PollToolTask Steps.
+	TaskID                  string `json:"task_id,omitempty"`
+	TaskPollIntervalSeconds int    `json:"task_poll_interval_seconds,omitempty"`
+	// TaskAnswerPending is how the user resolved the task's last question,
+	// until the poll that hands it over (PollToolTaskRequest.PendingAnswer)
+	// succeeds. Only the session's Steps use it.
+	TaskAnswerPending *QuestionAnswer `json:"task_answer_pending,omitempty"`
 }
 
 // Usage counts tokens. In an outcome it covers that one model call; in a

@@ -168,6 +168,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		client.StepRunModel:              acts.RunModel,
 		client.StepCallTool:              acts.CallTool,
 		client.StepCallSingleAttemptTool: acts.CallSingleAttemptTool,
+		client.StepPollToolTask:          acts.PollToolTask,
 		client.StepBuildUserMessage:      acts.BuildUserMessage,
 		client.StepRecordTurnFailure:     acts.RecordTurnFailure,
 		client.StepCompactContext:        acts.CompactContext,

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,5 +242,70 @@ func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
 	}
 	if n := modelCalls(t, s); n != 2 {
 		t.Errorf("model calls = %d, want 2", n)
+	}
+}
+
+// TestToolTaskSurvivesAKilledWorkerBetweenPolls: a tool starts a task and
+// the session polls it on durable timers. Its second poll asks a question;
+// the worker is SIGKILLed while the question waits and again between two
+// later polls; the answer reaches the task once, the question is asked
+// once, and the label comes back as the call's result. The tool ran once.
+func TestToolTaskSurvivesAKilledWorkerBetweenPolls(t *testing.T) {
+	cfg, _ := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "call:labeler:box")
+	snap := s.WaitForSnapshot("the task's question", id, pendingQuestion)
+	in := snap.PendingInterrupts[0]
+	if c := findCall(snap, "labeler"); c == nil || c.TaskID != "job-box" || in.InterruptID != c.ToolCallID+"-input-1" || in.Question != "Label size for box?" {
+		t.Fatalf("the task's question: %+v, record %+v", in, c)
+	}
+	s.KillWorkers()
+	s.StartWorker()
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "large"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	// Between the poll that took the answer and the next one: no Step runs.
+	err := agenttest.WaitFor(context.Background(), "the poll that takes the answer", 30*time.Second, func() (bool, error) {
+		return s.Log().Count("poll", "job-box") >= 3, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitingIn(t, s, id, client.StepPollToolTask)
+	s.KillWorkers()
+	s.StartWorker()
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: labeler=succeeded:label job-box answered:large after 5 polls")
+	if n := s.Log().Count("tool", "labeler"); n != 1 {
+		t.Errorf("labeler ran %d times, want 1", n)
+	}
+	if n := modelCalls(t, s); n != 2 {
+		t.Errorf("model calls = %d, want 2", n)
+	}
+}
+
+// TestRecordToolTaskHistory runs a tool input request and a tool task with
+// a question, and records the history as task_turns.json for the replay
+// test of internal/session with -update-histories.
+func TestRecordToolTaskHistory(t *testing.T) {
+	cfg, _ := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "call:asker:door call:labeler:box")
+	for _, want := range []string{"Which color for door?", "Label size for box?"} {
+		snap := s.WaitForSnapshot(want, id, func(s client.Snapshot) bool {
+			return slices.ContainsFunc(s.PendingInterrupts, func(in client.Interrupt) bool { return in.Question == want })
+		})
+		i := slices.IndexFunc(snap.PendingInterrupts, func(in client.Interrupt) bool { return in.Question == want })
+		answer := snap.PendingInterrupts[i].Choices[1]
+		if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: snap.PendingInterrupts[i].InterruptID, Answer: answer}); err != nil || !ok {
+			t.Fatalf("answer %q: %v %v", want, ok, err)
+		}
+	}
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: asker=succeeded:door painted blue (asked-door); labeler=succeeded:label job-box answered:large after 5 polls")
+	if *updateHistories {
+		recordHistory(t, s, id, "task_turns.json")
 	}
 }

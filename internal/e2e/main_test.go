@@ -43,6 +43,7 @@ agents:
       idem_gate: {effect: idempotent_write}
       noop: {effect: read}
       asker: {effect: read}
+      labeler: {effect: read}
       leak: {effect: read}
       big: {effect: read}
       write_gate: {effect: non_idempotent_write, requires_approval: false}

@@ -777,7 +777,7 @@ func BrowserSnapshot(snap client.Snapshot) client.Snapshot {
 	out.ToolCalls = make([]pluginToolCall, len(snap.ToolCalls))
 	for i, c := range snap.ToolCalls {
 		c.ToolSourceReference = ""
-		c.InputContinuation, c.InputAnswers = "", nil
+		c.InputContinuation, c.InputAnswers, c.TaskAnswerPending = "", nil, nil
 		out.ToolCalls[i] = c
 	}
 	return out

@@ -102,6 +102,25 @@ type (
 		Outcome    ToolOutcome
 		NowMs      int64
 	}
+	// TaskPollTimerFired reports that a tool task's poll timer fired.
+	TaskPollTimerFired struct {
+		TurnID     string
+		ToolCallID string
+	}
+	// TaskPollDone is the result of a PollToolTask Step.
+	TaskPollDone struct {
+		TurnID     string
+		ToolCallID string
+		Outcome    ToolOutcome
+		NowMs      int64
+	}
+	// TaskPollFailed reports a PollToolTask Step whose attempts are spent.
+	TaskPollFailed struct {
+		TurnID     string
+		ToolCallID string
+		Detail     string
+		Attempt    int
+	}
 	// ToolStepFailed reports a tool Step whose attempts are spent.
 	// NotStarted says that no attempt reached the tool.
 	ToolStepFailed struct {
@@ -177,6 +196,9 @@ func (TurnFailureRecordFailed) isInput() {}
 func (DeadlineTimerFired) isInput()      {}
 func (AnswerQuestion) isInput()          {}
 func (WaitTimerFired) isInput()          {}
+func (TaskPollTimerFired) isInput()      {}
+func (TaskPollDone) isInput()            {}
+func (TaskPollFailed) isInput()          {}
 
 // Result is what Apply returns: whether the input was accepted (for a
 // request, the bool its client gets, false where the spec's RPC returns
@@ -256,6 +278,11 @@ func (s *State) resume(nowMs int64) []Command {
 		}
 		for _, w := range s.Waits {
 			cmds = append(cmds, StartWaitTimer{ToolCallID: w.ToolCallID, DelayMs: ceilSeconds(w.UntilMs - nowMs)})
+		}
+		for _, rec := range s.ToolCalls {
+			if rec.Status == client.ToolCallWaitingForTask {
+				cmds = append(cmds, s.nextPoll(rec))
+			}
 		}
 		return cmds
 	case phaseRecordFailure:
@@ -445,6 +472,12 @@ func (s *State) runningTools(in Input) Result {
 		return s.answerQuestion(in)
 	case WaitTimerFired:
 		return s.waitTimerFired(in)
+	case TaskPollTimerFired:
+		return s.taskPollTimerFired(in)
+	case TaskPollDone:
+		return s.taskPollDone(in)
+	case TaskPollFailed:
+		return s.taskPollFailed(in)
 	case ToolStepDone:
 		c := s.runningCall(in.TurnID, in.ToolCallID)
 		if c < 0 {

@@ -305,6 +305,9 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: true, Kind: string(in.Kind), Answered: true,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
+	if in.isToolInput() && s.ToolCalls[c].TaskID != "" {
+		return applied(append(cmds, s.taskQuestionResolved(c, pluginapi.QuestionAnswer{Resolution: pluginapi.QuestionAnswered, Answer: answer})))
+	}
 	if in.isToolInput() {
 		return applied(append(cmds, s.toolInputAnswered(c, answer)))
 	}
@@ -335,6 +338,14 @@ func (s *State) endQuestion(i, c int, text, eventText string) []Command {
 	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: eventText, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
+	if s.ToolCalls[c].TaskID != "" {
+		// A task's question never ends the call: the task hears it.
+		res := pluginapi.QuestionDeclined
+		if text == QuestionDeadlinePassed {
+			res = pluginapi.QuestionDeadlinePassed
+		}
+		return append(cmds, s.taskQuestionResolved(c, pluginapi.QuestionAnswer{Resolution: res}))
+	}
 	s.ToolCalls[c].RejectionMessage = text
 	return append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...)
 }

@@ -49,6 +49,21 @@ type StartWaitTimer struct {
 	DelayMs    int64
 }
 
+// StartTaskTimer arms the timer before the next poll of a tool task,
+// DelayMs from now; it fires TaskPollTimerFired.
+type StartTaskTimer struct {
+	ToolCallID string
+	DelayMs    int64
+}
+
+// RunPoll runs one PollToolTask Step; its result is TaskPollDone, or
+// TaskPollFailed once its attempts are spent.
+type RunPoll struct {
+	ActivityID string
+	Limits     Limits
+	Input      PollInput
+}
+
 // CancelTimer cancels the deadline timer of an interrupt that was
 // resolved.
 type CancelTimer struct {
@@ -73,6 +88,8 @@ func (RunModel) isCommand()          {}
 func (RunTool) isCommand()           {}
 func (StartTimer) isCommand()        {}
 func (StartWaitTimer) isCommand()    {}
+func (StartTaskTimer) isCommand()    {}
+func (RunPoll) isCommand()           {}
 func (CancelTimer) isCommand()       {}
 func (RecordTurnFailure) isCommand() {}
 func (Emit) isCommand()              {}

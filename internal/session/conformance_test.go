@@ -31,6 +31,7 @@ var wireNames = map[string]string{
 	"session.EventCompactionStarted":  EventCompactionStarted,
 	"session.EventCompactionFinished": EventCompactionFinished,
 	"session.EventTimerStarted":       EventTimerStarted,
+	"session.EventToolTaskStarted":    EventToolTaskStarted,
 
 	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
 	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
@@ -45,6 +46,7 @@ var wireNames = map[string]string{
 	"client.StepAwaitToolApproval":     client.StepAwaitToolApproval,
 	"client.StepAwaitQuestionAnswer":   client.StepAwaitQuestionAnswer,
 	"client.StepAwaitTimer":            client.StepAwaitTimer,
+	"client.StepPollToolTask":          client.StepPollToolTask,
 	"client.StepCallTool":              client.StepCallTool,
 	"client.StepCallSingleAttemptTool": client.StepCallSingleAttemptTool,
 	"client.StepResumeTurn":            client.StepResumeTurn,
@@ -95,6 +97,7 @@ var eventPayloads = map[string]any{
 	"session.EventCompactionStarted":  compactionStartedPayload{},
 	"session.EventCompactionFinished": compactionFinishedPayload{},
 	"session.EventTimerStarted":       timerStartedPayload{},
+	"session.EventToolTaskStarted":    toolTaskStartedPayload{},
 }
 
 // modelTexts are the texts the model sees, by Go name.

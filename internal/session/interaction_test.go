@@ -37,6 +37,9 @@ var inputKinds = map[string]reflect.Type{
 	"deadline_timer_fired":       reflect.TypeFor[DeadlineTimerFired](),
 	"answer_question":            reflect.TypeFor[AnswerQuestion](),
 	"wait_timer_fired":           reflect.TypeFor[WaitTimerFired](),
+	"task_poll_timer_fired":      reflect.TypeFor[TaskPollTimerFired](),
+	"task_poll_done":             reflect.TypeFor[TaskPollDone](),
+	"task_poll_failed":           reflect.TypeFor[TaskPollFailed](),
 }
 
 // TestInteractions runs the golden interaction scripts in

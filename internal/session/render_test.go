@@ -71,6 +71,14 @@ func render(c Command) string {
 		return line
 	case StartTimer:
 		return fmt.Sprintf("start_timer %s %s", c.InterruptID, time.Duration(c.DelayMs)*time.Millisecond)
+	case StartTaskTimer:
+		return fmt.Sprintf("start_task_timer %s %s", c.ToolCallID, time.Duration(c.DelayMs)*time.Millisecond)
+	case RunPoll:
+		line := fmt.Sprintf("PollToolTask %s task=%s attempts=%d continuation=%q", c.ActivityID, c.Input.ToolCall.TaskID, c.Limits.MaximumAttempts, c.Input.ToolCall.InputContinuation)
+		if a := c.Input.ToolCall.TaskAnswerPending; a != nil {
+			line += fmt.Sprintf(" pending_answer=%s:%q", a.Resolution, a.Answer)
+		}
+		return line
 	case StartWaitTimer:
 		return fmt.Sprintf("start_wait_timer %s %s", c.ToolCallID, time.Duration(c.DelayMs)*time.Millisecond)
 	case CancelTimer:

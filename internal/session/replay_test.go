@@ -30,6 +30,8 @@ import (
 //   - compaction_spend_turns.json: compactions (summaries), a settings
 //     update, priced calls and a turn a spend limit ended.
 //   - builtin_turns.json: ask_user answered and declined, a durable_wait.
+//   - task_turns.json: a tool input request answered, and a tool task
+//     polled on timers whose question was answered.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))

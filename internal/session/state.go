@@ -662,8 +662,24 @@ type ToolOutcome struct {
 	// Attempt is the attempt of the tool Step that ran the call.
 	Attempt int `json:"attempt,omitempty"`
 	// InputRequested is set when the tool asked the user a question
-	// before it took any effect (ToolInputRequested).
+	// before it took any effect (ToolInputRequested), or a task asked one.
 	InputRequested *InputRequest `json:"input_requested,omitempty"`
+	// TaskStarted is set when the tool handed remote work to the session
+	// (ToolTaskStarted); TaskPending when a poll asks to poll again.
+	TaskStarted *TaskStart   `json:"task_started,omitempty"`
+	TaskPending *TaskPending `json:"task_pending,omitempty"`
+}
+
+// TaskStart is a tool's ToolTaskStarted.
+type TaskStart struct {
+	TaskID              string `json:"task_id"`
+	PollIntervalSeconds int    `json:"poll_interval_seconds"`
+}
+
+// TaskPending is a poll's ToolTaskPending.
+type TaskPending struct {
+	PollIntervalSeconds int    `json:"poll_interval_seconds"`
+	Continuation        string `json:"continuation,omitempty"`
 }
 
 // InputRequest is a tool's question (ToolInputRequested).
@@ -679,6 +695,8 @@ func (s *State) toolStepDone(c int, out ToolOutcome, nowMs int64) []Command {
 	switch {
 	case out.InputRequested != nil && out.Output == nil && out.Error == nil:
 		return s.toolAsked(c, *out.InputRequested, out.Attempt, nowMs)
+	case out.TaskStarted != nil && out.Output == nil && out.Error == nil:
+		return s.taskStarted(c, *out.TaskStarted, out.Attempt)
 	case out.Output != nil && out.Error == nil:
 		s.ToolCalls[c].Output = *out.Output
 		if out.OutputRef != "" {
@@ -818,6 +836,8 @@ func (s *State) activeStepTypes(legacy bool) []string {
 				add(client.StepAwaitQuestionAnswer)
 			case c.Status == client.ToolCallWaitingForTimer:
 				add(client.StepAwaitTimer)
+			case c.Status == client.ToolCallWaitingForTask:
+				add(client.StepPollToolTask)
 			case c.Status == pluginapi.ToolCallApproved && c.Effect.Retryable():
 				add(client.StepCallTool)
 			case c.Status == pluginapi.ToolCallApproved:

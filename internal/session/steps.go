@@ -206,6 +206,18 @@ type ToolInput struct {
 	StoreOutput bool `json:"store_output,omitempty"`
 }
 
+// PollInput is the input of a PollToolTask Step: the call's record (with
+// its task ID, continuation and the pending answer to hand over).
+type PollInput struct {
+	Agent     string             `json:"agent"`
+	SessionID string             `json:"session_id"`
+	TurnID    string             `json:"turn_id"`
+	ToolCall  pluginapi.ToolCall `json:"tool_call"`
+	// StoreOutput asks the Step to store an output longer than
+	// PreviewBytes and return its reference.
+	StoreOutput bool `json:"store_output,omitempty"`
+}
+
 // StepHeartbeat is the heartbeat detail of a RunModel or tool Step. Started
 // is recorded before a tool runs, so a failed tool Step whose last details
 // lack it never ran the tool (attempt progress NOT_STARTED). Attempt lets

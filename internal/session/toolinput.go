@@ -16,7 +16,9 @@ import (
 // the question interrupt "<tool_call_id>-input-<n>". The answer runs the
 // same tool Step type again with the answers so far and the question's
 // continuation; a decline or a passed deadline records the call rejected,
-// as for ask_user.
+// as for ask_user. A started tool task asks the same way, but its question
+// never ends the call: the answer, a decline or a passed deadline goes back
+// to the task in the next poll (tooltask.go).
 
 // MaxToolInputRequests is how many questions one tool call may ask; the
 // next fails the call, so a tool that keeps asking cannot hold a turn (or
@@ -41,10 +43,14 @@ func (in Interrupt) isToolInput() bool {
 func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Command {
 	rec := &s.ToolCalls[c]
 	fail := func(msg string) []Command {
+		if rec.TaskID != "" {
+			// A started task may still run: its effect decides.
+			return s.toolStepFailed(c, msg, false, attempt)
+		}
 		rec.Error = msg
 		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
 	}
-	n := len(rec.InputAnswers) + 1
+	n := rec.InputRequests + 1
 	if n > MaxToolInputRequests {
 		return fail(fmt.Sprintf("the tool asked more than %d questions", MaxToolInputRequests))
 	}
@@ -57,6 +63,7 @@ func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Com
 		return fail(fmt.Sprintf(ToolInputIDCollisionFormat, id))
 	}
 	rec.Status = client.ToolCallAwaitingAnswer
+	rec.InputRequests = n
 	rec.InputContinuation = q.Continuation
 	in := Interrupt{InterruptID: id, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: InterruptQuestion,
 		Question: question, Choices: choices, AllowsFreeText: len(choices) == 0 || q.AllowsFreeText}

@@ -410,6 +410,27 @@ func (l *loop) exec(cmd Command) {
 			}
 			l.apply(DeadlineTimerFired{InterruptID: id, NowMs: l.now()})
 		}})
+	case StartTaskTimer:
+		f := workflow.NewTimer(l.ctx, time.Duration(c.DelayMs)*time.Millisecond)
+		turn, call := l.st.ActiveTurnID, c.ToolCallID
+		l.add(f, func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				return
+			}
+			l.apply(TaskPollTimerFired{TurnID: turn, ToolCallID: call})
+		})
+	case RunPoll:
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
+		f := workflow.ExecuteActivity(ctx, client.StepPollToolTask, c.Input)
+		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
+		l.add(f, func(f workflow.Future) {
+			var out ToolOutcome
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.apply(TaskPollFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				return
+			}
+			l.apply(TaskPollDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
+		})
 	case StartWaitTimer:
 		f := workflow.NewTimer(l.ctx, time.Duration(c.DelayMs)*time.Millisecond)
 		turn, call := l.st.ActiveTurnID, c.ToolCallID

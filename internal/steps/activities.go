@@ -497,11 +497,74 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	if err != nil {
 		return session.ToolOutcome{}, stepError("execute_deferred_tool_call", err)
 	}
-	out, err := toolOutcome(in, resp)
+	out, err := toolOutcome(in, resp, caps.ToolTaskPolling)
 	if err != nil {
 		return out, err
 	}
 	return a.keepOutcome(ctx, in, out)
+}
+
+// PollToolTask polls one tool task once (the session waited the task's
+// interval on a durable timer before it). The engine retries a failed
+// poll; a poll must only read the task, or deliver an answer idempotently.
+func (a *Activities) PollToolTask(ctx context.Context, in session.PollInput) (session.ToolOutcome, error) {
+	defer a.begin()()
+	out, err := a.pollTask(ctx, in)
+	if out.Error != nil {
+		msg := a.redact(*out.Error)
+		out.Error = &msg
+	}
+	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	return out, a.finish(ctx, err)
+}
+
+func (a *Activities) pollTask(ctx context.Context, in session.PollInput) (session.ToolOutcome, error) {
+	info := activity.GetInfo(ctx)
+	r, caps, err := a.Runners.Runner(in.Agent)
+	if err != nil {
+		return session.ToolOutcome{}, err
+	}
+	poller, ok := r.(pluginapi.ToolTaskPoller)
+	if !ok || !caps.ToolTaskPolling {
+		return session.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+			"MISSING_TOOL_TASK_POLLER: the runner of agent "+in.Agent+" does not poll tool tasks", "MissingToolTaskPoller", nil)
+	}
+	hb := session.StepHeartbeat{Attempt: int(info.Attempt), Started: true}
+	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
+	defer w.close()
+	stop := a.heartbeatLoop(ctx, w)
+	defer stop()
+	resp, err := poller.PollToolTask(ctx, &pluginapi.PollToolTaskRequest{
+		Agent: in.Agent, SessionID: in.SessionID, TurnID: in.TurnID,
+		ToolCall: in.ToolCall, TaskID: in.ToolCall.TaskID, Continuation: in.ToolCall.InputContinuation,
+		PendingAnswer: in.ToolCall.TaskAnswerPending, Attempt: int(info.Attempt), Events: w,
+	})
+	var toolErr *pluginapi.ToolExecutionError
+	if errors.As(err, &toolErr) {
+		msg := toolErr.Message
+		return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, session.ToolOutcome{Error: &msg})
+	}
+	if err != nil {
+		return session.ToolOutcome{}, stepError("poll_tool_task", err)
+	}
+	out, err := pollOutcome(resp)
+	if err != nil {
+		return out, err
+	}
+	return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, out)
+}
+
+// pollOutcome converts a poll's response: a result, an error, a question,
+// or a request to poll again.
+func pollOutcome(resp *pluginapi.ExecuteToolResponse) (session.ToolOutcome, error) {
+	if resp != nil && resp.TaskPending != nil && resp.Result == nil && resp.Error == nil && resp.InputRequested == nil && resp.TaskStarted == nil {
+		p := resp.TaskPending
+		return session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: p.PollIntervalSeconds, Continuation: p.Continuation}}, nil
+	}
+	if resp != nil && resp.TaskStarted != nil {
+		return session.ToolOutcome{}, errors.New("runner returned a malformed poll outcome: task_started is only valid for the tool call")
+	}
+	return toolOutcome(session.ToolInput{}, resp, true)
 }
 
 // maxToolErrorBytes bounds a tool error the workflow keeps, with the store.
@@ -527,7 +590,7 @@ func (a *Activities) keepOutcome(ctx context.Context, in session.ToolInput, out 
 	return out, nil
 }
 
-func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (session.ToolOutcome, error) {
+func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse, polls bool) (session.ToolOutcome, error) {
 	if resp == nil {
 		return session.ToolOutcome{}, errors.New("runner returned a malformed tool outcome: no response")
 	}
@@ -554,6 +617,9 @@ func toolOutcome(in session.ToolInput, resp *pluginapi.ExecuteToolResponse) (ses
 		return session.ToolOutcome{InputRequested: &session.InputRequest{
 			Question: q.Question, Choices: q.Choices, AllowsFreeText: q.AllowsFreeText, Continuation: q.Continuation,
 		}}, nil
+	case resp.TaskStarted != nil && polls:
+		t := resp.TaskStarted
+		return session.ToolOutcome{TaskStarted: &session.TaskStart{TaskID: t.TaskID, PollIntervalSeconds: t.PollIntervalSeconds}}, nil
 	case resp.TaskStarted != nil:
 		// The remote work started and nothing polls it: the effect class
 		// decides (failed for a read, outcome_unknown otherwise).

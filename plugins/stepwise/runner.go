@@ -242,10 +242,36 @@ func (r *Runner) ExecuteDeferredToolCall(ctx context.Context, req *pluginapi.Exe
 	if errors.As(err, &asked) {
 		return &pluginapi.ExecuteToolResponse{InputRequested: asked}, nil
 	}
+	var started *pluginapi.ToolTaskStarted
+	if errors.As(err, &started) {
+		if t.poll == nil || !req.SupportsToolTasks {
+			// The work started and nothing will poll it: not a failure
+			// the model may retry on, so the call's effect decides.
+			return nil, fmt.Errorf("MISSING_TOOL_TASK_POLLER: tool %s started task %s, but it has no poll function (stepwise.WithTaskPoll)", t.def.Name, started.TaskID)
+		}
+		return &pluginapi.ExecuteToolResponse{TaskStarted: started}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: out}}, nil
+}
+
+// PollToolTask implements pluginapi.ToolTaskPoller: it calls the poll
+// function of the tool that started the task.
+func (r *Runner) PollToolTask(ctx context.Context, req *pluginapi.PollToolTaskRequest) (*pluginapi.ExecuteToolResponse, error) {
+	c, err := r.agent(req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := c.tools[req.ToolCall.ToolName]
+	if !ok || t.poll == nil {
+		return nil, fmt.Errorf("tool %s has no poll function for task %s", req.ToolCall.ToolName, req.TaskID)
+	}
+	return t.poll(ctx, TaskPoll{
+		SessionID: req.SessionID, TurnID: req.TurnID, ToolCallID: req.ToolCall.ToolCallID, TaskID: req.TaskID,
+		Continuation: req.Continuation, PendingAnswer: req.PendingAnswer, Attempt: req.Attempt, Events: req.Events,
+	})
 }
 
 // Interface guards
@@ -253,6 +279,7 @@ var (
 	_ pluginapi.Runner                       = (*Runner)(nil)
 	_ pluginapi.UnfinishedTurnMessageBuilder = (*Runner)(nil)
 	_ pluginapi.InputTokenEstimator          = (*Runner)(nil)
+	_ pluginapi.ToolTaskPoller               = (*Runner)(nil)
 )
 
 // offeredTools are the tools a model call offers: the agent's own, then the

@@ -48,6 +48,37 @@ type Tool struct {
 	def              pluginapi.ToolDefinition
 	requiresApproval *bool
 	call             func(ctx context.Context, tc ToolCallContext, args json.RawMessage) (string, error)
+	poll             func(ctx context.Context, p TaskPoll) (*pluginapi.ExecuteToolResponse, error)
+}
+
+// TaskPoll is what a tool task's poll function learns (see WithTaskPoll).
+type TaskPoll struct {
+	SessionID  string
+	TurnID     string
+	ToolCallID string
+	// TaskID is the handle the tool returned in ToolTaskStarted.
+	TaskID string
+	// Continuation is what the last ToolTaskPending, or the task's last
+	// question, asked to get back.
+	Continuation string
+	// PendingAnswer is how the user resolved the task's last question, on
+	// the first poll after it only (and its retries).
+	PendingAnswer *pluginapi.QuestionAnswer
+	// Attempt is the one-based attempt of the PollToolTask Step.
+	Attempt int
+	Events  pluginapi.ToolEventWriter
+}
+
+// WithTaskPoll makes the tool's calls tool tasks: the function starts the
+// remote work and returns a *pluginapi.ToolTaskStarted as its error (save
+// the handle with Events.SaveHeartbeatCheckpoint first, and return the
+// saved one when ToolCallContext.Checkpoint holds it); the session then
+// calls poll on durable timers until it returns a Result or an Error. poll
+// may return TaskPending to be polled again, or InputRequested to ask the
+// user (the answer arrives as TaskPoll.PendingAnswer). A poll must only
+// read the task, or deliver an answer idempotently.
+func WithTaskPoll(poll func(ctx context.Context, p TaskPoll) (*pluginapi.ExecuteToolResponse, error)) ToolOption {
+	return func(t *Tool) { t.poll = poll }
 }
 
 // Definition returns the tool's name, description, JSON Schema and effect.

@@ -86,6 +86,63 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 		}
 		return a.Name + " painted " + tc.InputAnswers[len(tc.InputAnswers)-1] + " (" + tc.InputContinuation + ")", nil
 	}, stepwise.WithEffect(pluginapi.EffectRead))
+	// labeler starts a tool task in a fake remote system (a JSON file per
+	// task in the state dir). Its second poll asks which size, keyed by
+	// the continuation "q1" so a retried poll never asks twice; two polls
+	// after the answer the label is ready.
+	type labelTask struct {
+		Polls, AnsweredAt int
+		Answer            string
+	}
+	taskFile := func(id string) string { return filepath.Join(cfg.StateDir, "task-"+id+".json") }
+	loadTask := func(id string) (labelTask, error) {
+		var st labelTask
+		b, err := os.ReadFile(taskFile(id))
+		if err != nil {
+			return st, err
+		}
+		return st, json.Unmarshal(b, &st)
+	}
+	saveTask := func(id string, st labelTask) error {
+		b, _ := json.Marshal(st)
+		return os.WriteFile(taskFile(id), b, 0o644)
+	}
+	labeler := stepwise.MustFunctionTool("labeler", "Prints a label as a tool task.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+		id := "job-" + a.Name
+		if err := log.Record("tool", "labeler", a.Name); err != nil {
+			return "", err
+		}
+		if tc.Checkpoint == "" {
+			if err := saveTask(id, labelTask{}); err != nil {
+				return "", err
+			}
+			tc.Events.SaveHeartbeatCheckpoint(id)
+		}
+		return "", &pluginapi.ToolTaskStarted{TaskID: id, PollIntervalSeconds: 1}
+	}, stepwise.WithEffect(pluginapi.EffectRead), stepwise.WithTaskPoll(func(ctx context.Context, p stepwise.TaskPoll) (*pluginapi.ExecuteToolResponse, error) {
+		st, err := loadTask(p.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		st.Polls++
+		if p.PendingAnswer != nil && p.Continuation == "q1" && st.Answer == "" {
+			st.Answer, st.AnsweredAt = p.PendingAnswer.Resolution+":"+p.PendingAnswer.Answer, st.Polls
+		}
+		if err := saveTask(p.TaskID, st); err != nil {
+			return nil, err
+		}
+		if err := log.Record("poll", p.TaskID, strconv.Itoa(st.Polls)); err != nil {
+			return nil, err
+		}
+		switch {
+		case st.Answer == "" && st.Polls >= 2:
+			return &pluginapi.ExecuteToolResponse{InputRequested: &pluginapi.ToolInputRequested{
+				Question: "Label size for " + strings.TrimPrefix(p.TaskID, "job-") + "?", Choices: []string{"small", "large"}, Continuation: "q1"}}, nil
+		case st.Answer == "" || st.Polls < st.AnsweredAt+2:
+			return &pluginapi.ExecuteToolResponse{TaskPending: &pluginapi.ToolTaskPending{PollIntervalSeconds: 1}}, nil
+		}
+		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: fmt.Sprintf("label %s %s after %d polls", p.TaskID, st.Answer, st.Polls)}}, nil
+	}))
 	noop := stepwise.MustFunctionTool("noop", "Does nothing.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
 		return "ok", nil
 	}, stepwise.WithEffect(pluginapi.EffectRead))
@@ -173,6 +230,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			big,
 			noop,
 			asker,
+			labeler,
 		},
 	}, nil
 }

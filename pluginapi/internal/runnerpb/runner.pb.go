@@ -875,8 +875,12 @@ type ToolCall struct {
 	// ExecuteToolRequest.input_answers, when the call runs again after the
 	// user answered.
 	InputContinuation string `protobuf:"bytes,13,opt,name=input_continuation,json=inputContinuation,proto3" json:"input_continuation,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// task_id is the handle of the tool task the call started, if any.
+	TaskId string `protobuf:"bytes,14,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// task_poll_interval_seconds is the wait before the task's next poll.
+	TaskPollIntervalSeconds int32 `protobuf:"varint,15,opt,name=task_poll_interval_seconds,json=taskPollIntervalSeconds,proto3" json:"task_poll_interval_seconds,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -998,6 +1002,20 @@ func (x *ToolCall) GetInputContinuation() string {
 		return x.InputContinuation
 	}
 	return ""
+}
+
+func (x *ToolCall) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ToolCall) GetTaskPollIntervalSeconds() int32 {
+	if x != nil {
+		return x.TaskPollIntervalSeconds
+	}
+	return 0
 }
 
 // Usage counts tokens of one model call.
@@ -3931,7 +3949,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\ttool_name\x18\x06 \x01(\tR\btoolName\x12\x17\n" +
 	"\aturn_id\x18\a \x01(\tR\x06turnId\x12\x1f\n" +
 	"\vtool_status\x18\b \x01(\tR\n" +
-	"toolStatus\"\xda\x03\n" +
+	"toolStatus\"\xb0\x04\n" +
 	"\bToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -3947,7 +3965,9 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	" \x01(\tR\x10rejectionMessage\x122\n" +
 	"\x15tool_source_reference\x18\v \x01(\tR\x13toolSourceReference\x12/\n" +
 	"\x13cancellation_reason\x18\f \x01(\tR\x12cancellationReason\x12-\n" +
-	"\x12input_continuation\x18\r \x01(\tR\x11inputContinuation\"\x99\x02\n" +
+	"\x12input_continuation\x18\r \x01(\tR\x11inputContinuation\x12\x17\n" +
+	"\atask_id\x18\x0e \x01(\tR\x06taskId\x12;\n" +
+	"\x1atask_poll_interval_seconds\x18\x0f \x01(\x05R\x17taskPollIntervalSeconds\"\x99\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
