@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 func TestMain(m *testing.M) {
@@ -95,7 +97,7 @@ agents:
 		t.Errorf("stdout = %q, want it to end with %q", stdout, want)
 	}
 	wantWarnings := "warning: plugins.spare: no agent uses this plugin; the worker does not start it\n" +
-		`warning: agents[0].tool_policies.refund_ordr: runner orders does not offer a tool "refund_ordr" to agent orders (it offers: lookup_order, refund_order); the policy never applies` + "\n"
+		`warning: agents[0].tool_policies.refund_ordr: runner orders does not offer a tool "refund_ordr" to agent orders (it offers: lookup_order, refund_order, request_return_label); the policy never applies` + "\n"
 	if stderr != wantWarnings {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, wantWarnings)
 	}
@@ -160,6 +162,7 @@ agents:
     tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
+      request_return_label: {effect: idempotent_write}
     message_window_size: 2
     message_chunk_size: 2
 `, plugin))
@@ -312,5 +315,24 @@ agents:
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; got != "OK, I will not refund anything. (The user declined to answer.)" {
 		t.Errorf("answer after the decline = %q", got)
+	}
+	// A return label is a tool task: the session polls the carrier on
+	// durable timers until the label is printed.
+	if got := session("send", id, "return order 5"); got != "queued\n" {
+		t.Errorf("send printed %q", got)
+	}
+	snap = stack.WaitForSnapshot("the label task", id, func(s client.Snapshot) bool {
+		return slices.ContainsFunc(s.ToolCalls, func(c pluginapi.ToolCall) bool {
+			return c.ToolName == "request_return_label" && c.Status == client.ToolCallWaitingForTask
+		})
+	})
+	if human := session("snapshot", id); !strings.Contains(human, "request_return_label") || !strings.Contains(human, "waiting_for_task") {
+		t.Errorf("snapshot text while the task runs:\n%s", human)
+	}
+	final = stack.WaitForSnapshot("the label", id, func(s client.Snapshot) bool {
+		return s.State.TurnCount == 4 && s.State.Status == client.StatusWaitingForUserMessage
+	})
+	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Return label RET-5-") || !strings.HasSuffix(got, " for order 5 is ready.") {
+		t.Errorf("answer to the return = %q", got)
 	}
 }

@@ -37,7 +37,7 @@ type Config struct {
 	Model *model.Config `json:"model,omitempty"`
 }
 
-const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up and refund them when asked. " +
+const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up, refund them, and request return labels when asked. " +
 	"Look an order up before you refund it. Refund the whole remaining amount unless the customer names one (amount_cents is in cents). " +
 	"When the customer does not say which order, ask with ask_user if you have it. " +
 	"After a refund, tell the customer what was refunded."
@@ -47,6 +47,10 @@ const demoModelName = "orders-demo-script"
 
 type lookupArgs struct {
 	OrderID string `json:"order_id" description:"The order's ID, such as \"7\"."`
+}
+
+type labelArgs struct {
+	OrderID string `json:"order_id" description:"The order's ID."`
 }
 
 type refundArgs struct {
@@ -87,6 +91,41 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 	if err != nil {
 		return nil, err
 	}
+	// request_return_label is a tool task: the carrier prints the label
+	// after a few polls, and no Step waits while it does.
+	label, err := stepwise.FunctionTool("request_return_label", "Request a return label for an order; it is ready after the carrier prints it.",
+		func(ctx context.Context, tc stepwise.ToolCallContext, a labelArgs) (string, error) {
+			if !tc.SupportsToolTasks {
+				return "", &pluginapi.ToolExecutionError{Message: "return labels need a worker that polls tool tasks"}
+			}
+			if tc.Checkpoint != "" { // an earlier attempt requested it
+				return "", &pluginapi.ToolTaskStarted{TaskID: tc.Checkpoint, PollIntervalSeconds: 1}
+			}
+			l, err := store.RequestLabel(a.OrderID, tc.IdempotencyKey)
+			if errors.Is(err, ErrNoOrder) {
+				return "", &pluginapi.ToolExecutionError{Message: err.Error()}
+			}
+			if err != nil {
+				return "", err
+			}
+			if tc.Events != nil {
+				tc.Events.SaveHeartbeatCheckpoint(l.ID)
+			}
+			return "", &pluginapi.ToolTaskStarted{TaskID: l.ID, PollIntervalSeconds: 1}
+		}, stepwise.WithEffect(pluginapi.EffectIdempotentWrite),
+		stepwise.WithTaskPoll(func(ctx context.Context, p stepwise.TaskPoll) (*pluginapi.ExecuteToolResponse, error) {
+			l, err := store.PollLabel(p.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			if l.Status != "ready" {
+				return &pluginapi.ExecuteToolResponse{TaskPending: &pluginapi.ToolTaskPending{PollIntervalSeconds: 1}}, nil
+			}
+			return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: fmt.Sprintf("Return label %s for order %s is ready.", l.Code, l.OrderID)}}, nil
+		}))
+	if err != nil {
+		return nil, err
+	}
 	instructions := cfg.Instructions
 	if instructions == "" {
 		instructions = defaultInstructions
@@ -96,7 +135,7 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 		Instructions:         instructions,
 		Model:                stepwise.NewScriptedModelClient(demoScript(store)),
 		ModelName:            demoModelName,
-		Tools:                []*stepwise.Tool{lookup, refund},
+		Tools:                []*stepwise.Tool{lookup, refund, label},
 		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
 	}
 	if m := cfg.Model; m != nil && m.Provider != model.ProviderScripted {
@@ -111,6 +150,7 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 
 var (
 	refundRe = regexp.MustCompile(`(?i)\brefund\s+order\s+#?(\w+)`)
+	returnRe = regexp.MustCompile(`(?i)\breturn\s+(?:label\s+for\s+)?order\s+#?(\w+)`)
 	lookupRe = regexp.MustCompile(`(?i)\b(?:look\s*up|find|show|check)\s+order\s+#?(\w+)`)
 )
 
@@ -137,6 +177,9 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 		if m := refundRe.FindStringSubmatch(text); m != nil {
 			return refundScript(m[1], results), nil
 		}
+		if m := returnRe.FindStringSubmatch(text); m != nil {
+			return returnScript(m[1], results), nil
+		}
 		if m := lookupRe.FindStringSubmatch(text); m != nil {
 			if len(results) == 0 {
 				return call("lookup_order", lookupArgs{OrderID: m[1]}), nil
@@ -146,7 +189,7 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 		if refundAnyRe.MatchString(text) {
 			return askWhichOrder(store, req, results)
 		}
-		return stepwise.ScriptedReply{Text: `I can look up and refund orders. Try "look up order 3", "refund order 7", or "refund my order".`}, nil
+		return stepwise.ScriptedReply{Text: `I can look up and refund orders, and get return labels. Try "look up order 3", "refund order 7", "refund my order", or "return order 5".`}, nil
 	}
 }
 
@@ -231,6 +274,29 @@ func refundScript(id string, results []stepwise.ToolResult) stepwise.ScriptedRep
 		default:
 			return stepwise.ScriptedReply{Text: "The refund of order " + id + " did not go through: " + r.Output}
 		}
+	}
+}
+
+// returnScript looks the order up, requests its return label (a tool
+// task the session polls), and reports the label.
+func returnScript(id string, results []stepwise.ToolResult) stepwise.ScriptedReply {
+	switch {
+	case len(results) == 0:
+		return call("lookup_order", lookupArgs{OrderID: id})
+	case len(results) == 1:
+		if results[0].Status != string(pluginapi.ToolCallSucceeded) {
+			return stepwise.ScriptedReply{Text: describeLookup(id, results[0])}
+		}
+		return stepwise.ScriptedReply{
+			Text:      "I'll request a return label for order " + id + "; the carrier prints it in a moment.",
+			ToolCalls: []stepwise.ScriptedToolCall{{Name: "request_return_label", Arguments: labelArgs{OrderID: id}}},
+		}
+	default:
+		r := results[len(results)-1]
+		if r.Status != string(pluginapi.ToolCallSucceeded) {
+			return stepwise.ScriptedReply{Text: "The return label for order " + id + " did not come through: " + r.Output}
+		}
+		return stepwise.ScriptedReply{Text: r.Output}
 	}
 }
 

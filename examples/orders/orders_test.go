@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,8 +94,8 @@ func TestRefundConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(resp.Tools, ","); got != "lookup_order,refund_order" {
-		t.Errorf("Configure reported tools %q, want lookup_order,refund_order", got)
+	if got := strings.Join(resp.Tools, ","); got != "lookup_order,refund_order,request_return_label" {
+		t.Errorf("Configure reported tools %q, want lookup_order,refund_order,request_return_label", got)
 	}
 	var msgs []pluginapi.Message
 	store := func(ms []pluginapi.FrameworkMessage) {
@@ -211,4 +212,41 @@ func lastNew(ms []pluginapi.FrameworkMessage) string {
 		return ""
 	}
 	return ms[len(ms)-1].Text
+}
+
+// TestReturnLabelIsAToolTask: request_return_label starts a tool task (the
+// label prints after two polls), returns the same task when a retried
+// attempt finds its checkpoint, and refuses to start one for a runner host
+// that does not poll tasks.
+func TestReturnLabelIsAToolTask(t *testing.T) {
+	ctx := context.Background()
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(t.TempDir(), "orders.json")})
+	if _, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	call := pluginapi.ToolCall{ToolCallID: "c1", ToolName: "request_return_label", Arguments: `{"order_id":"5"}`}
+	req := &pluginapi.ExecuteToolRequest{Agent: "orders", ToolCall: call, IdempotencyKey: "s/turn-1/c1", SupportsToolTasks: true, Events: nopWriter{}}
+	out, err := r.ExecuteDeferredToolCall(ctx, req)
+	if err != nil || out.TaskStarted == nil || out.TaskStarted.TaskID != "label-1" {
+		t.Fatalf("start: %+v %v", out, err)
+	}
+	// The same key (a retried attempt without its checkpoint) finds the same label.
+	if again, err := r.ExecuteDeferredToolCall(ctx, req); err != nil || again.TaskStarted == nil || again.TaskStarted.TaskID != "label-1" {
+		t.Fatalf("retry: %+v %v", again, err)
+	}
+	poll := &pluginapi.PollToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: "label-1", Attempt: 1, Events: nopWriter{}}
+	if p, err := r.PollToolTask(ctx, poll); err != nil || p.TaskPending == nil {
+		t.Fatalf("first poll: %+v %v", p, err)
+	}
+	p, err := r.PollToolTask(ctx, poll)
+	if err != nil || p.Result == nil || !strings.HasPrefix(p.Result.Output, "Return label RET-5-") || !strings.HasSuffix(p.Result.Output, " for order 5 is ready.") {
+		t.Fatalf("second poll: %+v %v", p, err)
+	}
+	req.SupportsToolTasks = false
+	req.IdempotencyKey = "s/turn-2/c1"
+	var toolErr *pluginapi.ToolExecutionError
+	if _, err := r.ExecuteDeferredToolCall(ctx, req); !errors.As(err, &toolErr) || !strings.Contains(toolErr.Message, "need a worker that polls tool tasks") {
+		t.Errorf("without task support: %v", err)
+	}
 }

@@ -38,7 +38,24 @@ type Store struct {
 
 type storeFile struct {
 	Orders map[string]*Order `json:"orders"`
+	// Labels are return labels, by label ID: the demo's remote work, which
+	// a carrier prints after a few polls.
+	Labels map[string]*Label `json:"labels,omitempty"`
 }
+
+// Label is a return label the demo's carrier prints.
+type Label struct {
+	ID             string `json:"id"`
+	OrderID        string `json:"order_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Status         string `json:"status"` // printing | ready
+	Polls          int    `json:"polls"`
+	Code           string `json:"code,omitempty"`
+}
+
+// labelPollsToPrint is how many polls the demo's carrier takes to print a
+// label.
+const labelPollsToPrint = 2
 
 // The store's directory, when OpenStore creates it, and its files are the
 // user's alone, like the rest of the data dir.
@@ -163,6 +180,48 @@ func (s *Store) Refund(id string, amount int64, key string) (Order, Refund, erro
 		return nil
 	})
 	return o, r, err
+}
+
+// RequestLabel asks the carrier for a return label of an order. A repeated
+// idempotency key returns the label requested before.
+func (s *Store) RequestLabel(orderID, key string) (Label, error) {
+	var l Label
+	err := s.update(func(f *storeFile) error {
+		if _, ok := f.Orders[orderID]; !ok {
+			return fmt.Errorf("%w: %s", ErrNoOrder, orderID)
+		}
+		for _, prev := range f.Labels {
+			if prev.IdempotencyKey == key {
+				l = *prev
+				return nil
+			}
+		}
+		if f.Labels == nil {
+			f.Labels = map[string]*Label{}
+		}
+		l = Label{ID: fmt.Sprintf("label-%d", len(f.Labels)+1), OrderID: orderID, IdempotencyKey: key, Status: "printing"}
+		f.Labels[l.ID] = &l
+		return nil
+	})
+	return l, err
+}
+
+// PollLabel reads a label; each poll moves the demo's printer on.
+func (s *Store) PollLabel(id string) (Label, error) {
+	var l Label
+	err := s.update(func(f *storeFile) error {
+		got, ok := f.Labels[id]
+		if !ok {
+			return fmt.Errorf("no such label: %s", id)
+		}
+		got.Polls++
+		if got.Status == "printing" && got.Polls >= labelPollsToPrint {
+			got.Status, got.Code = "ready", fmt.Sprintf("RET-%s-%04d", got.OrderID, 1000+len(got.ID)*37%9000)
+		}
+		l = *got
+		return nil
+	})
+	return l, err
 }
 
 // IDs lists the order IDs, sorted.

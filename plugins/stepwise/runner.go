@@ -237,6 +237,7 @@ func (r *Runner) ExecuteDeferredToolCall(ctx context.Context, req *pluginapi.Exe
 		Events:         req.Events,
 
 		InputContinuation: req.ToolCall.InputContinuation,
+		SupportsToolTasks: req.SupportsToolTasks && t.poll != nil,
 	}, json.RawMessage(req.ToolCall.Arguments))
 	var asked *pluginapi.ToolInputRequested
 	if errors.As(err, &asked) {

@@ -31,6 +31,9 @@ type ToolCallContext struct {
 	// the user answered.
 	InputAnswers      []string
 	InputContinuation string
+	// SupportsToolTasks tells whether the worker polls tool tasks: return
+	// a *pluginapi.ToolTaskStarted only when it does.
+	SupportsToolTasks bool
 	// Events writes live events and heartbeats for this attempt.
 	Events pluginapi.ToolEventWriter
 }
