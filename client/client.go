@@ -66,6 +66,10 @@ type StartSessionOptions struct {
 	// APIToken names the API token on whose behalf the session starts: its
 	// spend limits (the worker's config) apply. The HTTP API sets it.
 	APIToken string
+	// ActiveStepSearchMode chooses whether the session is searchable by
+	// the Steps it waits in (ActiveStepSearchTypes, the default, or
+	// ActiveStepSearchDisabled); fixed when the session starts.
+	ActiveStepSearchMode string
 	// RequestID makes the start idempotent: a retried start with the same
 	// request ID returns the same session instead of an error. Empty
 	// generates one (no idempotency across calls).
@@ -102,6 +106,9 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	if opts.FlowType == "" {
 		return "", false, errors.New("start session: flow type is required")
 	}
+	if err := CheckActiveStepSearchMode(opts.ActiveStepSearchMode); err != nil {
+		return "", false, fmt.Errorf("start session: %w", err)
+	}
 	id = opts.SessionID
 	if id == "" {
 		id = "session-" + uuid.NewString()
@@ -127,7 +134,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 			settings = json.RawMessage(text)
 		}
 	}
-	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken})
+	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: opts.ActiveStepSearchMode})
 	if err != nil {
 		return "", false, err
 	}

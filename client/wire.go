@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -64,6 +65,27 @@ type StartInput struct {
 	// sets it): its spend limits apply to the session, and its per-day
 	// budget counts the session's calls.
 	APIToken string `json:"api_token,omitempty"`
+	// ActiveStepSearchMode is the session's ActiveStepSearchMode ("" for
+	// the worker's default).
+	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
+}
+
+// Active step search modes: whether a session upserts the ActiveStepTypes
+// search attribute, fixed when it starts. ActiveStepSearchTypes (the
+// default) makes it searchable by the Steps it waits in, when the worker's
+// namespace has the attribute; ActiveStepSearchDisabled never upserts it.
+const (
+	ActiveStepSearchTypes    = "active_step_types"
+	ActiveStepSearchDisabled = "disabled"
+)
+
+// CheckActiveStepSearchMode returns an error naming an unknown mode.
+func CheckActiveStepSearchMode(mode string) error {
+	switch mode {
+	case "", ActiveStepSearchTypes, ActiveStepSearchDisabled:
+		return nil
+	}
+	return fmt.Errorf("active_step_search_mode %q: want %q or %q", mode, ActiveStepSearchTypes, ActiveStepSearchDisabled)
 }
 
 // SendUserMessageRequest is the input of send_user_message. A text over

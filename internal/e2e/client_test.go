@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +77,34 @@ func TestSessionsAreSearchableByTheStepsTheyWaitIn(t *testing.T) {
 	}
 	s.WaitForSnapshot("the answer after the rejection", waiting, idleWithAnswer)
 	expect(`ActiveStepTypes = "AwaitToolApproval"`)
+}
+
+// TestActiveStepSearchModeDisabled: a session started with the search
+// disabled is never found by the Steps it waits in, while one started
+// after it with the default mode is; an unknown mode is refused before
+// anything starts.
+func TestActiveStepSearchModeDisabled(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	hidden, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: "call:approve_write:h", ActiveStepSearchMode: client.ActiveStepSearchDisabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := start(t, s, "call:approve_write:s")
+	for _, id := range []string{hidden, shown} {
+		s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	}
+	waitingIn(t, s, shown, client.StepAwaitToolApproval)
+	resp, err := s.Client.ListWorkflow(ctx(t), &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: `ActiveStepTypes = "AwaitToolApproval"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range resp.GetExecutions() {
+		if e.GetExecution().GetWorkflowId() == hidden {
+			t.Errorf("the session with the search disabled was found")
+		}
+	}
+	if _, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, ActiveStepSearchMode: "everything"}); err == nil || !strings.Contains(err.Error(), `active_step_search_mode "everything"`) {
+		t.Errorf("unknown mode: %v", err)
+	}
 }

@@ -114,6 +114,9 @@ func TestAStartWithBadSettingsFailsTheSession(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), client.InvalidStartSessionSettingsReason+": they must be one JSON object, not an array") {
 		t.Fatalf("the session ended with %v", err)
 	}
+	if code, body := do(t, "POST", base+"/v1/sessions", tokenAll, `{"agent":"test","active_step_search_mode":"all"}`); code != 400 || !strings.Contains(string(body), `active_step_search_mode \"all\": want`) {
+		t.Errorf("unknown search mode: %d %s", code, body)
+	}
 	code, body := do(t, "POST", base+"/v1/sessions", tokenAll, `{"agent":"test","session_settings":"fast"}`)
 	if code != 400 || !strings.Contains(string(body), "session_settings: they must be one JSON object, not a string") {
 		t.Errorf("start over HTTP with a string: %d %s", code, body)

@@ -455,6 +455,9 @@ type StartSessionRequest struct {
 	InitialMessage string `json:"initial_message,omitempty"`
 	// SessionSettings are the session's first settings: one JSON object.
 	SessionSettings json.RawMessage `json:"session_settings,omitempty"`
+	// ActiveStepSearchMode is "active_step_types" (the default) or
+	// "disabled".
+	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
 }
 
 // MaxIdempotencyKeyLength bounds the Idempotency-Key header.
@@ -528,7 +531,12 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")))
 		return
 	}
-	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, SessionSettings: req.SessionSettings, APIToken: tok.Name}
+	if err := client.CheckActiveStepSearchMode(req.ActiveStepSearchMode); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
+		return
+	}
+	start := client.StartSessionOptions{FlowType: a.FlowType, SessionID: id, InitialMessage: req.InitialMessage, SessionSettings: req.SessionSettings, APIToken: tok.Name,
+		ActiveStepSearchMode: req.ActiveStepSearchMode}
 	got, created, err := "", true, error(nil)
 	if derived {
 		// The ID came from this key, scope and agent, so a session of that

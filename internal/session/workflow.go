@@ -66,7 +66,9 @@ type WorkflowInput struct {
 	InitialMessageRef string          `json:"initial_message_ref,omitempty"`
 	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
 	APIToken          string          `json:"api_token,omitempty"`
-	Continued         *State          `json:"continued,omitempty"`
+	// ActiveStepSearchMode is client.StartInput's.
+	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
+	Continued            *State `json:"continued,omitempty"`
 }
 
 var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(client.SearchAttributeActiveStepTypes)
@@ -115,6 +117,11 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		l.st = in.Continued
 		l.st.Options = opts
 	} else {
+		// The start input is in history: a disabled search stays disabled
+		// on replay and through continue-as-new (it is in the options).
+		if in.ActiveStepSearchMode == client.ActiveStepSearchDisabled {
+			opts.SearchAttributes = false
+		}
 		l.st = New(info.WorkflowExecution.ID, opts)
 		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken})
 	}
