@@ -229,6 +229,8 @@ type Snapshot struct {
 	// Spend is what the session's model calls cost and what its spend
 	// limits leave, when the worker prices calls or limits spend.
 	Spend *SpendStatus `json:"spend,omitempty"`
+	// Plan is the session's plan (write_todos), once one was written.
+	Plan *pluginapi.Plan `json:"plan,omitempty"`
 }
 
 // Spend counts model calls, tokens and cost (in millionths of a US

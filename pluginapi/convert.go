@@ -332,9 +332,32 @@ func toProtoTurn(t *TurnContext) *runnerpb.TurnContext {
 
 		SessionSettingsJson: string(t.SessionSettings),
 		ContextSummary:      toProtoContextSummary(t.ContextSummary),
+		Plan:                toProtoPlan(t.Plan),
 		CachedFrom:          t.CachedFrom,
 		CachedThrough:       t.CachedThrough,
 	}
+}
+
+func toProtoPlan(p *Plan) *runnerpb.Plan {
+	if p == nil {
+		return nil
+	}
+	out := &runnerpb.Plan{Revision: int32(p.Revision), Status: p.Status}
+	for _, t := range p.Tasks {
+		out.Tasks = append(out.Tasks, &runnerpb.PlanTask{Content: t.Content, Status: t.Status})
+	}
+	return out
+}
+
+func fromProtoPlan(p *runnerpb.Plan) *Plan {
+	if p == nil {
+		return nil
+	}
+	out := &Plan{Revision: int(p.GetRevision()), Status: p.GetStatus(), Tasks: []PlanTask{}}
+	for _, t := range p.GetTasks() {
+		out.Tasks = append(out.Tasks, PlanTask{Content: t.GetContent(), Status: t.GetStatus()})
+	}
+	return out
 }
 
 func toProtoContextSummary(c *ContextSummary) *runnerpb.ContextSummary {
@@ -365,6 +388,7 @@ func fromProtoTurn(t *runnerpb.TurnContext) TurnContext {
 
 		SessionSettings: settingsJSON(t.GetSessionSettingsJson()),
 		ContextSummary:  fromProtoContextSummary(t.GetContextSummary()),
+		Plan:            fromProtoPlan(t.GetPlan()),
 	}
 }
 

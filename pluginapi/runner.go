@@ -188,6 +188,9 @@ type TurnContext struct {
 	// LastSequence: Messages start after it. Put it first in the model's
 	// input.
 	ContextSummary *ContextSummary
+	// Plan is the session's plan (write_todos), nil before the first one.
+	// Show it to the model in every model call (Stepwise adds a note).
+	Plan *Plan
 
 	// CachedFrom and CachedThrough are for hosts. When CachedThrough is
 	// above zero, Messages holds only the messages after it, and the

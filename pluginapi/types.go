@@ -138,6 +138,23 @@ func (s ToolCallStatus) Final() bool {
 	return false
 }
 
+// Plan is a session's plan: the tasks of the last successful write_todos
+// call. Revision counts the calls that changed it; Status is "active",
+// "completed" (every task completed), "cleared" (no tasks) or "draft" (a
+// planning turn's, in plan mode).
+type Plan struct {
+	Revision int        `json:"revision"`
+	Status   string     `json:"status"`
+	Tasks    []PlanTask `json:"tasks"`
+}
+
+// PlanTask is one task of a plan; Status is "pending", "in_progress" or
+// "completed".
+type PlanTask struct {
+	Content string `json:"content"`
+	Status  string `json:"status"`
+}
+
 // ToolCall is the session's record of one deferred tool call of the active
 // turn.
 type ToolCall struct {

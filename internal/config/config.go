@@ -455,7 +455,7 @@ func (m *MessageStore) setDefaults() {
 const DefaultMaxDurableWait = 365 * 24 * time.Hour
 
 // BuiltInToolNames are the built-in tools an agent may enable.
-var BuiltInToolNames = []string{"ask_user", "durable_wait"}
+var BuiltInToolNames = []string{"ask_user", "durable_wait", "write_todos"}
 
 func (a *Agent) setDefaults() {
 	a.DefaultToolEffect = EffectUnclassified

@@ -313,8 +313,6 @@ func (a *Agent) validate(p *problems, path string) {
 	for i, name := range a.BuiltInTools {
 		ip := indexPath(path+".built_in_tools", i)
 		switch {
-		case name == "write_todos":
-			p.add(ip, "write_todos (plans) is not available in this release; the built-ins are %s", strings.Join(BuiltInToolNames, ", "))
 		case !slices.Contains(BuiltInToolNames, name):
 			p.add(ip, "unknown built-in tool %q (want %s)", name, strings.Join(BuiltInToolNames, " or "))
 		case slices.Contains(a.BuiltInTools[:i], name):

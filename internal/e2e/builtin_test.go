@@ -23,7 +23,7 @@ func builtInConfig(t *testing.T, extra string) (string, string) {
 	}
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	port := agenttest.FreePort(t)
-	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    built_in_tools: [ask_user, durable_wait]\n"+extra+"    run_model_limit:", 1) + fmt.Sprintf(`
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    built_in_tools: [ask_user, durable_wait, write_todos]\n"+extra+"    run_model_limit:", 1) + fmt.Sprintf(`
 http:
   listen: 127.0.0.1:%d
   auth:
@@ -308,4 +308,31 @@ func TestRecordToolTaskHistory(t *testing.T) {
 	if *updateHistories {
 		recordHistory(t, s, id, "task_turns.json")
 	}
+}
+
+// TestWriteTodosKeepsThePlan: write_todos records the plan (revision 1,
+// active) with no tool Step, the model sees its result and, in the same
+// turn's next call, the plan note; the snapshot and a later turn keep it.
+func TestWriteTodosKeepsThePlan(t *testing.T) {
+	cfg, base := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "todo:Pack_the_books,Call_the_movers")
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, `done: write_todos=succeeded:{"revision":1,"status":"updated","task_count":2} [[Dex] The current plan (revision 1, active):]`)
+	p := snap.Plan
+	if p == nil || p.Revision != 1 || p.Status != "active" || len(p.Tasks) != 2 || p.Tasks[0].Content != "Pack the books" || p.Tasks[1].Status != "pending" {
+		t.Fatalf("snapshot plan = %+v", p)
+	}
+	if code, body := do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, ""); code != 200 || !strings.Contains(string(body), `"plan":{"revision":1,"status":"active","tasks":[{"content":"Pack the books","status":"pending"}`) {
+		t.Errorf("HTTP snapshot: %d %s", code, body)
+	}
+	if n := s.Log().Count("tool", "write_todos"); n != 0 {
+		t.Errorf("a tool Step ran write_todos %d times", n)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:noop:x"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
+	wantAnswer(t, snap, "done: noop=succeeded:ok [[Dex] The current plan (revision 1, active):]")
 }

@@ -24,6 +24,7 @@ import (
 const (
 	BuiltInAskUser      = "ask_user"
 	BuiltInDurableWait  = "durable_wait"
+	BuiltInWriteTodos   = "write_todos"
 	DefaultMaxDurableMs = 365 * 24 * 3600 * 1000
 )
 
@@ -76,11 +77,24 @@ var builtInDefinitions = []pluginapi.ToolDefinition{
 			`},"required":["duration_seconds","reason"],"additionalProperties":false}`),
 		Effect: pluginapi.EffectRead,
 	},
+	{
+		Name: BuiltInWriteTodos,
+		Description: "Write your plan as a list of tasks, replacing the previous list as a whole. Use it for work of " +
+			"several steps, and keep each task's status current as you go: pending, in_progress, or completed. " +
+			"An empty list clears the plan.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+			`"todos":{"type":"array","items":{"type":"object","properties":{` +
+			`"content":{"type":"string","description":"The task, in a short sentence."},` +
+			`"status":{"type":"string","enum":["pending","in_progress","completed"]}` +
+			`},"required":["content","status"],"additionalProperties":false}}` +
+			`},"required":["todos"],"additionalProperties":false}`),
+		Effect: pluginapi.EffectRead,
+	},
 }
 
 // builtIn reports whether name is a built-in the session enabled.
 func (s *State) builtIn(name string) bool {
-	return (name == BuiltInAskUser || name == BuiltInDurableWait) && slices.Contains(s.Options.BuiltInTools, name)
+	return (name == BuiltInAskUser || name == BuiltInDurableWait || name == BuiltInWriteTodos) && slices.Contains(s.Options.BuiltInTools, name)
 }
 
 // askUserArgs are ask_user's arguments.
@@ -170,7 +184,8 @@ func parseDurableWait(args string, maxMs int64) (secs int64, reason string, err 
 
 // deferBuiltIn records a built-in call of a ToolCallsRequested: the
 // question or the wait it starts, or its failure for invalid arguments.
-func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64) []Command {
+// todos counts the response's write_todos calls.
+func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, todos int) []Command {
 	rec.Effect, rec.RequiresApproval = pluginapi.EffectRead, false
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
 	cmds := []Command{Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
@@ -185,6 +200,35 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64) [
 		}).forStep(step)})
 	}
 	switch rec.ToolName {
+	case BuiltInWriteTodos:
+		if todos > 1 {
+			rec.Status, rec.Error = pluginapi.ToolCallFailed, WriteTodosCalledTwice
+			s.ToolCalls = append(s.ToolCalls, rec)
+			return append(cmds, Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+				ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+			}).forStep(step)})
+		}
+		tasks, err := parseTodos(rec.Arguments)
+		if err != nil {
+			rec.Status, rec.Error = pluginapi.ToolCallFailed, "invalid todos: "+err.Error()
+			s.ToolCalls = append(s.ToolCalls, rec)
+			return append(cmds, Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+				ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+			}).forStep(step)})
+		}
+		plan := s.writePlan(tasks)
+		rec.Status = pluginapi.ToolCallSucceeded
+		if plan.Status == PlanCleared {
+			rec.Output = resultJSON(map[string]any{"status": "cleared", "revision": plan.Revision})
+		} else {
+			rec.Output = resultJSON(map[string]any{"status": "updated", "revision": plan.Revision, "task_count": len(plan.Tasks)})
+		}
+		s.ToolCalls = append(s.ToolCalls, rec)
+		return append(cmds,
+			Emit{Event: newEvent(EventPlanUpdated, s.ActiveTurnID, attempt, planUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})},
+			Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+				ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+			}).forStep(step)})
 	case BuiltInAskUser:
 		a, err := parseAskUser(rec.Arguments)
 		if err != nil {

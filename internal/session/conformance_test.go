@@ -32,6 +32,7 @@ var wireNames = map[string]string{
 	"session.EventCompactionFinished": EventCompactionFinished,
 	"session.EventTimerStarted":       EventTimerStarted,
 	"session.EventToolTaskStarted":    EventToolTaskStarted,
+	"session.EventPlanUpdated":        EventPlanUpdated,
 
 	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
 	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
@@ -98,6 +99,7 @@ var eventPayloads = map[string]any{
 	"session.EventCompactionFinished": compactionFinishedPayload{},
 	"session.EventTimerStarted":       timerStartedPayload{},
 	"session.EventToolTaskStarted":    toolTaskStartedPayload{},
+	"session.EventPlanUpdated":        planUpdatedPayload{},
 }
 
 // modelTexts are the texts the model sees, by Go name.
@@ -106,6 +108,7 @@ var modelTexts = map[string]string{
 	"session.ApprovalDeadlinePassed":           ApprovalDeadlinePassed,
 	"session.QuestionDeclined":                 QuestionDeclined,
 	"session.QuestionDeadlinePassed":           QuestionDeadlinePassed,
+	"session.WriteTodosCalledTwice":            WriteTodosCalledTwice,
 	"session.ToolCallNotRunErrorPrefix":        ToolCallNotRunErrorPrefix,
 	"pluginapi.ModelCallLimitToolResultFormat": pluginapi.ModelCallLimitToolResultFormat,
 	"stepwise.ContextSummaryNoteHeader":        stepwise.ContextSummaryNoteHeader,

@@ -159,7 +159,7 @@ func stateLine(s *State) string {
 	for _, c := range s.ToolCalls {
 		fmt.Fprintf(&b, " call=%s:%s:%s", c.ToolCallID, c.Effect, c.Status)
 		// What the model sees of a built-in's call.
-		if c.ToolName == BuiltInAskUser || c.ToolName == BuiltInDurableWait {
+		if c.ToolName == BuiltInAskUser || c.ToolName == BuiltInDurableWait || c.ToolName == BuiltInWriteTodos {
 			switch {
 			case c.Output != "":
 				fmt.Fprintf(&b, "=%s", c.Output)
@@ -177,6 +177,9 @@ func stateLine(s *State) string {
 	}
 	if s.LastTurnError != "" {
 		fmt.Fprintf(&b, " last_turn_error=%q", s.LastTurnError)
+	}
+	if p := s.Plan; p != nil {
+		fmt.Fprintf(&b, " plan=%d:%s:%d", p.Revision, p.Status, len(p.Tasks))
 	}
 	if s.Settings != "" {
 		fmt.Fprintf(&b, " settings=%s", s.Settings)

@@ -26,6 +26,11 @@ func (s *State) Snapshot() client.Snapshot {
 	}
 	snap.ContextSummary = s.snapshotSummary()
 	snap.Spend = s.snapshotSpend()
+	if s.Plan != nil {
+		p := *s.Plan
+		p.Tasks = append([]pluginapi.PlanTask{}, p.Tasks...)
+		snap.Plan = &p
+	}
 	if s.Started {
 		snap.State = &client.SessionState{
 			Status:        s.Status,

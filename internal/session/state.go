@@ -190,6 +190,8 @@ type State struct {
 	CompactingThrough int64 `json:"compacting_through,omitempty"`
 	// Waits are the active turn's durable_wait calls that wait.
 	Waits []Wait `json:"waits,omitempty"`
+	// Plan is the session's plan, nil until write_todos first succeeds.
+	Plan *pluginapi.Plan `json:"plan,omitempty"`
 	// APIToken names the API token that started the session.
 	APIToken string `json:"api_token,omitempty"`
 	// CostMicros is what the session's model calls cost, as the Steps
@@ -349,6 +351,12 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	s.Refs = append(s.Refs, out.Refs...)
 	s.Phase = phaseRunningTools
 	s.Status = client.StatusRunningTools
+	todos := 0 // write_todos calls in this response
+	for _, call := range req.ToolCalls {
+		if call.ToolName == BuiltInWriteTodos {
+			todos++
+		}
+	}
 	for _, call := range req.ToolCalls {
 		policy := AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
 		if s.Options.Version < SettingsVersion {
@@ -364,7 +372,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			ToolSourceReference: call.ToolSourceReference,
 		}
 		if s.builtIn(call.ToolName) {
-			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs)...)
+			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs, todos)...)
 			continue
 		}
 		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
@@ -469,6 +477,7 @@ func (s *State) turnInput() TurnInput {
 		Settings:    s.TurnSettings,
 		Spend:       SpendInput{APIToken: s.APIToken, Session: s.sessionSpend(), Turn: s.TurnSpend},
 		HostTools:   BuiltInToolDefinitions(s.Options.BuiltInTools),
+		Plan:        s.Plan,
 	}
 	if s.Options.Messages.Store {
 		in.Transcript = &Transcript{From: s.transcriptFrom(), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}

@@ -146,6 +146,8 @@ type TurnInput struct {
 	// HostTools are the tools the session runs itself (the enabled
 	// built-ins), offered to the runner.
 	HostTools []pluginapi.ToolDefinition `json:"host_tools,omitempty"`
+	// Plan is the session's plan, which the runner shows the model.
+	Plan *pluginapi.Plan `json:"plan,omitempty"`
 }
 
 // SpendInput is what a model call's Step needs for the spend limits.

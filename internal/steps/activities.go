@@ -399,6 +399,7 @@ func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {
 		ToolCalls: in.ToolCalls,
 		Policies:  in.Policies,
 		HostTools: in.HostTools,
+		Plan:      in.Plan,
 
 		SessionSettings: settingsJSON(in.Settings),
 	}

@@ -123,6 +123,7 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 		newMessages = append(newMessages, msg)
 		items = append(items, item)
 	}
+	items = withPlan(turn, items)
 	instructions, err := c.renderInstructions(InstructionContext{
 		Agent: turn.Agent, SessionID: turn.SessionID, TurnID: turn.TurnID, Attempt: turn.Attempt,
 		ModelCalls: st.ModelCalls, MessageCount: len(turn.Messages),
@@ -207,7 +208,7 @@ func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnCont
 	if err != nil {
 		return 0, err
 	}
-	items := withSummary(turn, pairItems(decoded, nil))
+	items := withPlan(turn, withSummary(turn, pairItems(decoded, nil)))
 	m, err := c.def.model(turn.SessionSettings)
 	if err != nil {
 		return 0, err

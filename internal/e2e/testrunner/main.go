@@ -8,6 +8,8 @@
 //	ask:Q[:C1,C2]    call the built-in ask_user with question Q ("_" for
 //	                 spaces) and, if given, choices
 //	wait:SECONDS     call the built-in durable_wait
+//	todo:A,B         call the built-in write_todos with pending tasks A, B
+//	                 ("_" for spaces)
 //	modelgate:NAME   stop the first model call of the turn at gate model-NAME
 //	fail             fail every model call
 //	permfail         fail every model call with a permanent error
@@ -196,6 +198,12 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 					args["choices"] = strings.Split(parts[2], ",")
 				}
 				calls = append(calls, stepwise.ScriptedToolCall{Name: "ask_user", Arguments: args})
+			case strings.HasPrefix(tok, "todo:"):
+				var todos []map[string]string
+				for _, c := range strings.Split(strings.TrimPrefix(tok, "todo:"), ",") {
+					todos = append(todos, map[string]string{"content": strings.ReplaceAll(c, "_", " "), "status": "pending"})
+				}
+				calls = append(calls, stepwise.ScriptedToolCall{Name: "write_todos", Arguments: map[string]any{"todos": todos}})
 			case strings.HasPrefix(tok, "wait:"):
 				n, _ := strconv.Atoi(strings.TrimPrefix(tok, "wait:"))
 				calls = append(calls, stepwise.ScriptedToolCall{Name: "durable_wait", Arguments: map[string]any{"duration_seconds": n, "reason": "scripted wait"}})
@@ -214,7 +222,14 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			if len(parts) == 0 {
 				return stepwise.ScriptedReply{Text: "echo: " + text}, nil
 			}
-			return stepwise.ScriptedReply{Text: "done: " + strings.Join(parts, "; ")}, nil
+			done := "done: " + strings.Join(parts, "; ")
+			// The plan note, when the session has a plan.
+			for _, t := range stepwise.UserTexts(req) {
+				if strings.HasPrefix(t, "[Dex] The current plan") {
+					done += " [" + strings.SplitN(t, "\n", 2)[0] + "]"
+				}
+			}
+			return stepwise.ScriptedReply{Text: done}, nil
 		}
 		return stepwise.ScriptedReply{ToolCalls: calls}, nil
 	}

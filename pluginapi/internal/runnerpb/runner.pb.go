@@ -1313,8 +1313,11 @@ type TurnContext struct {
 	// last_sequence: messages start after it. Put it first in the model's
 	// input.
 	ContextSummary *ContextSummary `protobuf:"bytes,13,opt,name=context_summary,json=contextSummary,proto3" json:"context_summary,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// plan is the session's plan (write_todos), unset before the first one.
+	// Show it to the model in every model call.
+	Plan          *Plan `protobuf:"bytes,14,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TurnContext) Reset() {
@@ -1438,6 +1441,130 @@ func (x *TurnContext) GetContextSummary() *ContextSummary {
 	return nil
 }
 
+func (x *TurnContext) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// Plan is a session's plan: the tasks of the last successful write_todos.
+type Plan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// revision counts the write_todos calls that changed it.
+	Revision int32 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// status is "active", "completed", "cleared" or "draft".
+	Status        string      `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Tasks         []*PlanTask `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Plan) Reset() {
+	*x = Plan{}
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Plan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Plan) ProtoMessage() {}
+
+func (x *Plan) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Plan.ProtoReflect.Descriptor instead.
+func (*Plan) Descriptor() ([]byte, []int) {
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Plan) GetRevision() int32 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Plan) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Plan) GetTasks() []*PlanTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// PlanTask is one task of a plan.
+type PlanTask struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Content string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// status is "pending", "in_progress" or "completed".
+	Status        string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanTask) Reset() {
+	*x = PlanTask{}
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanTask) ProtoMessage() {}
+
+func (x *PlanTask) ProtoReflect() protoreflect.Message {
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanTask.ProtoReflect.Descriptor instead.
+func (*PlanTask) Descriptor() ([]byte, []int) {
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PlanTask) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *PlanTask) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
 // ContextSummary is a summary that replaces a session's oldest messages.
 type ContextSummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1455,7 +1582,7 @@ type ContextSummary struct {
 
 func (x *ContextSummary) Reset() {
 	*x = ContextSummary{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1594,7 @@ func (x *ContextSummary) String() string {
 func (*ContextSummary) ProtoMessage() {}
 
 func (x *ContextSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1607,7 @@ func (x *ContextSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSummary.ProtoReflect.Descriptor instead.
 func (*ContextSummary) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ContextSummary) GetGeneration() int32 {
@@ -1530,7 +1657,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1669,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1682,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TextDelta) GetText() string {
@@ -1576,7 +1703,7 @@ type ReasoningDelta struct {
 
 func (x *ReasoningDelta) Reset() {
 	*x = ReasoningDelta{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1715,7 @@ func (x *ReasoningDelta) String() string {
 func (*ReasoningDelta) ProtoMessage() {}
 
 func (x *ReasoningDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1728,7 @@ func (x *ReasoningDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReasoningDelta.ProtoReflect.Descriptor instead.
 func (*ReasoningDelta) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReasoningDelta) GetText() string {
@@ -1633,7 +1760,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1772,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1785,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Event) GetType() string {
@@ -1685,7 +1812,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1824,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1837,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 // HeartbeatCheckpoint records text that a retried attempt of the same tool
@@ -1727,7 +1854,7 @@ type HeartbeatCheckpoint struct {
 
 func (x *HeartbeatCheckpoint) Reset() {
 	*x = HeartbeatCheckpoint{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1866,7 @@ func (x *HeartbeatCheckpoint) String() string {
 func (*HeartbeatCheckpoint) ProtoMessage() {}
 
 func (x *HeartbeatCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1879,7 @@ func (x *HeartbeatCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatCheckpoint.ProtoReflect.Descriptor instead.
 func (*HeartbeatCheckpoint) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HeartbeatCheckpoint) GetText() string {
@@ -1775,7 +1902,7 @@ type BuildUserMessageRequest struct {
 
 func (x *BuildUserMessageRequest) Reset() {
 	*x = BuildUserMessageRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1914,7 @@ func (x *BuildUserMessageRequest) String() string {
 func (*BuildUserMessageRequest) ProtoMessage() {}
 
 func (x *BuildUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1927,7 @@ func (x *BuildUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*BuildUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BuildUserMessageRequest) GetAgent() string {
@@ -1828,7 +1955,7 @@ type BuildUserMessageResponse struct {
 
 func (x *BuildUserMessageResponse) Reset() {
 	*x = BuildUserMessageResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +1967,7 @@ func (x *BuildUserMessageResponse) String() string {
 func (*BuildUserMessageResponse) ProtoMessage() {}
 
 func (x *BuildUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +1980,7 @@ func (x *BuildUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*BuildUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BuildUserMessageResponse) GetMessage() *FrameworkMessage {
@@ -1874,7 +2001,7 @@ type RunModelStepRequest struct {
 
 func (x *RunModelStepRequest) Reset() {
 	*x = RunModelStepRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2013,7 @@ func (x *RunModelStepRequest) String() string {
 func (*RunModelStepRequest) ProtoMessage() {}
 
 func (x *RunModelStepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2026,7 @@ func (x *RunModelStepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepRequest.ProtoReflect.Descriptor instead.
 func (*RunModelStepRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RunModelStepRequest) GetTurn() *TurnContext {
@@ -1926,7 +2053,7 @@ type RunModelStepFrame struct {
 
 func (x *RunModelStepFrame) Reset() {
 	*x = RunModelStepFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2065,7 @@ func (x *RunModelStepFrame) String() string {
 func (*RunModelStepFrame) ProtoMessage() {}
 
 func (x *RunModelStepFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2078,7 @@ func (x *RunModelStepFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepFrame.ProtoReflect.Descriptor instead.
 func (*RunModelStepFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RunModelStepFrame) GetFrame() isRunModelStepFrame_Frame {
@@ -2059,7 +2186,7 @@ type RunModelStepResponse struct {
 
 func (x *RunModelStepResponse) Reset() {
 	*x = RunModelStepResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2198,7 @@ func (x *RunModelStepResponse) String() string {
 func (*RunModelStepResponse) ProtoMessage() {}
 
 func (x *RunModelStepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2211,7 @@ func (x *RunModelStepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunModelStepResponse.ProtoReflect.Descriptor instead.
 func (*RunModelStepResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RunModelStepResponse) GetOutcome() isRunModelStepResponse_Outcome {
@@ -2146,7 +2273,7 @@ type TurnCompleted struct {
 
 func (x *TurnCompleted) Reset() {
 	*x = TurnCompleted{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2285,7 @@ func (x *TurnCompleted) String() string {
 func (*TurnCompleted) ProtoMessage() {}
 
 func (x *TurnCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2298,7 @@ func (x *TurnCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnCompleted.ProtoReflect.Descriptor instead.
 func (*TurnCompleted) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TurnCompleted) GetNewMessages() []*FrameworkMessage {
@@ -2217,7 +2344,7 @@ type ToolCallsRequested struct {
 
 func (x *ToolCallsRequested) Reset() {
 	*x = ToolCallsRequested{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2356,7 @@ func (x *ToolCallsRequested) String() string {
 func (*ToolCallsRequested) ProtoMessage() {}
 
 func (x *ToolCallsRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2369,7 @@ func (x *ToolCallsRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallsRequested.ProtoReflect.Descriptor instead.
 func (*ToolCallsRequested) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ToolCallsRequested) GetRunState() string {
@@ -2301,7 +2428,7 @@ type DeferredToolCall struct {
 
 func (x *DeferredToolCall) Reset() {
 	*x = DeferredToolCall{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2440,7 @@ func (x *DeferredToolCall) String() string {
 func (*DeferredToolCall) ProtoMessage() {}
 
 func (x *DeferredToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2453,7 @@ func (x *DeferredToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeferredToolCall.ProtoReflect.Descriptor instead.
 func (*DeferredToolCall) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeferredToolCall) GetToolCallId() string {
@@ -2392,7 +2519,7 @@ type ExecuteToolRequest struct {
 
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2531,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2417,7 +2544,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecuteToolRequest) GetAgent() string {
@@ -2510,7 +2637,7 @@ type PollToolTaskRequest struct {
 
 func (x *PollToolTaskRequest) Reset() {
 	*x = PollToolTaskRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2649,7 @@ func (x *PollToolTaskRequest) String() string {
 func (*PollToolTaskRequest) ProtoMessage() {}
 
 func (x *PollToolTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2662,7 @@ func (x *PollToolTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollToolTaskRequest.ProtoReflect.Descriptor instead.
 func (*PollToolTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PollToolTaskRequest) GetAgent() string {
@@ -2607,7 +2734,7 @@ type QuestionAnswer struct {
 
 func (x *QuestionAnswer) Reset() {
 	*x = QuestionAnswer{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2619,7 +2746,7 @@ func (x *QuestionAnswer) String() string {
 func (*QuestionAnswer) ProtoMessage() {}
 
 func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2632,7 +2759,7 @@ func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionAnswer.ProtoReflect.Descriptor instead.
 func (*QuestionAnswer) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QuestionAnswer) GetResolution() string {
@@ -2668,7 +2795,7 @@ type ToolCallFrame struct {
 
 func (x *ToolCallFrame) Reset() {
 	*x = ToolCallFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2807,7 @@ func (x *ToolCallFrame) String() string {
 func (*ToolCallFrame) ProtoMessage() {}
 
 func (x *ToolCallFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2820,7 @@ func (x *ToolCallFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallFrame.ProtoReflect.Descriptor instead.
 func (*ToolCallFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{32}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ToolCallFrame) GetFrame() isToolCallFrame_Frame {
@@ -2820,7 +2947,7 @@ type ExecuteToolResponse struct {
 
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +2959,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +2972,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{33}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExecuteToolResponse) GetOutcome() isExecuteToolResponse_Outcome {
@@ -2953,7 +3080,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3092,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3105,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{34}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ToolResult) GetOutput() string {
@@ -2999,7 +3126,7 @@ type ToolExecutionError struct {
 
 func (x *ToolExecutionError) Reset() {
 	*x = ToolExecutionError{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3138,7 @@ func (x *ToolExecutionError) String() string {
 func (*ToolExecutionError) ProtoMessage() {}
 
 func (x *ToolExecutionError) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3151,7 @@ func (x *ToolExecutionError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolExecutionError.ProtoReflect.Descriptor instead.
 func (*ToolExecutionError) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{35}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolExecutionError) GetMessage() string {
@@ -3051,7 +3178,7 @@ type ToolInputRequested struct {
 
 func (x *ToolInputRequested) Reset() {
 	*x = ToolInputRequested{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3190,7 @@ func (x *ToolInputRequested) String() string {
 func (*ToolInputRequested) ProtoMessage() {}
 
 func (x *ToolInputRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3203,7 @@ func (x *ToolInputRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInputRequested.ProtoReflect.Descriptor instead.
 func (*ToolInputRequested) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{36}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolInputRequested) GetQuestion() string {
@@ -3120,7 +3247,7 @@ type ToolTaskStarted struct {
 
 func (x *ToolTaskStarted) Reset() {
 	*x = ToolTaskStarted{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +3259,7 @@ func (x *ToolTaskStarted) String() string {
 func (*ToolTaskStarted) ProtoMessage() {}
 
 func (x *ToolTaskStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[37]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +3272,7 @@ func (x *ToolTaskStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolTaskStarted.ProtoReflect.Descriptor instead.
 func (*ToolTaskStarted) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{37}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ToolTaskStarted) GetTaskId() string {
@@ -3175,7 +3302,7 @@ type ToolTaskPending struct {
 
 func (x *ToolTaskPending) Reset() {
 	*x = ToolTaskPending{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3187,7 +3314,7 @@ func (x *ToolTaskPending) String() string {
 func (*ToolTaskPending) ProtoMessage() {}
 
 func (x *ToolTaskPending) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[38]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3200,7 +3327,7 @@ func (x *ToolTaskPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolTaskPending.ProtoReflect.Descriptor instead.
 func (*ToolTaskPending) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{38}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ToolTaskPending) GetPollIntervalSeconds() int32 {
@@ -3234,7 +3361,7 @@ type CancelToolTaskRequest struct {
 
 func (x *CancelToolTaskRequest) Reset() {
 	*x = CancelToolTaskRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3246,7 +3373,7 @@ func (x *CancelToolTaskRequest) String() string {
 func (*CancelToolTaskRequest) ProtoMessage() {}
 
 func (x *CancelToolTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[39]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3259,7 +3386,7 @@ func (x *CancelToolTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolTaskRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{39}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CancelToolTaskRequest) GetAgent() string {
@@ -3299,7 +3426,7 @@ type CancelToolTaskResponse struct {
 
 func (x *CancelToolTaskResponse) Reset() {
 	*x = CancelToolTaskResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3438,7 @@ func (x *CancelToolTaskResponse) String() string {
 func (*CancelToolTaskResponse) ProtoMessage() {}
 
 func (x *CancelToolTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[40]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3451,7 @@ func (x *CancelToolTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolTaskResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{40}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{42}
 }
 
 // BuildUnfinishedTurnMessagesRequest carries the failed turn.
@@ -3338,7 +3465,7 @@ type BuildUnfinishedTurnMessagesRequest struct {
 
 func (x *BuildUnfinishedTurnMessagesRequest) Reset() {
 	*x = BuildUnfinishedTurnMessagesRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3477,7 @@ func (x *BuildUnfinishedTurnMessagesRequest) String() string {
 func (*BuildUnfinishedTurnMessagesRequest) ProtoMessage() {}
 
 func (x *BuildUnfinishedTurnMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[41]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3490,7 @@ func (x *BuildUnfinishedTurnMessagesRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use BuildUnfinishedTurnMessagesRequest.ProtoReflect.Descriptor instead.
 func (*BuildUnfinishedTurnMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{41}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BuildUnfinishedTurnMessagesRequest) GetTurn() *TurnContext {
@@ -3384,7 +3511,7 @@ type BuildUnfinishedTurnMessagesResponse struct {
 
 func (x *BuildUnfinishedTurnMessagesResponse) Reset() {
 	*x = BuildUnfinishedTurnMessagesResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3396,7 +3523,7 @@ func (x *BuildUnfinishedTurnMessagesResponse) String() string {
 func (*BuildUnfinishedTurnMessagesResponse) ProtoMessage() {}
 
 func (x *BuildUnfinishedTurnMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[42]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3409,7 +3536,7 @@ func (x *BuildUnfinishedTurnMessagesResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use BuildUnfinishedTurnMessagesResponse.ProtoReflect.Descriptor instead.
 func (*BuildUnfinishedTurnMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{42}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BuildUnfinishedTurnMessagesResponse) GetMessages() []*FrameworkMessage {
@@ -3430,7 +3557,7 @@ type EstimateInputTokensRequest struct {
 
 func (x *EstimateInputTokensRequest) Reset() {
 	*x = EstimateInputTokensRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3442,7 +3569,7 @@ func (x *EstimateInputTokensRequest) String() string {
 func (*EstimateInputTokensRequest) ProtoMessage() {}
 
 func (x *EstimateInputTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[43]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3455,7 +3582,7 @@ func (x *EstimateInputTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateInputTokensRequest.ProtoReflect.Descriptor instead.
 func (*EstimateInputTokensRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{43}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *EstimateInputTokensRequest) GetTurn() *TurnContext {
@@ -3476,7 +3603,7 @@ type EstimateInputTokensResponse struct {
 
 func (x *EstimateInputTokensResponse) Reset() {
 	*x = EstimateInputTokensResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3615,7 @@ func (x *EstimateInputTokensResponse) String() string {
 func (*EstimateInputTokensResponse) ProtoMessage() {}
 
 func (x *EstimateInputTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[44]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3628,7 @@ func (x *EstimateInputTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateInputTokensResponse.ProtoReflect.Descriptor instead.
 func (*EstimateInputTokensResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{44}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *EstimateInputTokensResponse) GetInputTokens() int64 {
@@ -3525,7 +3652,7 @@ type CompactionCutoffRequest struct {
 
 func (x *CompactionCutoffRequest) Reset() {
 	*x = CompactionCutoffRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3537,7 +3664,7 @@ func (x *CompactionCutoffRequest) String() string {
 func (*CompactionCutoffRequest) ProtoMessage() {}
 
 func (x *CompactionCutoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[45]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3550,7 +3677,7 @@ func (x *CompactionCutoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionCutoffRequest.ProtoReflect.Descriptor instead.
 func (*CompactionCutoffRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{45}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CompactionCutoffRequest) GetTurn() *TurnContext {
@@ -3579,7 +3706,7 @@ type CompactionCutoffResponse struct {
 
 func (x *CompactionCutoffResponse) Reset() {
 	*x = CompactionCutoffResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3591,7 +3718,7 @@ func (x *CompactionCutoffResponse) String() string {
 func (*CompactionCutoffResponse) ProtoMessage() {}
 
 func (x *CompactionCutoffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[46]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3604,7 +3731,7 @@ func (x *CompactionCutoffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionCutoffResponse.ProtoReflect.Descriptor instead.
 func (*CompactionCutoffResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{46}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CompactionCutoffResponse) GetThroughSequence() int64 {
@@ -3632,7 +3759,7 @@ type SummarizeContextRequest struct {
 
 func (x *SummarizeContextRequest) Reset() {
 	*x = SummarizeContextRequest{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3644,7 +3771,7 @@ func (x *SummarizeContextRequest) String() string {
 func (*SummarizeContextRequest) ProtoMessage() {}
 
 func (x *SummarizeContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[47]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3657,7 +3784,7 @@ func (x *SummarizeContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextRequest.ProtoReflect.Descriptor instead.
 func (*SummarizeContextRequest) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{47}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SummarizeContextRequest) GetTurn() *TurnContext {
@@ -3705,7 +3832,7 @@ type SummarizeContextFrame struct {
 
 func (x *SummarizeContextFrame) Reset() {
 	*x = SummarizeContextFrame{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +3844,7 @@ func (x *SummarizeContextFrame) String() string {
 func (*SummarizeContextFrame) ProtoMessage() {}
 
 func (x *SummarizeContextFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[48]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +3857,7 @@ func (x *SummarizeContextFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextFrame.ProtoReflect.Descriptor instead.
 func (*SummarizeContextFrame) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{48}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SummarizeContextFrame) GetFrame() isSummarizeContextFrame_Frame {
@@ -3839,7 +3966,7 @@ type SummarizeContextResponse struct {
 
 func (x *SummarizeContextResponse) Reset() {
 	*x = SummarizeContextResponse{}
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[49]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +3978,7 @@ func (x *SummarizeContextResponse) String() string {
 func (*SummarizeContextResponse) ProtoMessage() {}
 
 func (x *SummarizeContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dex_runner_v1_runner_proto_msgTypes[49]
+	mi := &file_dex_runner_v1_runner_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +3991,7 @@ func (x *SummarizeContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeContextResponse.ProtoReflect.Descriptor instead.
 func (*SummarizeContextResponse) Descriptor() ([]byte, []int) {
-	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{49}
+	return file_dex_runner_v1_runner_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SummarizeContextResponse) GetSummary() string {
@@ -3989,7 +4116,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
 	"\finput_schema\x18\x03 \x01(\tR\vinputSchema\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xb6\x04\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xdf\x04\n" +
 	"\vTurnContext\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -4008,7 +4135,15 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"cachedFrom\x12%\n" +
 	"\x0ecached_through\x18\v \x01(\x03R\rcachedThrough\x122\n" +
 	"\x15session_settings_json\x18\f \x01(\tR\x13sessionSettingsJson\x12F\n" +
-	"\x0fcontext_summary\x18\r \x01(\v2\x1d.dex.runner.v1.ContextSummaryR\x0econtextSummary\"\xaf\x01\n" +
+	"\x0fcontext_summary\x18\r \x01(\v2\x1d.dex.runner.v1.ContextSummaryR\x0econtextSummary\x12'\n" +
+	"\x04plan\x18\x0e \x01(\v2\x13.dex.runner.v1.PlanR\x04plan\"i\n" +
+	"\x04Plan\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x05R\brevision\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12-\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x17.dex.runner.v1.PlanTaskR\x05tasks\"<\n" +
+	"\bPlanTask\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\"\xaf\x01\n" +
 	"\x0eContextSummary\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x05R\n" +
@@ -4185,7 +4320,7 @@ func file_dex_runner_v1_runner_proto_rawDescGZIP() []byte {
 	return file_dex_runner_v1_runner_proto_rawDescData
 }
 
-var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*InfoRequest)(nil),                         // 0: dex.runner.v1.InfoRequest
 	(*InfoResponse)(nil),                        // 1: dex.runner.v1.InfoResponse
@@ -4202,125 +4337,129 @@ var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*ModelCallMetadata)(nil),                   // 12: dex.runner.v1.ModelCallMetadata
 	(*ToolDefinition)(nil),                      // 13: dex.runner.v1.ToolDefinition
 	(*TurnContext)(nil),                         // 14: dex.runner.v1.TurnContext
-	(*ContextSummary)(nil),                      // 15: dex.runner.v1.ContextSummary
-	(*TextDelta)(nil),                           // 16: dex.runner.v1.TextDelta
-	(*ReasoningDelta)(nil),                      // 17: dex.runner.v1.ReasoningDelta
-	(*Event)(nil),                               // 18: dex.runner.v1.Event
-	(*Heartbeat)(nil),                           // 19: dex.runner.v1.Heartbeat
-	(*HeartbeatCheckpoint)(nil),                 // 20: dex.runner.v1.HeartbeatCheckpoint
-	(*BuildUserMessageRequest)(nil),             // 21: dex.runner.v1.BuildUserMessageRequest
-	(*BuildUserMessageResponse)(nil),            // 22: dex.runner.v1.BuildUserMessageResponse
-	(*RunModelStepRequest)(nil),                 // 23: dex.runner.v1.RunModelStepRequest
-	(*RunModelStepFrame)(nil),                   // 24: dex.runner.v1.RunModelStepFrame
-	(*RunModelStepResponse)(nil),                // 25: dex.runner.v1.RunModelStepResponse
-	(*TurnCompleted)(nil),                       // 26: dex.runner.v1.TurnCompleted
-	(*ToolCallsRequested)(nil),                  // 27: dex.runner.v1.ToolCallsRequested
-	(*DeferredToolCall)(nil),                    // 28: dex.runner.v1.DeferredToolCall
-	(*ExecuteToolRequest)(nil),                  // 29: dex.runner.v1.ExecuteToolRequest
-	(*PollToolTaskRequest)(nil),                 // 30: dex.runner.v1.PollToolTaskRequest
-	(*QuestionAnswer)(nil),                      // 31: dex.runner.v1.QuestionAnswer
-	(*ToolCallFrame)(nil),                       // 32: dex.runner.v1.ToolCallFrame
-	(*ExecuteToolResponse)(nil),                 // 33: dex.runner.v1.ExecuteToolResponse
-	(*ToolResult)(nil),                          // 34: dex.runner.v1.ToolResult
-	(*ToolExecutionError)(nil),                  // 35: dex.runner.v1.ToolExecutionError
-	(*ToolInputRequested)(nil),                  // 36: dex.runner.v1.ToolInputRequested
-	(*ToolTaskStarted)(nil),                     // 37: dex.runner.v1.ToolTaskStarted
-	(*ToolTaskPending)(nil),                     // 38: dex.runner.v1.ToolTaskPending
-	(*CancelToolTaskRequest)(nil),               // 39: dex.runner.v1.CancelToolTaskRequest
-	(*CancelToolTaskResponse)(nil),              // 40: dex.runner.v1.CancelToolTaskResponse
-	(*BuildUnfinishedTurnMessagesRequest)(nil),  // 41: dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	(*BuildUnfinishedTurnMessagesResponse)(nil), // 42: dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	(*EstimateInputTokensRequest)(nil),          // 43: dex.runner.v1.EstimateInputTokensRequest
-	(*EstimateInputTokensResponse)(nil),         // 44: dex.runner.v1.EstimateInputTokensResponse
-	(*CompactionCutoffRequest)(nil),             // 45: dex.runner.v1.CompactionCutoffRequest
-	(*CompactionCutoffResponse)(nil),            // 46: dex.runner.v1.CompactionCutoffResponse
-	(*SummarizeContextRequest)(nil),             // 47: dex.runner.v1.SummarizeContextRequest
-	(*SummarizeContextFrame)(nil),               // 48: dex.runner.v1.SummarizeContextFrame
-	(*SummarizeContextResponse)(nil),            // 49: dex.runner.v1.SummarizeContextResponse
-	nil,                                         // 50: dex.runner.v1.PolicySet.PoliciesEntry
+	(*Plan)(nil),                                // 15: dex.runner.v1.Plan
+	(*PlanTask)(nil),                            // 16: dex.runner.v1.PlanTask
+	(*ContextSummary)(nil),                      // 17: dex.runner.v1.ContextSummary
+	(*TextDelta)(nil),                           // 18: dex.runner.v1.TextDelta
+	(*ReasoningDelta)(nil),                      // 19: dex.runner.v1.ReasoningDelta
+	(*Event)(nil),                               // 20: dex.runner.v1.Event
+	(*Heartbeat)(nil),                           // 21: dex.runner.v1.Heartbeat
+	(*HeartbeatCheckpoint)(nil),                 // 22: dex.runner.v1.HeartbeatCheckpoint
+	(*BuildUserMessageRequest)(nil),             // 23: dex.runner.v1.BuildUserMessageRequest
+	(*BuildUserMessageResponse)(nil),            // 24: dex.runner.v1.BuildUserMessageResponse
+	(*RunModelStepRequest)(nil),                 // 25: dex.runner.v1.RunModelStepRequest
+	(*RunModelStepFrame)(nil),                   // 26: dex.runner.v1.RunModelStepFrame
+	(*RunModelStepResponse)(nil),                // 27: dex.runner.v1.RunModelStepResponse
+	(*TurnCompleted)(nil),                       // 28: dex.runner.v1.TurnCompleted
+	(*ToolCallsRequested)(nil),                  // 29: dex.runner.v1.ToolCallsRequested
+	(*DeferredToolCall)(nil),                    // 30: dex.runner.v1.DeferredToolCall
+	(*ExecuteToolRequest)(nil),                  // 31: dex.runner.v1.ExecuteToolRequest
+	(*PollToolTaskRequest)(nil),                 // 32: dex.runner.v1.PollToolTaskRequest
+	(*QuestionAnswer)(nil),                      // 33: dex.runner.v1.QuestionAnswer
+	(*ToolCallFrame)(nil),                       // 34: dex.runner.v1.ToolCallFrame
+	(*ExecuteToolResponse)(nil),                 // 35: dex.runner.v1.ExecuteToolResponse
+	(*ToolResult)(nil),                          // 36: dex.runner.v1.ToolResult
+	(*ToolExecutionError)(nil),                  // 37: dex.runner.v1.ToolExecutionError
+	(*ToolInputRequested)(nil),                  // 38: dex.runner.v1.ToolInputRequested
+	(*ToolTaskStarted)(nil),                     // 39: dex.runner.v1.ToolTaskStarted
+	(*ToolTaskPending)(nil),                     // 40: dex.runner.v1.ToolTaskPending
+	(*CancelToolTaskRequest)(nil),               // 41: dex.runner.v1.CancelToolTaskRequest
+	(*CancelToolTaskResponse)(nil),              // 42: dex.runner.v1.CancelToolTaskResponse
+	(*BuildUnfinishedTurnMessagesRequest)(nil),  // 43: dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	(*BuildUnfinishedTurnMessagesResponse)(nil), // 44: dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	(*EstimateInputTokensRequest)(nil),          // 45: dex.runner.v1.EstimateInputTokensRequest
+	(*EstimateInputTokensResponse)(nil),         // 46: dex.runner.v1.EstimateInputTokensResponse
+	(*CompactionCutoffRequest)(nil),             // 47: dex.runner.v1.CompactionCutoffRequest
+	(*CompactionCutoffResponse)(nil),            // 48: dex.runner.v1.CompactionCutoffResponse
+	(*SummarizeContextRequest)(nil),             // 49: dex.runner.v1.SummarizeContextRequest
+	(*SummarizeContextFrame)(nil),               // 50: dex.runner.v1.SummarizeContextFrame
+	(*SummarizeContextResponse)(nil),            // 51: dex.runner.v1.SummarizeContextResponse
+	nil,                                         // 52: dex.runner.v1.PolicySet.PoliciesEntry
 }
 var file_dex_runner_v1_runner_proto_depIdxs = []int32{
 	2,  // 0: dex.runner.v1.InfoResponse.capabilities:type_name -> dex.runner.v1.Capabilities
 	5,  // 1: dex.runner.v1.ConfigureResponse.setting_choices:type_name -> dex.runner.v1.SettingChoice
-	50, // 2: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
+	52, // 2: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
 	9,  // 3: dex.runner.v1.TurnContext.messages:type_name -> dex.runner.v1.Message
 	10, // 4: dex.runner.v1.TurnContext.tool_calls:type_name -> dex.runner.v1.ToolCall
 	7,  // 5: dex.runner.v1.TurnContext.policies:type_name -> dex.runner.v1.PolicySet
 	13, // 6: dex.runner.v1.TurnContext.host_tools:type_name -> dex.runner.v1.ToolDefinition
-	15, // 7: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
-	8,  // 8: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
-	14, // 9: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
-	16, // 10: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	17, // 11: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	18, // 12: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
-	19, // 13: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	25, // 14: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
-	26, // 15: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
-	27, // 16: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
-	8,  // 17: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	11, // 18: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
-	12, // 19: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	28, // 20: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
-	8,  // 21: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	11, // 22: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
-	12, // 23: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	6,  // 24: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
-	10, // 25: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	10, // 26: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	31, // 27: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
-	16, // 28: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	17, // 29: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	18, // 30: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
-	19, // 31: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	20, // 32: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
-	33, // 33: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
-	34, // 34: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
-	35, // 35: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
-	36, // 36: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
-	37, // 37: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
-	38, // 38: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
-	10, // 39: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	14, // 40: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
-	8,  // 41: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
-	14, // 42: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
-	14, // 43: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
-	14, // 44: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
-	9,  // 45: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
-	16, // 46: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	17, // 47: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	18, // 48: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
-	19, // 49: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	49, // 50: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
-	11, // 51: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
-	12, // 52: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	6,  // 53: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
-	0,  // 54: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
-	3,  // 55: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
-	21, // 56: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
-	23, // 57: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
-	29, // 58: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
-	41, // 59: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	30, // 60: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
-	39, // 61: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
-	43, // 62: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
-	45, // 63: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
-	47, // 64: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
-	1,  // 65: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
-	4,  // 66: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
-	22, // 67: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
-	24, // 68: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
-	32, // 69: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
-	42, // 70: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	32, // 71: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
-	40, // 72: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
-	44, // 73: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
-	46, // 74: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
-	48, // 75: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
-	65, // [65:76] is the sub-list for method output_type
-	54, // [54:65] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	17, // 7: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
+	15, // 8: dex.runner.v1.TurnContext.plan:type_name -> dex.runner.v1.Plan
+	16, // 9: dex.runner.v1.Plan.tasks:type_name -> dex.runner.v1.PlanTask
+	8,  // 10: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
+	14, // 11: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
+	18, // 12: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	19, // 13: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	20, // 14: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
+	21, // 15: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	27, // 16: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
+	28, // 17: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
+	29, // 18: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
+	8,  // 19: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	11, // 20: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
+	12, // 21: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	30, // 22: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
+	8,  // 23: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	11, // 24: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
+	12, // 25: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	6,  // 26: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
+	10, // 27: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	10, // 28: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	33, // 29: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
+	18, // 30: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	19, // 31: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	20, // 32: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
+	21, // 33: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	22, // 34: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
+	35, // 35: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
+	36, // 36: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
+	37, // 37: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
+	38, // 38: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
+	39, // 39: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
+	40, // 40: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
+	10, // 41: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	14, // 42: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
+	8,  // 43: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
+	14, // 44: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
+	14, // 45: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
+	14, // 46: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
+	9,  // 47: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
+	18, // 48: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	19, // 49: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	20, // 50: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
+	21, // 51: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	51, // 52: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
+	11, // 53: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
+	12, // 54: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	6,  // 55: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
+	0,  // 56: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
+	3,  // 57: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
+	23, // 58: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
+	25, // 59: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
+	31, // 60: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
+	43, // 61: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	32, // 62: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
+	41, // 63: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
+	45, // 64: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
+	47, // 65: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
+	49, // 66: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
+	1,  // 67: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
+	4,  // 68: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
+	24, // 69: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
+	26, // 70: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
+	34, // 71: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
+	44, // 72: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	34, // 73: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
+	42, // 74: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
+	46, // 75: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
+	48, // 76: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
+	50, // 77: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
+	67, // [67:78] is the sub-list for method output_type
+	56, // [56:67] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_dex_runner_v1_runner_proto_init() }
@@ -4330,18 +4469,18 @@ func file_dex_runner_v1_runner_proto_init() {
 	}
 	file_dex_runner_v1_runner_proto_msgTypes[6].OneofWrappers = []any{}
 	file_dex_runner_v1_runner_proto_msgTypes[11].OneofWrappers = []any{}
-	file_dex_runner_v1_runner_proto_msgTypes[24].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[26].OneofWrappers = []any{
 		(*RunModelStepFrame_TextDelta)(nil),
 		(*RunModelStepFrame_ReasoningDelta)(nil),
 		(*RunModelStepFrame_Event)(nil),
 		(*RunModelStepFrame_Heartbeat)(nil),
 		(*RunModelStepFrame_Outcome)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[25].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[27].OneofWrappers = []any{
 		(*RunModelStepResponse_TurnCompleted)(nil),
 		(*RunModelStepResponse_ToolCallsRequested)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[32].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[34].OneofWrappers = []any{
 		(*ToolCallFrame_TextDelta)(nil),
 		(*ToolCallFrame_ReasoningDelta)(nil),
 		(*ToolCallFrame_Event)(nil),
@@ -4349,14 +4488,14 @@ func file_dex_runner_v1_runner_proto_init() {
 		(*ToolCallFrame_HeartbeatCheckpoint)(nil),
 		(*ToolCallFrame_Outcome)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[33].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[35].OneofWrappers = []any{
 		(*ExecuteToolResponse_Result)(nil),
 		(*ExecuteToolResponse_Error)(nil),
 		(*ExecuteToolResponse_InputRequested)(nil),
 		(*ExecuteToolResponse_TaskStarted)(nil),
 		(*ExecuteToolResponse_TaskPending)(nil),
 	}
-	file_dex_runner_v1_runner_proto_msgTypes[48].OneofWrappers = []any{
+	file_dex_runner_v1_runner_proto_msgTypes[50].OneofWrappers = []any{
 		(*SummarizeContextFrame_TextDelta)(nil),
 		(*SummarizeContextFrame_ReasoningDelta)(nil),
 		(*SummarizeContextFrame_Event)(nil),
@@ -4369,7 +4508,7 @@ func file_dex_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_runner_v1_runner_proto_rawDesc), len(file_dex_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
