@@ -177,6 +177,8 @@ type SendOptions struct {
 	// message store reference of the whole text, which the caller stored
 	// first (the HTTP API does); text is then its beginning, for display.
 	TextRef string
+	// PlanMode starts a planning turn (see SendUserMessageRequest).
+	PlanMode bool
 }
 
 // MaxMessageIDLength bounds SendOptions.MessageID.
@@ -212,7 +214,7 @@ func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, ses
 		}
 		text, opts.TextRef = preview, ref
 	}
-	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef})
+	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef, PlanMode: opts.PlanMode})
 }
 
 // ErrMessageTooLarge reports a message over MaxMessageBytes.
@@ -277,6 +279,14 @@ func (s *AgentSessionClient) UpdateSessionSettings(ctx context.Context, sessionI
 // false when the interrupt is unknown, already resolved, or past its deadline.
 func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID string, req ResolveInterruptRequest) (bool, error) {
 	return s.update(ctx, sessionID, UpdateResolveInterrupt, "", req)
+}
+
+// ExecutePlan runs the plan revision the user approved. It returns true
+// only while the session waits for a user message, its plan has that
+// revision and is a draft or active, and nothing is queued; the session
+// then starts an executing turn.
+func (s *AgentSessionClient) ExecutePlan(ctx context.Context, sessionID string, revision int) (bool, error) {
+	return s.update(ctx, sessionID, UpdateExecutePlan, "", ExecutePlanRequest{Revision: revision})
 }
 
 // AnswerQuestion answers a pending question (an ask_user call). It returns

@@ -21,6 +21,9 @@ const (
 	// UpdateAnswerQuestion answers a pending question:
 	// AnswerQuestionRequest -> bool.
 	UpdateAnswerQuestion = "answer_question"
+	// UpdateExecutePlan runs the plan the user approved: ExecutePlanRequest
+	// -> bool.
+	UpdateExecutePlan = "execute_plan"
 	// UpdateSessionSettings replaces the session settings the next turn
 	// starts with: UpdateSessionSettingsRequest -> bool.
 	UpdateSessionSettings = "update_session_settings"
@@ -95,7 +98,24 @@ func CheckActiveStepSearchMode(mode string) error {
 type SendUserMessageRequest struct {
 	Text    string `json:"text"`
 	TextRef string `json:"text_ref,omitempty"`
+	// PlanMode starts a planning turn: the model may only write the plan
+	// (write_todos), which the user reviews and runs with execute_plan.
+	// Refused (false) when the agent's plan mode is off.
+	PlanMode bool `json:"plan_mode,omitempty"`
 }
+
+// ExecutePlanRequest is the input of execute_plan: the plan revision the
+// user approved.
+type ExecutePlanRequest struct {
+	Revision int `json:"revision"`
+}
+
+// Interaction modes of a turn (SessionState.InteractionMode).
+const (
+	InteractionChat      = "chat"
+	InteractionPlanning  = "planning"
+	InteractionExecuting = "executing"
+)
 
 // MaxInlineMessageBytes bounds the text of a send_user_message sent
 // inline; MaxMessageBytes bounds one message sent by reference.
@@ -160,6 +180,9 @@ type SessionState struct {
 	ActiveTurnID  string `json:"active_turn_id,omitempty"`
 	LastTurnError string `json:"last_turn_error,omitempty"`
 	TurnCount     int    `json:"turn_count"`
+	// InteractionMode is the active turn's: chat, planning (plan mode:
+	// only write_todos) or executing (an approved plan runs).
+	InteractionMode string `json:"interaction_mode"`
 }
 
 // Interrupt is a pending interrupt that resolve_interrupt can answer.
@@ -207,6 +230,8 @@ type QueuedMessage struct {
 	// Text is the message, or its beginning when TextRef is set.
 	Text    string `json:"text"`
 	TextRef string `json:"text_ref,omitempty"`
+	// PlanMode says the message starts a planning turn.
+	PlanMode bool `json:"plan_mode,omitempty"`
 }
 
 // Snapshot is what get_agent_snapshot returns: everything a UI renders.

@@ -333,6 +333,7 @@ func toProtoTurn(t *TurnContext) *runnerpb.TurnContext {
 		SessionSettingsJson: string(t.SessionSettings),
 		ContextSummary:      toProtoContextSummary(t.ContextSummary),
 		Plan:                toProtoPlan(t.Plan),
+		InteractionMode:     t.InteractionMode,
 		CachedFrom:          t.CachedFrom,
 		CachedThrough:       t.CachedThrough,
 	}
@@ -389,6 +390,7 @@ func fromProtoTurn(t *runnerpb.TurnContext) TurnContext {
 		SessionSettings: settingsJSON(t.GetSessionSettingsJson()),
 		ContextSummary:  fromProtoContextSummary(t.GetContextSummary()),
 		Plan:            fromProtoPlan(t.GetPlan()),
+		InteractionMode: t.GetInteractionMode(),
 	}
 }
 

@@ -191,6 +191,10 @@ type TurnContext struct {
 	// Plan is the session's plan (write_todos), nil before the first one.
 	// Show it to the model in every model call (Stepwise adds a note).
 	Plan *Plan
+	// InteractionMode is the turn's: "chat", "planning" (offer only
+	// write_todos; the session rejects any other call) or "executing" (an
+	// approved plan runs).
+	InteractionMode string
 
 	// CachedFrom and CachedThrough are for hosts. When CachedThrough is
 	// above zero, Messages holds only the messages after it, and the

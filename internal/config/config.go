@@ -271,6 +271,9 @@ type Agent struct {
 	// model: ask_user (a question to the user) and durable_wait (a wait on
 	// a durable timer). Their names are reserved while enabled.
 	BuiltInTools []string `yaml:"built_in_tools,omitempty"`
+	// PlanModeEnabled lets messages start planning turns (plan_mode) whose
+	// plan the user reviews and runs with execute_plan; needs write_todos.
+	PlanModeEnabled bool `yaml:"plan_mode_enabled,omitempty"`
 	// MaxDurableWait bounds a durable_wait; default 365 days.
 	MaxDurableWait time.Duration `yaml:"max_durable_wait"`
 	// SpendLimits are the agent's budgets: each is checked before every

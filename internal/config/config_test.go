@@ -275,6 +275,15 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "builtins.bad.yml",
+		errs: []string{
+			"6: agents[0].plan_mode_enabled: plan mode needs the write_todos built-in: add it to built_in_tools",
+			"7: agents[0].built_in_tools[1]: ask_user is listed twice",
+			`7: agents[0].built_in_tools[2]: unknown built-in tool "todo_list" (want ask_user or durable_wait or write_todos)`,
+			"9: agents[0].tool_policies.ask_user: ask_user is an enabled built-in tool: the session runs it (read, no approval), so it takes no policy",
+		},
+	},
+	{
 		filename: "message_store.bad.yml",
 		errs: []string{
 			"6: agents[0].message_window_size: must be >= 1, got 0",

@@ -318,9 +318,12 @@ func (a *Agent) validate(p *problems, path string) {
 		case slices.Contains(a.BuiltInTools[:i], name):
 			p.add(ip, "%s is listed twice", name)
 		}
-		if _, ok := a.ToolPolicies[name]; ok && slices.Contains(BuiltInToolNames, name) {
+		if _, ok := a.ToolPolicies[name]; ok && slices.Contains(BuiltInToolNames, name) && !slices.Contains(a.BuiltInTools[:i], name) {
 			p.add(keyPath(path+".tool_policies", name), "%s is an enabled built-in tool: the session runs it (read, no approval), so it takes no policy", name)
 		}
+	}
+	if a.PlanModeEnabled && !slices.Contains(a.BuiltInTools, "write_todos") {
+		p.add(path+".plan_mode_enabled", "plan mode needs the write_todos built-in: add it to built_in_tools")
 	}
 	if slices.Contains(a.BuiltInTools, "durable_wait") && (a.MaxDurableWait < time.Second || a.MaxDurableWait > 10*DefaultMaxDurableWait) {
 		p.add(path+".max_durable_wait", "must be from 1s to 87600h (10 years), got %s", formatDuration(a.MaxDurableWait))

@@ -143,6 +143,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		if len(a.BuiltInTools) > 0 {
 			rt.Options.BuiltInTools = append([]string(nil), a.BuiltInTools...)
 			rt.Options.MaxDurableWaitMs = a.MaxDurableWait.Milliseconds()
+			rt.Options.PlanModeEnabled = a.PlanModeEnabled
 		}
 		if c := a.Compaction; c != nil {
 			rt.Options.Compaction = &session.CompactionPolicy{

@@ -336,3 +336,37 @@ func TestWriteTodosKeepsThePlan(t *testing.T) {
 	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
 	wantAnswer(t, snap, "done: noop=succeeded:ok [[Dex] The current plan (revision 1, active):]")
 }
+
+// TestPlanModeOverHTTP: a plan_mode message starts a planning turn that
+// writes a draft (its other calls are rejected, no tool runs); the
+// execute route refuses another revision and runs the draft's, which turns
+// active and starts an executing turn with the spec's message.
+func TestPlanModeOverHTTP(t *testing.T) {
+	cfg, base := builtInConfig(t, "    plan_mode_enabled: true\n")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "")
+	sess := base + "/v1/sessions/" + id
+	if code, body := do(t, "POST", sess+"/messages", tokenAll, `{"text":"todo:Pack,Move call:noop:x","plan_mode":true}`); code != 200 || !strings.Contains(string(body), `"accepted":true`) {
+		t.Fatalf("plan_mode message: %d %s", code, body)
+	}
+	snap := s.WaitForSnapshot("the draft", id, idleAfter(1))
+	wantAnswer(t, snap, `done: write_todos=succeeded:{"revision":1,"status":"updated","task_count":2}; noop=rejected:The tool call was not run: a planning turn can only call write_todos.`)
+	if p := snap.Plan; p == nil || p.Status != "draft" || p.Revision != 1 {
+		t.Fatalf("plan after the planning turn: %+v", p)
+	}
+	if n := s.Log().Count("tool", "noop"); n != 0 {
+		t.Errorf("noop ran %d times in a planning turn", n)
+	}
+	for _, c := range []struct{ body, want string }{{`{}`, "400"}, {`{"revision":2}`, `"executed":false`}, {`{"revision":1}`, `"executed":true`}} {
+		code, body := do(t, "POST", sess+"/plan/execute", tokenAll, c.body)
+		if got := fmt.Sprint(code) + " " + string(body); !strings.Contains(got, c.want) {
+			t.Errorf("execute %s: %s, want %s", c.body, got, c.want)
+		}
+	}
+	snap = s.WaitForSnapshot("the executing turn", id, idleAfter(2))
+	wantAnswer(t, snap, "echo: [Dex] The user approved plan revision 1. Execute it and keep the task statuses current with write_todos.")
+	if p := snap.Plan; p == nil || p.Status != "active" || p.Revision != 1 {
+		t.Errorf("plan after the approval: %+v", p)
+	}
+}

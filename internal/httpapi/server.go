@@ -172,6 +172,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
 	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
@@ -630,6 +631,35 @@ type SendMessageRequest struct {
 	// send retried with the same ID is applied once (see
 	// client.SendOptions).
 	MessageID string `json:"message_id,omitempty"`
+	// PlanMode starts a planning turn (plan mode): the model may only
+	// write the plan, which the user then runs (POST .../plan/execute).
+	PlanMode bool `json:"plan_mode,omitempty"`
+}
+
+// ExecutePlanBody is the body of POST /v1/sessions/{id}/plan/execute.
+type ExecutePlanBody struct {
+	Revision *int `json:"revision"`
+}
+
+// executePlan runs the plan revision the user approved.
+func (s *Server) executePlan(w http.ResponseWriter, r *http.Request, id string) {
+	var req ExecutePlanBody
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Revision == nil || *req.Revision < 1 {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `send {"revision": N}, the plan revision the user approved (snapshot.plan.revision)`))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
+	defer cancel()
+	ok, err := s.sessions.ExecutePlan(ctx, id, *req.Revision)
+	if err != nil {
+		s.failUpdate(w, r, id, "a retry is safe (a plan revision runs once; a repeat answers executed: false)", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"executed": ok})
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) {
@@ -652,7 +682,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 	defer cancel()
 	// A text over client.MaxInlineMessageBytes goes to the message store
 	// first; the update carries its reference and beginning.
-	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID})
+	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID, PlanMode: req.PlanMode})
 	if err != nil {
 		s.failUpdate(w, r, id, "retry with the same message_id to be safe", err)
 		return

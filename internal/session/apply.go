@@ -46,6 +46,12 @@ type (
 		// TextRef is the store reference of a text sent by reference
 		// (Text holds its beginning).
 		TextRef string
+		// PlanMode starts a planning turn; refused when plan mode is off.
+		PlanMode bool
+	}
+	// ExecutePlan is execute_plan: the user approved a plan revision.
+	ExecutePlan struct {
+		Revision int
 	}
 	// UpdateSessionSettings is update_session_settings: its JSON object
 	// replaces the settings the next turn starts with ({} clears them).
@@ -180,6 +186,7 @@ type (
 
 func (Start) isInput()                   {}
 func (Continued) isInput()               {}
+func (ExecutePlan) isInput()             {}
 func (SendUserMessage) isInput()         {}
 func (UpdateSessionSettings) isInput()   {}
 func (ResolveInterrupt) isInput()        {}
@@ -222,6 +229,8 @@ func (s *State) Apply(in Input) Result {
 		return applied(s.resume(in.NowMs))
 	case SendUserMessage:
 		return s.sendUserMessage(in)
+	case ExecutePlan:
+		return s.executePlan(in)
 	case UpdateSessionSettings:
 		return s.updateSessionSettings(in)
 	}
@@ -330,7 +339,7 @@ func (s *State) start(in Start) Result {
 const MaxUserMessageBytes = 256 * 1024
 
 func (s *State) sendUserMessage(in SendUserMessage) Result {
-	if strings.TrimSpace(in.Text) == "" {
+	if strings.TrimSpace(in.Text) == "" || in.PlanMode && !s.Options.PlanModeEnabled {
 		return Result{}
 	}
 	text, reason := s.acceptMessage(in.Text, in.TextRef)
@@ -338,6 +347,7 @@ func (s *State) sendUserMessage(in SendUserMessage) Result {
 		return Result{}
 	}
 	s.enqueue(text, in.TextRef)
+	s.Queued[len(s.Queued)-1].PlanMode = in.PlanMode
 	return applied(s.next())
 }
 

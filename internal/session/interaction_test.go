@@ -40,6 +40,7 @@ var inputKinds = map[string]reflect.Type{
 	"task_poll_timer_fired":      reflect.TypeFor[TaskPollTimerFired](),
 	"task_poll_done":             reflect.TypeFor[TaskPollDone](),
 	"task_poll_failed":           reflect.TypeFor[TaskPollFailed](),
+	"execute_plan":               reflect.TypeFor[ExecutePlan](),
 }
 
 // TestInteractions runs the golden interaction scripts in
@@ -177,6 +178,9 @@ func stateLine(s *State) string {
 	}
 	if s.LastTurnError != "" {
 		fmt.Fprintf(&b, " last_turn_error=%q", s.LastTurnError)
+	}
+	if s.Mode == "planning" || s.Mode == "executing" {
+		fmt.Fprintf(&b, " mode=%s", s.Mode)
 	}
 	if p := s.Plan; p != nil {
 		fmt.Fprintf(&b, " plan=%d:%s:%d", p.Revision, p.Status, len(p.Tasks))

@@ -6,15 +6,22 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // Plans: the write_todos built-in replaces the session's plan as a whole.
-// Each successful call writes revision + 1: no tasks is cleared, every task
-// completed is completed, anything else is active. The call is final when
-// the model's response is recorded (no tool Step runs); the session writes
-// plan_updated. Plan mode (drafts, planning turns, execute_plan) is not
-// built yet (issue #11).
+// Each successful call writes revision + 1: no tasks is cleared, a planning
+// turn writes a draft, every task completed is completed, anything else is
+// active. The call is final when the model's response is recorded (no tool
+// Step runs); the session writes plan_updated.
+//
+// Plan mode (Options.PlanModeEnabled): a plan_mode message, or any message
+// while a draft exists, starts a planning turn, which may only call
+// write_todos (other calls are recorded rejected). execute_plan(revision)
+// approves the draft (or the active plan): the plan turns active, the
+// session writes plan_execution_started and starts an executing turn with
+// the spec's user message.
 
 // Plan statuses and task statuses.
 const (
@@ -32,8 +39,29 @@ const (
 // more than one (the spec's text).
 const WriteTodosCalledTwice = "write_todos was called more than once in one response"
 
-// EventPlanUpdated is written when write_todos changes the plan.
-const EventPlanUpdated = "plan_updated"
+// EventPlanUpdated is written when write_todos changes the plan, and when
+// an approval marks a draft active; EventPlanExecutionStarted when an
+// approved plan's executing turn starts.
+const (
+	EventPlanUpdated          = "plan_updated"
+	EventPlanExecutionStarted = "plan_execution_started"
+)
+
+type planExecutionStartedPayload struct {
+	Revision int `json:"revision"`
+}
+
+// Texts of plan mode (the spec's).
+const (
+	// PlanningOnlyWriteTodos rejects any other call of a planning turn.
+	PlanningOnlyWriteTodos = "The tool call was not run: a planning turn can only call write_todos."
+	// PlanApprovedMessageFormat is the user message of an executing turn;
+	// %d is the plan revision.
+	PlanApprovedMessageFormat = "[Dex] The user approved plan revision %d. Execute it and keep the task statuses current with write_todos."
+)
+
+// planExecutionMessageID marks the queued message of an approved plan.
+const planExecutionMessageID = "plan-execution"
 
 type planUpdatedPayload struct {
 	Revision  int    `json:"revision"`
@@ -105,11 +133,48 @@ func (s *State) writePlan(tasks []pluginapi.PlanTask) pluginapi.Plan {
 	switch {
 	case len(tasks) == 0:
 		status = PlanCleared
+	case s.Mode == client.InteractionPlanning:
+		status = PlanDraft
 	case allCompleted(tasks):
 		status = PlanCompleted
 	}
 	s.Plan = &pluginapi.Plan{Revision: rev, Status: status, Tasks: tasks}
 	return *s.Plan
+}
+
+// refuseInPlanning records a call of a planning turn that is not
+// write_todos: rejected, with the spec's text for the model.
+func (s *State) refuseInPlanning(rec pluginapi.ToolCall, attempt int) []Command {
+	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
+	rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, PlanningOnlyWriteTodos
+	s.ToolCalls = append(s.ToolCalls, rec)
+	return []Command{
+		Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
+		}).forStep(step)},
+		Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+		}).forStep(step)},
+	}
+}
+
+// executePlan applies execute_plan: accepted only while the session waits
+// for a user message with nothing queued, and its plan has the revision
+// and is a draft or active.
+func (s *State) executePlan(in ExecutePlan) Result {
+	p := s.Plan
+	if !s.Started || !s.Options.PlanModeEnabled || s.Phase != phaseNone || len(s.Queued) > 0 ||
+		p == nil || p.Revision != in.Revision || p.Status != PlanDraft && p.Status != PlanActive {
+		return Result{}
+	}
+	var cmds []Command
+	if p.Status == PlanDraft {
+		p.Status = PlanActive
+		cmds = append(cmds, Emit{Event: newEvent(EventPlanUpdated, "", waitingStepAttempt, planUpdatedPayload{Revision: p.Revision, Status: p.Status, TaskCount: len(p.Tasks)})})
+	}
+	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: planExecutionMessageID, Text: fmt.Sprintf(PlanApprovedMessageFormat, p.Revision)})
+	cmds = append(cmds, s.next()...)
+	return applied(append(cmds, Emit{Event: newEvent(EventPlanExecutionStarted, s.ActiveTurnID, waitingStepAttempt, planExecutionStartedPayload{Revision: p.Revision})}))
 }
 
 func allCompleted(tasks []pluginapi.PlanTask) bool {

@@ -38,6 +38,10 @@ func (s *State) Snapshot() client.Snapshot {
 			LastTurnError: s.LastTurnError,
 			TurnCount:     s.TurnCount,
 		}
+		snap.State.InteractionMode = client.InteractionChat
+		if s.ActiveTurnID != "" && s.Mode != "" {
+			snap.State.InteractionMode = s.Mode
+		}
 	}
 	msgs := s.messages()
 	if len(msgs) > SnapshotMessageLimit {

@@ -39,6 +39,9 @@ type Options struct {
 	// Compaction, when set, summarizes the oldest messages before a model
 	// call whose input would pass its threshold (sessions in the store).
 	Compaction *CompactionPolicy `json:"compaction,omitempty"`
+	// PlanModeEnabled lets messages start planning turns (plan_mode),
+	// whose plan the user runs with execute_plan. It needs write_todos.
+	PlanModeEnabled bool `json:"plan_mode_enabled,omitempty"`
 	// BuiltInTools are the built-in tools the session offers and runs
 	// itself (ask_user, durable_wait); MaxDurableWaitMs bounds a wait.
 	BuiltInTools     []string `json:"built_in_tools,omitempty"`
@@ -192,6 +195,8 @@ type State struct {
 	Waits []Wait `json:"waits,omitempty"`
 	// Plan is the session's plan, nil until write_todos first succeeds.
 	Plan *pluginapi.Plan `json:"plan,omitempty"`
+	// Mode is the active turn's interaction mode ("" is chat).
+	Mode string `json:"interaction_mode,omitempty"`
 	// APIToken names the API token that started the session.
 	APIToken string `json:"api_token,omitempty"`
 	// CostMicros is what the session's model calls cost, as the Steps
@@ -232,6 +237,13 @@ func (s *State) next() []Command {
 	}
 	msg := s.Queued[0]
 	s.Queued = s.Queued[1:]
+	s.Mode = client.InteractionChat
+	switch {
+	case msg.MessageID == planExecutionMessageID:
+		s.Mode = client.InteractionExecuting
+	case s.Options.PlanModeEnabled && (msg.PlanMode || s.Plan != nil && s.Plan.Status == PlanDraft):
+		s.Mode = client.InteractionPlanning
+	}
 	s.TurnCount++
 	s.ActiveTurnID = "turn-" + strconv.Itoa(s.TurnCount)
 	s.Status = client.StatusRunningModel
@@ -371,6 +383,10 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			DeferralOrder:       len(s.ToolCalls),
 			ToolSourceReference: call.ToolSourceReference,
 		}
+		if s.Mode == client.InteractionPlanning && call.ToolName != BuiltInWriteTodos {
+			cmds = append(cmds, s.refuseInPlanning(rec, attempt)...)
+			continue
+		}
 		if s.builtIn(call.ToolName) {
 			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs, todos)...)
 			continue
@@ -478,6 +494,7 @@ func (s *State) turnInput() TurnInput {
 		Spend:       SpendInput{APIToken: s.APIToken, Session: s.sessionSpend(), Turn: s.TurnSpend},
 		HostTools:   BuiltInToolDefinitions(s.Options.BuiltInTools),
 		Plan:        s.Plan,
+		Mode:        s.Mode,
 	}
 	if s.Options.Messages.Store {
 		in.Transcript = &Transcript{From: s.transcriptFrom(), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}
@@ -561,6 +578,7 @@ func (s *State) endTurn() []Command {
 		}
 	}
 	s.ActiveTurnID = ""
+	s.Mode = ""
 	s.Phase = phaseNone
 	s.Status = client.StatusWaitingForUserMessage
 	s.RunState, s.RunStateRef = "", ""

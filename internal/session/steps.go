@@ -148,6 +148,8 @@ type TurnInput struct {
 	HostTools []pluginapi.ToolDefinition `json:"host_tools,omitempty"`
 	// Plan is the session's plan, which the runner shows the model.
 	Plan *pluginapi.Plan `json:"plan,omitempty"`
+	// Mode is the turn's interaction mode (chat, planning, executing).
+	Mode string `json:"interaction_mode,omitempty"`
 }
 
 // SpendInput is what a model call's Step needs for the spend limits.

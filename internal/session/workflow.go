@@ -216,7 +216,15 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSendUserMessage,
 		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
 			l.updates++
-			return l.apply(SendUserMessage{Text: req.Text, TextRef: req.TextRef}), nil
+			return l.apply(SendUserMessage{Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode}), nil
+		},
+	); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateExecutePlan,
+		func(ctx workflow.Context, req client.ExecutePlanRequest) (bool, error) {
+			l.updates++
+			return l.apply(ExecutePlan{Revision: req.Revision}), nil
 		},
 	); err != nil {
 		return err

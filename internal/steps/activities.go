@@ -401,6 +401,8 @@ func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {
 		HostTools: in.HostTools,
 		Plan:      in.Plan,
 
+		InteractionMode: in.Mode,
+
 		SessionSettings: settingsJSON(in.Settings),
 	}
 }

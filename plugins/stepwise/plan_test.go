@@ -1,6 +1,8 @@
 package stepwise
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,5 +37,34 @@ func TestPlanNote(t *testing.T) {
 	}
 	if got := withPlan(&pluginapi.TurnContext{}, items); len(got) != len(items) {
 		t.Errorf("no plan, yet %d items", len(got))
+	}
+}
+
+// TestPlanningTurnOffersOnlyWriteTodos: a planning turn offers the model
+// only write_todos and the planning note (with the draft); other turns
+// offer every tool.
+func TestPlanningTurnOffersOnlyWriteTodos(t *testing.T) {
+	own := MustFunctionTool("lookup", "Looks up.", func(context.Context, ToolCallContext, struct{}) (string, error) { return "", nil })
+	c := &compiled{def: &AgentDefinition{Tools: []*Tool{own}}}
+	host := []pluginapi.ToolDefinition{{Name: "ask_user"}, {Name: "write_todos"}}
+	names := func(mode string) string {
+		var out []string
+		for _, d := range offeredTools(c, &pluginapi.TurnContext{HostTools: host, InteractionMode: mode}) {
+			out = append(out, d.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names("planning"); got != "write_todos" {
+		t.Errorf("planning offers %s", got)
+	}
+	if got := names("executing"); got != "lookup,ask_user,write_todos" {
+		t.Errorf("executing offers %s", got)
+	}
+	draft := &pluginapi.Plan{Revision: 1, Status: "draft", Tasks: []pluginapi.PlanTask{{Content: "Pack", Status: "pending"}}}
+	if got := planNote(draft, "planning"); !strings.HasPrefix(got, PlanningNote+"\n[Dex] The current plan (revision 1, draft):\n1. [pending] Pack") {
+		t.Errorf("planning note = %q", got)
+	}
+	if got := planNote(nil, "planning"); got != PlanningNote {
+		t.Errorf("planning note without a draft = %q", got)
 	}
 }

@@ -286,9 +286,18 @@ var (
 
 // offeredTools are the tools a model call offers: the agent's own, then the
 // tools the session runs itself (built-ins, in turn.HostTools), whose
-// names are reserved: an own tool of the same name is left out.
+// names are reserved: an own tool of the same name is left out. A planning
+// turn offers only write_todos.
 func offeredTools(c *compiled, turn *pluginapi.TurnContext) []pluginapi.ToolDefinition {
 	var out []pluginapi.ToolDefinition
+	if turn.InteractionMode == "planning" {
+		for _, h := range turn.HostTools {
+			if h.Name == "write_todos" {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
 	for _, t := range c.def.Tools {
 		if !slices.ContainsFunc(turn.HostTools, func(h pluginapi.ToolDefinition) bool { return h.Name == t.def.Name }) {
 			out = append(out, t.def)

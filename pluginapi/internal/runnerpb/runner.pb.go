@@ -1315,9 +1315,12 @@ type TurnContext struct {
 	ContextSummary *ContextSummary `protobuf:"bytes,13,opt,name=context_summary,json=contextSummary,proto3" json:"context_summary,omitempty"`
 	// plan is the session's plan (write_todos), unset before the first one.
 	// Show it to the model in every model call.
-	Plan          *Plan `protobuf:"bytes,14,opt,name=plan,proto3" json:"plan,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Plan *Plan `protobuf:"bytes,14,opt,name=plan,proto3" json:"plan,omitempty"`
+	// interaction_mode is the turn's: "chat", "planning" (offer only
+	// write_todos; the session rejects any other call) or "executing".
+	InteractionMode string `protobuf:"bytes,15,opt,name=interaction_mode,json=interactionMode,proto3" json:"interaction_mode,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TurnContext) Reset() {
@@ -1446,6 +1449,13 @@ func (x *TurnContext) GetPlan() *Plan {
 		return x.Plan
 	}
 	return nil
+}
+
+func (x *TurnContext) GetInteractionMode() string {
+	if x != nil {
+		return x.InteractionMode
+	}
+	return ""
 }
 
 // Plan is a session's plan: the tasks of the last successful write_todos.
@@ -4116,7 +4126,7 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12!\n" +
 	"\finput_schema\x18\x03 \x01(\tR\vinputSchema\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xdf\x04\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\"\x8a\x05\n" +
 	"\vTurnContext\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -4136,7 +4146,8 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x0ecached_through\x18\v \x01(\x03R\rcachedThrough\x122\n" +
 	"\x15session_settings_json\x18\f \x01(\tR\x13sessionSettingsJson\x12F\n" +
 	"\x0fcontext_summary\x18\r \x01(\v2\x1d.dex.runner.v1.ContextSummaryR\x0econtextSummary\x12'\n" +
-	"\x04plan\x18\x0e \x01(\v2\x13.dex.runner.v1.PlanR\x04plan\"i\n" +
+	"\x04plan\x18\x0e \x01(\v2\x13.dex.runner.v1.PlanR\x04plan\x12)\n" +
+	"\x10interaction_mode\x18\x0f \x01(\tR\x0finteractionMode\"i\n" +
 	"\x04Plan\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x05R\brevision\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12-\n" +
