@@ -51,7 +51,7 @@ agents:
 		t.Fatal(err)
 	}
 	got := logs.String()
-	want := `level=WARN msg="tool_policies names a tool the runner does not offer; the policy never applies" agent=orders tool=refund_ordr runner=orders offered="[lookup_order refund_order]"`
+	want := `level=WARN msg="tool_policies names a tool the runner does not offer; the policy never applies" agent=orders tool=refund_ordr runner=orders offered="[lookup_order refund_order request_return_label]"`
 	if !strings.Contains(got, want) {
 		t.Errorf("log lacks\n%s\nlog:\n%s", want, got)
 	}
