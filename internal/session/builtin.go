@@ -191,44 +191,37 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 	cmds := []Command{Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
 		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: false,
 	}).forStep(step)}}
-	fail := func(err error) []Command {
-		rec.Status = pluginapi.ToolCallFailed
-		rec.Error = "invalid " + rec.ToolName + " arguments: " + err.Error()
+	// final records the call final at once (no Step runs it).
+	final := func(status pluginapi.ToolCallStatus, more ...Command) []Command {
+		rec.Status = status
 		s.ToolCalls = append(s.ToolCalls, rec)
-		return append(cmds, Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
-			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+		return append(append(cmds, more...), Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(status),
 		}).forStep(step)})
+	}
+	fail := func(err error) []Command {
+		rec.Error = "invalid " + rec.ToolName + " arguments: " + err.Error()
+		return final(pluginapi.ToolCallFailed)
 	}
 	switch rec.ToolName {
 	case BuiltInWriteTodos:
 		if todos > 1 {
-			rec.Status, rec.Error = pluginapi.ToolCallFailed, WriteTodosCalledTwice
-			s.ToolCalls = append(s.ToolCalls, rec)
-			return append(cmds, Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
-				ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
-			}).forStep(step)})
+			rec.Error = WriteTodosCalledTwice
+			return final(pluginapi.ToolCallFailed)
 		}
 		tasks, err := parseTodos(rec.Arguments)
 		if err != nil {
-			rec.Status, rec.Error = pluginapi.ToolCallFailed, "invalid todos: "+err.Error()
-			s.ToolCalls = append(s.ToolCalls, rec)
-			return append(cmds, Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
-				ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
-			}).forStep(step)})
+			rec.Error = "invalid todos: " + err.Error()
+			return final(pluginapi.ToolCallFailed)
 		}
 		plan := s.writePlan(tasks)
-		rec.Status = pluginapi.ToolCallSucceeded
 		if plan.Status == PlanCleared {
 			rec.Output = resultJSON(map[string]any{"status": "cleared", "revision": plan.Revision})
 		} else {
 			rec.Output = resultJSON(map[string]any{"status": "updated", "revision": plan.Revision, "task_count": len(plan.Tasks)})
 		}
-		s.ToolCalls = append(s.ToolCalls, rec)
-		return append(cmds,
-			Emit{Event: newEvent(EventPlanUpdated, s.ActiveTurnID, attempt, planUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})},
-			Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
-				ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
-			}).forStep(step)})
+		return final(pluginapi.ToolCallSucceeded,
+			Emit{Event: newEvent(EventPlanUpdated, s.ActiveTurnID, attempt, planUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})})
 	case BuiltInAskUser:
 		a, err := parseAskUser(rec.Arguments)
 		if err != nil {
