@@ -370,3 +370,32 @@ func TestPlanModeOverHTTP(t *testing.T) {
 		t.Errorf("plan after the approval: %+v", p)
 	}
 }
+
+// TestRecordPlanHistory runs plan mode: a planning turn that writes a
+// draft (and has another call rejected), execute_plan, and the executing
+// turn; with -update-histories it records plan_turns.json for the replay
+// test of internal/session.
+func TestRecordPlanHistory(t *testing.T) {
+	cfg, _ := builtInConfig(t, "    plan_mode_enabled: true\n")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "")
+	if ok, err := s.Sessions.SendUserMessageWithOptions(ctx(t), id, "todo:Pack,Move call:noop:x", client.SendOptions{PlanMode: true}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s.WaitForSnapshot("the draft", id, idleAfter(1))
+	if ok, err := s.Sessions.ExecutePlan(ctx(t), id, 1); err != nil || !ok {
+		t.Fatalf("execute_plan: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the executing turn", id, idleAfter(2))
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "todo:Pack,Move call:noop:y"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap := s.WaitForSnapshot("the third turn", id, idleAfter(3))
+	if p := snap.Plan; p == nil || p.Revision != 2 || p.Status != "active" {
+		t.Fatalf("plan = %+v", p)
+	}
+	if *updateHistories {
+		recordHistory(t, s, id, "plan_turns.json")
+	}
+}

@@ -32,6 +32,8 @@ import (
 //   - builtin_turns.json: ask_user answered and declined, a durable_wait.
 //   - task_turns.json: a tool input request answered, and a tool task
 //     polled on timers whose question was answered.
+//   - plan_turns.json: plan mode: a planning turn's draft (another call
+//     rejected), execute_plan and the executing turn, then write_todos.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -79,6 +81,7 @@ var changedSettings = []struct {
 		o.Compaction = &CompactionPolicy{ContextWindowTokens: 1000, TriggerRatio: 0.5, KeepRatio: 0.1}
 	}},
 	{"built-in tools off", func(o *Options) { o.BuiltInTools = nil }},
+	{"plan mode off", func(o *Options) { o.PlanModeEnabled = false }},
 	{"another longest wait", func(o *Options) {
 		o.BuiltInTools, o.MaxDurableWaitMs = []string{BuiltInAskUser, BuiltInDurableWait}, 1000
 	}},
