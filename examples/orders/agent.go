@@ -40,7 +40,8 @@ type Config struct {
 const defaultInstructions = "You help customers of {{.Agent}} with their orders: look orders up, refund them, and request return labels when asked. " +
 	"Look an order up before you refund it. Refund the whole remaining amount unless the customer names one (amount_cents is in cents). " +
 	"When the customer does not say which order, ask with ask_user if you have it. " +
-	"After a refund, tell the customer what was refunded."
+	"After a refund, tell the customer what was refunded. " +
+	"To refund several orders, keep a plan with write_todos when you have it: one task per order, marked in_progress while you work on it and completed when it is done."
 
 // demoModelName is the model name of the demo script.
 const demoModelName = "orders-demo-script"
@@ -166,6 +167,7 @@ const whichOrder = "Which order should I refund?"
 // "refund order <n>" looks the order up, asks to refund it, then reports.
 // "refund" without an order asks which one (with ask_user, when the
 // session offers it), with the orders that have money left as choices.
+// "refund orders 3 and 7" works by a plan (see planScript).
 func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
 	return func(ctx context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply, error) {
 		texts := stepwise.UserTexts(req)
@@ -174,6 +176,9 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 		}
 		text := texts[len(texts)-1]
 		results := stepwise.ToolResults(req)
+		if reply, ok := planScript(req, texts, results); ok {
+			return reply, nil
+		}
 		if m := refundRe.FindStringSubmatch(text); m != nil {
 			return refundScript(m[1], results), nil
 		}
@@ -189,7 +194,7 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 		if refundAnyRe.MatchString(text) {
 			return askWhichOrder(store, req, results)
 		}
-		return stepwise.ScriptedReply{Text: `I can look up and refund orders, and get return labels. Try "look up order 3", "refund order 7", "refund my order", or "return order 5".`}, nil
+		return stepwise.ScriptedReply{Text: `I can look up and refund orders, and get return labels. Try "look up order 3", "refund order 7", "refund my order", "return order 5", or in plan mode "refund orders 3 and 7".`}, nil
 	}
 }
 
