@@ -196,7 +196,8 @@ func newSessionCmd(g *globals) *cobra.Command {
 	pf.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable that holds a Temporal Cloud API key (enables TLS)")
 	cmd.AddCommand(
 		newSessionStartCmd(g, f),
-		newSessionSendCmd(g, f),
+		withPlanFlag(newSessionSendCmd(g, f), g, f),
+		newSessionPlanCmd(g, f), newSessionExecutePlanCmd(g, f),
 		newSessionResolveCmd(g, f, true),
 		newSessionResolveCmd(g, f, false),
 		newSessionAnswerCmd(g, f),
