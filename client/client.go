@@ -179,6 +179,9 @@ type SendOptions struct {
 	TextRef string
 	// PlanMode starts a planning turn (see SendUserMessageRequest).
 	PlanMode bool
+	// Mode is the send mode (SendModeQueue, the default, SendModeSteer,
+	// SendModeInterrupt, SendModeRejectIfBusy).
+	Mode string
 }
 
 // MaxMessageIDLength bounds SendOptions.MessageID.
@@ -207,6 +210,9 @@ func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, ses
 			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
 		}
 	}
+	if err := CheckSendMode(opts.Mode); err != nil {
+		return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
+	}
 	if opts.TextRef == "" && len(text) > MaxInlineMessageBytes {
 		ref, preview, err := s.storeText(ctx, sessionID, text)
 		if err != nil {
@@ -214,7 +220,7 @@ func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, ses
 		}
 		text, opts.TextRef = preview, ref
 	}
-	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef, PlanMode: opts.PlanMode})
+	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef, PlanMode: opts.PlanMode, Mode: opts.Mode})
 }
 
 // ErrMessageTooLarge reports a message over MaxMessageBytes.
@@ -313,7 +319,7 @@ func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, update
 	}
 	var ok bool
 	if err := h.Get(ctx, &ok); err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, closedError(err))
 	}
 	return ok, nil
 }

@@ -27,6 +27,17 @@ const (
 	// UpdateSessionSettings replaces the session settings the next turn
 	// starts with: UpdateSessionSettingsRequest -> bool.
 	UpdateSessionSettings = "update_session_settings"
+	// UpdateSteerUserMessage steers the running turn with a queued message
+	// or new text: SteerUserMessageRequest -> bool.
+	UpdateSteerUserMessage = "steer_user_message"
+	// UpdateDeleteQueuedMessage deletes a queued message:
+	// DeleteQueuedMessageRequest -> bool.
+	UpdateDeleteQueuedMessage = "delete_queued_message"
+	// UpdateCancelTurn stops the running turn: CancelTurnRequest -> bool.
+	UpdateCancelTurn = "cancel_turn"
+	// UpdateCloseSession closes the session once its running turn and the
+	// messages it already took have run: CloseSessionRequest -> bool.
+	UpdateCloseSession = "close_session"
 	// QueryAgentSnapshot returns the Snapshot.
 	QueryAgentSnapshot = "get_agent_snapshot"
 	// QueryListAgentMessages returns a MessagesPage for a ListMessagesRequest.
@@ -51,6 +62,8 @@ const (
 	StepRecordTurnFailure     = "RecordTurnFailure"
 	StepBuildUserMessage      = "BuildUserMessage"
 	StepCompactContext        = "CompactContext"
+	StepApplyTurnControl      = "ApplyTurnControl"
+	StepCancelToolTask        = "CancelToolTask"
 )
 
 // StartInput is the workflow input of a session.
@@ -102,7 +115,67 @@ type SendUserMessageRequest struct {
 	// (write_todos), which the user reviews and runs with execute_plan.
 	// Refused (false) when the agent's plan mode is off.
 	PlanMode bool `json:"plan_mode,omitempty"`
+	// Mode says what happens when a turn runs or messages wait (see the
+	// SendMode constants); "" is SendModeQueue.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Send modes of send_user_message, beyond the spec, as people know them
+// from LangGraph's double-texting and the Claude Agent SDK.
+const (
+	// SendModeQueue (the default) queues the message: it starts a turn
+	// once the running turn and the messages before it are done.
+	SendModeQueue = "queue"
+	// SendModeSteer steers the running turn with the message, as
+	// steer_user_message with text does; while no turn runs it queues.
+	SendModeSteer = "steer"
+	// SendModeInterrupt cancels the running turn, as cancel_turn does, and
+	// starts the next turn with the message, before anything queued.
+	SendModeInterrupt = "interrupt"
+	// SendModeRejectIfBusy takes the message only when no turn runs and
+	// nothing waits; else send_user_message is false.
+	SendModeRejectIfBusy = "reject_if_busy"
+)
+
+// CheckSendMode returns an error naming an unknown send mode.
+func CheckSendMode(mode string) error {
+	switch mode {
+	case "", SendModeQueue, SendModeSteer, SendModeInterrupt, SendModeRejectIfBusy:
+		return nil
+	}
+	return fmt.Errorf("send mode %q: want %q, %q, %q or %q", mode, SendModeQueue, SendModeSteer, SendModeInterrupt, SendModeRejectIfBusy)
+}
+
+// SteerUserMessageRequest is the input of steer_user_message: exactly one
+// of MessageID (a message of Snapshot.QueuedMessages) and Text (new text;
+// TextRef for one sent by reference, as in SendUserMessageRequest).
+type SteerUserMessageRequest struct {
+	MessageID string `json:"message_id,omitempty"`
+	Text      string `json:"text,omitempty"`
+	TextRef   string `json:"text_ref,omitempty"`
+	PlanMode  bool   `json:"plan_mode,omitempty"`
+}
+
+// DeleteQueuedMessageRequest is the input of delete_queued_message.
+type DeleteQueuedMessageRequest struct {
+	MessageID string `json:"message_id"`
+}
+
+// CancelTurnRequest is the input of cancel_turn: the turn to stop
+// (SessionState.ActiveTurnID).
+type CancelTurnRequest struct {
+	TurnID string `json:"turn_id"`
+}
+
+// CloseSessionRequest is the input of close_session.
+type CloseSessionRequest struct{}
+
+// SessionClosedReason is the error of a request a closed session refuses,
+// and SessionClosedErrorType its application error type.
+const (
+	SessionClosedReason    = "session_closed: the session was closed and takes no new messages"
+	SessionClosedErrorType = "SessionClosed"
+)
 
 // ExecutePlanRequest is the input of execute_plan: the plan revision the
 // user approved.
@@ -172,6 +245,9 @@ const (
 	StatusRunningModel          = "running_model"
 	StatusRunningTools          = "running_tools"
 	StatusCompactingContext     = "compacting_context"
+	// StatusClosed is a session close_session closed, once nothing is
+	// left to run.
+	StatusClosed = "closed"
 )
 
 // SessionState is the session's position.
@@ -183,6 +259,15 @@ type SessionState struct {
 	// InteractionMode is the active turn's: chat, planning (plan mode:
 	// only write_todos) or executing (an approved plan runs).
 	InteractionMode string `json:"interaction_mode"`
+	// AcceptsTurnControl says steer_user_message and cancel_turn can act
+	// on the session's turns.
+	AcceptsTurnControl bool `json:"accepts_turn_control"`
+	// TurnControl is the active turn's stop request: "", "steered" or
+	// "turn_cancelled".
+	TurnControl string `json:"turn_control,omitempty"`
+	// Closed says close_session closed the session: it takes no new
+	// messages.
+	Closed bool `json:"closed,omitempty"`
 }
 
 // Interrupt is a pending interrupt that resolve_interrupt can answer.
@@ -245,6 +330,9 @@ type Snapshot struct {
 	Usage             pluginapi.Usage      `json:"usage"`
 	QueuedMessages    []QueuedMessage      `json:"queued_messages"`
 	QueuedCount       int                  `json:"queued_message_count"`
+	// SteeredMessages are the steered messages not applied yet: the next
+	// turn starts with them, in order.
+	SteeredMessages []QueuedMessage `json:"steered_messages"`
 	// SessionSettings are the settings the next turn starts with ({} for
 	// none); the running turn may still use the ones it started with.
 	SessionSettings json.RawMessage `json:"session_settings"`

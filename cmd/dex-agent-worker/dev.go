@@ -149,18 +149,18 @@ func devAccess(cfg *config.Config, flag string, flagSet bool, env string) (apiAc
 	}
 	switch {
 	case flag != "":
-		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: flag}}, source: "from --api-token", token: flag}, nil
+		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: flag, Operator: true}}, source: "from --api-token", token: flag}, nil
 	case flagSet:
 		return apiAccess{}, errors.New("--api-token is empty: pass a token, or leave the flag out to use $DEX_API_TOKEN or a generated one")
 	case env != "":
-		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: env}}, source: "from $DEX_API_TOKEN", token: env}, nil
+		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: env, Operator: true}}, source: "from $DEX_API_TOKEN", token: env}, nil
 	}
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return apiAccess{}, err
 	}
 	token := hex.EncodeToString(b)
-	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token}}, source: "generated (printed below)", token: token, generated: true}, nil
+	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: "generated (printed below)", token: token, generated: true}, nil
 }
 
 // engineAddresses is what the banner shows of the embedded engine.

@@ -204,6 +204,11 @@ func newSessionCmd(g *globals) *cobra.Command {
 		newSessionSnapshotCmd(g, f),
 		newSessionMessagesCmd(g, f),
 		newSessionSettingsCmd(g, f),
+		newSessionSteerCmd(g, f),
+		newSessionDeleteQueuedCmd(g, f),
+		newSessionCancelCmd(g, f),
+		newSessionCloseCmd(g, f),
+		newSessionTerminateCmd(g, f),
 	)
 	return cmd
 }

@@ -190,6 +190,9 @@ type APIToken struct {
 	// SpendLimits are budgets of the sessions this token starts, beside
 	// their agents' own; per_day sums every session the token started.
 	SpendLimits *SpendLimits `yaml:"spend_limits,omitempty"`
+	// Operator allows the operator-only routes: terminating a session.
+	// Give it to the tokens of people who run the worker, not of apps.
+	Operator bool `yaml:"operator,omitempty"`
 }
 
 // Value returns the token's secret value: Token, or the variable TokenEnv

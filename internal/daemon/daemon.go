@@ -123,7 +123,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
 		DisableRegistrationAliasing:      true,
 		DefaultHeartbeatThrottleInterval: 500 * time.Millisecond,
-		MaxHeartbeatThrottleInterval:     5 * time.Second,
+		// A model Step heartbeats every second, and cancel_turn reaches it
+		// through a heartbeat's answer.
+		MaxHeartbeatThrottleInterval: time.Second,
 		WorkerStopTimeout:                cfg.ShutdownTimeout,
 	})
 	d.shutdownTimeout = cfg.ShutdownTimeout
@@ -172,6 +174,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		client.StepPollToolTask:          acts.PollToolTask,
 		client.StepBuildUserMessage:      acts.BuildUserMessage,
 		client.StepRecordTurnFailure:     acts.RecordTurnFailure,
+		client.StepApplyTurnControl:      acts.RecordTurnFailure,
+		client.StepCancelToolTask:        acts.CancelToolTask,
 		client.StepCompactContext:        acts.CompactContext,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -287,7 +291,7 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	}
 	var tokens []httpapi.Token
 	for i, t := range cfg.HTTP.Auth.Tokens {
-		tokens = append(tokens, httpapi.Token{Name: cfg.HTTP.Auth.TokenName(i), Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix})
+		tokens = append(tokens, httpapi.Token{Name: cfg.HTTP.Auth.TokenName(i), Value: t.Value(), Agents: t.Agents, SessionPrefix: t.SessionPrefix, Operator: t.Operator})
 	}
 	tokens = append(tokens, opts.ExtraTokens...)
 	if len(tokens) == 0 {

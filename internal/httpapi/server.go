@@ -48,6 +48,8 @@ type Token struct {
 	Agents []string
 	// SessionPrefix limits the token to session IDs with this prefix.
 	SessionPrefix string
+	// Operator allows operator-only routes (terminate).
+	Operator bool
 }
 
 // Options configure a Server.
@@ -173,6 +175,11 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/steer", s.session(s.steer))
+	s.mux.HandleFunc("DELETE /v1/sessions/{id}/queued/{message_id}", s.session(s.deleteQueued))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.session(s.cancelTurn))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/close", s.session(s.closeSession))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/terminate", s.sessionAs(s.terminate))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
@@ -634,6 +641,9 @@ type SendMessageRequest struct {
 	// PlanMode starts a planning turn (plan mode): the model may only
 	// write the plan, which the user then runs (POST .../plan/execute).
 	PlanMode bool `json:"plan_mode,omitempty"`
+	// Mode is the send mode: queue (default), steer, interrupt or
+	// reject_if_busy (client.SendMode*).
+	Mode string `json:"mode,omitempty"`
 }
 
 // ExecutePlanBody is the body of POST /v1/sessions/{id}/plan/execute.
@@ -656,7 +666,7 @@ func (s *Server) executePlan(w http.ResponseWriter, r *http.Request, id string) 
 	defer cancel()
 	ok, err := s.sessions.ExecutePlan(ctx, id, *req.Revision)
 	if err != nil {
-		s.failUpdate(w, r, id, "a retry is safe (a plan revision runs once; a repeat answers executed: false)", err)
+		s.failControl(w, r, id, "a retry is safe (a plan revision runs once; a repeat answers executed: false)", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"executed": ok})
@@ -682,9 +692,13 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 	defer cancel()
 	// A text over client.MaxInlineMessageBytes goes to the message store
 	// first; the update carries its reference and beginning.
-	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID, PlanMode: req.PlanMode})
+	if err := client.CheckSendMode(req.Mode); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "mode: %v", err))
+		return
+	}
+	ok, err := s.sessions.SendUserMessageWithOptions(ctx, id, req.Text, client.SendOptions{MessageID: req.MessageID, PlanMode: req.PlanMode, Mode: req.Mode})
 	if err != nil {
-		s.failUpdate(w, r, id, "retry with the same message_id to be safe", err)
+		s.failControl(w, r, id, "retry with the same message_id to be safe", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"accepted": ok})

@@ -48,6 +48,9 @@ type (
 		TextRef string
 		// PlanMode starts a planning turn; refused when plan mode is off.
 		PlanMode bool
+		// Mode is the send mode: "" or "queue", "steer", "interrupt",
+		// "reject_if_busy" (client.SendMode*).
+		Mode string
 	}
 	// ExecutePlan is execute_plan: the user approved a plan revision.
 	ExecutePlan struct {
@@ -214,6 +217,9 @@ func (TaskPollFailed) isInput()          {}
 type Result struct {
 	Accepted bool
 	Commands []Command
+	// Refusal, when set, refuses a request with an error instead of false
+	// (a message to a closed session).
+	Refusal string
 }
 
 // Apply applies one input and returns the commands it leads to. It is the
@@ -228,7 +234,18 @@ func (s *State) Apply(in Input) Result {
 	case Continued:
 		return applied(s.resume(in.NowMs))
 	case SendUserMessage:
+		if in.Mode != "" && in.Mode != sendQueue {
+			return s.sendMode(in)
+		}
 		return s.sendUserMessage(in)
+	case SteerUserMessage:
+		return s.steerUserMessage(in)
+	case DeleteQueuedMessage:
+		return s.deleteQueuedMessage(in)
+	case CancelTurn:
+		return s.cancelTurn(in)
+	case CloseSession:
+		return s.closeSession()
 	case ExecutePlan:
 		return s.executePlan(in)
 	case UpdateSessionSettings:
@@ -248,6 +265,8 @@ func (s *State) Apply(in Input) Result {
 		return s.recordingFailure(in)
 	case phaseCompacting:
 		return s.compacting(in)
+	case phaseApplyingControl:
+		return s.applyingControl(in)
 	}
 	// Idle: nothing runs, so every result is stale.
 	return Result{}
@@ -265,10 +284,7 @@ func (s *State) resume(nowMs int64) []Command {
 	case phaseNone:
 		return s.next()
 	case phaseBuildingUser:
-		return []Command{BuildUserMessage{Input: BuildUserMessageInput{
-			Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
-			Text: s.TurnText, TextRef: s.TurnTextRef, Store: s.storeWork(),
-		}}}
+		return []Command{s.buildUserMessage()}
 	case phaseRunningModel:
 		return []Command{s.runModel()}
 	case phaseCompacting:
@@ -289,13 +305,18 @@ func (s *State) resume(nowMs int64) []Command {
 			cmds = append(cmds, StartWaitTimer{ToolCallID: w.ToolCallID, DelayMs: ceilSeconds(w.UntilMs - nowMs)})
 		}
 		for _, rec := range s.ToolCalls {
-			if rec.Status == client.ToolCallWaitingForTask {
+			switch {
+			case rec.Status == client.ToolCallWaitingForTask && rec.CancellationReason != "":
+				cmds = append(cmds, s.cancelTask(rec))
+			case rec.Status == client.ToolCallWaitingForTask:
 				cmds = append(cmds, s.nextPoll(rec))
 			}
 		}
 		return cmds
 	case phaseRecordFailure:
 		return s.failTurn(s.LastTurnError)
+	case phaseApplyingControl:
+		return s.applyControl()
 	}
 	return nil
 }
@@ -339,6 +360,9 @@ func (s *State) start(in Start) Result {
 const MaxUserMessageBytes = 256 * 1024
 
 func (s *State) sendUserMessage(in SendUserMessage) Result {
+	if s.Closed {
+		return refused(SessionClosedReason)
+	}
 	if strings.TrimSpace(in.Text) == "" || in.PlanMode && !s.Options.PlanModeEnabled {
 		return Result{}
 	}
@@ -392,6 +416,12 @@ func (s *State) queuedBytes() int {
 	for _, m := range s.Queued {
 		n += len(m.Text)
 	}
+	for _, m := range s.Steered {
+		n += len(m.Text)
+	}
+	for _, m := range s.TurnMore {
+		n += len(m.Text)
+	}
 	return n
 }
 
@@ -427,11 +457,21 @@ func (s *State) buildingUser(in Input) Result {
 		s.TurnText, s.TurnTextRef = "", ""
 		seq := s.NextSequence
 		s.store([]pluginapi.FrameworkMessage{in.Message}, in.Stored)
-		s.Phase = phaseRunningModel
-		return applied([]Command{
-			Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, in.Attempt, turnStartedPayload{Sequence: seq})},
-			s.runModel(),
-		})
+		var cmds []Command
+		if !s.TurnStartedSent {
+			// turn_started once, at the turn's first user message.
+			cmds = append(cmds, Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, in.Attempt, turnStartedPayload{Sequence: seq})})
+		}
+		if len(s.TurnMore) > 0 {
+			// A turn of several steered messages builds them in order.
+			msg := s.TurnMore[0]
+			s.TurnMore = s.TurnMore[1:]
+			s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
+			s.TurnStartedSent = true
+			return applied(append(cmds, s.buildUserMessage()))
+		}
+		s.TurnStartedSent = false
+		return applied(append(cmds, s.toModel()...))
 	case UserMessageFailed:
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
@@ -446,6 +486,9 @@ func (s *State) buildingUser(in Input) Result {
 // sent is lost: here without the store; with it, RecordTurnFailure stores
 // it first.
 func (s *State) userMessageFailed(reason string) []Command {
+	// The turn's other steered messages start the next turn.
+	s.Steered = append(s.TurnMore, s.Steered...)
+	s.TurnMore, s.TurnStartedSent = nil, false
 	if !s.Options.Messages.Store {
 		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
 		s.TurnText = ""
@@ -499,7 +542,13 @@ func (s *State) runningTools(in Input) Result {
 		if c < 0 {
 			return Result{}
 		}
+		if in.NotStarted && s.Control != controlNone {
+			// The turn control reached the Step before its tool started.
+			return applied(s.rejectStopped(c, s.Control))
+		}
 		return applied(s.toolStepFailed(c, in.Detail, in.NotStarted, in.Attempt))
+	case TaskCancelDone:
+		return s.taskCancelDone(in)
 	}
 	return Result{}
 }

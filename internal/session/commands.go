@@ -76,6 +76,9 @@ type CancelTimer struct {
 // TurnFailureRecordFailed when the runner could not be reached.
 type RecordTurnFailure struct {
 	Input TurnFailureInput
+	// Step names the local activity: RecordTurnFailure (""), or
+	// ApplyTurnControl, which ends a steered or cancelled turn the same way.
+	Step string
 }
 
 // Emit writes a live event. The glue never writes it again on replay.

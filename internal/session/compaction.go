@@ -92,9 +92,7 @@ func (s *State) contextCompacted(out CompactOutcome, nowMs int64) []Command {
 	cmds := s.recordUsage(out.Usage, out.Attempt)
 	s.chargeSpend(out.Usage, out.Spend)
 	cmds = append(cmds, Emit{Event: newEvent(EventCompactionFinished, s.ActiveTurnID, out.Attempt, compactionFinishedPayload{Generation: gen, ThroughSequence: through})})
-	s.Phase = phaseRunningModel
-	s.Status = client.StatusRunningModel
-	return append(cmds, s.runModel())
+	return append(cmds, s.toModel()...)
 }
 
 // snapshotSummary renders the summary for get_agent_snapshot.

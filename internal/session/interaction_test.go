@@ -41,6 +41,11 @@ var inputKinds = map[string]reflect.Type{
 	"task_poll_done":             reflect.TypeFor[TaskPollDone](),
 	"task_poll_failed":           reflect.TypeFor[TaskPollFailed](),
 	"execute_plan":               reflect.TypeFor[ExecutePlan](),
+	"steer_user_message":         reflect.TypeFor[SteerUserMessage](),
+	"delete_queued_message":      reflect.TypeFor[DeleteQueuedMessage](),
+	"cancel_turn":                reflect.TypeFor[CancelTurn](),
+	"close_session":              reflect.TypeFor[CloseSession](),
+	"task_cancel_done":           reflect.TypeFor[TaskCancelDone](),
 }
 
 // TestInteractions runs the golden interaction scripts in
@@ -118,7 +123,10 @@ func runScript(t *testing.T, script string) string {
 				t.Fatalf("%s: %v", line, err)
 			}
 			r := s.Apply(ptr.Elem().Interface().(Input))
-			if !r.Accepted {
+			switch {
+			case r.Refusal != "":
+				out.WriteString("refused: " + r.Refusal + "\n")
+			case !r.Accepted:
 				out.WriteString("not accepted\n")
 			}
 			for _, c := range r.Commands {
@@ -159,6 +167,9 @@ func stateLine(s *State) string {
 	}
 	for _, c := range s.ToolCalls {
 		fmt.Fprintf(&b, " call=%s:%s:%s", c.ToolCallID, c.Effect, c.Status)
+		if c.CancellationReason != "" {
+			fmt.Fprintf(&b, "(%s)", c.CancellationReason)
+		}
 		// What the model sees of a built-in's call.
 		if c.ToolName == BuiltInAskUser || c.ToolName == BuiltInDurableWait || c.ToolName == BuiltInWriteTodos {
 			switch {
@@ -178,6 +189,18 @@ func stateLine(s *State) string {
 	}
 	if s.LastTurnError != "" {
 		fmt.Fprintf(&b, " last_turn_error=%q", s.LastTurnError)
+	}
+	if s.Control != "" {
+		fmt.Fprintf(&b, " control=%s", s.Control)
+	}
+	for _, m := range s.Steered {
+		fmt.Fprintf(&b, " steered=%s:%q", m.MessageID, m.Text)
+	}
+	for _, m := range s.TurnMore {
+		fmt.Fprintf(&b, " turn_more=%s:%q", m.MessageID, m.Text)
+	}
+	if s.Closed {
+		b.WriteString(" closed")
 	}
 	if s.Mode == "planning" || s.Mode == "executing" {
 		fmt.Fprintf(&b, " mode=%s", s.Mode)

@@ -163,6 +163,9 @@ func (s *State) refuseInPlanning(rec pluginapi.ToolCall, attempt int) []Command 
 // and is a draft or active.
 func (s *State) executePlan(in ExecutePlan) Result {
 	p := s.Plan
+	if s.Closed && s.Started {
+		return refused(SessionClosedReason)
+	}
 	if !s.Started || !s.Options.PlanModeEnabled || s.Phase != phaseNone || len(s.Queued) > 0 ||
 		p == nil || p.Revision != in.Revision || p.Status != PlanDraft && p.Status != PlanActive {
 		return Result{}

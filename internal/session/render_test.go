@@ -83,8 +83,22 @@ func render(c Command) string {
 		return fmt.Sprintf("start_wait_timer %s %s", c.ToolCallID, time.Duration(c.DelayMs)*time.Millisecond)
 	case CancelTimer:
 		return "cancel_timer " + c.InterruptID
+	case CancelStep:
+		return "cancel_step " + c.Key
+	case CancelTask:
+		return fmt.Sprintf("CancelToolTask %s task=%s attempts=%d timeout=%s", c.ActivityID, c.Input.ToolCall.TaskID, c.Limits.MaximumAttempts, c.Limits.StartToClose)
 	case RecordTurnFailure:
 		out := "record_turn_failure " + c.Input.Turn.TurnID
+		if c.Step != "" {
+			out = "apply_turn_control " + c.Input.Turn.TurnID
+			if tc := c.Input.Turn.ToolCalls; len(tc) > 0 {
+				var calls []string
+				for _, r := range tc {
+					calls = append(calls, r.ToolCallID+":"+string(r.Status))
+				}
+				out += fmt.Sprintf(" tool_calls=%v", calls)
+			}
+		}
 		if c.Input.Note != "" {
 			out += fmt.Sprintf(" note=%q", c.Input.Note)
 		}

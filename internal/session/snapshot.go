@@ -17,6 +17,7 @@ func (s *State) Snapshot() client.Snapshot {
 		PendingInterrupts: []client.Interrupt{},
 		ToolCalls:         []pluginapi.ToolCall{},
 		QueuedMessages:    []client.QueuedMessage{},
+		SteeredMessages:   []client.QueuedMessage{},
 		Usage:             s.Usage,
 		QueuedCount:       len(s.Queued),
 		SessionSettings:   []byte("{}"),
@@ -37,6 +38,11 @@ func (s *State) Snapshot() client.Snapshot {
 			ActiveTurnID:  s.ActiveTurnID,
 			LastTurnError: s.LastTurnError,
 			TurnCount:     s.TurnCount,
+			// Every wait of a turn is in this workflow's one loop, so a
+			// steer or a cancel reaches any turn this worker runs.
+			AcceptsTurnControl: true,
+			TurnControl:        s.Control,
+			Closed:             s.Closed,
 		}
 		snap.State.InteractionMode = client.InteractionChat
 		if s.ActiveTurnID != "" && s.Mode != "" {
@@ -61,6 +67,8 @@ func (s *State) Snapshot() client.Snapshot {
 	}
 	snap.ToolCalls = append(snap.ToolCalls, s.ToolCalls...)
 	snap.QueuedMessages = append(snap.QueuedMessages, s.Queued...)
+	snap.SteeredMessages = append(snap.SteeredMessages, s.Steered...)
+	snap.SteeredMessages = append(snap.SteeredMessages, s.TurnMore...)
 	return snap
 }
 

@@ -207,6 +207,24 @@ type State struct {
 	// SpendRefused the limit that stopped the last one.
 	SpendLeft    *client.SpendLeft    `json:"spend_left,omitempty"`
 	SpendRefused *client.SpendRefusal `json:"spend_refused,omitempty"`
+	// Steered are the steered messages not applied yet: the next turn
+	// starts with all of them, before any queued message. They share the
+	// queue's byte limit.
+	Steered []client.QueuedMessage `json:"steered,omitempty"`
+	// TurnMore are the user messages of the turn being built after
+	// TurnText (a turn that steered messages start has one per message).
+	TurnMore []client.QueuedMessage `json:"turn_more,omitempty"`
+	// Control is the active turn's turn control request: "", "steered" or
+	// "turn_cancelled"; CancelledTurn is the last turn cancel_turn
+	// cancelled, so a second cancel of it is true and changes nothing.
+	Control       string `json:"control,omitempty"`
+	CancelledTurn string `json:"cancelled_turn,omitempty"`
+	// Closed is set by close_session: the session takes no new message,
+	// and its workflow completes once nothing is left to run.
+	Closed bool `json:"closed,omitempty"`
+	// TurnStartedSent says the turn being built wrote turn_started at its
+	// first user message.
+	TurnStartedSent bool `json:"turn_started_sent,omitempty"`
 }
 
 // Turn phases. The phase decides which inputs a state accepts.
@@ -217,6 +235,8 @@ const (
 	phaseRunningTools  = "running_tools"
 	phaseRecordFailure = "recording_turn_failure"
 	phaseCompacting    = "compacting_context"
+	// phaseApplyingControl ends a steered or cancelled turn.
+	phaseApplyingControl = "applying_turn_control"
 )
 
 // New returns the state of a session that has not started.
@@ -230,18 +250,33 @@ func (s *State) enqueue(text, ref string) {
 	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: id, Text: text, TextRef: ref})
 }
 
-// next starts the next queued turn when the session is idle.
+// next starts the next turn when the session is idle: with every steered
+// message, else with the first queued one.
 func (s *State) next() []Command {
-	if !s.Started || s.Phase != phaseNone || len(s.Queued) == 0 {
+	if !s.Started || s.Phase != phaseNone || len(s.Queued) == 0 && len(s.Steered) == 0 {
+		if s.Closed && s.Finished() {
+			s.Status = client.StatusClosed
+		}
 		return nil
 	}
-	msg := s.Queued[0]
-	s.Queued = s.Queued[1:]
+	var msg client.QueuedMessage
+	planMode := false
+	if len(s.Steered) > 0 {
+		msg, s.TurnMore = s.Steered[0], s.Steered[1:]
+		s.Steered = nil
+		for _, m := range s.TurnMore {
+			planMode = planMode || m.PlanMode
+		}
+	} else {
+		msg = s.Queued[0]
+		s.Queued = s.Queued[1:]
+	}
+	planMode = planMode || msg.PlanMode
 	s.Mode = client.InteractionChat
 	switch {
 	case msg.MessageID == planExecutionMessageID:
 		s.Mode = client.InteractionExecuting
-	case s.Options.PlanModeEnabled && (msg.PlanMode || s.Plan != nil && s.Plan.Status == PlanDraft):
+	case s.Options.PlanModeEnabled && (planMode || s.Plan != nil && s.Plan.Status == PlanDraft):
 		s.Mode = client.InteractionPlanning
 	}
 	s.TurnCount++
@@ -251,16 +286,21 @@ func (s *State) next() []Command {
 	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
 	s.TurnSettings = s.Settings
 	s.TurnSpend = client.Spend{}
-	w := s.storeWork()
-	if w != nil {
+	cmd := s.buildUserMessage()
+	if w := cmd.Input.Store; w != nil {
 		// A new turn: the last turn's blobs (its tool arguments and
 		// outputs, its run state, its user text) are garbage now.
 		w.Sweep, w.SweepKeep = true, s.heldRefs()
 	}
-	return []Command{BuildUserMessage{Input: BuildUserMessageInput{
+	return []Command{cmd}
+}
+
+// buildUserMessage builds the turn's next user message (TurnText).
+func (s *State) buildUserMessage() BuildUserMessage {
+	return BuildUserMessage{Input: BuildUserMessageInput{
 		Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
-		Text: msg.Text, TextRef: msg.TextRef, Store: w,
-	}}}
+		Text: s.TurnText, TextRef: s.TurnTextRef, Store: s.storeWork(),
+	}}
 }
 
 // heldRefs lists the store references the session holds between turns:
@@ -273,7 +313,7 @@ func (s *State) heldRefs() []string {
 	if s.Summary != nil && s.Summary.TextRef != "" {
 		refs = append(refs, s.Summary.TextRef)
 	}
-	for _, m := range s.Queued {
+	for _, m := range slices.Concat(s.Queued, s.Steered, s.TurnMore) {
 		if m.TextRef != "" {
 			refs = append(refs, m.TextRef)
 		}
@@ -387,6 +427,13 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			cmds = append(cmds, s.refuseInPlanning(rec, attempt)...)
 			continue
 		}
+		if s.Control != controlNone && !s.settlesAtOnce(rec) {
+			// The user steered while the model ran: what it asked for does
+			// not run (write_todos, and a built-in call with invalid
+			// arguments, still settle here).
+			cmds = append(cmds, s.deferStopped(rec, attempt)...)
+			continue
+		}
 		if s.builtIn(call.ToolName) {
 			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs, todos)...)
 			continue
@@ -418,9 +465,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	// Built-in calls with invalid arguments are final at once; when every
 	// call is, the turn goes on.
 	if !slices.ContainsFunc(s.ToolCalls, func(c pluginapi.ToolCall) bool { return !c.Status.Final() }) {
-		s.Phase = phaseRunningModel
-		s.Status = client.StatusRunningModel
-		cmds = append(cmds, s.runModel())
+		cmds = append(cmds, s.toModel()...)
 	}
 	return cmds
 }
@@ -586,6 +631,7 @@ func (s *State) endTurn() []Command {
 	s.Refs = nil
 	s.Interrupts = nil
 	s.TurnSettings = ""
+	s.Control = controlNone
 	return cmds
 }
 
@@ -719,6 +765,11 @@ type InputRequest struct {
 
 // toolStepDone records the outcome of the tool Step of record c.
 func (s *State) toolStepDone(c int, out ToolOutcome, nowMs int64) []Command {
+	if out.InputRequested != nil && s.Control != controlNone && s.ToolCalls[c].TaskID == "" {
+		// The tool asked before it took any effect: a steered or cancelled
+		// turn asks no more.
+		return s.rejectStopped(c, s.Control)
+	}
 	switch {
 	case out.InputRequested != nil && out.Output == nil && out.Error == nil:
 		return s.toolAsked(c, *out.InputRequested, out.Attempt, nowMs)
@@ -784,9 +835,7 @@ func (s *State) finishCall(c int, status pluginapi.ToolCallStatus, attempt int) 
 			return cmds
 		}
 	}
-	s.Phase = phaseRunningModel
-	s.Status = client.StatusRunningModel
-	return append(cmds, s.runModel())
+	return append(cmds, s.toModel()...)
 }
 
 func (s *State) findCall(id string) int {
@@ -837,11 +886,13 @@ func (s *State) activeStepTypes(legacy bool) []string {
 	}
 	switch s.Phase {
 	case phaseNone:
-		if s.Started {
+		if s.Started && !s.Finished() {
 			add(client.StepAwaitUserMessage)
 		}
 	case phaseCompacting:
 		add(client.StepCompactContext)
+	case phaseApplyingControl:
+		add(client.StepApplyTurnControl)
 	case phaseBuildingUser, phaseRunningModel, phaseRecordFailure:
 		switch {
 		case legacy && s.Phase == phaseBuildingUser:
@@ -863,6 +914,8 @@ func (s *State) activeStepTypes(legacy bool) []string {
 				add(client.StepAwaitQuestionAnswer)
 			case c.Status == client.ToolCallWaitingForTimer:
 				add(client.StepAwaitTimer)
+			case c.Status == client.ToolCallWaitingForTask && c.CancellationReason != "":
+				add(client.StepCancelToolTask)
 			case c.Status == client.ToolCallWaitingForTask:
 				add(client.StepPollToolTask)
 			case c.Status == pluginapi.ToolCallApproved && c.Effect.Retryable():

@@ -212,6 +212,13 @@ type ToolInput struct {
 
 // PollInput is the input of a PollToolTask Step: the call's record (with
 // its task ID, continuation and the pending answer to hand over).
+// TaskCancelOutcome is the result of a CancelToolTask Step: Cancelled says
+// the runner was asked to cancel (it implements ToolTaskCanceller).
+type TaskCancelOutcome struct {
+	Attempt   int  `json:"attempt"`
+	Cancelled bool `json:"cancelled"`
+}
+
 type PollInput struct {
 	Agent     string             `json:"agent"`
 	SessionID string             `json:"session_id"`

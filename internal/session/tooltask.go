@@ -47,12 +47,16 @@ func (s *State) taskStarted(c int, t TaskStart, attempt int) []Command {
 	rec.TaskID = t.TaskID
 	rec.TaskPollIntervalSeconds = pollSeconds(t.PollIntervalSeconds)
 	rec.Status = client.ToolCallWaitingForTask
-	return []Command{
+	cmds := []Command{
 		Emit{Event: newEvent(EventToolTaskStarted, s.ActiveTurnID, max(attempt, 1), toolTaskStartedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, TaskID: rec.TaskID,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))},
-		s.nextPoll(*rec),
 	}
+	if s.Control == controlCancelled {
+		// The turn was cancelled while the tool started its task.
+		return append(cmds, s.abandonTask(c)...)
+	}
+	return append(cmds, s.nextPoll(*rec))
 }
 
 // nextPoll is what a waiting task does next: a poll at once when it holds
@@ -83,7 +87,8 @@ func (s *State) waitingTask(turnID, toolCallID string) int {
 		return -1
 	}
 	c := s.findCall(toolCallID)
-	if c < 0 || s.ToolCalls[c].Status != client.ToolCallWaitingForTask {
+	// An abandoned task (CancellationReason set) is polled no more.
+	if c < 0 || s.ToolCalls[c].Status != client.ToolCallWaitingForTask || s.ToolCalls[c].CancellationReason != "" {
 		return -1
 	}
 	return c

@@ -40,6 +40,15 @@ var DefaultToolLimits = Limits{
 	InitialRetryWait: time.Second,
 }
 
+// CancelTaskLimits are the spec's CancelToolTask limits: 30 s attempts, 3
+// attempts within 2 minutes.
+var CancelTaskLimits = Limits{
+	StartToClose:     30 * time.Second,
+	MaximumAttempts:  3,
+	ScheduleToClose:  2 * time.Minute,
+	InitialRetryWait: time.Second,
+}
+
 // Runtime is what a worker fixes for one agent's workflow type.
 type Runtime struct {
 	// Options are the settings this worker gives the sessions it starts.
@@ -89,6 +98,8 @@ type pendingFuture struct {
 	// interruptID is set for approval deadline timers.
 	interruptID string
 	cancel      workflow.CancelFunc
+	// key is the StepKey of a Step or timer a turn control may cancel.
+	key string
 }
 
 type loop struct {
@@ -136,9 +147,14 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
-			return len(l.pending) > 0 || l.anyReady() || l.shouldContinueAsNew()
+			return len(l.pending) > 0 || l.anyReady() || l.finished() || l.shouldContinueAsNew()
 		}); err != nil {
 			return err
+		}
+		if len(l.pending) == 0 && !l.anyReady() && l.finished() {
+			// close_session: nothing is left to run.
+			workflow.GetLogger(ctx).Info("session closed", "turn_count", l.st.TurnCount)
+			return nil
 		}
 		if len(l.pending) == 0 && !l.anyReady() && l.shouldContinueAsNew() {
 			workflow.GetLogger(ctx).Info("continuing as new", "turn_count", l.st.TurnCount, "updates", l.updates)
@@ -213,10 +229,45 @@ func (l *loop) registerHandlers() error {
 	// text, a message over the limit, an interrupt that is not pending), so
 	// they need no validator: a request that does not decode is refused by
 	// the engine.
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSendUserMessage,
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateSendUserMessage,
 		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
 			l.updates++
-			return l.apply(SendUserMessage{Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode}), nil
+			return l.request(SendUserMessage{Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode, Mode: req.Mode})
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.SendUserMessageRequest) error {
+			return client.CheckSendMode(req.Mode)
+		}},
+	); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSteerUserMessage,
+		func(ctx workflow.Context, req client.SteerUserMessageRequest) (bool, error) {
+			l.updates++
+			return l.request(SteerUserMessage{MessageID: req.MessageID, Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode})
+		},
+	); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateDeleteQueuedMessage,
+		func(ctx workflow.Context, req client.DeleteQueuedMessageRequest) (bool, error) {
+			l.updates++
+			return l.request(DeleteQueuedMessage{MessageID: req.MessageID})
+		},
+	); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateCancelTurn,
+		func(ctx workflow.Context, req client.CancelTurnRequest) (bool, error) {
+			l.updates++
+			return l.request(CancelTurn{TurnID: req.TurnID})
+		},
+	); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateCloseSession,
+		func(ctx workflow.Context, req client.CloseSessionRequest) (bool, error) {
+			l.updates++
+			return l.request(CloseSession{})
 		},
 	); err != nil {
 		return err
@@ -224,7 +275,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateExecutePlan,
 		func(ctx workflow.Context, req client.ExecutePlanRequest) (bool, error) {
 			l.updates++
-			return l.apply(ExecutePlan{Revision: req.Revision}), nil
+			return l.request(ExecutePlan{Revision: req.Revision})
 		},
 	); err != nil {
 		return err
@@ -338,12 +389,33 @@ func (l *loop) add(f workflow.Future, done func(workflow.Future)) {
 	l.futures = append(l.futures, &pendingFuture{future: f, done: done})
 }
 
+// addKeyed adds the future of a Step or timer that CancelStep may cancel.
+func (l *loop) addKeyed(f workflow.Future, key string, cancel workflow.CancelFunc, done func(workflow.Future)) {
+	l.futures = append(l.futures, &pendingFuture{future: f, done: done, key: key, cancel: cancel})
+}
+
 // apply applies one input to the session and queues its commands; it
 // reports whether the input was accepted.
 func (l *loop) apply(in Input) bool {
 	r := l.st.Apply(in)
 	l.pending = append(l.pending, r.Commands...)
 	return r.Accepted
+}
+
+// request applies a client's request: false where the session does not
+// take it, an error where it refuses it (a closed session).
+func (l *loop) request(in Input) (bool, error) {
+	r := l.st.Apply(in)
+	l.pending = append(l.pending, r.Commands...)
+	if r.Refusal != "" {
+		return false, temporal.NewApplicationError(r.Refusal, client.SessionClosedErrorType)
+	}
+	return r.Accepted, nil
+}
+
+// finished reports a closed session with nothing left to run.
+func (l *loop) finished() bool {
+	return l.st.Finished() && len(l.futures) == 0 && workflow.AllHandlersFinished(l.ctx)
 }
 
 func (l *loop) now() int64 { return workflow.Now(l.ctx).UnixMilli() }
@@ -380,10 +452,10 @@ func (l *loop) exec(cmd Command) {
 			l.apply(UserMessageBuilt{TurnID: turn, Message: out.Message, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	case RunModel:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, ""))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, "")))
 		f := workflow.ExecuteActivity(ctx, client.StepRunModel, c.Input)
 		turn := c.Input.TurnID
-		l.add(f, func(f workflow.Future) {
+		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ModelOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
 				l.apply(ModelStepFailed{TurnID: turn, Reason: "RunModel failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
@@ -392,10 +464,10 @@ func (l *loop) exec(cmd Command) {
 			l.apply(ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
 	case CompactContext:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, ""))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, "")))
 		f := workflow.ExecuteActivity(ctx, client.StepCompactContext, c.Input)
 		turn := c.Input.Turn.TurnID
-		l.add(f, func(f workflow.Future) {
+		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out CompactOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
 				l.apply(CompactionFailed{TurnID: turn, Reason: "CompactContext failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
@@ -404,10 +476,14 @@ func (l *loop) exec(cmd Command) {
 			l.apply(ContextCompacted{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
 	case RunTool:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
+		opts := activityOptions(c.Limits, c.ActivityID)
+		// A cancel reaches the Step only before its started marker; the
+		// workflow waits for the Step's own answer (a result, or not run).
+		opts.WaitForCancellation = true
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, opts))
 		f := workflow.ExecuteActivity(ctx, c.Step, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
-		l.add(f, func(f workflow.Future) {
+		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
 				l.apply(ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
@@ -426,19 +502,20 @@ func (l *loop) exec(cmd Command) {
 			l.apply(DeadlineTimerFired{InterruptID: id, NowMs: l.now()})
 		}})
 	case StartTaskTimer:
-		f := workflow.NewTimer(l.ctx, time.Duration(c.DelayMs)*time.Millisecond)
+		tctx, cancel := workflow.WithCancel(l.ctx)
+		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
 		turn, call := l.st.ActiveTurnID, c.ToolCallID
-		l.add(f, func(f workflow.Future) {
+		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			if err := f.Get(l.ctx, nil); err != nil {
 				return
 			}
 			l.apply(TaskPollTimerFired{TurnID: turn, ToolCallID: call})
 		})
 	case RunPoll:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID)))
 		f := workflow.ExecuteActivity(ctx, client.StepPollToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
-		l.add(f, func(f workflow.Future) {
+		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
 				l.apply(TaskPollFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
@@ -447,9 +524,10 @@ func (l *loop) exec(cmd Command) {
 			l.apply(TaskPollDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
 		})
 	case StartWaitTimer:
-		f := workflow.NewTimer(l.ctx, time.Duration(c.DelayMs)*time.Millisecond)
+		tctx, cancel := workflow.WithCancel(l.ctx)
+		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
 		turn, call := l.st.ActiveTurnID, c.ToolCallID
-		l.add(f, func(f workflow.Future) {
+		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			if err := f.Get(l.ctx, nil); err != nil {
 				return
 			}
@@ -457,6 +535,26 @@ func (l *loop) exec(cmd Command) {
 		})
 	case CancelTimer:
 		l.cancelTimer(c.InterruptID)
+	case CancelStep:
+		for _, f := range l.futures {
+			if f.key == c.Key && f.cancel != nil {
+				// The future stays: it resolves with the Step's answer (a
+				// tool Step) or as cancelled, which the session ignores.
+				f.cancel()
+			}
+		}
+	case CancelTask:
+		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
+		f := workflow.ExecuteActivity(ctx, client.StepCancelToolTask, c.Input)
+		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
+		l.add(f, func(f workflow.Future) {
+			var out TaskCancelOutcome
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.apply(TaskCancelDone{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				return
+			}
+			l.apply(TaskCancelDone{TurnID: turn, ToolCallID: call, Attempt: out.Attempt})
+		})
 	case RecordTurnFailure:
 		opts := localOptions()
 		if c.Input.Turn.Store != nil {
@@ -467,7 +565,11 @@ func (l *loop) exec(cmd Command) {
 			opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}
 		}
 		ctx := workflow.WithLocalActivityOptions(l.ctx, opts)
-		f := workflow.ExecuteLocalActivity(ctx, client.StepRecordTurnFailure, c.Input)
+		step := client.StepRecordTurnFailure
+		if c.Step != "" {
+			step = c.Step
+		}
+		f := workflow.ExecuteLocalActivity(ctx, step, c.Input)
 		turn := c.Input.Turn.TurnID
 		l.add(f, func(f workflow.Future) {
 			var out TurnFailureOutput
@@ -542,6 +644,13 @@ func localOptions() workflow.LocalActivityOptions {
 // toolNotStarted reports whether a failed tool Step never reached the tool
 // in any attempt: its last heartbeat details lack the started marker.
 func toolNotStarted(err error) bool {
+	// A tool Step is cancelled only by a turn control, which reaches it
+	// before its started marker or not at all (the tool then runs and the
+	// Step returns its result).
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return true
+	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.Type() == ToolNotStartedErrorType {
 		return true

@@ -123,6 +123,23 @@ func heartbeatInterval(ctx context.Context) time.Duration {
 	return timeout / 3
 }
 
+// ModelHeartbeatInterval is how often a model call or compaction Step
+// heartbeats: a cancel_turn reaches a running Step only through a
+// heartbeat's answer, so it stops the runner's call within about this long
+// (the worker's heartbeat throttle is set to match).
+const ModelHeartbeatInterval = time.Second
+
+// shield returns a context that ignores the Step's cancellation but keeps
+// its deadline: a tool that started runs to its end when the turn is
+// steered or cancelled.
+func shield(ctx context.Context) (context.Context, context.CancelFunc) {
+	c := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(c, d)
+	}
+	return context.WithCancel(c)
+}
+
 // BuildUserMessage asks the runner for the turn's user message.
 func (a *Activities) BuildUserMessage(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
 	defer a.begin()()
@@ -450,6 +467,10 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		if hb.Started {
 			return err
 		}
+		if ctx.Err() != nil {
+			// A turn control cancelled the Step: no attempt follows.
+			return temporal.NewNonRetryableApplicationError("the turn was stopped before the tool started: "+err.Error(), session.ToolNotStartedErrorType, nil)
+		}
 		return temporal.NewApplicationError(err.Error(), session.ToolNotStartedErrorType)
 	}
 	r, caps, err := a.Runners.Runner(in.Agent)
@@ -475,12 +496,27 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 			return session.ToolOutcome{}, notStarted(err)
 		}
 	}
-	// Record the started marker durably before the tool runs.
+	// Record the started marker durably before the tool runs. Its answer
+	// says whether the turn was steered or cancelled first: then the tool
+	// does not run.
 	if err := w.markStarted(ctx, info.TaskToken); err != nil {
+		var canceled *temporal.CanceledError
+		if errors.As(err, &canceled) && hb.Started {
+			// An earlier attempt started the tool: it may have taken effect.
+			return session.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+				"the turn was stopped after an earlier attempt had started the tool", "ToolStopped", nil)
+		}
+		if errors.As(err, &canceled) {
+			return session.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+				"the turn was stopped before the tool started", session.ToolNotStartedErrorType, nil)
+		}
 		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
 	}
 	w.publish(session.EventToolCallStarted, session.ToolCallStartedPayload{ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName})
-	resp, err := r.ExecuteDeferredToolCall(ctx, &pluginapi.ExecuteToolRequest{
+	// From here the tool runs to its end, whatever the turn's control.
+	toolCtx, cancelTool := shield(ctx)
+	defer cancelTool()
+	resp, err := r.ExecuteDeferredToolCall(toolCtx, &pluginapi.ExecuteToolRequest{
 		Agent:               in.Agent,
 		SessionID:           in.SessionID,
 		TurnID:              in.TurnID,
@@ -495,7 +531,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	var toolErr *pluginapi.ToolExecutionError
 	if errors.As(err, &toolErr) {
 		msg := toolErr.Message
-		return a.keepOutcome(ctx, in, session.ToolOutcome{Error: &msg})
+		return a.keepOutcome(toolCtx, in, session.ToolOutcome{Error: &msg})
 	}
 	if err != nil {
 		return session.ToolOutcome{}, stepError("execute_deferred_tool_call", err)
@@ -504,7 +540,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	if err != nil {
 		return out, err
 	}
-	return a.keepOutcome(ctx, in, out)
+	return a.keepOutcome(toolCtx, in, out)
 }
 
 // PollToolTask polls one tool task once (the session waited the task's
@@ -729,11 +765,20 @@ func preflight(ctx context.Context, r pluginapi.Runner) error {
 
 // heartbeatLoop heartbeats every interval until stop is called.
 func (a *Activities) heartbeatLoop(ctx context.Context, w *writer) (stop func()) {
+	if w.hb != nil {
+		// A tool that started runs to its end when the turn is stopped,
+		// and keeps heartbeating while it runs.
+		ctx = context.WithoutCancel(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(heartbeatInterval(ctx))
+		iv := heartbeatInterval(ctx)
+		if w.hb == nil {
+			iv = min(iv, ModelHeartbeatInterval)
+		}
+		t := time.NewTicker(iv)
 		defer t.Stop()
 		for {
 			select {
@@ -763,6 +808,10 @@ type writer struct {
 
 func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *session.StepHeartbeat) *writer {
 	info := activity.GetInfo(ctx)
+	if hb != nil {
+		// Tool Steps heartbeat through a cancel (see heartbeatLoop).
+		ctx = context.WithoutCancel(ctx)
+	}
 	return &writer{
 		ctx: ctx, a: a, session: sessionID, turn: turnID,
 		stepID:  info.WorkflowExecution.RunID + "/" + info.ActivityID,

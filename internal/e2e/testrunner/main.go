@@ -11,6 +11,7 @@
 //	todo:A,B         call the built-in write_todos with pending tasks A, B
 //	                 ("_" for spaces)
 //	modelgate:NAME   stop the first model call of the turn at gate model-NAME
+//	                 (a call whose context ends there logs model_cancelled)
 //	fail             fail every model call
 //	permfail         fail every model call with a permanent error
 //	leakfail         fail every model call permanently, with the value of
@@ -189,6 +190,11 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("provider rejected key " + os.Getenv("DEX_TEST_SECRET")))
 			case strings.HasPrefix(tok, "modelgate:") && len(results) == 0:
 				if err := (probe.FileGate{Dir: cfg.StateDir, Name: "model-" + strings.TrimPrefix(tok, "modelgate:")}).WaitIfArmed(ctx); err != nil {
+					if ctx.Err() != nil {
+						// The call's context ended while it waited: cancel_turn
+						// reached the runner.
+						_ = log.Record("model_cancelled", agent, text)
+					}
 					return stepwise.ScriptedReply{}, err
 				}
 			case strings.HasPrefix(tok, "ask:"):

@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+)
+
+// waitLog waits until the invocation log holds n records of kind and name.
+func waitLog(t *testing.T, s *agenttest.Stack, kind, name string, n int) {
+	t.Helper()
+	if err := agenttest.WaitFor(ctx(t), kind+" "+name+" logged", time.Minute, func() (bool, error) {
+		return s.Log().Count(kind, name) >= n, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCancelTurnStopsTheModelCall: cancel_turn during a model call reaches
+// the runner (its call's context ends), the turn ends cancelled with no
+// answer, a second cancel is true, and the next message runs a turn.
+func TestCancelTurnStopsTheModelCall(t *testing.T) {
+	s := newStack(t)
+	gate := s.Gate("model-slow")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	id := start(t, s, "modelgate:slow hello")
+	reached(t, gate)
+	snap := s.WaitForSnapshot("a running turn", id, func(s client.Snapshot) bool { return s.State != nil && s.State.ActiveTurnID != "" })
+	turn := snap.State.ActiveTurnID
+	if !snap.State.AcceptsTurnControl {
+		t.Errorf("accepts_turn_control = false while a turn runs")
+	}
+	for range 2 {
+		if ok, err := s.Sessions.CancelTurn(ctx(t), id, turn); err != nil || !ok {
+			t.Fatalf("cancel_turn(%s) = %v, %v", turn, ok, err)
+		}
+	}
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-9"); err != nil || ok {
+		t.Errorf("cancel_turn of another turn = %v, %v; want false", ok, err)
+	}
+	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage
+	})
+	if snap.State.ActiveTurnID != "" || snap.State.LastTurnError != "" {
+		t.Errorf("after the cancel: %+v", snap.State)
+	}
+	for _, m := range snap.Messages {
+		if m.Role == pluginapi.RoleAssistant {
+			t.Errorf("a cancelled model call left an answer: %+v", m)
+		}
+	}
+	waitLog(t, s, "model_cancelled", "test", 1)
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "echo again"); err != nil || !ok {
+		t.Fatalf("send after the cancel: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the next answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "echo: echo again")
+}
+
+// TestSteerRejectsAPendingApproval: a steer while a write waits for
+// approval records it rejected (steered) without running it, and the next
+// turn starts with the steered text; the model sees the spec's result.
+func TestSteerRejectsAPendingApproval(t *testing.T) {
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "call:approve_write:a")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	in := snap.PendingInterrupts[0]
+	if ok, err := s.Sessions.SteerUserMessage(ctx(t), id, client.SteerUserMessageRequest{Text: "items"}); err != nil || !ok {
+		t.Fatalf("steer: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the steered turn's answer", id, idleWithAnswer)
+	if got := lastText(snap); !strings.HasPrefix(got, "items=") || !strings.HasSuffix(got, "|items") {
+		t.Errorf("the steered turn's answer = %q; want the model to see the steered text last", got)
+	}
+	if n := s.Log().Count("tool", "approve_write"); n != 0 {
+		t.Errorf("approve_write ran %d times after the steer, want 0", n)
+	}
+	// The rejected call's result is in the transcript the model saw.
+	found := false
+	for _, m := range snap.Messages {
+		if m.ToolCallID == in.ToolCallID && strings.Contains(m.Text, session.SteeredToolResult) {
+			found = true
+		}
+	}
+	stored, err := s.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range stored {
+		if strings.Contains(m.Text, "superseded_by_steered_user_message") || strings.Contains(m.Item, "superseded_by_steered_user_message") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no stored message carries the steered call's result %s", session.SteeredToolResult)
+	}
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || ok {
+		t.Errorf("approving the steered call = %v, %v; want false", ok, err)
+	}
+}
+
+// TestCancelWhileAToolRunsLetsItFinish: a tool that started runs to its
+// end after cancel_turn, even when the worker is killed on the way: the
+// retried attempt sees the stop at its started marker and does not run
+// the tool again; the turn ends cancelled with no further model call.
+func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
+	s := newStack(t)
+	gate := s.Gate("tool-k")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "call:read_gate:k")
+	reached(t, gate)
+	snap := s.WaitForSnapshot("a running tool", id, func(s client.Snapshot) bool { return s.State != nil && s.State.Status == client.StatusRunningTools })
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, snap.State.ActiveTurnID); err != nil || !ok {
+		t.Fatalf("cancel_turn: %v %v", ok, err)
+	}
+	// Killed between the cancel and the turn's end: the started read's
+	// attempt dies with the worker.
+	w.Kill()
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 1
+	})
+	if n := s.Log().Count("tool", "read_gate"); n != 1 {
+		t.Errorf("read_gate ran %d times, want 1 (the retry must stop at its started marker)", n)
+	}
+	if n := modelCalls(t, s); n != 1 {
+		t.Errorf("model calls = %d, want 1 (a cancelled turn makes no more)", n)
+	}
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countSteps(h, "completed", client.StepCallTool); n != 0 {
+		t.Errorf("CallTool completed %d times, want 0", n)
+	}
+}
+
+// TestCloseSessionOverHTTP: close finishes the running turn, refuses new
+// messages with 409 session_closed, completes the workflow, and the closed
+// session stays readable.
+func TestCloseSessionOverHTTP(t *testing.T) {
+	cfg, base := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "call:approve_write:c")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	url := base + "/v1/sessions/" + id
+	if code, body := do(t, "POST", url+"/close", tokenAll, ``); code != 200 || strings.TrimSpace(string(body)) != `{"accepted":true}` {
+		t.Fatalf("close: %d %s", code, body)
+	}
+	if code, body := do(t, "POST", url+"/messages", tokenAll, `{"text":"more"}`); code != 409 || !strings.Contains(string(body), "session_closed") {
+		t.Errorf("a message after close: %d %s; want 409 session_closed", code, body)
+	}
+	if code, body := do(t, "POST", url+"/terminate", tokenAll, `{}`); code != 403 {
+		t.Errorf("terminate with an app token: %d %s; want 403", code, body)
+	}
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	if err := agenttest.WaitFor(ctx(t), "the workflow completes", time.Minute, func() (bool, error) {
+		d, err := s.Client.DescribeWorkflowExecution(ctx(t), id, "")
+		if err != nil {
+			return false, err
+		}
+		return d.GetWorkflowExecutionInfo().GetStatus().String() == "Completed", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := do(t, "GET", url+"/snapshot", tokenAll, ``)
+	if code != 200 || !strings.Contains(string(body), `"status":"closed"`) || !strings.Contains(string(body), "done: approve_write=succeeded") {
+		t.Errorf("the closed session's snapshot: %d %s", code, body)
+	}
+}
