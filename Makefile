@@ -58,6 +58,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseToken$$' -fuzztime=$(FUZZTIME) ./internal/events
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSessionListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
+	$(GO) test -run='^$$' -fuzz='^FuzzSessionScopeRules$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 

@@ -170,6 +170,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /v1/agents", s.authed(s.listAgents))
 	s.mux.HandleFunc("POST /v1/sessions", s.authed(s.startSession))
+	s.mux.HandleFunc("GET /v1/sessions", s.authed(s.listSessions))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
 	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+const (
+	tokenU2    = "token-u2-0123456789abcdef"
+	tokenQuote = "token-quote-0123456789abcdef"
+	tokenSlash = "token-slash-0123456789abcdef"
+)
+
+// newListStack is a stack whose worker serves the API, with two agents
+// (test with ask_user, other) and tokens of different scopes.
+func newListStack(t *testing.T) (*agenttest.Stack, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	port := agenttest.FreePort(t)
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    built_in_tools: [ask_user]\n    run_model_limit:", 1) + fmt.Sprintf(`
+  - name: other
+    flow_type: OtherAgent
+    runner: testrunner
+    runner_config: {state_dir: "{{DIR}}"}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens:
+      - {name: all, token: %s}
+      - {name: acme, token: %s, session_prefix: "acme-"}
+      - {name: other, token: %s, agents: [other]}
+      - {name: u1, token: %s, session_prefix: "u1"}
+      - {name: u2, token: %s, session_prefix: "u2", agents: [test]}
+      - {name: quote, token: %s, session_prefix: 'o''k'}
+      - {name: slash, token: %s, session_prefix: 'b\s"'}
+`, port, tokenAll, tokenAcme, tokenOther, tokenU1, tokenU2, tokenQuote, tokenSlash)
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	return s, fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// listPage is GET /v1/sessions?query with token; it fails the test on an
+// answer other than 200.
+func listPage(t *testing.T, base, token, query string) client.SessionsPage {
+	t.Helper()
+	code, body := do(t, "GET", base+"/v1/sessions?"+query, token, "")
+	if code != 200 {
+		t.Fatalf("GET /v1/sessions?%s: %d %s", query, code, body)
+	}
+	var page client.SessionsPage
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("GET /v1/sessions?%s: %v: %s", query, err, body)
+	}
+	return page
+}
+
+func pageIDs(p client.SessionsPage) []string {
+	ids := []string{}
+	for _, s := range p.Sessions {
+		ids = append(ids, s.SessionID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// expectList polls GET /v1/sessions?query until it lists exactly want
+// (any order; visibility trails the sessions) and returns the last page.
+func expectList(t *testing.T, base, token, query string, want ...string) client.SessionsPage {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	if want == nil {
+		want = []string{}
+	}
+	var page client.SessionsPage
+	err := agenttest.WaitFor(context.Background(), "GET /v1/sessions?"+query, 30*time.Second, func() (bool, error) {
+		page = listPage(t, base, token, query)
+		return slices.Equal(pageIDs(page), want) && page.NextPageToken == "", nil
+	})
+	if err != nil {
+		t.Fatalf("%v: got %v (next page %q), want %v", err, pageIDs(page), page.NextPageToken, want)
+	}
+	return page
+}
+
+// TestListSessionsWaitingForAPerson: one session waits for an approval,
+// one for a question, one of another agent for the user's next message;
+// GET /v1/sessions finds each by what it waits for, by agent, in pages of
+// one, and only inside the caller token's agents and session prefix.
+func TestListSessionsWaitingForAPerson(t *testing.T) {
+	s, base := newListStack(t)
+	startAs := func(flow, id, message string) {
+		t.Helper()
+		if _, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flow, SessionID: id, InitialMessage: message}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const (
+		approval = "u1-approve"
+		question = "u1-ask"
+		idle     = "u1-other"
+		outside  = "u10-approve" // starts like u1's prefix but is outside it
+	)
+	startAs(flowType, approval, "call:approve_write:q")
+	startAs(flowType, question, "ask:Which_city?")
+	startAs("OtherAgent", idle, "hello")
+	startAs(flowType, outside, "call:approve_write:r")
+	s.WaitForSnapshot("a pending approval", approval, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	s.WaitForSnapshot("a pending question", question, pendingQuestion)
+	s.WaitForSnapshot("the answer", idle, idleWithAnswer)
+
+	page := expectList(t, base, tokenU1, "waiting_for=approval", approval)
+	if got := page.Sessions[0]; got.Agent != "test" || got.FlowType != flowType || !slices.Equal(got.WaitingFor, []string{"approval"}) ||
+		got.Status != "running" || got.StartedAt.IsZero() || !slices.Contains(got.ActiveStepTypes, client.StepAwaitToolApproval) {
+		t.Errorf("the approval session: %+v", got)
+	}
+	page = expectList(t, base, tokenU1, "waiting_for=question", question)
+	if got := page.Sessions[0]; !slices.Equal(got.WaitingFor, []string{"question"}) || got.Agent != "test" {
+		t.Errorf("the question session: %+v", got)
+	}
+	// Every session waiting for a person, across agents, in one call.
+	expectList(t, base, tokenU1, "waiting_for=approval,question", approval, question)
+	expectList(t, base, tokenAll, "waiting_for=approval,question", approval, question, outside)
+	expectList(t, base, tokenAll, "waiting_for=approval&waiting_for=question&agent=test", approval, question, outside)
+	page = expectList(t, base, tokenU1, "waiting_for=user", idle)
+	if got := page.Sessions[0]; got.Agent != "other" || !slices.Equal(got.WaitingFor, []string{"user"}) {
+		t.Errorf("the idle session: %+v", got)
+	}
+	expectList(t, base, tokenU1, "", approval, question, idle)
+	expectList(t, base, tokenU1, "agent=other", idle)
+	expectList(t, base, tokenU1, "agent=test", approval, question)
+	expectList(t, base, tokenU1, "waiting_for=timer,task")
+
+	// Pages of one walk the whole list, each session once.
+	var walked []string
+	query := "waiting_for=approval,question&page_size=1"
+	for pages := 0; ; pages++ {
+		if pages > 4 {
+			t.Fatalf("more than 4 pages of 1 for 2 sessions: %v", walked)
+		}
+		p := listPage(t, base, tokenU1, query)
+		if len(p.Sessions) > 1 {
+			t.Fatalf("a page of 1 has %d sessions", len(p.Sessions))
+		}
+		walked = append(walked, pageIDs(p)...)
+		if p.NextPageToken == "" {
+			break
+		}
+		query = "waiting_for=approval,question&page_size=1&page_token=" + url.QueryEscape(p.NextPageToken)
+	}
+	if slices.Sort(walked); !slices.Equal(walked, []string{approval, question}) {
+		t.Errorf("pages of 1 listed %v", walked)
+	}
+	// A page token continues its own list only.
+	first := listPage(t, base, tokenU1, "waiting_for=approval,question&page_size=1")
+	if first.NextPageToken == "" {
+		t.Fatal("the first page of 1 has no next page")
+	}
+	for _, q := range []string{"waiting_for=user&page_token=", "waiting_for=approval,question&agent=test&page_token="} {
+		if code, body := do(t, "GET", base+"/v1/sessions?"+q+url.QueryEscape(first.NextPageToken), tokenU1, ""); code != 400 || !strings.Contains(string(body), "another list") {
+			t.Errorf("%s<a token of another list>: %d %s", q, code, body)
+		}
+	}
+	if code, body := do(t, "GET", base+"/v1/sessions?waiting_for=approval,question&page_token="+url.QueryEscape(first.NextPageToken), tokenAll, ""); code != 400 {
+		t.Errorf("another token's page token: %d %s", code, body)
+	}
+
+	// Tokens of another prefix or agent see none of them.
+	expectList(t, base, tokenAcme, "waiting_for=approval,question")
+	expectList(t, base, tokenAcme, "")
+	expectList(t, base, tokenU2, "")
+	expectList(t, base, tokenOther, "waiting_for=approval,question")
+	expectList(t, base, tokenOther, "", idle)
+	if code, body := do(t, "GET", base+"/v1/sessions?agent=test", tokenOther, ""); code != 403 || !strings.Contains(string(body), `"code":"forbidden"`) {
+		t.Errorf("another agent's list: %d %s", code, body)
+	}
+
+	// Prefixes with a quote, and with what the visibility store cannot
+	// match (a backslash, a double quote), still keep to the exact rule.
+	startAs(flowType, "o'k-1", "hello")
+	startAs(flowType, "o'k1", "hello") // outside: no separator after the prefix
+	startAs(flowType, `b\s"-1`, "hello")
+	startAs(flowType, `b\s"x`, "hello") // outside
+	startAs(flowType, `b\s-1`, "hello") // outside
+	expectList(t, base, tokenQuote, "", "o'k-1")
+	expectList(t, base, tokenSlash, "waiting_for=user", `b\s"-1`)
+
+	// Bad queries are 400s that say what is allowed.
+	for q, want := range map[string]string{
+		"waiting_for=approval,coffee": `waiting_for \"coffee\": want one or more of approval, question, timer, task, user`,
+		"agent=nobody":                `unknown agent \"nobody\"`,
+		"page_size=101":               "page_size must be an integer from 1 to 100",
+		"page_token=bm90LWEtdG9rZW4":  "page_token",
+		"status=closed":               `status \"closed\"`,
+	} {
+		if code, body := do(t, "GET", base+"/v1/sessions?"+q, tokenU1, ""); code != 400 || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %d %s, want 400 with %s", q, code, body, want)
+		}
+	}
+	if code, _ := do(t, "GET", base+"/v1/sessions", "", ""); code != 401 {
+		t.Errorf("no token: %d", code)
+	}
+
+	// A closed session: listed with status=all only, waiting for nothing.
+	if err := s.Client.TerminateWorkflow(ctx(t), question, "", "list test"); err != nil {
+		t.Fatal(err)
+	}
+	expectList(t, base, tokenU1, "", approval, idle)
+	page = expectList(t, base, tokenU1, "status=all&agent=test", approval, question)
+	for _, got := range page.Sessions {
+		if got.SessionID == question && (got.Status != "terminated" || len(got.WaitingFor) != 0 || got.ClosedAt == nil) {
+			t.Errorf("the terminated session: %+v", got)
+		}
+	}
+	// What a session waits for holds while it runs: a closed one is not listed.
+	expectList(t, base, tokenU1, "status=all&waiting_for=question")
+}

@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+// sessionListQuery is the parsed query of GET /v1/sessions.
+type sessionListQuery struct {
+	WaitingFor []string
+	Agent      string // "" for every agent the token may use
+	Status     string // client.ListRunning or client.ListAll
+	PageSize   int
+	PageToken  string
+}
+
+// parseSessionListQuery parses GET /v1/sessions'
+// ?waiting_for=approval,question&agent=NAME&status=all&page_size=N&page_token=T.
+// waiting_for may repeat (its lists add up); the others are given once.
+func parseSessionListQuery(q url.Values) (sessionListQuery, error) {
+	out := sessionListQuery{Status: client.ListRunning, PageSize: client.DefaultListPageSize}
+	for key, vs := range q {
+		switch key {
+		case "waiting_for":
+		case "agent", "status", "page_size", "page_token":
+			if len(vs) > 1 {
+				return out, errorf(http.StatusBadRequest, "bad_request", "give %s once", key)
+			}
+		default:
+			return out, errorf(http.StatusBadRequest, "bad_request", "unknown query parameter %q (want waiting_for, agent, status, page_size, page_token)", key)
+		}
+	}
+	for _, v := range q["waiting_for"] {
+		kinds, err := client.ParseWaitingFor(v)
+		if err != nil {
+			return out, errorf(http.StatusBadRequest, "bad_request", "%s", err.Error())
+		}
+		if v != "" && len(kinds) == 0 {
+			return out, errorf(http.StatusBadRequest, "bad_request", "waiting_for is blank: want one or more of %s", strings.Join(client.WaitingForKinds(), ", "))
+		}
+		for _, k := range kinds {
+			if !slices.Contains(out.WaitingFor, k) {
+				out.WaitingFor = append(out.WaitingFor, k)
+			}
+		}
+	}
+	if q.Has("agent") {
+		out.Agent = q.Get("agent")
+		if out.Agent == "" {
+			return out, errorf(http.StatusBadRequest, "bad_request", "agent is empty: name an agent, or leave agent out for all of them")
+		}
+	}
+	switch v := q.Get("status"); v {
+	case "", client.ListRunning:
+	case client.ListAll:
+		out.Status = client.ListAll
+	default:
+		return out, errorf(http.StatusBadRequest, "bad_request", "status %q: want %q (the default) or %q", v, client.ListRunning, client.ListAll)
+	}
+	if q.Has("page_size") {
+		n, err := strconv.Atoi(q.Get("page_size"))
+		if err != nil || n < 1 || n > client.MaxListPageSize {
+			return out, errorf(http.StatusBadRequest, "bad_request", "page_size must be an integer from 1 to %d", client.MaxListPageSize)
+		}
+		out.PageSize = n
+	}
+	if q.Has("page_token") {
+		out.PageToken = q.Get("page_token")
+		if err := client.CheckPageToken(out.PageToken); err != nil || out.PageToken == "" {
+			return out, errorf(http.StatusBadRequest, "bad_request", "page_token is not a next_page_token of this list")
+		}
+	}
+	return out, nil
+}
+
+// listSessions answers GET /v1/sessions: the sessions the token may reach
+// (its agents, its session prefix), newest first, from Temporal's
+// visibility store.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
+	q, err := parseSessionListQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// The token's scope is part of the visibility query: only the flow
+	// types of the agents it may use, only IDs inside its prefix.
+	var flowTypes []string
+	if q.Agent != "" {
+		a, ok := s.byName[q.Agent]
+		if !ok {
+			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q", q.Agent))
+			return
+		}
+		if !tok.allowsAgent(a.Name) {
+			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not list sessions of agent %s", a.Name))
+			return
+		}
+		flowTypes = []string{a.FlowType}
+	} else {
+		for _, a := range s.opts.Agents {
+			if tok.allowsAgent(a.Name) {
+				flowTypes = append(flowTypes, a.FlowType)
+			}
+		}
+	}
+	if len(flowTypes) == 0 {
+		writeJSON(w, http.StatusOK, client.SessionsPage{Sessions: []client.SessionSummary{}})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
+	defer cancel()
+	page, err := s.sessions.ListSessions(ctx, client.ListSessionsOptions{
+		WaitingFor:    q.WaitingFor,
+		FlowTypes:     flowTypes,
+		SessionPrefix: tok.SessionPrefix,
+		Status:        q.Status,
+		PageSize:      q.PageSize,
+		PageToken:     q.PageToken,
+	})
+	switch {
+	case errors.Is(err, client.ErrInvalidPageToken):
+		reason := err.Error()
+		if _, after, ok := strings.Cut(reason, client.ErrInvalidPageToken.Error()+": "); ok {
+			reason = after
+		}
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "page_token is not a next_page_token of this list: %s", reason))
+		return
+	case errors.Is(err, client.ErrInvalidListOptions):
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%s", strings.TrimPrefix(err.Error(), client.ErrInvalidListOptions.Error()+": ")))
+		return
+	case errors.Is(err, client.ErrNoSearchAttribute):
+		s.log.Error("list sessions", "error", err)
+		s.fail(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the Temporal namespace has no %s search attribute (see the worker's log)", client.SearchAttributeActiveStepTypes))
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	// The scope again, by this API's own rule, on what the engine found.
+	kept := page.Sessions[:0]
+	for _, sum := range page.Sessions {
+		a, ok := s.byFlow[sum.FlowType]
+		if !ok || !tok.allowsAgent(a.Name) || !tok.allowsSession(sum.SessionID) {
+			continue
+		}
+		sum.Agent = a.Name
+		kept = append(kept, sum)
+	}
+	page.Sessions = kept
+	writeJSON(w, http.StatusOK, page)
+}
