@@ -28,7 +28,9 @@ func newChatCmd(g *globals) *cobra.Command {
 			"and shows the agent's answer as it streams, its tool calls, and the usage of each turn.\n" +
 			"It asks inline when a tool call needs approval: y approves, r rejects with a reason.\n" +
 			"/model NAME makes the next turns use one of the models the agent allows (the session\n" +
-			"setting \"model\"); /model shows it, /model - returns to the agent's default.\n\n" +
+			"setting \"model\"); /model shows it, /model - returns to the agent's default.\n" +
+			"/plan TEXT sends TEXT in plan mode: the agent drafts a plan, shown as a checklist that follows\n" +
+			"the work; /execute runs the draft. /help lists the commands.\n\n" +
 			"With piped input, each line is one message (or the answer to an approval), sent once the\n" +
 			"previous turn ended; chat exits at the end of the input, after the last turn.\n\n" +
 			"The worker serves the API when its config sets http.listen; the token is one of http.auth.tokens.",

@@ -126,6 +126,13 @@ const chatToken = "5f0c2a9d41e8b7366c1d0e2fa93b8c47"
 // HTTP API and returns the API's address and token.
 func ordersChatStack(t *testing.T) (*agenttest.Stack, string, string) {
 	t.Helper()
+	return ordersChatStackWith(t, "    built_in_tools: [ask_user]\n")
+}
+
+// ordersChatStackWith is ordersChatStack with agentYAML (lines of the
+// orders agent, indented by four spaces) instead of its built_in_tools.
+func ordersChatStackWith(t *testing.T, agentYAML string) (*agenttest.Stack, string, string) {
+	t.Helper()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	port := agenttest.FreePort(t)
 	token := chatToken
@@ -137,15 +144,14 @@ agents:
     flow_type: OrdersAgent
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
-    built_in_tools: [ask_user]
-    tool_policies:
+%s    tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
 http:
   listen: 127.0.0.1:%d
   auth:
     tokens: [{token: "%s"}]
-`, plugin, port, token))
+`, plugin, agentYAML, port, token))
 	stack.StartWorker()
 	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
 	err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {

@@ -8,22 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/chat"
 )
 
 // Plans from the command line: `session send --plan` starts a planning turn
 // (plan mode), `session plan` shows the session's plan as a checklist, and
 // `session execute-plan` runs the draft the user approved.
-
-// Plan statuses and task statuses, as snapshots show them
-// (pluginapi.Plan).
-const (
-	planDraft  = "draft"
-	planActive = "active"
-
-	taskPending    = "pending"
-	taskInProgress = "in_progress"
-	taskCompleted  = "completed"
-)
 
 // withPlanFlag adds --plan to the send command: the message then starts a
 // planning turn, in which the model may only write the plan (write_todos)
@@ -92,19 +82,6 @@ func newSessionPlanCmd(g *globals, f *sessionFlags) *cobra.Command {
 	return cmd
 }
 
-// taskBox is a task's checkbox.
-func taskBox(status string) string {
-	switch status {
-	case taskPending:
-		return "[ ]"
-	case taskInProgress:
-		return "[~]"
-	case taskCompleted:
-		return "[x]"
-	}
-	return "[?]"
-}
-
 // printPlan prints the session's plan for people, with the commands that
 // run or revise a draft; command builds them (see commandLine).
 func printPlan(w io.Writer, s client.Snapshot, command func(sub string, args ...string) string) {
@@ -117,9 +94,9 @@ func printPlan(w io.Writer, s client.Snapshot, command func(sub string, args ...
 	done, running := 0, 0
 	for _, t := range p.Tasks {
 		switch t.Status {
-		case taskCompleted:
+		case chat.TaskCompleted:
 			done++
-		case taskInProgress:
+		case chat.TaskInProgress:
 			running++
 		}
 	}
@@ -132,13 +109,13 @@ func printPlan(w io.Writer, s client.Snapshot, command func(sub string, args ...
 	}
 	fmt.Fprintf(w, "plan of session %s: revision %d, %s (%s)\n", s.SessionID, p.Revision, p.Status, counts)
 	for _, t := range p.Tasks {
-		fmt.Fprintf(w, "  %s %s\n", taskBox(t.Status), t.Content)
+		fmt.Fprintf(w, "  %s %s\n", chat.TaskBox(t.Status), t.Content)
 	}
 	executing := s.State != nil && s.State.ActiveTurnID != "" && s.State.InteractionMode == client.InteractionExecuting
 	switch {
 	case executing:
 		fmt.Fprintf(w, "executing in %s\n", s.State.ActiveTurnID)
-	case p.Status == planDraft:
+	case p.Status == chat.PlanDraft:
 		fmt.Fprintf(w, "execute: %s\n", command("execute-plan", s.SessionID, "--revision", fmt.Sprint(p.Revision)))
 		fmt.Fprintf(w, "revise:  %s\n", command("send", s.SessionID, shellQuote("what to change")))
 	}
@@ -199,7 +176,7 @@ func planToExecute(s client.Snapshot) (int, error) {
 	switch {
 	case p == nil:
 		return 0, fmt.Errorf("session %s has no plan to execute: draft one first with `session send --plan %s TEXT`", s.SessionID, s.SessionID)
-	case p.Status != planDraft && p.Status != planActive:
+	case p.Status != chat.PlanDraft && p.Status != chat.PlanActive:
 		return 0, fmt.Errorf("session %s has no draft or active plan to execute: its plan (revision %d) is %s", s.SessionID, p.Revision, p.Status)
 	}
 	return p.Revision, nil
@@ -208,25 +185,5 @@ func planToExecute(s client.Snapshot) (int, error) {
 // executeRefusal says why execute_plan answered false, from the snapshot
 // loaded after it.
 func executeRefusal(s client.Snapshot, revision int) string {
-	head := fmt.Sprintf("the session did not execute plan revision %d: ", revision)
-	p := s.Plan
-	st := s.State
-	switch {
-	case st == nil:
-		return head + "the session has not started"
-	case p == nil:
-		return head + "the session has no plan"
-	case st.ActiveTurnID != "" && st.InteractionMode == client.InteractionExecuting:
-		return head + fmt.Sprintf("a plan is executing already (%s)", st.ActiveTurnID)
-	case st.ActiveTurnID != "":
-		return head + fmt.Sprintf("a turn is running (%s, %s); run execute-plan again once it ends", st.ActiveTurnID, st.Status)
-	case s.QueuedCount > 0 || len(s.QueuedMessages) > 0:
-		return head + "messages are queued; the session takes a plan only with nothing queued"
-	case p.Revision != revision:
-		return head + fmt.Sprintf("the current plan is revision %d (%s)", p.Revision, p.Status)
-	case p.Status != planDraft && p.Status != planActive:
-		return head + fmt.Sprintf("the plan is %s, not a draft or active", p.Status)
-	}
-	return head + "plan mode may be off for this agent (plan_mode_enabled in the worker config), " +
-		"or the revision started executing and ended meanwhile"
+	return fmt.Sprintf("the session did not execute plan revision %d: %s", revision, chat.PlanRefusal(s, revision))
 }

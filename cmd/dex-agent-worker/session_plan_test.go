@@ -110,7 +110,7 @@ func TestExecuteRefusal(t *testing.T) {
 		{"executing", client.Snapshot{State: &client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-4", InteractionMode: client.InteractionExecuting}, Plan: draft},
 			"a plan is executing already (turn-4)"},
 		{"a turn runs", client.Snapshot{State: &client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-4", InteractionMode: client.InteractionPlanning}, Plan: draft},
-			"a turn is running (turn-4, running_model); run execute-plan again once it ends"},
+			"a turn is running (turn-4, running_model); try again once it ends"},
 		{"queued", client.Snapshot{State: idle, Plan: draft, QueuedCount: 1}, "messages are queued; the session takes a plan only with nothing queued"},
 		{"another revision", client.Snapshot{State: idle, Plan: &pluginapi.Plan{Revision: 3, Status: "draft"}}, "the current plan is revision 3 (draft)"},
 		{"completed", client.Snapshot{State: idle, Plan: &pluginapi.Plan{Revision: 2, Status: "completed"}}, "the plan is completed, not a draft or active"},

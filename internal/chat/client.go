@@ -112,11 +112,38 @@ func (c *Client) StartSession(ctx context.Context, req StartRequest) (string, er
 
 // SendMessage queues a user message. It returns false for blank text.
 func (c *Client) SendMessage(ctx context.Context, sessionID, text string) (bool, error) {
+	return c.sendMessage(ctx, sessionID, sendMessageBody{Text: text})
+}
+
+// SendPlanningMessage queues a user message in plan mode: its turn may only
+// write a plan (write_todos), which ExecutePlan then runs. It returns false
+// for blank text, and when the agent's plan mode is off.
+func (c *Client) SendPlanningMessage(ctx context.Context, sessionID, text string) (bool, error) {
+	return c.sendMessage(ctx, sessionID, sendMessageBody{Text: text, PlanMode: true})
+}
+
+type sendMessageBody struct {
+	Text     string `json:"text"`
+	PlanMode bool   `json:"plan_mode,omitempty"`
+}
+
+func (c *Client) sendMessage(ctx context.Context, sessionID string, body sendMessageBody) (bool, error) {
 	var out struct {
 		Accepted bool `json:"accepted"`
 	}
-	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "messages"), nil, map[string]string{"text": text}, &out)
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "messages"), nil, body, &out)
 	return out.Accepted, err
+}
+
+// ExecutePlan runs the plan revision the user approved (POST
+// .../plan/execute). It returns false when the session does not take it:
+// see PlanRefusal for why.
+func (c *Client) ExecutePlan(ctx context.Context, sessionID string, revision int) (bool, error) {
+	var out struct {
+		Executed bool `json:"executed"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "plan", "execute"), nil, map[string]int{"revision": revision}, &out)
+	return out.Executed, err
 }
 
 // UpdateSettings replaces the session settings the next turn starts with

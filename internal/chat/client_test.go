@@ -88,6 +88,25 @@ func TestClientCalls(t *testing.T) {
 		t.Errorf("send request: %s %s", got, rec.reqBody)
 	}
 
+	if ok, err := c.SendPlanningMessage(ctx, "s-1", "plan it"); !ok || err != nil {
+		t.Errorf("SendPlanningMessage = %v, %v", ok, err)
+	}
+	if rec.req.URL.Path != "/v1/sessions/s-1/messages" || rec.reqBody != `{"text":"plan it","plan_mode":true}` {
+		t.Errorf("planning send request: %s %s", rec.req.URL.Path, rec.reqBody)
+	}
+
+	rec.body = `{"executed":true}`
+	if ok, err := c.ExecutePlan(ctx, "s-1", 3); !ok || err != nil {
+		t.Errorf("ExecutePlan = %v, %v", ok, err)
+	}
+	if rec.req.Method != "POST" || rec.req.URL.Path != "/v1/sessions/s-1/plan/execute" || rec.reqBody != `{"revision":3}` {
+		t.Errorf("execute request: %s %s %s", rec.req.Method, rec.req.URL.Path, rec.reqBody)
+	}
+	rec.body = `{"executed":false}`
+	if ok, err := c.ExecutePlan(ctx, "s-1", 3); ok || err != nil {
+		t.Errorf("refused ExecutePlan = %v, %v", ok, err)
+	}
+
 	rec.body = `{"resolved":false}`
 	if ok, err := c.ResolveInterrupt(ctx, "s-1", "call_3_0", Resolution{RejectionMessage: "no"}); ok || err != nil {
 		t.Errorf("ResolveInterrupt = %v, %v", ok, err)

@@ -35,6 +35,10 @@ type fakeAPI struct {
 
 	onMessage func(f *fakeAPI, text string)
 	onResolve func(f *fakeAPI, interruptID string, r Resolution) bool
+	// onPlanMessage takes a plan_mode message (nil: plan mode is off, the
+	// message is refused); onExecute answers execute_plan.
+	onPlanMessage func(f *fakeAPI, text string)
+	onExecute     func(f *fakeAPI, revision int) bool
 
 	dropAfter   int  // end each stream after this many events (0: never)
 	rejectLast  int  // answer this many Last-Event-ID reconnects with 400
@@ -53,16 +57,25 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 	mux.HandleFunc("GET /v1/sessions/{id}/snapshot", f.auth(f.snapshot))
 	mux.HandleFunc("GET /v1/sessions/{id}/events", f.auth(f.stream))
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", f.auth(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ Text string }
+		var body struct {
+			Text     string
+			PlanMode bool `json:"plan_mode"`
+		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		f.mu.Lock()
-		f.requests = append(f.requests, "message "+body.Text)
+		if body.PlanMode {
+			f.requests = append(f.requests, "plan message "+body.Text)
+		} else {
+			f.requests = append(f.requests, "message "+body.Text)
+		}
 		f.mu.Unlock()
-		if strings.TrimSpace(body.Text) == "" {
+		if strings.TrimSpace(body.Text) == "" || body.PlanMode && f.onPlanMessage == nil {
 			writeJSON(w, 200, map[string]bool{"accepted": false})
 			return
 		}
-		if f.onMessage != nil {
+		if body.PlanMode {
+			f.onPlanMessage(f, body.Text)
+		} else if f.onMessage != nil {
 			f.onMessage(f, body.Text)
 		}
 		writeJSON(w, 200, map[string]bool{"accepted": true})
@@ -75,6 +88,20 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 			ok = f.onResolve(f, r.PathValue("iid"), res)
 		}
 		writeJSON(w, 200, map[string]bool{"resolved": ok})
+	}))
+	mux.HandleFunc("POST /v1/sessions/{id}/plan/execute", f.auth(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Revision int `json:"revision"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.requests = append(f.requests, fmt.Sprintf("execute %d", body.Revision))
+		f.mu.Unlock()
+		ok := false
+		if f.onExecute != nil {
+			ok = f.onExecute(f, body.Revision)
+		}
+		writeJSON(w, 200, map[string]bool{"executed": ok})
 	}))
 	mux.HandleFunc("PUT /v1/sessions/{id}/settings", f.auth(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {

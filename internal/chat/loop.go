@@ -33,6 +33,7 @@ type loop struct {
 	snap       Snapshot          // the latest snapshot
 	usage      Usage             // session usage at the latest report
 	eventTotal Usage             // session usage of the latest usage_recorded
+	plan       *Plan             // the plan shown last (its tasks may be left out)
 }
 
 type turn struct {
@@ -105,6 +106,9 @@ func (c *loop) showHistory(snap Snapshot) {
 		if m.Role == RoleAssistant && strings.TrimSpace(m.Text) == "" {
 			continue
 		}
+		if m.Role == RoleTool && m.ToolName == writeTodos && m.ToolStatus == ToolCallSucceeded {
+			continue // the plan is shown after the history
+		}
 		shown = append(shown, m)
 	}
 	if len(shown) > keep {
@@ -124,7 +128,10 @@ func (c *loop) showHistory(snap Snapshot) {
 	if active != "" {
 		c.out.printf("(turn %s is running)\n", active)
 	}
-	if len(shown) > 0 || active != "" {
+	if snap.Plan != nil && snap.Plan.Status != PlanCleared {
+		c.showPlan(snap.Plan)
+	}
+	if len(shown) > 0 || active != "" || c.plan != nil {
 		c.out.printf("\n")
 	}
 }
@@ -278,8 +285,16 @@ func (c *loop) line(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if cmd, arg, _ := strings.Cut(strings.TrimSpace(text), " "); cmd == "/model" {
+	switch cmd, arg, _ := strings.Cut(strings.TrimSpace(text), " "); cmd {
+	case "/model":
 		return c.model(ctx, strings.TrimSpace(arg))
+	case "/plan":
+		return c.sendPlanning(ctx, strings.TrimSpace(arg))
+	case "/execute":
+		return c.executePlan(ctx)
+	case "/help":
+		c.note(helpText)
+		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
 	ok, err := c.s.Client.SendMessage(rctx, c.s.ID, text)
@@ -449,6 +464,16 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 				c.eventTotal = p.Session
 			}
 		}
+	case EventPlanUpdated:
+		var p planPayload
+		if e.Payload.Decode(&p) == nil {
+			c.planEvent(ctx, p)
+		}
+	case EventPlanExecutionStarted:
+		var p planPayload
+		if e.Payload.Decode(&p) == nil {
+			c.note(fmt.Sprintf("(executing plan revision %d)", p.Revision))
+		}
 	case EventCompactionStarted:
 		c.note("(compacting the conversation: the model gets a summary of the older messages)")
 	case EventCompactionFinished:
@@ -533,8 +558,11 @@ func (c *loop) toolDeferred(ctx context.Context, p toolCallPayload) {
 	}
 	k.shown = true
 	k.name = p.ToolName
-	if p.ToolName == "ask_user" {
+	switch p.ToolName {
+	case "ask_user":
 		return // its question is asked as a prompt
+	case writeTodos:
+		return // the plan is shown as a checklist (plan_updated)
 	}
 	if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
 		k.args = compact(tc.Arguments)
@@ -555,6 +583,9 @@ func (c *loop) toolFinished(ctx context.Context, p toolCallPayload) {
 	k.status = p.Status
 	if k.name == "" {
 		k.name = p.ToolName
+	}
+	if k.name == writeTodos && p.Status == string(ToolCallSucceeded) {
+		return // the plan is shown as a checklist (plan_updated)
 	}
 	c.out.endLine()
 	switch pluginapi.ToolCallStatus(p.Status) {
@@ -687,11 +718,13 @@ func (c *loop) endTurn(ctx context.Context, turnID string) {
 }
 
 // reconcile applies a snapshot loaded after a rejected token or a quiet
-// spell: turns that ended meanwhile are finished from their stored messages,
+// spell: a plan that changed is shown, turns that ended meanwhile are
+// finished from their stored messages,
 // and, with prompts, pending approvals not asked yet are queued.
 func (c *loop) reconcile(snap Snapshot, prompts bool) {
 	c.snap = snap
 	active := activeTurnID(snap)
+	c.showPlan(snap.Plan)
 	if prompts {
 		for _, in := range snap.PendingInterrupts {
 			if c.asked[in.InterruptID] {
