@@ -455,6 +455,10 @@
     $('session-status').textContent = '';
     $('session-status').dataset.status = '';
     $('error-banner').hidden = true;
+    $('plan-panel').hidden = true;
+    $('plan-tasks').replaceChildren();
+    $('plan-tasks').dataset.sig = '';
+    setPlanMode(false);
     $('transcript-loading').hidden = false;
     showView('session');
     renderRecent();
@@ -686,8 +690,9 @@
   // ---------------------------------------------------------------- event rules
 
   const STATUS_RANK = {
-    deferred: 0, awaiting_approval: 1, awaiting_answer: 1, waiting_for_timer: 1, waiting_for_task: 1,
-    approved: 2, running: 3, completed: 3.5,
+    deferred: 0, awaiting_approval: 1, awaiting_answer: 1, waiting_for_timer: 1,
+    // A tool task starts when the call's Step ran: it follows running.
+    approved: 2, running: 3, waiting_for_task: 3.2, completed: 3.5,
     succeeded: 4, failed: 4, rejected: 4, outcome_unknown: 4,
   };
   const rank = (st) => (st in STATUS_RANK ? STATUS_RANK[st] : -1);
@@ -786,6 +791,14 @@
       case 'usage_recorded':
         if (p.session) s.usage = p.session;
         break;
+      case 'plan_updated': case 'plan_execution_started':
+        // The event names the revision; the tasks are in the snapshot.
+        scheduleReload(s, 0);
+        break;
+      case 'tool_task_started':
+        noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'waiting_for_task', task_id: p.task_id });
+        scheduleReload(s);
+        break;
       default:
         break; // custom (dotted) and other events: nothing to show
     }
@@ -800,6 +813,7 @@
     const input = $('message-input');
     const text = input.value.trim();
     if (!s || !text) return;
+    const planMode = $('plan-mode').checked;
     const pending = { key: `p${randomID()}`, text, acked: false };
     s.sending.push(pending);
     input.value = '';
@@ -807,12 +821,14 @@
     updateSendButton();
     scheduleRender(true);
     try {
-      const res = await api('POST', sessionPath(s.id, '/messages'), { text });
+      const res = await api('POST', sessionPath(s.id, '/messages'), planMode ? { text, plan_mode: true } : { text });
       if (res.accepted === false) {
         s.sending = s.sending.filter((m) => m !== pending);
-        toast('The message was not accepted.', 'error');
+        toast(planMode ? 'The planning message was not accepted: plan mode may be off for this agent.' : 'The message was not accepted.', 'error');
+        if (!input.value) { input.value = text; autoGrow(); updateSendButton(); }
       } else {
         pending.acked = true;
+        if (planMode) setPlanMode(false); // plan mode is per message; a message to a draft revises it anyway
         // Normally the next snapshot shows it; never leave a ghost behind.
         setTimeout(() => { s.sending = s.sending.filter((m) => m !== pending); scheduleRender(); }, 8000);
         if (!(recentSessions().find((r) => r.id === s.id) || {}).title) rememberSession(s.id, s.agent, text);
@@ -826,6 +842,46 @@
       }
     }
     scheduleRender();
+  }
+
+  // executePlan runs the plan's current revision (execute_plan).
+  async function executePlan(s) {
+    const p = s.snapshot && s.snapshot.plan;
+    if (!p || s.executingPlan) return;
+    s.executingPlan = true;
+    scheduleRender();
+    try {
+      const res = await api('POST', sessionPath(s.id, '/plan/execute'), { revision: p.revision });
+      await reloadNow(s);
+      if (res.executed === false) toast(`Plan revision ${p.revision} did not run: ${planRefusal(s.snapshot || {}, p.revision)}.`, 'info');
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not execute the plan: ${err.message}`, 'error');
+    } finally {
+      s.executingPlan = false;
+      scheduleRender();
+    }
+  }
+
+  // planRefusal says why the session did not take execute_plan.
+  function planRefusal(snap, revision) {
+    const st = snap.state || {};
+    const p = snap.plan;
+    if (!p) return 'the session has no plan';
+    if (st.active_turn_id && st.interaction_mode === 'executing') return 'the plan is executing already';
+    if (st.active_turn_id) return 'a turn is running; try again once it ends';
+    if (snap.queued_message_count || (snap.queued_messages || []).length) return 'messages are queued';
+    if (p.revision !== revision) return `the plan changed (now revision ${p.revision})`;
+    if (p.status !== 'draft' && p.status !== 'active') return `the plan is ${p.status}`;
+    return 'plan mode may be off for this agent';
+  }
+
+  function setPlanMode(on) {
+    $('plan-mode').checked = on;
+    $('composer').classList.toggle('plan-mode', on);
+    const s = app.session;
+    const agent = s && s.agent;
+    const placeholder = on ? 'Describe what to plan…' : agent ? `Message ${agent}…` : 'Send a message';
+    if ($('message-input').placeholder !== placeholder) $('message-input').placeholder = placeholder;
   }
 
   async function resolveInterrupt(s, it, approved, reason) {
@@ -911,7 +967,7 @@
     // in the browser snapshot.
     if (rank(status) < 4 && message) status = message.tool_status || 'completed';
     v.status = status || 'deferred';
-    for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message', 'wait_until']) {
+    for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message', 'wait_until', 'task_id', 'task_poll_interval_seconds']) {
       if (!v[k]) for (const c of [snapCall, ev, rec]) if (c && c[k]) { v[k] = c[k]; break; }
     }
     v.tool_name = v.tool_name || (message && message.tool_name) || 'tool';
@@ -940,6 +996,12 @@
     const stale = (turnID) => turnID !== active && storedTurns.has(turnID);
     const toolMessages = new Map();
     for (const m of messages) if (m.role === 'tool' && m.tool_call_id) toolMessages.set(m.tool_call_id, m);
+    // write_todos calls show in the plan panel, not as cards (unless they
+    // failed: then the card says why).
+    const planWrite = (id, m) => {
+      const v = toolView(s, id, m);
+      return v.tool_name === 'write_todos' && v.status !== 'failed';
+    };
 
     const liveItem = (lt, key, step, streaming) => ({
       kind: 'message', key: `l${lt.id}/${key}`, role: 'assistant', text: step.text, reasoning: step.reasoning,
@@ -982,7 +1044,7 @@
         else if (m.text) items.push({ kind: 'message', key: `m${m.sequence}`, role: 'assistant', text: m.text, source: 'stored' });
       } else if (m.role === 'tool') {
         const id = m.tool_call_id || `m${m.sequence}`;
-        if (!shown.has(id)) { shown.add(id); items.push({ kind: 'tool', key: `t${id}`, id, message: m }); }
+        if (!shown.has(id)) { shown.add(id); if (!planWrite(id, m)) items.push({ kind: 'tool', key: `t${id}`, id, message: m }); }
       }
     }
     for (const lt of s.live.values()) {
@@ -996,18 +1058,18 @@
           items.push(liveItem(lt, o.key, step, streaming));
         } else if (o.kind === 'tool' && !shown.has(o.id)) {
           shown.add(o.id);
-          items.push({ kind: 'tool', key: `t${o.id}`, id: o.id, message: toolMessages.get(o.id) });
+          if (!planWrite(o.id, toolMessages.get(o.id))) items.push({ kind: 'tool', key: `t${o.id}`, id: o.id, message: toolMessages.get(o.id) });
         }
       });
     }
     // Calls not shown yet (waiting for approval, running) go last.
     const rest = [...(snap.tool_calls || [])].filter((c) => !shown.has(c.tool_call_id))
       .sort((a, b) => (a.deferral_order || 0) - (b.deferral_order || 0));
-    for (const c of rest) { shown.add(c.tool_call_id); items.push({ kind: 'tool', key: `t${c.tool_call_id}`, id: c.tool_call_id }); }
+    for (const c of rest) { shown.add(c.tool_call_id); if (!planWrite(c.tool_call_id)) items.push({ kind: 'tool', key: `t${c.tool_call_id}`, id: c.tool_call_id }); }
     for (const [id, t] of s.tools) {
       if (shown.has(id) || (t.turn && stale(t.turn))) continue;
       shown.add(id);
-      items.push({ kind: 'tool', key: `t${id}`, id });
+      if (!planWrite(id)) items.push({ kind: 'tool', key: `t${id}`, id });
     }
     (snap.queued_messages || []).forEach((q, i) => {
       items.push({ kind: 'message', key: `q${q.message_id || i}`, role: 'user', text: q.text || '', source: 'queued' });
@@ -1034,7 +1096,7 @@
 
     // Header.
     $('session-title').textContent = s.agent || 'Session';
-    const placeholder = s.agent ? `Message ${s.agent}…` : 'Send a message';
+    const placeholder = $('plan-mode').checked ? 'Describe what to plan…' : s.agent ? `Message ${s.agent}…` : 'Send a message';
     if ($('message-input').placeholder !== placeholder) $('message-input').placeholder = placeholder;
     document.title = `${s.agent || 'Session'} · Dex Agents`;
     const badge = $('session-status');
@@ -1046,9 +1108,12 @@
       compacting_context: 'Compacting context',
     };
     badge.dataset.status = status;
-    badge.textContent = labels[status] || status.replace(/_/g, ' ');
+    let label = labels[status] || status.replace(/_/g, ' ');
+    if (status === 'running_model' && st.active_turn_id && st.interaction_mode === 'planning') label = 'Planning';
+    badge.textContent = label;
     renderUsage(s.usage || snap.usage, snap.spend);
     renderModelPicker(s, snap);
+    renderPlan(s, snap);
 
     // Error banner.
     const errText = st.last_turn_error || '';
@@ -1080,6 +1145,48 @@
     if (forceScroll || nearEnd) transcript.scrollTop = transcript.scrollHeight;
     forceScroll = false;
     saveRecords(s);
+  }
+
+  const PLAN_LABEL = { draft: 'Draft', active: 'Active', completed: 'Completed', cleared: 'Cleared' };
+  const TASK_LABEL = { pending: 'pending', in_progress: 'in progress', completed: 'completed' };
+
+  // renderPlan shows the session's plan (write_todos) as a checklist, with
+  // "Execute plan" while it is a draft and the session waits for a message.
+  function renderPlan(s, snap) {
+    const panel = $('plan-panel');
+    const p = snap.plan;
+    const tasks = (p && p.tasks) || [];
+    if (!p || (p.status === 'cleared' && !tasks.length)) { panel.hidden = true; return; }
+    panel.hidden = false;
+    panel.dataset.status = p.status;
+    panel.dataset.revision = String(p.revision);
+    const st = snap.state || {};
+    const done = tasks.filter((t) => t.status === 'completed').length;
+    const statusText = PLAN_LABEL[p.status] || p.status;
+    if ($('plan-status').textContent !== statusText) $('plan-status').textContent = statusText;
+    const meta = `Revision ${p.revision} · ${done} of ${tasks.length} done`;
+    if ($('plan-meta').textContent !== meta) $('plan-meta').textContent = meta;
+    const list = $('plan-tasks');
+    const sig = JSON.stringify(tasks);
+    if (list.dataset.sig !== sig) {
+      list.dataset.sig = sig;
+      list.replaceChildren(...tasks.map((t) => el('li', { class: 'plan-task', 'data-testid': 'plan-task', 'data-status': t.status },
+        el('span', { class: 'task-box', 'aria-hidden': 'true' }, t.status === 'completed' ? icon(ICONS.check) : ''),
+        el('span', { class: 'task-text', text: t.content }),
+        el('span', { class: 'visually-hidden', text: ` (${TASK_LABEL[t.status] || t.status})` }))));
+    }
+    const waiting = (st.status || 'waiting_for_user_message') === 'waiting_for_user_message' && !st.active_turn_id &&
+      !snap.queued_message_count && !(snap.queued_messages || []).length;
+    const button = $('execute-plan');
+    button.hidden = !(p.status === 'draft' && waiting);
+    button.disabled = !!s.executingPlan;
+    const executeText = s.executingPlan ? 'Starting…' : 'Execute plan';
+    if (button.textContent !== executeText) button.textContent = executeText;
+    let hint = '';
+    if (p.status === 'draft' && waiting) hint = 'Review the plan: execute it, or send a message to revise it.';
+    else if (p.status === 'draft') hint = 'The agent is drafting the plan…';
+    else if (st.active_turn_id && st.interaction_mode === 'executing') hint = 'The agent is executing the plan.';
+    if ($('plan-hint').textContent !== hint) $('plan-hint').textContent = hint;
   }
 
   function renderUsage(u, spend) {
@@ -1298,7 +1405,7 @@
     const deadline = v.interrupt ? formatDeadline(v.interrupt.deadline) : null;
     const sig = JSON.stringify([v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message,
       needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy,
-      question && [question.question, question.choices, question.allows_free_text], v.wait_until]);
+      question && [question.question, question.choices, question.allows_free_text], v.wait_until, v.task_id, v.task_poll_interval_seconds]);
     li.dataset.toolName = v.tool_name;
     li.dataset.status = v.status;
     li.dataset.toolCallId = item.id;
@@ -1317,7 +1424,7 @@
     if (answerEl) u.answer = answerEl.value;
     const hadFocus = document.activeElement && li.contains(document.activeElement) ? document.activeElement.dataset.testid : '';
 
-    const statusIcon = { succeeded: ICONS.check, completed: ICONS.check, failed: ICONS.x, rejected: ICONS.x, awaiting_approval: ICONS.shield, running: ICONS.clock, deferred: ICONS.clock, approved: ICONS.check, awaiting_answer: ICONS.clock, waiting_for_timer: ICONS.clock }[v.status];
+    const statusIcon = { succeeded: ICONS.check, completed: ICONS.check, failed: ICONS.x, rejected: ICONS.x, awaiting_approval: ICONS.shield, running: ICONS.clock, deferred: ICONS.clock, approved: ICONS.check, awaiting_answer: ICONS.clock, waiting_for_timer: ICONS.clock, waiting_for_task: ICONS.clock }[v.status];
     const head = el('div', { class: 'tool-head' },
       el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.tool)),
       el('span', { class: 'tool-name', text: v.tool_name }),
@@ -1354,6 +1461,13 @@
           el('span', { text: ' Waiting until ' }), el('time', { datetime: d.toISOString(), text: d.toLocaleString() }),
           el('span', { text: left > 0 ? ` (${relativeTime(left)})` : ' (any moment now)' })));
       }
+    }
+    if (v.status === 'waiting_for_task') {
+      const every = Number(v.task_poll_interval_seconds) || 0;
+      parts.push(el('p', { class: 'tool-note', 'data-testid': 'tool-task' }, icon(ICONS.clock),
+        el('span', { text: v.task_id ? ' Task ' : ' The task' }),
+        v.task_id ? el('code', { text: v.task_id }) : '',
+        el('span', { text: ` runs outside the session, which checks on it${every ? ` every ${every < 60 ? `${every} s` : every < 3600 ? `${Math.round(every / 60)} min` : `${Math.round(every / 3600)} h`}` : ''}.` })));
     }
     if (question) {
       const busy = u.busy;
@@ -1488,6 +1602,8 @@
     $('new-session').addEventListener('click', () => navigate(''));
     $('brand').addEventListener('click', (e) => { e.preventDefault(); navigate(''); });
     $('composer').addEventListener('submit', sendMessage);
+    $('plan-mode').addEventListener('change', () => setPlanMode($('plan-mode').checked));
+    $('execute-plan').addEventListener('click', () => { if (app.session) executePlan(app.session); });
     const input = $('message-input');
     input.addEventListener('input', () => { autoGrow(); updateSendButton(); });
     input.addEventListener('keydown', (e) => {
