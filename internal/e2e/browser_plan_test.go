@@ -1,40 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 )
-
-// runBrowserScript runs one of internal/webui/browsertest's scripts
-// against the page at base, logs its output (without the token), keeps its
-// screenshots (shot and shot-<suffix>.png) and fails the test when it fails.
-func runBrowserScript(t *testing.T, node, script, base, token, shot string, suffixes ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Dir = browserTestDir(t)
-	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s output:\n%s", script, strings.ReplaceAll(string(out), token, "<token>"))
-	for _, s := range append(suffixes, "-failure") {
-		keepScreenshot(t, strings.TrimSuffix(shot, ".png")+s+".png")
-	}
-	keepScreenshot(t, shot)
-	if err != nil {
-		t.Fatalf("the browser test failed: %v (its output is above)", err)
-	}
-}
 
 // TestWebChatPlan drives plans on the web page in headless Chromium
 // (plan.test.mjs) against the orders demo with plan mode: the Plan switch

@@ -97,22 +97,7 @@ http:
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitForPage(t, base)
 
-	shot := filepath.Join(t.TempDir(), "webui-chat.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "chat.test.mjs")
-	cmd.Dir = browserTestDir(t)
-	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("chat.test.mjs output:\n%s", strings.ReplaceAll(string(out), token, "<token>"))
-	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-approval.png")
-	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-question.png")
-	keepScreenshot(t, shot)
-	keepScreenshot(t, strings.TrimSuffix(shot, ".png")+"-failure.png")
-	if err != nil {
-		t.Fatalf("the browser test failed: %v (its output is above)", err)
-	}
+	runBrowserScript(t, node, "chat.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-chat.png"), "-approval", "-question")
 
 	// The store saw exactly one refund: approve once, apply once.
 	var store struct {
@@ -142,6 +127,28 @@ http:
 	o7 := store.Orders["7"]
 	if refunds != 1 || len(o7.Refunds) != 1 || o7.Refunds[0].AmountCents != 6250 || o7.RefundedCents != 6250 {
 		t.Fatalf("want exactly one refund of 6250 cents on order 7; store:\n%s", b)
+	}
+}
+
+// runBrowserScript runs one of internal/webui/browsertest's scripts
+// against the page at base, logs its output (without the token), keeps its
+// screenshots (shot and shot-<suffix>.png) and fails the test when it fails.
+func runBrowserScript(t *testing.T, node, script, base, token, shot string, suffixes ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = browserTestDir(t)
+	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s output:\n%s", script, strings.ReplaceAll(string(out), token, "<token>"))
+	for _, s := range append(suffixes, "-failure") {
+		keepScreenshot(t, strings.TrimSuffix(shot, ".png")+s+".png")
+	}
+	keepScreenshot(t, shot)
+	if err != nil {
+		t.Fatalf("the browser test failed: %v (its output is above)", err)
 	}
 }
 
@@ -232,17 +239,5 @@ http:
 	stack.StartWorker()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitForPage(t, base)
-	shot := filepath.Join(t.TempDir(), "webui-settings.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "settings.test.mjs")
-	cmd.Dir = browserTestDir(t)
-	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("settings.test.mjs output:\n%s", strings.ReplaceAll(string(out), token, "<token>"))
-	keepScreenshot(t, shot)
-	if err != nil {
-		t.Fatalf("the browser test failed: %v (its output is above)", err)
-	}
+	runBrowserScript(t, node, "settings.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-settings.png"))
 }

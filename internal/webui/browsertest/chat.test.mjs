@@ -2,76 +2,12 @@
 // internal/e2e/browser_test.go against a real worker serving the orders demo
 // agent. It drives Debian's Chromium with playwright-core.
 //
-// Environment:
-//   BASE_URL    the API server, e.g. http://127.0.0.1:8123 (required)
-//   API_TOKEN   a bearer token the server accepts (required)
-//   SCREENSHOT  where to write a full-page PNG at the end (optional); the
-//               approval step writes <name>-approval.png beside it
-//   CHROMIUM    the browser binary (default /usr/bin/chromium)
-//   HEADFUL=1   show the browser window (debugging)
-//
-// Exits 0 on success, 1 with a message naming the failed step otherwise.
+// Environment and exit codes: see lib.mjs. The approval step also writes
+// <SCREENSHOT>-approval.png, the question step <SCREENSHOT>-question.png.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { run, step, log, BASE_URL, API_TOKEN, SCREENSHOT } from './lib.mjs';
 
-const BASE_URL = (process.env.BASE_URL || '').replace(/\/+$/, '');
-const API_TOKEN = process.env.API_TOKEN || '';
-const SCREENSHOT = process.env.SCREENSHOT || '';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const STEP_TIMEOUT = 30_000;
-const TOTAL_TIMEOUT = 150_000;
-
-if (!BASE_URL || !API_TOKEN) {
-  console.error('chat.test: BASE_URL and API_TOKEN are required');
-  process.exit(2);
-}
-
-const started = Date.now();
-let currentStep = 'start';
-const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
-
-async function step(name, fn) {
-  currentStep = name;
-  log(`step: ${name}`);
-  return fn();
-}
-
-const problems = [];
-let browserContext;
-let userDataDir;
-
-// A hard stop, so a hung browser cannot hang the Go test.
-const killer = setTimeout(() => {
-  console.error(`FAIL: timed out after ${TOTAL_TIMEOUT / 1000}s in step "${currentStep}"`);
-  process.exit(1);
-}, TOTAL_TIMEOUT);
-
-async function main() {
-  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dex-chromium-'));
-  browserContext = await step('launch Chromium', () => chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: !process.env.HEADFUL,
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    ].filter((a) => a !== '--headless' || !process.env.HEADFUL),
-    viewport: { width: 1280, height: 860 },
-    colorScheme: 'light',
-    timeout: STEP_TIMEOUT,
-  }));
-  browserContext.setDefaultTimeout(STEP_TIMEOUT);
-  const page = browserContext.pages()[0] || await browserContext.newPage();
-
-  // Any script error, CSP violation or failed request to the API is a bug.
-  page.on('pageerror', (err) => problems.push(`uncaught page error: ${err.message}`));
-  page.on('console', (m) => {
-    const text = m.text();
-    if (m.type() === 'error' && !/Failed to load resource.*(404|400)/.test(text)) problems.push(`console error: ${text}`);
-    if (/Content Security Policy/i.test(text)) problems.push(`CSP violation: ${text}`);
-  });
+await run('chat.test', async (page) => {
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
 
@@ -202,28 +138,4 @@ async function main() {
       log(`screenshot: ${SCREENSHOT}`);
     });
   }
-
-  if (problems.length) throw new Error(`the page reported problems:\n  ${problems.join('\n  ')}`);
-}
-
-let code = 0;
-try {
-  await main();
-  log('PASS');
-} catch (err) {
-  code = 1;
-  console.error(`FAIL in step "${currentStep}": ${err && err.message ? err.message : err}`);
-  if (problems.length) console.error(`page problems:\n  ${problems.join('\n  ')}`);
-  if (SCREENSHOT && browserContext) {
-    const failShot = SCREENSHOT.replace(/\.png$/, '') + '-failure.png';
-    try {
-      const page = browserContext.pages()[0];
-      if (page) { await page.screenshot({ path: failShot, fullPage: true }); console.error(`failure screenshot: ${failShot}`); }
-    } catch { /* best effort */ }
-  }
-} finally {
-  try { if (browserContext) await browserContext.close(); } catch { /* ignore */ }
-  try { if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true }); } catch { /* ignore */ }
-  clearTimeout(killer);
-}
-process.exit(code);
+});

@@ -3,64 +3,11 @@
 // "echo" agent (Stepwise, scripted models) lets a session choose between
 // two models, compacts past a small context window, and has a spend budget.
 //
-// Environment: BASE_URL, API_TOKEN (required), SCREENSHOT (optional),
-// CHROMIUM (default /usr/bin/chromium), HEADFUL=1.
-// Exits 0 on success, 1 with a message naming the failed step otherwise.
+// Environment and exit codes: see lib.mjs.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { run, step, log, snapshot, BASE_URL, API_TOKEN, SCREENSHOT } from './lib.mjs';
 
-const BASE_URL = (process.env.BASE_URL || '').replace(/\/+$/, '');
-const API_TOKEN = process.env.API_TOKEN || '';
-const SCREENSHOT = process.env.SCREENSHOT || '';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const STEP_TIMEOUT = 30_000;
-const TOTAL_TIMEOUT = 150_000;
-
-if (!BASE_URL || !API_TOKEN) {
-  console.error('settings.test: BASE_URL and API_TOKEN are required');
-  process.exit(2);
-}
-
-const started = Date.now();
-let currentStep = 'start';
-const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
-async function step(name, fn) { currentStep = name; log(`step: ${name}`); return fn(); }
-
-const problems = [];
-let browserContext;
-let userDataDir;
-const killer = setTimeout(() => {
-  console.error(`FAIL: timed out after ${TOTAL_TIMEOUT / 1000}s in step "${currentStep}"`);
-  process.exit(1);
-}, TOTAL_TIMEOUT);
-
-// snapshot reads the session's snapshot through the API, as a client would.
-async function snapshot(id) {
-  const res = await fetch(`${BASE_URL}/v1/sessions/${encodeURIComponent(id)}/snapshot`, { headers: { Authorization: `Bearer ${API_TOKEN}` } });
-  if (!res.ok) throw new Error(`GET snapshot answered ${res.status}`);
-  return (await res.json()).snapshot;
-}
-
-async function main() {
-  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dex-chromium-'));
-  browserContext = await step('launch Chromium', () => chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: !process.env.HEADFUL,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 860 },
-    colorScheme: 'light',
-    timeout: STEP_TIMEOUT,
-  }));
-  browserContext.setDefaultTimeout(STEP_TIMEOUT);
-  const page = browserContext.pages()[0] || await browserContext.newPage();
-  page.on('pageerror', (err) => problems.push(`uncaught page error: ${err.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/Failed to load resource.*(404|400)/.test(m.text())) problems.push(`console error: ${m.text()}`);
-  });
-
+await run('settings.test', async (page) => {
   await step('open the page and start an echo session', async () => {
     await page.goto(`${BASE_URL}/#token=${encodeURIComponent(API_TOKEN)}`);
     const select = page.getByTestId('agent-select');
@@ -126,20 +73,4 @@ async function main() {
       await page.screenshot({ path: SCREENSHOT, fullPage: true, animations: 'disabled' });
     });
   }
-  if (problems.length) throw new Error(`the page reported problems:\n  ${problems.join('\n  ')}`);
-}
-
-let code = 0;
-try {
-  await main();
-  log('PASS');
-} catch (err) {
-  code = 1;
-  console.error(`FAIL in step "${currentStep}": ${err && err.message ? err.message : err}`);
-  if (problems.length) console.error(`page problems:\n  ${problems.join('\n  ')}`);
-} finally {
-  try { if (browserContext) await browserContext.close(); } catch { /* ignore */ }
-  try { if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true }); } catch { /* ignore */ }
-  clearTimeout(killer);
-}
-process.exit(code);
+});
