@@ -126,7 +126,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		// A model Step heartbeats every second, and cancel_turn reaches it
 		// through a heartbeat's answer.
 		MaxHeartbeatThrottleInterval: time.Second,
-		WorkerStopTimeout:                cfg.ShutdownTimeout,
+		WorkerStopTimeout:            cfg.ShutdownTimeout,
 	})
 	d.shutdownTimeout = cfg.ShutdownTimeout
 	sink := opts.Events

@@ -7,8 +7,8 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // waitLog waits until the invocation log holds n records of kind and name.
@@ -184,5 +184,134 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	code, body := do(t, "GET", url+"/snapshot", tokenAll, ``)
 	if code != 200 || !strings.Contains(string(body), `"status":"closed"`) || !strings.Contains(string(body), "done: approve_write=succeeded") {
 		t.Errorf("the closed session's snapshot: %d %s", code, body)
+	}
+}
+
+// TestCancelTurnAbandonsATaskThroughAWorkerKill: cancel_turn abandons a
+// started tool task: its polls stop and CancelToolTask asks the runner to
+// cancel it. The worker is killed during that Step: the retry asks again
+// (twice in all), and the call records one result, outcome_unknown with
+// cancellation_reason turn_cancelled.
+func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
+	cfg, _ := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	gate := s.Gate("taskcancel-box")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "call:labeler:box")
+	snap := s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+		c := findCall(s, "labeler")
+		return c != nil && c.Status == client.ToolCallWaitingForTask
+	})
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, snap.State.ActiveTurnID); err != nil || !ok {
+		t.Fatalf("cancel_turn: %v %v", ok, err)
+	}
+	reached(t, gate)
+	waitingIn(t, s, id, client.StepCancelToolTask)
+	w.Kill()
+	if err := gate.Release(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 1
+	})
+	if n := s.Log().Count("task_cancel", "job-box"); n != 2 {
+		t.Errorf("the runner's cancel ran %d times, want 2 (the killed attempt and its retry)", n)
+	}
+	polls := s.Log().Count("poll", "job-box")
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countSteps(h, "completed", client.StepCancelToolTask); n != 1 {
+		t.Errorf("CancelToolTask completed %d times, want 1", n)
+	}
+	stored, err := s.StoredMessages(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for _, m := range stored {
+		if m.Role == pluginapi.RoleTool && m.ToolName == "labeler" {
+			results++
+			if m.ToolStatus != "" && m.ToolStatus != pluginapi.ToolCallOutcomeUnknown {
+				t.Errorf("the task's call: %+v; want outcome_unknown", m)
+			}
+		}
+	}
+	if results > 1 {
+		t.Errorf("the task's call has %d results, want at most one", results)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "echo after"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the next answer", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: echo after" })
+	if n := s.Log().Count("poll", "job-box"); n != polls {
+		t.Errorf("the abandoned task was polled %d more times", n-polls)
+	}
+}
+
+// TestRecordControlHistory runs a steered turn, a cancelled model call, an
+// abandoned task and close_session, and records the history as
+// control_turns.json for the replay test of internal/session with
+// -update-histories.
+func TestRecordControlHistory(t *testing.T) {
+	cfg, _ := builtInConfig(t, "")
+	s := agenttest.NewStack(t, cfg)
+	gate := s.Gate("model-h")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	s.StartWorker()
+	id := start(t, s, "call:approve_write:h")
+	s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "echo queued"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap := s.WaitForSnapshot("a queued message", id, func(s client.Snapshot) bool { return len(s.QueuedMessages) == 1 })
+	if ok, err := s.Sessions.SteerUserMessage(ctx(t), id, client.SteerUserMessageRequest{MessageID: snap.QueuedMessages[0].MessageID}); err != nil || !ok {
+		t.Fatalf("steer: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the steered turn's answer", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: echo queued" })
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "modelgate:h cancel me"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	reached(t, gate)
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-3"); err != nil || !ok {
+		t.Fatalf("cancel the model call: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the cancelled turn", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 3
+	})
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:labeler:h"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+		c := findCall(s, "labeler")
+		return c != nil && c.Status == client.ToolCallWaitingForTask
+	})
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-4"); err != nil || !ok {
+		t.Fatalf("cancel the task: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the abandoned task's turn", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 4
+	})
+	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
+	}
+	if err := agenttest.WaitFor(ctx(t), "the workflow completes", time.Minute, func() (bool, error) {
+		d, err := s.Client.DescribeWorkflowExecution(ctx(t), id, "")
+		if err != nil {
+			return false, err
+		}
+		return d.GetWorkflowExecutionInfo().GetStatus().String() == "Completed", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if *updateHistories {
+		recordHistory(t, s, id, "control_turns.json")
 	}
 }

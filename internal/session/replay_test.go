@@ -34,6 +34,10 @@ import (
 //     polled on timers whose question was answered.
 //   - plan_turns.json: plan mode: a planning turn's draft (another call
 //     rejected), execute_plan and the executing turn, then write_todos.
+//   - control_turns.json: an approval a steer (by queued message ID)
+//     rejected, the steered turn, a model call cancel_turn stopped, a tool
+//     task it abandoned (CancelToolTask), and close_session completing
+//     the workflow.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))

@@ -276,8 +276,23 @@ func (r *Runner) PollToolTask(ctx context.Context, req *pluginapi.PollToolTaskRe
 	})
 }
 
+// CancelToolTask implements pluginapi.ToolTaskCanceller: it calls the
+// cancel function of the tool that started the task, if it has one.
+func (r *Runner) CancelToolTask(ctx context.Context, req *pluginapi.CancelToolTaskRequest) error {
+	c, err := r.agent(req.Agent)
+	if err != nil {
+		return err
+	}
+	t, ok := c.tools[req.ToolCall.ToolName]
+	if !ok || t.cancel == nil {
+		return nil // nothing to stop: the task is abandoned
+	}
+	return t.cancel(ctx, TaskCancel{SessionID: req.SessionID, ToolCallID: req.ToolCall.ToolCallID, TaskID: req.TaskID})
+}
+
 // Interface guards
 var (
+	_ pluginapi.ToolTaskCanceller            = (*Runner)(nil)
 	_ pluginapi.Runner                       = (*Runner)(nil)
 	_ pluginapi.UnfinishedTurnMessageBuilder = (*Runner)(nil)
 	_ pluginapi.InputTokenEstimator          = (*Runner)(nil)

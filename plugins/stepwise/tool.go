@@ -52,6 +52,26 @@ type Tool struct {
 	requiresApproval *bool
 	call             func(ctx context.Context, tc ToolCallContext, args json.RawMessage) (string, error)
 	poll             func(ctx context.Context, p TaskPoll) (*pluginapi.ExecuteToolResponse, error)
+	cancel           func(ctx context.Context, c TaskCancel) error
+}
+
+// TaskCancel is what a tool task's cancel function learns (see
+// WithTaskCancel).
+type TaskCancel struct {
+	SessionID  string
+	ToolCallID string
+	// TaskID is the handle the tool returned in ToolTaskStarted.
+	TaskID string
+}
+
+// WithTaskCancel gives a tool task a cancel function: when the user
+// cancels the turn (cancel_turn) while the task runs, the session stops
+// polling it and calls cancel to stop the remote work, best effort; the
+// call is recorded outcome_unknown either way. A crash or a failed attempt
+// calls it again, so make it idempotent by task ID. A task without one is
+// abandoned without a call.
+func WithTaskCancel(cancel func(ctx context.Context, c TaskCancel) error) ToolOption {
+	return func(t *Tool) { t.cancel = cancel }
 }
 
 // TaskPoll is what a tool task's poll function learns (see WithTaskPoll).

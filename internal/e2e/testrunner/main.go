@@ -17,6 +17,9 @@
 //	leakfail         fail every model call permanently, with the value of
 //	                 $DEX_TEST_SECRET in the error text
 //
+// The labeler's tool task logs each cancel (task_cancel), stopping at the
+// gate taskcancel-NAME when armed.
+//
 // The tool leak fails with the value of $DEX_TEST_SECRET in its error text;
 // the tool big returns as many "x" as its name says.
 //
@@ -145,6 +148,13 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			return &pluginapi.ExecuteToolResponse{TaskPending: &pluginapi.ToolTaskPending{PollIntervalSeconds: 1}}, nil
 		}
 		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: fmt.Sprintf("label %s %s after %d polls", p.TaskID, st.Answer, st.Polls)}}, nil
+	}), stepwise.WithTaskCancel(func(ctx context.Context, c stepwise.TaskCancel) error {
+		// Each call is logged; it stops at the gate taskcancel-NAME when the
+		// test armed it.
+		if err := log.Record("task_cancel", c.TaskID, c.ToolCallID); err != nil {
+			return err
+		}
+		return (probe.FileGate{Dir: cfg.StateDir, Name: "taskcancel-" + strings.TrimPrefix(c.TaskID, "job-")}).WaitIfArmed(ctx)
 	}))
 	noop := stepwise.MustFunctionTool("noop", "Does nothing.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
 		return "ok", nil
