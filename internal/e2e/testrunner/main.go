@@ -12,6 +12,9 @@
 //	                 ("_" for spaces)
 //	modelgate:NAME   stop the first model call of the turn at gate model-NAME
 //	                 (a call whose context ends there logs model_cancelled)
+//	slowstream       stream a text delta every 50 ms until the call's context
+//	                 ends, then log model_stream_cancelled with the time
+//	                 (Unix nanoseconds) and the message text
 //	fail             fail every model call
 //	permfail         fail every model call with a permanent error
 //	leakfail         fail every model call permanently, with the value of
@@ -33,8 +36,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest/probe"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -251,7 +256,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 	}
 	return &stepwise.AgentDefinition{
 		Name:  agent,
-		Model: stepwise.NewScriptedModelClient(script),
+		Model: slowStream{stepwise.NewScriptedModelClient(script), log, agent},
 		Tools: []*stepwise.Tool{
 			gated("read_gate", "read", pluginapi.EffectRead),
 			gated("idem_gate", "wrote", pluginapi.EffectIdempotentWrite),
@@ -264,6 +269,32 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			labeler,
 		},
 	}, nil
+}
+
+// slowStream is the scripted model, except that the first call of a turn
+// whose message has the token slowstream streams until its context ends.
+type slowStream struct {
+	*stepwise.ScriptedModelClient
+	log   *probe.InvocationLog
+	agent string
+}
+
+func (m slowStream) CallModel(ctx context.Context, req *stepwise.ModelRequest, out stepwise.ModelOutput) (*stepwise.ModelResponse, error) {
+	texts := stepwise.UserTexts(req)
+	if len(texts) == 0 || len(stepwise.ToolResults(req)) > 0 || !slices.Contains(strings.Fields(texts[len(texts)-1]), "slowstream") {
+		return m.ScriptedModelClient.CallModel(ctx, req, out)
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		out.WriteTextDelta("streaming ")
+		select {
+		case <-ctx.Done():
+			_ = m.log.Record("model_stream_cancelled", m.agent, strconv.FormatInt(time.Now().UnixNano(), 10)+" "+texts[len(texts)-1])
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func main() {
