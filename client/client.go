@@ -314,6 +314,10 @@ func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, update
 		Args:         []any{arg},
 		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
 	})
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, fmt.Errorf("%s on session %s: the session is not running (it was closed or ended, or does not exist): %w", name, sessionID, err)
+	}
 	if err != nil {
 		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, err)
 	}

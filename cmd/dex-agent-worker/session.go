@@ -344,27 +344,43 @@ func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 }
 
 func newSessionSendCmd(g *globals, f *sessionFlags) *cobra.Command {
-	return &cobra.Command{
+	var mode string
+	cmd := &cobra.Command{
 		Use:   "send ID TEXT",
 		Short: "Send a user message",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := client.CheckSendMode(mode); err != nil {
+				return err
+			}
 			sessions, closeFn, err := f.dial(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			ok, err := sessions.SendUserMessage(cmd.Context(), args[0], args[1])
+			ok, err := sessions.SendUserMessageWithOptions(cmd.Context(), args[0], args[1], client.SendOptions{Mode: mode})
 			if err != nil {
 				return err
 			}
-			if !ok {
+			switch {
+			case !ok && mode == client.SendModeRejectIfBusy:
+				return errors.New("the session is busy (a turn runs or messages wait), so the message was not sent (--mode reject_if_busy)")
+			case !ok:
 				return errors.New("the session refused the message (blank, too long to send inline, or its queue is full)")
 			}
-			fmt.Fprintln(g.stdout, "queued")
+			switch mode {
+			case client.SendModeSteer:
+				fmt.Fprintln(g.stdout, "steered")
+			case client.SendModeInterrupt:
+				fmt.Fprintln(g.stdout, "sent; the running turn is cancelled")
+			default:
+				fmt.Fprintln(g.stdout, "queued")
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&mode, "mode", "", "what happens while a turn runs: queue (default), steer, interrupt (cancel the turn and answer this instead), reject_if_busy")
+	return cmd
 }
 
 func newSessionResolveCmd(g *globals, f *sessionFlags, approve bool) *cobra.Command {

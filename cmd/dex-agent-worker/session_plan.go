@@ -38,7 +38,8 @@ func withPlanFlag(send *cobra.Command, g *globals, f *sessionFlags) *cobra.Comma
 			return err
 		}
 		defer closeFn()
-		ok, err := sessions.SendUserMessageWithOptions(cmd.Context(), args[0], args[1], client.SendOptions{PlanMode: true})
+		mode, _ := cmd.Flags().GetString("mode")
+		ok, err := sessions.SendUserMessageWithOptions(cmd.Context(), args[0], args[1], client.SendOptions{PlanMode: true, Mode: mode})
 		if err != nil {
 			return err
 		}

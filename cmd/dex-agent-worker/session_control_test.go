@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+)
+
+// TestSessionControlThroughTheCLI: with the orders demo, a refund waits
+// for approval; `session send --mode steer` steers it (the approval is
+// rejected without the refund), `session cancel` stops the next turn's
+// wait, a queued message is deleted, `session close` refuses later
+// messages, and `session terminate` ends another session.
+func TestSessionControlThroughTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    built_in_tools: [ask_user]
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+      request_return_label: {effect: idempotent_write}
+`, plugin))
+	stack.StartWorker()
+	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath, "--data-dir", stack.Dir}
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCLI(t, append(append([]string{"session"}, args...), base...)...)
+	}
+	session := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, code := run(args...)
+		if code != 0 {
+			t.Fatalf("session %v: exit %d\n%s", args, code, stderr)
+		}
+		return strings.TrimSpace(stdout)
+	}
+	pendingApproval := func(s client.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindApproval
+	}
+	id := session("start", "--agent", "orders", "--id", "cli-control", "--message", "refund order 7")
+	stack.WaitForSnapshot("a pending approval", id, pendingApproval)
+	if out := session("send", "--mode", "steer", id, "what is order 3?"); out != "steered" {
+		t.Errorf("send --mode steer: %q", out)
+	}
+	snap := stack.WaitForSnapshot("the steered turn's answer", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 2
+	})
+	for _, m := range snap.Messages {
+		if strings.Contains(m.Text, "Refunded") {
+			t.Errorf("the steered refund ran: %q", m.Text)
+		}
+	}
+	// The next refund waits; a queued message is deleted, then the turn is
+	// cancelled.
+	session("send", id, "refund order 7")
+	stack.WaitForSnapshot("a second approval", id, pendingApproval)
+	session("send", id, "and order 3")
+	snap = stack.WaitForSnapshot("a queued message", id, func(s client.Snapshot) bool { return len(s.QueuedMessages) == 1 })
+	if out := session("delete-queued", id, snap.QueuedMessages[0].MessageID); out != "deleted" {
+		t.Errorf("delete-queued: %q", out)
+	}
+	if _, stderr, code := run("delete-queued", id, snap.QueuedMessages[0].MessageID); code == 0 || !strings.Contains(stderr, "is not queued") {
+		t.Errorf("a second delete-queued: exit %d %s", code, stderr)
+	}
+	if out := session("cancel", id); out != "cancelled turn-3" {
+		t.Errorf("cancel: %q", out)
+	}
+	stack.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
+		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 3 && len(s.QueuedMessages) == 0
+	})
+	if _, stderr, code := run("cancel", id); code == 0 || !strings.Contains(stderr, "runs no turn") {
+		t.Errorf("cancel while idle: exit %d %s", code, stderr)
+	}
+	if out := session("close", id); out != "closed" {
+		t.Errorf("close: %q", out)
+	}
+	if _, stderr, code := run("send", id, "more"); code == 0 || !strings.Contains(stderr, "is not running (it was closed") {
+		t.Errorf("send after close: exit %d %s", code, stderr)
+	}
+	other := session("start", "--agent", "orders", "--id", "cli-terminate", "--message", "refund order 7")
+	stack.WaitForSnapshot("a pending approval", other, pendingApproval)
+	if out := session("terminate", other, "--reason", "test"); out != "terminated" {
+		t.Errorf("terminate: %q", out)
+	}
+}
