@@ -155,6 +155,8 @@ func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
 // session stays readable.
 func TestCloseSessionOverHTTP(t *testing.T) {
 	cfg, base := builtInConfig(t, "")
+	const tokenOps = "ops-token-0123456789abcdef"
+	cfg += "      - {name: ops, token: " + tokenOps + ", operator: true}\n"
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:c")
@@ -180,6 +182,16 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 		return d.GetWorkflowExecutionInfo().GetStatus().String() == "Completed", nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	// An operator token terminates another session at once.
+	other := start(t, s, "call:approve_write:t")
+	s.WaitForSnapshot("another pending approval", other, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if code, body := do(t, "POST", base+"/v1/sessions/"+other+"/terminate", tokenOps, `{"reason":"test"}`); code != 200 || strings.TrimSpace(string(body)) != `{"terminated":true}` {
+		t.Errorf("terminate with the operator token: %d %s", code, body)
+	}
+	d, err := s.Client.DescribeWorkflowExecution(ctx(t), other, "")
+	if err != nil || d.GetWorkflowExecutionInfo().GetStatus().String() != "Terminated" {
+		t.Errorf("the terminated session: %v %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
 	}
 	code, body := do(t, "GET", url+"/snapshot", tokenAll, ``)
 	if code != 200 || !strings.Contains(string(body), `"status":"closed"`) || !strings.Contains(string(body), "done: approve_write=succeeded") {
