@@ -123,6 +123,12 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 				return &pluginapi.ExecuteToolResponse{TaskPending: &pluginapi.ToolTaskPending{PollIntervalSeconds: 1}}, nil
 			}
 			return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: fmt.Sprintf("Return label %s for order %s is ready.", l.Code, l.OrderID)}}, nil
+		}),
+		// Stop (cancel_turn) while the carrier prints: the label is
+		// cancelled, so it is never printed for nothing.
+		stepwise.WithTaskCancel(func(ctx context.Context, c stepwise.TaskCancel) error {
+			_, err := store.CancelLabel(c.TaskID)
+			return err
 		}))
 	if err != nil {
 		return nil, err

@@ -250,3 +250,49 @@ func TestReturnLabelIsAToolTask(t *testing.T) {
 		t.Errorf("without task support: %v", err)
 	}
 }
+
+// TestStopCancelsAPrintingLabel: cancelling the turn while the carrier
+// prints cancels the label (twice is harmless), so later polls fail; a
+// ready label stays ready.
+func TestStopCancelsAPrintingLabel(t *testing.T) {
+	ctx := context.Background()
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(t.TempDir(), "orders.json")})
+	if _, err := r.Configure(ctx, &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if !pluginapi.CapabilitiesOf(r).ToolTaskCancelling {
+		t.Fatal("the demo runner does not cancel tool tasks")
+	}
+	start := func(key string) string {
+		call := pluginapi.ToolCall{ToolCallID: "c1", ToolName: "request_return_label", Arguments: `{"order_id":"5"}`}
+		out, err := r.ExecuteDeferredToolCall(ctx, &pluginapi.ExecuteToolRequest{Agent: "orders", ToolCall: call, IdempotencyKey: key, SupportsToolTasks: true, Events: nopWriter{}})
+		if err != nil || out.TaskStarted == nil {
+			t.Fatalf("start: %+v %v", out, err)
+		}
+		return out.TaskStarted.TaskID
+	}
+	call := pluginapi.ToolCall{ToolCallID: "c1", ToolName: "request_return_label"}
+	id := start("s/turn-1/c1")
+	for range 2 {
+		if err := r.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: id}); err != nil {
+			t.Fatalf("cancel %s: %v", id, err)
+		}
+	}
+	if p, err := r.PollToolTask(ctx, &pluginapi.PollToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: id, Events: nopWriter{}}); err == nil || !strings.Contains(err.Error(), "was cancelled") {
+		t.Errorf("a poll of the cancelled label: %+v %v", p, err)
+	}
+	ready := start("s/turn-2/c1")
+	poll := &pluginapi.PollToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: ready, Events: nopWriter{}}
+	for range 2 {
+		if _, err := r.PollToolTask(ctx, poll); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: ready}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.PollToolTask(ctx, poll); err != nil || p.Result == nil {
+		t.Errorf("a ready label after a cancel: %+v %v", p, err)
+	}
+}

@@ -48,7 +48,7 @@ type Label struct {
 	ID             string `json:"id"`
 	OrderID        string `json:"order_id"`
 	IdempotencyKey string `json:"idempotency_key"`
-	Status         string `json:"status"` // printing | ready
+	Status         string `json:"status"` // printing | ready | cancelled
 	Polls          int    `json:"polls"`
 	Code           string `json:"code,omitempty"`
 }
@@ -214,9 +214,30 @@ func (s *Store) PollLabel(id string) (Label, error) {
 		if !ok {
 			return fmt.Errorf("no such label: %s", id)
 		}
+		if got.Status == "cancelled" {
+			return fmt.Errorf("label %s was cancelled", id)
+		}
 		got.Polls++
 		if got.Status == "printing" && got.Polls >= labelPollsToPrint {
 			got.Status, got.Code = "ready", fmt.Sprintf("RET-%s-%04d", got.OrderID, 1000+len(got.ID)*37%9000)
+		}
+		l = *got
+		return nil
+	})
+	return l, err
+}
+
+// CancelLabel stops the carrier printing a label; a label that is ready
+// stays ready, and cancelling twice is harmless.
+func (s *Store) CancelLabel(id string) (Label, error) {
+	var l Label
+	err := s.update(func(f *storeFile) error {
+		got, ok := f.Labels[id]
+		if !ok {
+			return fmt.Errorf("no such label: %s", id)
+		}
+		if got.Status == "printing" {
+			got.Status = "cancelled"
 		}
 		l = *got
 		return nil
