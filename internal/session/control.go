@@ -459,6 +459,15 @@ func (s *State) applyingControl(in Input) Result {
 		cmds := s.recordUsage(*u, out.Attempt)
 		s.chargeSpend(*u, out.Spend)
 		return applied(cmds)
+	case ContextCompacted:
+		if in.TurnID != s.ActiveTurnID {
+			return Result{}
+		}
+		// The summary is dropped with the cancelled compaction; its call's
+		// usage counts.
+		cmds := s.recordUsage(in.Outcome.Usage, in.Outcome.Attempt)
+		s.chargeSpend(in.Outcome.Usage, in.Outcome.Spend)
+		return applied(cmds)
 	}
 	return Result{}
 }

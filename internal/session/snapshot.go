@@ -40,7 +40,7 @@ func (s *State) Snapshot() client.Snapshot {
 			TurnCount:     s.TurnCount,
 			// Every wait of a turn is in this workflow's one loop, so a
 			// steer or a cancel reaches any turn this worker runs.
-			AcceptsTurnControl: true,
+			AcceptsTurnControl: !s.Finished(),
 			TurnControl:        s.Control,
 			Closed:             s.Closed,
 		}
