@@ -146,37 +146,8 @@ agents:
 // with "refund order 7", see the pending approval, approve it, and see the
 // refund applied once and the final answer.
 func TestOrdersDemoThroughTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    built_in_tools: [ask_user]
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-      request_return_label: {effect: idempotent_write}
-    message_window_size: 2
-    message_chunk_size: 2
-`, plugin))
-	stack.StartWorker()
-	// --data-dir names the stack's message store (dev's <data dir>/messages.db).
-	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath, "--data-dir", stack.Dir}
-	session := func(args ...string) string {
-		t.Helper()
-		stdout, stderr, code := runCLI(t, append(append([]string{"session"}, args...), base...)...)
-		if code != 0 {
-			t.Fatalf("session %v: exit %d\n%s", args, code, stderr)
-		}
-		return stdout
-	}
+	o := newOrdersCLI(t, "    built_in_tools: [ask_user]\n", "    message_window_size: 2\n    message_chunk_size: 2\n")
+	stack, base, session := o.stack, o.base, o.session
 	out := session("start", "--agent", "orders", "--message", "refund order 7")
 	id := strings.TrimSpace(out)
 	if id == "" || strings.Count(out, "\n") != 1 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -31,17 +32,12 @@ func newSessionSteerCmd(g *globals, f *sessionFlags) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sessions, closeFn, err := f.dial(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
+		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error {
 			req := client.SteerUserMessageRequest{MessageID: messageID, PlanMode: planMode}
 			if messageID == "" {
 				req.Text = args[1]
 			}
-			ok, err := sessions.SteerUserMessage(cmd.Context(), args[0], req)
+			ok, err := sessions.SteerUserMessage(ctx, args[0], req)
 			switch {
 			case err != nil:
 				return err
@@ -52,7 +48,7 @@ func newSessionSteerCmd(g *globals, f *sessionFlags) *cobra.Command {
 			}
 			fmt.Fprintln(g.stdout, "steered")
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&messageID, "message-id", "", "steer with this queued message instead of new text")
 	cmd.Flags().BoolVar(&planMode, "plan", false, "the steered text starts a planning turn")
@@ -64,13 +60,8 @@ func newSessionDeleteQueuedCmd(g *globals, f *sessionFlags) *cobra.Command {
 		Use:   "delete-queued ID MSG",
 		Short: "Delete a queued message before its turn starts",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sessions, closeFn, err := f.dial(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			ok, err := sessions.DeleteQueuedMessage(cmd.Context(), args[0], args[1])
+		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error {
+			ok, err := sessions.DeleteQueuedMessage(ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -79,7 +70,7 @@ func newSessionDeleteQueuedCmd(g *globals, f *sessionFlags) *cobra.Command {
 			}
 			fmt.Fprintln(g.stdout, "deleted")
 			return nil
-		},
+		}),
 	}
 }
 
@@ -91,14 +82,9 @@ func newSessionCancelCmd(g *globals, f *sessionFlags) *cobra.Command {
 		Long: "cancel stops the turn now: a running model call is cancelled, approvals, questions and waits are\n" +
 			"rejected, started tool tasks are abandoned, and a tool that has started runs to its end.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sessions, closeFn, err := f.dial(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
+		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error {
 			if turn == "" {
-				snap, err := sessions.GetAgentSnapshot(cmd.Context(), args[0])
+				snap, err := sessions.GetAgentSnapshot(ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -107,7 +93,7 @@ func newSessionCancelCmd(g *globals, f *sessionFlags) *cobra.Command {
 				}
 				turn = snap.State.ActiveTurnID
 			}
-			ok, err := sessions.CancelTurn(cmd.Context(), args[0], turn)
+			ok, err := sessions.CancelTurn(ctx, args[0], turn)
 			if err != nil {
 				return err
 			}
@@ -116,7 +102,7 @@ func newSessionCancelCmd(g *globals, f *sessionFlags) *cobra.Command {
 			}
 			fmt.Fprintln(g.stdout, "cancelled "+turn)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&turn, "turn", "", "the turn to stop (default: the active turn)")
 	return cmd
@@ -127,13 +113,8 @@ func newSessionCloseCmd(g *globals, f *sessionFlags) *cobra.Command {
 		Use:   "close ID",
 		Short: "Close a session: its running turn finishes, new messages are refused",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sessions, closeFn, err := f.dial(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			ok, err := sessions.CloseSession(cmd.Context(), args[0])
+		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error {
+			ok, err := sessions.CloseSession(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -142,7 +123,7 @@ func newSessionCloseCmd(g *globals, f *sessionFlags) *cobra.Command {
 			}
 			fmt.Fprintln(g.stdout, "closed")
 			return nil
-		},
+		}),
 	}
 }
 
@@ -154,19 +135,27 @@ func newSessionTerminateCmd(g *globals, f *sessionFlags) *cobra.Command {
 		Long: "terminate ends the session's workflow at once: running steps are abandoned, and a write that had\n" +
 			"started may have taken effect. The session stays readable.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sessions, closeFn, err := f.dial(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			if err := sessions.TerminateSession(cmd.Context(), args[0], reason); err != nil {
+		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error {
+			if err := sessions.TerminateSession(ctx, args[0], reason); err != nil {
 				return err
 			}
 			fmt.Fprintln(g.stdout, "terminated")
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the workflow's history")
 	return cmd
+}
+
+// withSessions is a command's RunE that dials Temporal with the session
+// flags and runs fn with the client.
+func (f *sessionFlags) withSessions(g *globals, fn func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		sessions, closeFn, err := f.dial(cmd.Context(), g)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		return fn(cmd.Context(), sessions, args)
+	}
 }

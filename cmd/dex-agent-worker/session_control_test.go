@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 )
 
@@ -15,37 +13,11 @@ import (
 // wait, a queued message is deleted, `session close` refuses later
 // messages, and `session terminate` ends another session.
 func TestSessionControlThroughTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    built_in_tools: [ask_user]
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-      request_return_label: {effect: idempotent_write}
-`, plugin))
-	stack.StartWorker()
-	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath, "--data-dir", stack.Dir}
-	run := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, append(append([]string{"session"}, args...), base...)...)
-	}
+	o := newOrdersCLI(t, "    built_in_tools: [ask_user]\n", "")
+	stack, run := o.stack, o.run
 	session := func(args ...string) string {
 		t.Helper()
-		stdout, stderr, code := run(args...)
-		if code != 0 {
-			t.Fatalf("session %v: exit %d\n%s", args, code, stderr)
-		}
-		return strings.TrimSpace(stdout)
+		return strings.TrimSpace(o.session(args...))
 	}
 	pendingApproval := func(s client.Snapshot) bool {
 		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindApproval

@@ -18,34 +18,8 @@ import (
 // waits for an approval and "refund my order" for an answer; session list
 // finds each by what it waits for, pages, and refuses an unknown kind.
 func TestSessionListThroughTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    built_in_tools: [ask_user]
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-      request_return_label: {effect: idempotent_write}
-`, plugin))
-	stack.StartWorker()
-	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath, "--data-dir", stack.Dir}
-	session := func(args ...string) string {
-		t.Helper()
-		stdout, stderr, code := runCLI(t, append(append([]string{"session"}, args...), base...)...)
-		if code != 0 {
-			t.Fatalf("session %v: exit %d\n%s", args, code, stderr)
-		}
-		return stdout
-	}
+	o := newOrdersCLI(t, "    built_in_tools: [ask_user]\n", "")
+	stack, base, session := o.stack, o.base, o.session
 	approval := strings.TrimSpace(session("start", "--agent", "orders", "--id", "cli-approve", "--message", "refund order 7"))
 	question := strings.TrimSpace(session("start", "--agent", "orders", "--id", "cli-ask", "--message", "refund my order"))
 	stack.WaitForSnapshot("a pending approval", approval, func(s client.Snapshot) bool {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -152,25 +151,7 @@ func TestSessionPlanFlagErrors(t *testing.T) {
 // demo ("refund orders 3 and 7": one task per order), shows it, executes
 // it, approves each refund, and watches the checklist move to done.
 func TestOrdersPlanThroughTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    built_in_tools: [write_todos]
-    plan_mode_enabled: true
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-      request_return_label: {effect: idempotent_write}
-  - name: no-plans
+	o := newOrdersCLI(t, "    built_in_tools: [write_todos]\n    plan_mode_enabled: true\n", `  - name: no-plans
     flow_type: NoPlansAgent
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
@@ -179,21 +160,8 @@ agents:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
       request_return_label: {effect: idempotent_write}
-`, plugin))
-	stack.StartWorker()
-	base := []string{"--address", stack.Address(), "--config", stack.ConfigPath, "--data-dir", stack.Dir}
-	cli := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, append(append([]string{"session"}, args...), base...)...)
-	}
-	session := func(args ...string) string {
-		t.Helper()
-		stdout, stderr, code := cli(args...)
-		if code != 0 {
-			t.Fatalf("session %v: exit %d\n%s", args, code, stderr)
-		}
-		return stdout
-	}
+`)
+	stack, cli, session := o.stack, o.run, o.session
 	wantError := func(want string, args ...string) {
 		t.Helper()
 		if _, stderr, code := cli(args...); code != 1 || !strings.Contains(stderr, want) {
