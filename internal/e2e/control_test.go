@@ -21,6 +21,20 @@ func waitLog(t *testing.T, s *agenttest.Stack, kind, name string, n int) {
 	}
 }
 
+// waitCompleted waits until the session's workflow completed.
+func waitCompleted(t *testing.T, s *agenttest.Stack, id string) {
+	t.Helper()
+	if err := agenttest.WaitFor(ctx(t), "the workflow completes", time.Minute, func() (bool, error) {
+		d, err := s.Client.DescribeWorkflowExecution(ctx(t), id, "")
+		if err != nil {
+			return false, err
+		}
+		return d.GetWorkflowExecutionInfo().GetStatus().String() == "Completed", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCancelTurnStopsTheModelCall: cancel_turn during a model call reaches
 // the runner (its call's context ends), the turn ends cancelled with no
 // answer, a second cancel is true, and the next message runs a turn.
@@ -174,15 +188,7 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
-	if err := agenttest.WaitFor(ctx(t), "the workflow completes", time.Minute, func() (bool, error) {
-		d, err := s.Client.DescribeWorkflowExecution(ctx(t), id, "")
-		if err != nil {
-			return false, err
-		}
-		return d.GetWorkflowExecutionInfo().GetStatus().String() == "Completed", nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitCompleted(t, s, id)
 	// An operator token terminates another session at once.
 	other := start(t, s, "call:approve_write:t")
 	s.WaitForSnapshot("another pending approval", other, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
@@ -314,15 +320,7 @@ func TestRecordControlHistory(t *testing.T) {
 	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
 		t.Fatalf("close: %v %v", ok, err)
 	}
-	if err := agenttest.WaitFor(ctx(t), "the workflow completes", time.Minute, func() (bool, error) {
-		d, err := s.Client.DescribeWorkflowExecution(ctx(t), id, "")
-		if err != nil {
-			return false, err
-		}
-		return d.GetWorkflowExecutionInfo().GetStatus().String() == "Completed", nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitCompleted(t, s, id)
 	if *updateHistories {
 		recordHistory(t, s, id, "control_turns.json")
 	}

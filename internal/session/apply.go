@@ -360,15 +360,9 @@ func (s *State) start(in Start) Result {
 const MaxUserMessageBytes = 256 * 1024
 
 func (s *State) sendUserMessage(in SendUserMessage) Result {
-	if s.Closed {
-		return refused(SessionClosedReason)
-	}
-	if strings.TrimSpace(in.Text) == "" || in.PlanMode && !s.Options.PlanModeEnabled {
-		return Result{}
-	}
-	text, reason := s.acceptMessage(in.Text, in.TextRef)
-	if reason != "" || s.queuedBytes()+len(text) > maxQueuedBytes {
-		return Result{}
+	text, refusal := s.checkNew(in.Text, in.TextRef, in.PlanMode)
+	if refusal != nil {
+		return *refusal
 	}
 	s.enqueue(text, in.TextRef)
 	s.Queued[len(s.Queued)-1].PlanMode = in.PlanMode

@@ -215,15 +215,9 @@ func (s *State) steerUserMessage(in SteerUserMessage) Result {
 		s.Steered = append(s.Steered, msg)
 		return applied(s.steer())
 	}
-	if s.Closed {
-		return refused(SessionClosedReason)
-	}
-	if strings.TrimSpace(in.Text) == "" || in.PlanMode && !s.Options.PlanModeEnabled {
-		return Result{}
-	}
-	text, reason := s.acceptMessage(in.Text, in.TextRef)
-	if reason != "" || s.queuedBytes()+len(text) > maxQueuedBytes {
-		return Result{}
+	text, refusal := s.checkNew(in.Text, in.TextRef, in.PlanMode)
+	if refusal != nil {
+		return *refusal
 	}
 	if s.Phase == phaseNone {
 		// Nothing to steer: the text queues and starts the next turn at
@@ -234,6 +228,25 @@ func (s *State) steerUserMessage(in SteerUserMessage) Result {
 	}
 	s.Steered = append(s.Steered, s.newMessage(text, in.TextRef, in.PlanMode))
 	return applied(s.steer())
+}
+
+// checkNew checks a new user message (sent, steered with, or sent to
+// interrupt): refused once the session is closed; not accepted when blank,
+// in plan mode while plan mode is off, or past the message's or the
+// queue's limit. It returns the text the workflow keeps.
+func (s *State) checkNew(text, ref string, planMode bool) (string, *Result) {
+	if s.Closed {
+		r := refused(SessionClosedReason)
+		return "", &r
+	}
+	if strings.TrimSpace(text) == "" || planMode && !s.Options.PlanModeEnabled {
+		return "", &Result{}
+	}
+	kept, reason := s.acceptMessage(text, ref)
+	if reason != "" || s.queuedBytes()+len(kept) > maxQueuedBytes {
+		return "", &Result{}
+	}
+	return kept, nil
 }
 
 // newMessage gives a user message its ID.
@@ -504,15 +517,9 @@ func (s *State) sendMode(in SendUserMessage) Result {
 		}
 	case sendInterrupt:
 		if s.Phase != phaseNone {
-			if s.Closed {
-				return refused(SessionClosedReason)
-			}
-			if strings.TrimSpace(in.Text) == "" || in.PlanMode && !s.Options.PlanModeEnabled {
-				return Result{}
-			}
-			text, reason := s.acceptMessage(in.Text, in.TextRef)
-			if reason != "" || s.queuedBytes()+len(text) > maxQueuedBytes {
-				return Result{}
+			text, refusal := s.checkNew(in.Text, in.TextRef, in.PlanMode)
+			if refusal != nil {
+				return *refusal
 			}
 			// The message goes first: the next turn starts with it.
 			s.Steered = append(s.Steered, s.newMessage(text, in.TextRef, in.PlanMode))
