@@ -922,13 +922,11 @@ func TestErrorLimits(t *testing.T) {
 		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 	}
 	doc := "agents:\n  - name: a\n    flow_type: A\n    runner: p\n    runner_config: {bomb: *a8}\nplugins: {p: {command: x}}\n"
-	start := time.Now()
+	// (The budget bounds the work; a timed assertion would flake on a
+	// loaded machine.)
 	_, err := LoadBytes([]byte("x-anchors:\n  "+strings.ReplaceAll(b.String(), "\n", "\n  ")+"\n"+doc), "")
 	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
 		t.Errorf("alias bomb: error = %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("alias bomb took %v", d)
 	}
 
 	// Many problems are cut off.
