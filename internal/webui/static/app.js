@@ -76,6 +76,8 @@
     gauge: ['M4 19h16', 'M7 16v-4', 'M12 16V8', 'M17 16v-7'],
     spark: ['M12 3v4M12 17v4M3 12h4M17 12h4M6 6l2.5 2.5M15.5 15.5L18 18M6 18l2.5-2.5M15.5 8.5L18 6'],
     trash: ['M5 7h14M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3'],
+    stop: ['M8 8h8v8H8z', 'M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18z'],
+    steer: ['M5 19c0-7 4-11 11-11h3', 'M15 4l4 4-4 4'],
   };
 
   function randomID() {
@@ -196,7 +198,7 @@
     store.set('sessionStorage', RECORDS_PREFIX + s.id, JSON.stringify(list));
   }
 
-  const RECORD_FIELDS = ['tool_name', 'arguments', 'effect', 'requires_approval', 'status', 'deferral_order', 'output', 'error', 'rejection_message'];
+  const RECORD_FIELDS = ['tool_name', 'arguments', 'effect', 'requires_approval', 'status', 'deferral_order', 'output', 'error', 'rejection_message', 'cancellation_reason'];
   function mergeRecord(s, c) {
     if (!c || !c.tool_call_id) return;
     const old = s.records.get(c.tool_call_id) || { tool_call_id: c.tool_call_id };
@@ -211,6 +213,33 @@
       s.records.set(c.tool_call_id, next);
       s.recordsDirty = true;
     }
+  }
+
+  // Notes of turns a steer or a Stop ended (turn_steered, turn_cancelled)
+  // are known from live events only; the page keeps them in sessionStorage
+  // (this tab only), so a reload still shows them.
+  const NOTES_PREFIX = 'dex.turnNotes:';
+  const MAX_NOTES = 100;
+
+  function loadNotes(id) {
+    const m = new Map();
+    try {
+      const list = JSON.parse(store.get('sessionStorage', NOTES_PREFIX + id) || '[]');
+      if (Array.isArray(list)) for (const n of list) if (n && typeof n.turn === 'string' && typeof n.kind === 'string') m.set(n.turn, n);
+    } catch { /* ignore a damaged cache */ }
+    return m;
+  }
+
+  function addNote(s, turn, kind, p) {
+    if (!turn) return;
+    s.notes.set(turn, { turn, kind, steered: Number(p.steered_message_count) || 0 });
+    store.set('sessionStorage', NOTES_PREFIX + s.id, JSON.stringify([...s.notes.values()].slice(-MAX_NOTES)));
+  }
+
+  function noteText(n) {
+    if (n.kind === 'turn_cancelled') return 'You stopped this turn. Anything it had not started was cancelled.';
+    const many = n.steered > 1 ? `your ${n.steered} new messages` : 'your new message';
+    return `You steered the conversation: the agent stopped this turn at a safe step and moved on to ${many}.`;
   }
 
   // newSession holds everything about the open session. Live state from
@@ -230,7 +259,10 @@
       interrupts: new Map(),  // interrupt_id -> pending interrupt
       resolved: new Set(),    // interrupt IDs resolved since (events or clicks)
       usage: null,
-      sending: [],            // optimistic user messages {key, text}
+      sending: [],            // optimistic user messages {key, text, mode}
+      notes: loadNotes(id),   // turn_id -> {turn, kind, steered}: turns a steer or Stop ended
+      queuedBusy: new Map(),  // queued message_id -> 'steering' | 'deleting'
+      stopping: '',           // the turn a Stop was sent for
       dismissedError: '',
       reload: { running: null, again: false, timer: 0 },
     };
@@ -255,6 +287,8 @@
     closeSession();
     app.token = '';
     store.remove('sessionStorage', TOKEN_KEY);
+    Object.assign(inbox, { sessions: [], next: '', pages: 1, loadedAt: 0, error: '' });
+    renderInbox();
     $('sign-out').hidden = true;
     $('signin-error').textContent = message || '';
     showView('signin');
@@ -272,6 +306,7 @@
       toast(`Could not load agents: ${err.message}`, 'error');
     }
     route();
+    if (document.body.dataset.view !== 'inbox') loadInbox(false);
   }
 
   // ---------------------------------------------------------------- views
@@ -279,7 +314,9 @@
   function showView(name) {
     $('signin-view').hidden = name !== 'signin';
     $('start-view').hidden = name !== 'start';
+    $('inbox-view').hidden = name !== 'inbox';
     $('session-view').hidden = name !== 'session';
+    if (name === 'inbox') $('inbox-link').setAttribute('aria-current', 'page'); else $('inbox-link').removeAttribute('aria-current');
     document.body.dataset.view = name;
     const composerOn = name === 'session' && !!app.session;
     $('message-input').disabled = !composerOn;
@@ -405,11 +442,99 @@
     $('recent-empty').hidden = list.length > 0;
   }
 
+  // ---------------------------------------------------------------- inbox ("Needs you")
+
+  // The inbox lists the sessions the token may see that wait for a person
+  // (GET /v1/sessions?waiting_for=approval,question), newest first. The
+  // list comes from the engine's visibility store, which trails a session
+  // by a moment, so it refreshes itself.
+  const INBOX_REFRESH_MS = 5000;
+  const INBOX_BADGE_MS = 30000;
+  const INBOX_MAX_PAGES = 5;
+  const WAITING_LABEL = { approval: 'Approval needed', question: 'Question for you', timer: 'Waiting on a timer', task: 'Waiting on a tool task', user: 'Waiting for a message' };
+  const inbox = { sessions: [], next: '', pages: 1, loadedAt: 0, running: null, error: '' };
+
+  async function loadInbox(userAsked, more) {
+    if (!app.token) return undefined;
+    if (inbox.running) return inbox.running;
+    inbox.running = (async () => {
+      try {
+        const want = more ? inbox.pages + 1 : Math.max(1, inbox.pages);
+        const all = [];
+        let token = '';
+        let pages = 0;
+        do {
+          const q = new URLSearchParams({ waiting_for: 'approval,question', page_size: '50' });
+          if (token) q.set('page_token', token);
+          const data = await api('GET', `v1/sessions?${q}`);
+          for (const x of Array.isArray(data.sessions) ? data.sessions : []) {
+            if (x && x.session_id && !all.some((o) => o.session_id === x.session_id)) all.push(x);
+          }
+          token = data.next_page_token || '';
+          pages++;
+        } while (token && pages < Math.min(want, INBOX_MAX_PAGES));
+        inbox.sessions = all;
+        inbox.next = token;
+        inbox.pages = pages;
+        inbox.error = '';
+      } catch (err) {
+        if (err.status === 401) return;
+        inbox.error = `Could not load the sessions that need you: ${err.message}`;
+        if (userAsked) toast(inbox.error, 'error');
+      } finally {
+        inbox.loadedAt = Date.now();
+        inbox.running = null;
+      }
+      renderInbox();
+    })();
+    return inbox.running;
+  }
+
+  function renderInbox() {
+    const n = inbox.sessions.length;
+    const count = $('inbox-count');
+    count.hidden = n === 0;
+    const countText = inbox.next ? `${n}+` : String(n);
+    if (count.textContent !== countText) count.textContent = countText;
+    count.setAttribute('aria-label', `${countText} ${n === 1 ? 'session waits' : 'sessions wait'} for you`);
+    $('inbox-error').textContent = inbox.error;
+    $('inbox-updated').textContent = inbox.loadedAt
+      ? `Updated ${new Date(inbox.loadedAt).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}` : '';
+    $('inbox-empty').hidden = n > 0 || !!inbox.error || !inbox.loadedAt;
+    $('inbox-more').hidden = !inbox.next || inbox.pages >= INBOX_MAX_PAGES;
+    const titles = new Map(recentSessions().map((r) => [r.id, r.title]));
+    const rows = inbox.sessions.map((x) => {
+      const started = Date.parse(x.started_at);
+      return {
+        id: x.session_id, agent: x.agent || x.flow_type || '', title: titles.get(x.session_id) || '',
+        waiting: (x.waiting_for || []).filter((w) => w === 'approval' || w === 'question'),
+        started: Number.isNaN(started) ? '' : relativeTime(started - Date.now()),
+      };
+    });
+    const list = $('inbox-list');
+    const sig = JSON.stringify([rows, app.session && app.session.id]);
+    if (list.dataset.sig === sig) return;
+    list.dataset.sig = sig;
+    list.replaceChildren(...rows.map((r) => el('li', { class: 'inbox-item', 'data-testid': 'inbox-item', 'data-session-id': r.id, 'data-waiting-for': r.waiting.join(' ') },
+      el('a', {
+        class: 'inbox-open', href: `?session=${encodeURIComponent(r.id)}`,
+        onclick: (e) => { e.preventDefault(); navigate(r.id, r.agent); },
+      },
+      el('span', { class: 'inbox-icon', 'aria-hidden': 'true' }, icon(r.waiting.includes('approval') ? ICONS.shield : ICONS.clock)),
+      el('span', { class: 'inbox-main' },
+        el('span', { class: 'inbox-title', text: r.title ? oneLine(r.title, 80) : r.agent || r.id }),
+        el('span', { class: 'inbox-meta' },
+          el('span', { text: [r.title ? r.agent : '', r.started ? `started ${r.started}` : ''].filter(Boolean).join(' · ') }),
+          el('code', { class: 'inbox-id', text: r.id }))),
+      el('span', { class: 'inbox-chips' }, ...r.waiting.map((w) => el('span', { class: `wait-chip wait-${w}`, 'data-testid': 'inbox-waiting', text: WAITING_LABEL[w] || w })))))));
+  }
+
   // ---------------------------------------------------------------- routing
 
-  function navigate(id, agent) {
+  function navigate(id, agent, view) {
     const url = new URL(location.href);
     if (id) url.searchParams.set('session', id); else url.searchParams.delete('session');
+    if (view && !id) url.searchParams.set('view', view); else url.searchParams.delete('view');
     url.hash = '';
     if (url.toString() !== location.href) history.pushState(null, '', url.pathname + url.search);
     closeSidebar();
@@ -418,7 +543,16 @@
 
   function route(agentHint) {
     if (!app.token) { showView('signin'); return; }
-    const id = new URL(location.href).searchParams.get('session');
+    const params = new URL(location.href).searchParams;
+    const id = params.get('session');
+    if (!id && params.get('view') === 'inbox') {
+      closeSession();
+      showView('inbox');
+      renderRecent();
+      document.title = 'Needs you · Dex Agents';
+      loadInbox(false);
+      return;
+    }
     if (!id) {
       closeSession();
       showView('start');
@@ -441,6 +575,8 @@
     app.session = null;
     rendered.clear();
     $('messages').replaceChildren();
+    $('stop-button').hidden = true;
+    $('steer-button').hidden = true;
   }
 
   async function openSession(id, agentHint) {
@@ -511,6 +647,9 @@
     // Replace the live text of finished turns with the stored messages.
     const st = snap.state || {};
     const active = st.active_turn_id || '';
+    if (s.stopping && s.stopping !== active) s.stopping = '';
+    const queuedIDs = new Set((snap.queued_messages || []).map((q) => q.message_id));
+    for (const id of s.queuedBusy.keys()) if (!queuedIDs.has(id)) s.queuedBusy.delete(id);
     const storedTurns = new Set((snap.messages || []).map((m) => m.turn_id).filter(Boolean));
     for (const [turnID, lt] of s.live) {
       if (turnID !== active && (lt.finished || storedTurns.has(turnID))) s.live.delete(turnID);
@@ -520,6 +659,7 @@
       const texts = new Set([
         ...(snap.messages || []).filter((m) => m.role === 'user').map((m) => m.text),
         ...(snap.queued_messages || []).map((m) => m.text),
+        ...(snap.steered_messages || []).map((m) => m.text),
       ]);
       s.sending = s.sending.filter((m) => !m.acked || !texts.has(m.text));
     }
@@ -751,6 +891,8 @@
         break;
       case 'turn_completed': case 'turn_failed': case 'turn_steered': case 'turn_cancelled':
         if (lt) lt.finished = true;
+        if (ev.type === 'turn_steered' || ev.type === 'turn_cancelled') addNote(s, turnID, ev.type, p);
+        if (s.stopping === turnID) s.stopping = '';
         scheduleReload(s, 0);
         break;
       case 'text_delta': case 'reasoning_delta': {
@@ -782,7 +924,13 @@
         s.resolved.add(p.interrupt_id);
         s.interrupts.delete(p.interrupt_id);
         const callID = (it && it.tool_call_id) || p.interrupt_id;
-        if (!p.cancellation_reason && (p.kind === 'approval' || !p.kind)) {
+        if (p.cancellation_reason) {
+          // A steer or a Stop removed it: the call did not run.
+          noteTool(s, null, callID, { status: 'rejected', cancellation_reason: p.cancellation_reason });
+          const u = uiState(callID);
+          u.rejecting = false;
+          u.busy = '';
+        } else if (p.kind === 'approval' || !p.kind) {
           noteTool(s, null, callID, { status: p.approved ? 'approved' : 'rejected', rejection_message: p.rejection_message || undefined });
         }
         scheduleReload(s);
@@ -807,24 +955,30 @@
 
   // ---------------------------------------------------------------- actions
 
-  async function sendMessage(e) {
+  // sendMessage sends the composer's text: queued (Send; it waits for the
+  // running turn to end) or, with mode 'steer', steered (the running turn
+  // ends at its next safe step and the next turn starts with it).
+  async function sendMessage(e, mode) {
     if (e) e.preventDefault();
     const s = app.session;
     const input = $('message-input');
     const text = input.value.trim();
     if (!s || !text) return;
+    const steer = mode === 'steer';
     const planMode = $('plan-mode').checked;
-    const pending = { key: `p${randomID()}`, text, acked: false };
+    const pending = { key: `p${randomID()}`, text, acked: false, mode: steer ? 'steer' : 'queue' };
     s.sending.push(pending);
     input.value = '';
     autoGrow();
     updateSendButton();
     scheduleRender(true);
     try {
-      const res = await api('POST', sessionPath(s.id, '/messages'), planMode ? { text, plan_mode: true } : { text });
+      const body = planMode ? { text, plan_mode: true } : { text };
+      const res = await api('POST', sessionPath(s.id, steer ? '/steer' : '/messages'), body);
       if (res.accepted === false) {
         s.sending = s.sending.filter((m) => m !== pending);
-        toast(planMode ? 'The planning message was not accepted: plan mode may be off for this agent.' : 'The message was not accepted.', 'error');
+        toast(planMode ? 'The planning message was not accepted: plan mode may be off for this agent.'
+          : steer ? 'The turn could not be steered: it may have ended, or the session was started by an older worker.' : 'The message was not accepted.', 'error');
         if (!input.value) { input.value = text; autoGrow(); updateSendButton(); }
       } else {
         pending.acked = true;
@@ -837,11 +991,82 @@
     } catch (err) {
       s.sending = s.sending.filter((m) => m !== pending);
       if (err.status !== 401) {
-        toast(`Could not send the message: ${err.message}`, 'error');
+        toast(`Could not ${steer ? 'steer with' : 'send'} the message: ${err.message}`, 'error');
         if (!input.value) { input.value = text; autoGrow(); updateSendButton(); }
       }
     }
     scheduleRender();
+  }
+
+  // activeTurn is the running turn that Stop and Steer act on, or ''.
+  function activeTurn(s) {
+    const st = (s && s.snapshot && s.snapshot.state) || {};
+    if (!st.active_turn_id || st.accepts_turn_control === false || st.closed) return '';
+    return st.active_turn_id;
+  }
+
+  // stopTurn cancels the running turn (cancel_turn): a running model call
+  // stops, every wait is cancelled, and no new turn starts for it.
+  async function stopTurn(s) {
+    const turn = activeTurn(s);
+    if (!turn || s.stopping === turn) return;
+    s.stopping = turn;
+    scheduleRender();
+    try {
+      const res = await api('POST', sessionPath(s.id, '/cancel'), { turn_id: turn });
+      if (res.accepted === false) {
+        s.stopping = '';
+        toast('This turn can no longer be stopped: it has ended.', 'info');
+      }
+    } catch (err) {
+      s.stopping = '';
+      if (err.status !== 401) toast(`Could not stop the turn: ${err.message}`, 'error');
+    } finally {
+      scheduleReload(s, 0);
+      scheduleRender();
+    }
+  }
+
+  // steerQueued steers the running turn with a queued message (by its
+  // ID); deleteQueued takes a queued message back.
+  async function steerQueued(s, q) {
+    if (s.queuedBusy.has(q.message_id)) return;
+    s.queuedBusy.set(q.message_id, 'steering');
+    scheduleRender();
+    try {
+      const res = await api('POST', sessionPath(s.id, '/steer'), { message_id: q.message_id });
+      if (res.accepted === false) {
+        s.queuedBusy.delete(q.message_id);
+        toast('That message is no longer queued, or no turn runs to steer.', 'info');
+      }
+    } catch (err) {
+      s.queuedBusy.delete(q.message_id);
+      if (err.status !== 401) toast(`Could not steer with the message: ${err.message}. The page reloaded the session; choose again.`, 'error');
+    } finally {
+      await reloadNow(s);
+      scheduleRender();
+    }
+  }
+
+  async function deleteQueued(s, q) {
+    if (s.queuedBusy.has(q.message_id)) return;
+    s.queuedBusy.set(q.message_id, 'deleting');
+    scheduleRender();
+    try {
+      const res = await api('DELETE', sessionPath(s.id, `/queued/${encodeURIComponent(q.message_id)}`));
+      if (res.deleted === false) {
+        s.queuedBusy.delete(q.message_id);
+        toast('That message is no longer queued: the session has taken it.', 'info');
+      } else {
+        toast('Queued message deleted.', 'info');
+      }
+    } catch (err) {
+      s.queuedBusy.delete(q.message_id);
+      if (err.status !== 401) toast(`Could not delete the message: ${err.message}`, 'error');
+    } finally {
+      await reloadNow(s);
+      scheduleRender();
+    }
   }
 
   // executePlan runs the plan's current revision (execute_plan).
@@ -1037,14 +1262,17 @@
     for (const m of messages) {
       if (marker && m.sequence === cs.last_sequence + 1 && !items.includes(marker)) items.push(marker);
       if (m.role === 'user') {
-        items.push({ kind: 'message', key: `m${m.sequence}`, role: 'user', text: m.text || '', source: 'stored' });
+        // "[Dex] …" messages are the worker's notes to the model (what a
+        // failed, stopped or steered turn had done; an approved plan).
+        const host = /^\[Dex\] /.test(m.text || '');
+        items.push({ kind: 'message', key: `m${m.sequence}`, role: host ? 'host' : 'user', text: host ? m.text.slice(6) : m.text || '', source: 'stored', turnOf: m.turn_id });
       } else if (m.role === 'assistant') {
         const live = claimed.get(m.sequence);
         if (live) items.push(live);
-        else if (m.text) items.push({ kind: 'message', key: `m${m.sequence}`, role: 'assistant', text: m.text, source: 'stored' });
+        else if (m.text) items.push({ kind: 'message', key: `m${m.sequence}`, role: 'assistant', text: m.text, source: 'stored', turnOf: m.turn_id });
       } else if (m.role === 'tool') {
         const id = m.tool_call_id || `m${m.sequence}`;
-        if (!shown.has(id)) { shown.add(id); if (!planWrite(id, m)) items.push({ kind: 'tool', key: `t${id}`, id, message: m }); }
+        if (!shown.has(id)) { shown.add(id); if (!planWrite(id, m)) items.push({ kind: 'tool', key: `t${id}`, id, message: m, turnOf: m.turn_id }); }
       }
     }
     for (const lt of s.live.values()) {
@@ -1058,7 +1286,7 @@
           items.push(liveItem(lt, o.key, step, streaming));
         } else if (o.kind === 'tool' && !shown.has(o.id)) {
           shown.add(o.id);
-          if (!planWrite(o.id, toolMessages.get(o.id))) items.push({ kind: 'tool', key: `t${o.id}`, id: o.id, message: toolMessages.get(o.id) });
+          if (!planWrite(o.id, toolMessages.get(o.id))) items.push({ kind: 'tool', key: `t${o.id}`, id: o.id, message: toolMessages.get(o.id), turnOf: lt.id });
         }
       });
     }
@@ -1071,11 +1299,23 @@
       shown.add(id);
       if (!planWrite(id)) items.push({ kind: 'tool', key: `t${id}`, id });
     }
+    // A note after the last item of each turn a steer or a Stop ended.
+    for (const n of s.notes.values()) {
+      if (n.turn === active) continue;
+      let at = -1;
+      items.forEach((it, i) => { if ((it.turnOf || it.turn) === n.turn) at = i; });
+      if (at < 0) continue; // the turn is older than the messages loaded
+      items.splice(at + 1, 0, { kind: 'note', key: `n${n.turn}`, note: n, turnOf: n.turn });
+    }
+    // Steered messages start the next turn; queued ones wait for it.
+    (snap.steered_messages || []).forEach((q, i) => {
+      items.push({ kind: 'message', key: `s${q.message_id || i}`, role: 'user', text: q.text || '', source: 'steered' });
+    });
     (snap.queued_messages || []).forEach((q, i) => {
-      items.push({ kind: 'message', key: `q${q.message_id || i}`, role: 'user', text: q.text || '', source: 'queued' });
+      items.push({ kind: 'message', key: `q${q.message_id || i}`, role: 'user', text: q.text || '', source: 'queued', queued: q });
     });
     for (const p of s.sending) {
-      items.push({ kind: 'message', key: p.key, role: 'user', text: p.text, source: 'sending' });
+      items.push({ kind: 'message', key: p.key, role: 'user', text: p.text, source: p.mode === 'steer' ? 'steering' : 'sending' });
     }
     if (running && s.interrupts.size === 0) {
       const last = items[items.length - 1];
@@ -1110,7 +1350,10 @@
     badge.dataset.status = status;
     let label = labels[status] || status.replace(/_/g, ' ');
     if (status === 'running_model' && st.active_turn_id && st.interaction_mode === 'planning') label = 'Planning';
+    if (st.active_turn_id && st.turn_control === 'steered') label = 'Steering…';
+    if (st.active_turn_id && (st.turn_control === 'turn_cancelled' || s.stopping === st.active_turn_id)) label = 'Stopping…';
     badge.textContent = label;
+    renderTurnControls(s);
     renderUsage(s.usage || snap.usage, snap.spend);
     renderModelPicker(s, snap);
     renderPlan(s, snap);
@@ -1290,6 +1533,10 @@
       li.setAttribute('data-testid', 'activity');
       li.append(el('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(ICONS.bot)),
         el('div', { class: 'activity' }, el('span', { class: 'dots', 'aria-hidden': 'true' }, el('i'), el('i'), el('i')), el('span', { class: 'activity-label' })));
+    } else if (item.kind === 'note') {
+      li.setAttribute('data-testid', 'turn-note');
+      li.setAttribute('role', 'note');
+      li.append(el('div', { class: 'turn-note' }, el('span', { class: 'turn-note-icon', 'aria-hidden': 'true' }), el('span', { class: 'turn-note-text' })));
     } else if (item.kind === 'summary') {
       li.setAttribute('data-testid', 'compaction-marker');
       li.setAttribute('role', 'separator');
@@ -1303,7 +1550,17 @@
   }
 
   function updateItem(li, item, s) {
-    if (item.kind === 'message') updateMessage(li, item, s);
+    if (item.kind === 'note') {
+      const n = item.note;
+      li.dataset.noteKind = n.kind;
+      li.dataset.turnId = n.turn;
+      const text = noteText(n);
+      const node = li.querySelector('.turn-note-text');
+      if (node.textContent !== text) {
+        node.textContent = text;
+        li.querySelector('.turn-note-icon').replaceChildren(icon(n.kind === 'turn_cancelled' ? ICONS.stop : ICONS.steer));
+      }
+    } else if (item.kind === 'message') updateMessage(li, item, s);
     else if (item.kind === 'tool') updateTool(li, item, s);
     else if (item.kind === 'summary') {
       const cs = item.summary;
@@ -1326,8 +1583,8 @@
     if (item.turn) { li.dataset.turnId = item.turn; li.dataset.stepExecutionId = item.step; li.dataset.attempt = String(item.attempt); }
     li.setAttribute('aria-busy', item.streaming ? 'true' : 'false');
     const author = li.querySelector('.message-author');
-    let who = item.role === 'user' ? 'You' : (s.agent || 'Agent');
-    const tag = item.source === 'queued' ? 'Queued' : item.source === 'sending' ? 'Sending…' : '';
+    let who = item.role === 'user' ? 'You' : item.role === 'host' ? 'Note for the agent' : (s.agent || 'Agent');
+    const tag = { queued: 'Queued', sending: 'Sending…', steering: 'Steering…', steered: 'Steered: next' }[item.source] || '';
     if (author.dataset.who !== who + tag) {
       author.dataset.who = who + tag;
       author.replaceChildren(el('span', { text: who }), tag ? el('span', { class: 'tag', text: tag }) : '');
@@ -1344,9 +1601,42 @@
           el('summary', { text: 'Reasoning' }),
           el('div', { class: 'reasoning-text', text: item.reasoning })));
       }
-      if (item.text) parts.push(...renderRichText(item.text));
+      if (item.role === 'host') {
+        const d = body.querySelector('details.host-note');
+        const lines = item.text.split('\n');
+        parts.push(el('details', { class: 'host-note', open: d && d.open ? true : undefined },
+          el('summary', { text: lines[0] }),
+          lines.length > 1 ? el('div', { class: 'host-note-text', text: lines.slice(1).join('\n') }) : ''));
+      } else if (item.text) parts.push(...renderRichText(item.text));
       body.replaceChildren(...parts);
     }
+    updateQueuedActions(li, item, s);
+  }
+
+  // updateQueuedActions offers "Steer now" and "Delete" on a queued message.
+  function updateQueuedActions(li, item, s) {
+    const main = li.querySelector('.message-main');
+    let bar = main.querySelector('.queued-actions');
+    const q = item.queued;
+    if (!q || !q.message_id) { if (bar) bar.remove(); return; }
+    const busy = s.queuedBusy.get(q.message_id) || '';
+    const canSteer = !!activeTurn(s);
+    const sig = `${q.message_id}\u0000${busy}\u0000${canSteer}`;
+    if (bar && bar.dataset.sig === sig) return;
+    if (!bar) { bar = el('div', { class: 'queued-actions' }); main.append(bar); }
+    bar.dataset.sig = sig;
+    li.dataset.messageId = q.message_id;
+    bar.replaceChildren(
+      canSteer ? el('button', {
+        type: 'button', class: 'button secondary small', 'data-testid': 'queued-steer', disabled: !!busy,
+        title: 'The running turn stops at its next safe step and the agent answers this message next',
+        onclick: () => steerQueued(s, q),
+      }, icon(ICONS.steer), busy === 'steering' ? 'Steering…' : 'Steer now') : '',
+      el('button', {
+        type: 'button', class: 'button ghost small', 'data-testid': 'queued-delete', disabled: !!busy,
+        'aria-label': `Delete the queued message "${oneLine(q.text, 40)}"`,
+        onclick: () => deleteQueued(s, q),
+      }, icon(ICONS.trash), busy === 'deleting' ? 'Deleting…' : 'Delete'));
   }
 
   // renderRichText renders a small, safe subset of Markdown with DOM nodes:
@@ -1395,6 +1685,16 @@
     read: 'Read only', idempotent_write: 'Idempotent write', non_idempotent_write: 'Write', unclassified: 'Unclassified',
   };
 
+  // cancellationOf says why a rejected call did not run: "steered" or
+  // "turn_cancelled" when a steer or a Stop removed it (from its record,
+  // or from the result the session stored for the model), else "".
+  function cancellationOf(v, output) {
+    if (v.cancellation_reason) return v.cancellation_reason;
+    if (/"reason"\s*:\s*"superseded_by_steered_user_message"/.test(output || '')) return 'steered';
+    if (/"reason"\s*:\s*"turn_cancelled_by_user"/.test(output || '')) return 'turn_cancelled';
+    return '';
+  }
+
   function updateTool(li, item, s) {
     const message = item.message;
     const v = toolView(s, item.id, message);
@@ -1403,13 +1703,15 @@
     const needsApproval = !!(v.interrupt && (v.interrupt.kind === 'approval' || !v.interrupt.kind));
     const question = v.interrupt && v.interrupt.kind === 'question' ? v.interrupt : null;
     const deadline = v.interrupt ? formatDeadline(v.interrupt.deadline) : null;
-    const sig = JSON.stringify([v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message,
+    const cancelled = v.status === 'rejected' ? cancellationOf(v, output) : '';
+    const sig = JSON.stringify([v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message, cancelled,
       needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy,
       question && [question.question, question.choices, question.allows_free_text], v.wait_until, v.task_id, v.task_poll_interval_seconds]);
     li.dataset.toolName = v.tool_name;
     li.dataset.status = v.status;
     li.dataset.toolCallId = item.id;
-    li.className = `item item-tool status-${v.status}`;
+    if (cancelled) li.dataset.cancellationReason = cancelled; else delete li.dataset.cancellationReason;
+    li.className = `item item-tool status-${v.status}${cancelled ? ' cancelled' : ''}`;
     if (li.dataset.sig === sig) return;
     li.dataset.sig = sig;
 
@@ -1431,7 +1733,7 @@
       v.effect ? el('span', { class: `effect effect-${v.effect}`, text: EFFECT_LABEL[v.effect] || v.effect }) : '',
       el('span', { class: 'spacer' }),
       el('span', { class: `status-chip chip-${v.status}`, 'data-testid': 'tool-status' },
-        statusIcon ? icon(statusIcon) : '', el('span', { text: STATUS_LABEL[v.status] || v.status.replace(/_/g, ' ') })));
+        statusIcon ? icon(statusIcon) : '', el('span', { text: cancelled ? 'Cancelled' : STATUS_LABEL[v.status] || v.status.replace(/_/g, ' ') })));
 
     const parts = [head];
     if (v.arguments) {
@@ -1446,7 +1748,13 @@
         el('pre', { class: 'code', 'data-testid': 'tool-output' }, el('code', { text: prettyJSON(output) }))));
     }
     if (v.error) parts.push(el('p', { class: 'tool-note error', text: v.error }));
-    if (v.status === 'rejected') {
+    if (cancelled) {
+      const why = cancelled === 'steered' ? 'you steered the conversation' : 'you stopped the turn';
+      const what = v.tool_name === 'ask_user' ? `The question was withdrawn: ${why}.`
+        : v.requires_approval ? `The approval request was withdrawn: ${why}, so ${v.tool_name} did not run.`
+          : `Cancelled before it ran: ${why}.`;
+      parts.push(el('p', { class: 'tool-note cancelled-note', 'data-testid': 'tool-cancelled-note' }, icon(cancelled === 'steered' ? ICONS.steer : ICONS.stop), el('span', { text: ` ${what}` })));
+    } else if (v.status === 'rejected') {
       parts.push(el('p', { class: 'tool-note', text: v.rejection_message ? `Rejected: ${v.rejection_message}` : 'Rejected.' }));
     }
     if (v.status === 'outcome_unknown') {
@@ -1555,7 +1863,30 @@
 
   function updateSendButton() {
     const t = $('message-input');
-    $('send-button').disabled = t.disabled || !t.value.trim();
+    const empty = t.disabled || !t.value.trim();
+    $('send-button').disabled = empty;
+    $('steer-button').disabled = empty;
+  }
+
+  // renderTurnControls shows Stop and Steer while a turn runs; Send then
+  // queues the message for after the turn.
+  function renderTurnControls(s) {
+    const turn = activeTurn(s);
+    const st = (s.snapshot && s.snapshot.state) || {};
+    const stopping = !!turn && (s.stopping === turn || st.turn_control === 'turn_cancelled');
+    const stop = $('stop-button');
+    stop.hidden = !turn;
+    stop.disabled = stopping;
+    stop.dataset.turnId = turn;
+    const stopText = stopping ? 'Stopping…' : 'Stop';
+    if ($('stop-label').textContent !== stopText) $('stop-label').textContent = stopText;
+    $('steer-button').hidden = !turn;
+    const send = $('send-button');
+    const sendLabel = turn ? 'Queue message: it is answered after this turn' : 'Send message';
+    if (send.getAttribute('aria-label') !== sendLabel) { send.setAttribute('aria-label', sendLabel); send.title = turn ? 'Queue (Enter): answered after this turn' : ''; }
+    $('composer').classList.toggle('turn-running', !!turn);
+    const hint = turn ? 'Enter queues it for after this turn · Ctrl+Enter steers the turn now' : 'Enter to send · Shift+Enter for a new line';
+    if ($('composer-hint').textContent !== hint) $('composer-hint').textContent = hint;
   }
 
   // ---------------------------------------------------------------- sidebar (narrow screens)
@@ -1601,7 +1932,7 @@
     });
     $('new-session').addEventListener('click', () => navigate(''));
     $('brand').addEventListener('click', (e) => { e.preventDefault(); navigate(''); });
-    $('composer').addEventListener('submit', sendMessage);
+    $('composer').addEventListener('submit', (e) => sendMessage(e, 'queue'));
     $('plan-mode').addEventListener('change', () => setPlanMode($('plan-mode').checked));
     $('execute-plan').addEventListener('click', () => { if (app.session) executePlan(app.session); });
     const input = $('message-input');
@@ -1609,9 +1940,15 @@
     input.addEventListener('keydown', (e) => {
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
         e.preventDefault();
-        sendMessage();
+        sendMessage(null, (e.ctrlKey || e.metaKey) && activeTurn(app.session) ? 'steer' : 'queue');
       }
     });
+    $('steer-button').addEventListener('click', () => { if (activeTurn(app.session)) sendMessage(null, 'steer'); });
+    $('stop-button').addEventListener('click', () => { if (app.session) stopTurn(app.session); });
+    $('inbox-link').addEventListener('click', (e) => { e.preventDefault(); navigate('', '', 'inbox'); });
+    $('inbox-refresh').addEventListener('click', () => loadInbox(true));
+    $('inbox-more').addEventListener('click', () => loadInbox(false, true));
+    document.addEventListener('visibilitychange', () => { if (!document.hidden && app.token) loadInbox(false); });
     $('error-dismiss').addEventListener('click', () => {
       if (app.session) { app.session.dismissedError = $('error-text').textContent; scheduleRender(); }
     });
@@ -1637,6 +1974,13 @@
       }
       renderRecent();
     }, 30000);
+    // The inbox refreshes often while it shows, its count in the sidebar
+    // now and then.
+    setInterval(() => {
+      if (!app.token || document.hidden) return;
+      const showing = document.body.dataset.view === 'inbox';
+      if (showing || Date.now() - inbox.loadedAt >= INBOX_BADGE_MS) loadInbox(false);
+    }, INBOX_REFRESH_MS);
 
     renderRecent();
     if (app.token) signIn(app.token); else showView('signin');
