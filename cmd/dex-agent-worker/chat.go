@@ -39,7 +39,7 @@ func newChatCmd(g *globals) *cobra.Command {
 			"  printf 'refund order 7\\ny\\n' | dex-agent-worker chat --agent orders",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			ctx := chat.InterruptContext(cmd.Context()) // Ctrl-C stops a running turn; a second one quits
 			if token == "" {
 				token = os.Getenv("DEX_API_TOKEN")
 			}

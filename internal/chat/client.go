@@ -122,10 +122,64 @@ func (c *Client) SendPlanningMessage(ctx context.Context, sessionID, text string
 	return c.sendMessage(ctx, sessionID, sendMessageBody{Text: text, PlanMode: true})
 }
 
+// SendMessageMode sends a user message with a send mode: SendModeQueue
+// queues it (as SendMessage does), SendModeSteer steers the running turn
+// with it, SendModeInterrupt cancels the running turn and starts the next
+// one with it, SendModeRejectIfBusy takes it only while nothing runs or
+// waits (else false).
+func (c *Client) SendMessageMode(ctx context.Context, sessionID, text, mode string) (bool, error) {
+	return c.sendMessage(ctx, sessionID, sendMessageBody{Text: text, Mode: mode})
+}
+
 type sendMessageBody struct {
 	Text     string `json:"text"`
 	PlanMode bool   `json:"plan_mode,omitempty"`
+	Mode     string `json:"mode,omitempty"`
 }
+
+// Steer steers the running turn with text (POST .../steer): the turn ends
+// at its next safe step, its approvals and questions are cancelled, and
+// the next turn starts with text. While no turn runs, text is queued and
+// starts a turn. It returns false for blank text.
+func (c *Client) Steer(ctx context.Context, sessionID, text string) (bool, error) {
+	var out struct {
+		Accepted bool `json:"accepted"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "steer"), nil, map[string]string{"text": text}, &out)
+	return out.Accepted, err
+}
+
+// CancelTurn stops the turn turnID now (POST .../cancel): its model call is
+// cancelled, its waits are rejected, and no new turn starts from it. It
+// returns true once the cancel is recorded (also for a second cancel), and
+// false when turnID is not the running turn or the turn does not accept
+// turn control.
+func (c *Client) CancelTurn(ctx context.Context, sessionID, turnID string) (bool, error) {
+	var out struct {
+		Accepted bool `json:"accepted"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "cancel"), nil, map[string]string{"turn_id": turnID}, &out)
+	return out.Accepted, err
+}
+
+// ErrSessionClosed reports a session that was closed: it takes no new
+// messages (the API answers 409 session_closed).
+var ErrSessionClosed = errors.New("the session is closed")
+
+// sessionClosed reports an API answer of 409 session_closed.
+func sessionClosed(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.Code == "session_closed"
+}
+
+// closedError is ErrSessionClosed for one session, said plainly.
+type closedError struct{ id string }
+
+func (e closedError) Error() string {
+	return "session " + e.id + " is closed: it takes no new messages; start a new session to go on"
+}
+
+func (e closedError) Is(target error) bool { return target == ErrSessionClosed }
 
 func (c *Client) sendMessage(ctx context.Context, sessionID string, body sendMessageBody) (bool, error) {
 	var out struct {

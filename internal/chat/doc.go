@@ -23,5 +23,12 @@
 // messages, so text the events missed is still shown and text shown is not
 // shown again.
 //
+// Turn control: Ctrl-C (Session.Interrupts, or InterruptContext for a
+// process's os.Interrupt) and /stop cancel the running turn, a second
+// Ctrl-C ends the chat; /steer TEXT steers the turn; on a terminal, a
+// message typed while a turn runs asks whether to queue it or to steer
+// with it. A closed session's refusal (409 session_closed) is
+// ErrSessionClosed.
+//
 // The sse subpackage reads and writes the Server-Sent Events framing.
 package chat

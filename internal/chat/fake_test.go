@@ -32,6 +32,7 @@ type fakeAPI struct {
 	turnStart map[string]int // turn → index of its turn_started
 	requests  []string
 	seq       int64
+	served    int // snapshots answered
 
 	onMessage func(f *fakeAPI, text string)
 	onResolve func(f *fakeAPI, interruptID string, r Resolution) bool
@@ -39,6 +40,12 @@ type fakeAPI struct {
 	// message is refused); onExecute answers execute_plan.
 	onPlanMessage func(f *fakeAPI, text string)
 	onExecute     func(f *fakeAPI, revision int) bool
+	// onSteer and onCancel answer steer (with text) and cancel; a message
+	// with mode steer goes to onSteer. closed answers every message, steer
+	// and cancel with 409 session_closed.
+	onSteer  func(f *fakeAPI, text string) bool
+	onCancel func(f *fakeAPI, turnID string) bool
+	closed   bool
 
 	dropAfter   int  // end each stream after this many events (0: never)
 	rejectLast  int  // answer this many Last-Event-ID reconnects with 400
@@ -59,18 +66,31 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 	mux.HandleFunc("POST /v1/sessions/{id}/messages", f.auth(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Text     string
-			PlanMode bool `json:"plan_mode"`
+			PlanMode bool   `json:"plan_mode"`
+			Mode     string `json:"mode"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		f.mu.Lock()
-		if body.PlanMode {
+		switch {
+		case body.PlanMode:
 			f.requests = append(f.requests, "plan message "+body.Text)
-		} else {
+		case body.Mode != "":
+			f.requests = append(f.requests, "message["+body.Mode+"] "+body.Text)
+		default:
 			f.requests = append(f.requests, "message "+body.Text)
 		}
+		closed := f.closed
 		f.mu.Unlock()
+		if closed {
+			writeAPIError(w, 409, "session_closed", "session s-1 was closed and takes no new messages")
+			return
+		}
 		if strings.TrimSpace(body.Text) == "" || body.PlanMode && f.onPlanMessage == nil {
 			writeJSON(w, 200, map[string]bool{"accepted": false})
+			return
+		}
+		if body.Mode == SendModeSteer && f.onSteer != nil {
+			writeJSON(w, 200, map[string]bool{"accepted": f.onSteer(f, body.Text)})
 			return
 		}
 		if body.PlanMode {
@@ -88,6 +108,44 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 			ok = f.onResolve(f, r.PathValue("iid"), res)
 		}
 		writeJSON(w, 200, map[string]bool{"resolved": ok})
+	}))
+	mux.HandleFunc("POST /v1/sessions/{id}/steer", f.auth(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Text string `json:"text"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.requests = append(f.requests, "steer "+body.Text)
+		closed := f.closed
+		f.mu.Unlock()
+		if closed {
+			writeAPIError(w, 409, "session_closed", "session s-1 was closed and takes no new messages")
+			return
+		}
+		ok := false
+		if f.onSteer != nil && strings.TrimSpace(body.Text) != "" {
+			ok = f.onSteer(f, body.Text)
+		}
+		writeJSON(w, 200, map[string]bool{"accepted": ok})
+	}))
+	mux.HandleFunc("POST /v1/sessions/{id}/cancel", f.auth(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			TurnID string `json:"turn_id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.requests = append(f.requests, "cancel "+body.TurnID)
+		closed := f.closed
+		f.mu.Unlock()
+		if closed {
+			writeAPIError(w, 409, "session_closed", "session s-1 was closed and takes no new messages")
+			return
+		}
+		ok := false
+		if f.onCancel != nil {
+			ok = f.onCancel(f, body.TurnID)
+		}
+		writeJSON(w, 200, map[string]bool{"accepted": ok})
 	}))
 	mux.HandleFunc("POST /v1/sessions/{id}/plan/execute", f.auth(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -185,6 +243,26 @@ func (f *fakeAPI) snapshot(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, 200, map[string]any{"snapshot": f.snap, "resume_token": tok})
+	f.served++
+}
+
+// afterSnapshot runs fn once the chat has loaded a snapshot after now.
+func (f *fakeAPI) afterSnapshot(fn func()) {
+	f.mu.Lock()
+	base := f.served
+	f.mu.Unlock()
+	go func() {
+		for {
+			f.mu.Lock()
+			n := f.served
+			f.mu.Unlock()
+			if n > base {
+				fn()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 }
 
 func (f *fakeAPI) stream(w http.ResponseWriter, r *http.Request) {

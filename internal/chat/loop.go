@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -34,6 +35,19 @@ type loop struct {
 	usage      Usage             // session usage at the latest report
 	eventTotal Usage             // session usage of the latest usage_recorded
 	plan       *Plan             // the plan shown last (its tasks may be left out)
+
+	choice   *choice            // a message typed while a turn ran: queue it or steer with it?
+	dropped  map[string]*prompt // prompts of a turn this chat stopped or steered, by interrupt ID
+	ctrlC    chan struct{}      // Ctrl-C presses for the loop (watchCtrlC)
+	stopTurn string             // the turn a cancel was sent for, until it ends
+	stopping atomic.Bool        // stopTurn is set: the next Ctrl-C quits
+}
+
+// choice is a message typed while a turn ran, waiting for the user to say
+// whether to queue it or to steer the turn with it.
+type choice struct {
+	text  string
+	shown bool
 }
 
 type turn struct {
@@ -52,6 +66,7 @@ type call struct {
 	shown      bool   // "→ name args" written
 	status     string // final status written
 	rejection  string
+	cancelled  string // the cancellation reason of a call a steer or a cancel stopped
 }
 
 type prompt struct {
@@ -77,6 +92,7 @@ func newLoop(s *Session, snap Snapshot) *loop {
 		s: s, out: &lineWriter{w: s.Out, atStart: true},
 		finished: map[string]bool{}, seen: map[string]map[string]bool{}, turns: map[string]*turn{},
 		calls: map[string]*call{}, asked: map[string]bool{}, callOfIn: map[string]string{},
+		dropped: map[string]*prompt{}, ctrlC: make(chan struct{}, 1),
 		snap: snap, usage: snap.Usage, busy: !idle(snap),
 	}
 	active := activeTurnID(snap)
@@ -138,7 +154,7 @@ func (c *loop) showHistory(snap Snapshot) {
 
 func (c *loop) run(ctx context.Context, lines <-chan line, events <-chan streamMsg) error {
 	if c.s.Interactive {
-		fmt.Fprintln(c.s.Notes, "(type a message and press Enter; Ctrl-D or Ctrl-C ends the chat)")
+		fmt.Fprintln(c.s.Notes, "(type a message and press Enter; Ctrl-C stops a running turn; Ctrl-D or Ctrl-C ends the chat; /help lists the commands)")
 	}
 	for {
 		if c.eof && len(c.prompts) > 0 {
@@ -153,8 +169,10 @@ func (c *loop) run(ctx context.Context, lines <-chan line, events <-chan streamM
 			c.out.endLine()
 			return nil
 		}
+		// Piped input waits for the turn to end, but for its prompts; a
+		// terminal's lines are read while a turn runs too.
 		var lineCh <-chan line
-		if !c.eof && (len(c.prompts) > 0 || !c.busy) {
+		if !c.eof && (len(c.prompts) > 0 || !c.busy || c.s.Interactive || c.choice != nil) {
 			lineCh = lines
 			c.showPrompt()
 		}
@@ -181,6 +199,8 @@ func (c *loop) step(ctx context.Context, lineCh <-chan line, events <-chan strea
 	case <-ctx.Done():
 		c.out.endLine()
 		return ctx.Err()
+	case <-c.ctrlC:
+		return c.interrupted(ctx)
 	case m := <-events:
 		switch {
 		case m.err != nil:
@@ -224,13 +244,23 @@ func (c *loop) note(s string) {
 	if c.s.Interactive {
 		// On a terminal the note broke the prompt's line: show it again.
 		c.prompted = false
-		if len(c.prompts) > 0 && !c.reason {
+		if c.choice != nil {
+			c.choice.shown = false
+		} else if len(c.prompts) > 0 && !c.reason {
 			c.prompts[0].shown = false
 		}
 	}
 }
 
 func (c *loop) showPrompt() {
+	if c.choice != nil {
+		if !c.choice.shown {
+			c.choice.shown = true
+			c.out.endLine()
+			c.out.printf("A turn is running: [q]ueue it or [s]teer the turn with it? (q/s) ")
+		}
+		return
+	}
 	if len(c.prompts) > 0 {
 		p := c.prompts[0]
 		if p.shown {
@@ -260,23 +290,43 @@ func (c *loop) showPrompt() {
 		c.out.printf("Approve %s%s? [y/N/r=reject with reason] ", p.toolName, args)
 		return
 	}
-	if c.s.Interactive && !c.prompted {
+	if c.s.Interactive && !c.prompted && !c.busy {
 		c.prompted = true
 		c.out.endLine()
 		c.out.printf("you> ")
 	}
 }
 
-// line handles one line of In: the answer to the asked approval, or a
-// message.
+// line handles one line of In: the answer to the asked approval or
+// question, the choice for a message typed while a turn ran, a command, or
+// a message.
 func (c *loop) line(ctx context.Context, text string) error {
 	if !c.s.Interactive {
-		if len(c.prompts) == 0 {
+		if len(c.prompts) == 0 && c.choice == nil {
 			c.out.printf("you> ")
 		}
 		c.out.printf("%s\n", text)
 	} else {
 		c.out.atStart = true // the terminal echoed the line and its newline
+	}
+	if c.choice != nil {
+		return c.answerChoice(ctx, text)
+	}
+	cmd, arg, _ := strings.Cut(strings.TrimSpace(text), " ")
+	arg = strings.TrimSpace(arg)
+	if !c.reason {
+		// Turn control works at a prompt too: the prompt's turn ends.
+		switch cmd {
+		case "/stop":
+			c.prompted = false
+			return c.stop(ctx)
+		case "/steer":
+			c.prompted = false
+			return c.steer(ctx, arg)
+		case "/help":
+			c.note(helpText)
+			return nil
+		}
 	}
 	if len(c.prompts) > 0 {
 		return c.answer(ctx, text)
@@ -285,15 +335,17 @@ func (c *loop) line(ctx context.Context, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	switch cmd, arg, _ := strings.Cut(strings.TrimSpace(text), " "); cmd {
+	switch cmd {
 	case "/model":
 		return c.model(ctx, strings.TrimSpace(arg))
 	case "/plan":
 		return c.sendPlanning(ctx, strings.TrimSpace(arg))
 	case "/execute":
 		return c.executePlan(ctx)
-	case "/help":
-		c.note(helpText)
+	}
+	if c.busy {
+		// Only a terminal's line comes while a turn runs: ask what it is for.
+		c.choice = &choice{text: text}
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
@@ -302,6 +354,8 @@ func (c *loop) line(ctx context.Context, text string) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil && sessionClosed(err):
+		return c.closed()
 	case err != nil && c.s.Interactive:
 		c.note(fmt.Sprintf("(not sent: %v)", err))
 	case err != nil:
@@ -481,6 +535,18 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 		if e.Payload.Decode(&p) == nil {
 			c.note(fmt.Sprintf("(summary %d covers messages 1 to %d)", p.Generation, p.ThroughSequence))
 		}
+	case EventTurnSteered:
+		var p turnSteeredPayload
+		_ = e.Payload.Decode(&p)
+		if p.SteeredMessageCount > 1 {
+			c.note(fmt.Sprintf("(the turn was steered: the next turn starts with the %d steered messages)", p.SteeredMessageCount))
+		} else {
+			c.note("(the turn was steered: the next turn starts with the steered message)")
+		}
+		c.endTurn(ctx, e.TurnID)
+	case EventTurnCancelled:
+		c.note("(the turn was stopped)")
+		c.endTurn(ctx, e.TurnID)
 	case EventTurnCompleted, EventTurnFailed:
 		c.out.endLine()
 		if e.Type == EventTurnFailed {
@@ -592,9 +658,17 @@ func (c *loop) toolFinished(ctx context.Context, p toolCallPayload) {
 	case ToolCallSucceeded:
 		c.out.printf("✓ %s succeeded\n", k.name)
 	case ToolCallRejected:
-		if k.rejection != "" {
+		if k.cancelled == "" {
+			if tc, ok := c.toolCall(ctx, p.ToolCallID); ok {
+				k.cancelled = tc.CancellationReason
+			}
+		}
+		switch {
+		case k.cancelled != "":
+			c.out.printf("✗ %s cancelled: %s\n", k.name, controlReason(k.cancelled))
+		case k.rejection != "":
 			c.out.printf("✗ %s rejected: %s\n", k.name, k.rejection)
-		} else {
+		default:
 			c.out.printf("✗ %s rejected\n", k.name)
 		}
 	default:
@@ -661,6 +735,10 @@ func (c *loop) interruptRaised(ctx context.Context, turnID string, p interruptRa
 
 func (c *loop) interruptResolved(p interruptResolvedPayload) {
 	c.asked[p.InterruptID] = true
+	if p.CancellationReason != "" {
+		c.interruptCancelled(p)
+		return
+	}
 	for i, pr := range c.prompts {
 		if pr.interruptID != p.InterruptID {
 			continue
@@ -793,7 +871,10 @@ func (c *loop) finishTurns(snap Snapshot, ended ...string) {
 		delete(c.seen, id)
 	}
 	turnUsage := subUsage(snap.Usage, c.usage)
-	if fromEvents.ModelCalls > turnUsage.ModelCalls {
+	// When the next turn already runs (a steered or queued message), the
+	// snapshot's growth holds its usage too: the events are the measure.
+	nextRuns := active != "" && !endedSet[active]
+	if fromEvents.ModelCalls > turnUsage.ModelCalls || nextRuns && fromEvents.ModelCalls > 0 {
 		turnUsage = fromEvents
 	}
 	total := snap.Usage
@@ -810,7 +891,16 @@ func (c *loop) finishTurns(snap Snapshot, ended ...string) {
 		}
 	}
 	c.prompts = kept
+	for id, p := range c.dropped {
+		if endedSet[p.turnID] {
+			delete(c.dropped, id)
+		}
+	}
 	c.busy = !idle(snap) && !endedSet[active]
+	if c.stopTurn != "" && (endedSet[c.stopTurn] || !c.busy) {
+		c.stopTurn = ""
+		c.stopping.Store(false)
+	}
 	if !c.busy {
 		c.out.printf("\n")
 	}

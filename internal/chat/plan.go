@@ -147,6 +147,8 @@ func (c *loop) sendPlanning(ctx context.Context, text string) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil && sessionClosed(err):
+		return c.closed()
 	case err != nil && c.s.Interactive:
 		c.note(fmt.Sprintf("(not sent: %v)", err))
 	case err != nil:
@@ -202,5 +204,8 @@ const helpText = `(commands:
   /plan TEXT   send TEXT in plan mode: the agent drafts a plan (a checklist) and does nothing yet
   /execute     run the current draft plan; a plain message revises the draft instead
   /model NAME  use one of the models the agent allows from the next turn; /model shows it, /model - resets it
+  /stop        stop the running turn now (Ctrl-C does too; Ctrl-C again quits)
+  /steer TEXT  end the running turn at its next safe step and start the next turn with TEXT
   /help        this list
- an approval: y approves, r rejects with a reason, anything else rejects; a question: its choice's number or your words, - declines)`
+ an approval: y approves, r rejects with a reason, anything else rejects; a question: its choice's number or your words, - declines;
+ a message typed while a turn runs: q queues it for after the turn, s steers the turn with it)`

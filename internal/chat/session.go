@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -16,9 +17,17 @@ import (
 // each tool call and its final status, the usage of each turn, and an inline
 // question for each approval, answered by the next line of In.
 //
-// Run waits for each turn to end before it reads the next message, so piped
-// input gives deterministic output, and returns nil at the end of In once
-// the last turn ended.
+// With piped input Run waits for each turn to end before it reads the next
+// message (a line is read earlier only to answer an approval or a
+// question, or as /stop or /steer there), so the output is deterministic,
+// and returns nil at the end of In once the last turn ended. Interactive,
+// it reads while a turn runs: a message typed then asks whether to queue
+// it or to steer the turn with it.
+//
+// Ctrl-C (a value on Interrupts) while a turn runs stops the turn
+// (cancel_turn); a second one while the turn is stopping, or within two
+// seconds, ends Run with ErrInterrupted, and so does Ctrl-C while no turn
+// runs.
 type Session struct {
 	Client *Client
 	// ID is the session to chat in (Client.StartSession starts one).
@@ -35,6 +44,9 @@ type Session struct {
 	// Interactive writes a "you> " prompt before each message is read. Without
 	// it (piped input) each line read is echoed to Out instead.
 	Interactive bool
+	// Interrupts delivers Ctrl-C: each value received is one press. Nil:
+	// the one InterruptContext put in Run's context, if any.
+	Interrupts <-chan os.Signal
 
 	// RequestTimeout bounds each API call but the event stream (default 60s).
 	RequestTimeout time.Duration
@@ -74,14 +86,42 @@ func (s *Session) defaults() {
 // answer; the approval stays pending in the session.
 var ErrPendingApproval = errors.New("input ended while an approval or a question waits for an answer")
 
-// Run chats until In ends (nil), ctx ends (ctx.Err()) or the API fails.
+// ErrInterrupted reports a chat that Ctrl-C ended. It matches
+// context.Canceled too.
+var ErrInterrupted = fmt.Errorf("the chat was ended with Ctrl-C: %w", context.Canceled)
+
+// ctrlCWindow is how soon after a Ctrl-C a second one ends the chat.
+var ctrlCWindow = 2 * time.Second
+
+// Run chats until In ends (nil), ctx ends (ctx.Err()), Ctrl-C ends it
+// (ErrInterrupted; it also ends a context of InterruptContext) or the API
+// fails.
 func (s *Session) Run(ctx context.Context) error {
 	if s.Client == nil || s.ID == "" || s.In == nil || s.Out == nil {
 		return errors.New("chat: Session needs a Client, an ID, In and Out")
 	}
 	s.defaults()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	interrupts := s.Interrupts
+	h, _ := ctx.Value(ctrlCKey{}).(*ctrlCHandler)
+	if interrupts == nil && h != nil {
+		ch := make(chan os.Signal, 1)
+		h.attach(ch)
+		defer h.attach(nil)
+		interrupts = ch
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	err := s.run(ctx, interrupts, func() { cancel(ErrInterrupted) })
+	if errors.Is(err, ErrInterrupted) || errors.Is(context.Cause(ctx), ErrInterrupted) {
+		if h != nil {
+			h.cancel()
+		}
+		return ErrInterrupted
+	}
+	return err
+}
+
+func (s *Session) run(ctx context.Context, interrupts <-chan os.Signal, quit func()) error {
 	rctx, rcancel := context.WithTimeout(ctx, s.RequestTimeout)
 	snap, token, err := s.Client.Snapshot(rctx, s.ID)
 	rcancel()
@@ -95,6 +135,9 @@ func (s *Session) Run(ctx context.Context) error {
 	c.showHistory(snap)
 	events := make(chan streamMsg)
 	go s.stream(ctx, token, events)
+	if interrupts != nil {
+		go c.watchCtrlC(ctx, interrupts, quit)
+	}
 	return c.run(ctx, readLines(ctx, s.In), events)
 }
 

@@ -20,10 +20,11 @@ type (
 	QueuedMessage = client.QueuedMessage
 )
 
-// idle reports a session with no active turn and no queued message: a new
-// message starts a turn at once.
+// idle reports a session with no active turn and no queued or steered
+// message: a new message starts a turn at once.
 func idle(s Snapshot) bool {
-	return (s.State == nil || s.State.ActiveTurnID == "") && s.QueuedCount == 0 && len(s.QueuedMessages) == 0
+	return (s.State == nil || s.State.ActiveTurnID == "") && s.QueuedCount == 0 && len(s.QueuedMessages) == 0 &&
+		len(s.SteeredMessages) == 0
 }
 
 // activeTurnID is the active turn, or "".
@@ -121,7 +122,32 @@ const (
 	// messages in the model's input.
 	EventCompactionFinished = "compaction_finished"
 	EventSpendLimitReached  = "spend_limit_reached"
+	// EventTurnSteered ends a steered turn; the next turn starts with the
+	// steered messages.
+	EventTurnSteered = "turn_steered"
+	// EventTurnCancelled ends a turn that cancel_turn stopped.
+	EventTurnCancelled = "turn_cancelled"
 )
+
+// Send modes of a message (Client.SendMessageMode).
+const (
+	SendModeQueue        = client.SendModeQueue
+	SendModeSteer        = client.SendModeSteer
+	SendModeInterrupt    = client.SendModeInterrupt
+	SendModeRejectIfBusy = client.SendModeRejectIfBusy
+)
+
+// Cancellation reasons of a call that a steer or a cancel stopped before
+// it ran (interrupt_resolved, ToolCall.CancellationReason).
+const (
+	CancellationSteered       = "steered"
+	CancellationTurnCancelled = "turn_cancelled"
+)
+
+type turnSteeredPayload struct {
+	SteeredMessageCount int `json:"steered_message_count"`
+	MessageCount        int `json:"message_count"`
+}
 
 type compactionPayload struct {
 	Generation      int   `json:"generation"`
