@@ -299,7 +299,7 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	}
 	var agents []httpapi.Agent
 	for _, a := range cfg.Agents {
-		ha := httpapi.Agent{Name: a.Name, FlowType: a.FlowType}
+		ha := httpapi.Agent{Name: a.Name, FlowType: a.FlowType, PlanModeEnabled: a.PlanModeEnabled, BuiltInTools: a.BuiltInTools}
 		if d.host != nil {
 			ha.SettingChoices = d.host.SettingChoices(a.Runner, a.Name)
 		}

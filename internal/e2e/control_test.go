@@ -325,3 +325,15 @@ func TestRecordControlHistory(t *testing.T) {
 		recordHistory(t, s, id, "control_turns.json")
 	}
 }
+
+// TestAgentsSayWhatTheyOffer: GET /v1/agents tells a UI whether an
+// agent's plan mode is on and which built-in tools its sessions offer.
+func TestAgentsSayWhatTheyOffer(t *testing.T) {
+	cfg, base := builtInConfig(t, "    plan_mode_enabled: true\n")
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	code, body := do(t, "GET", base+"/v1/agents", tokenAll, "")
+	if code != 200 || !strings.Contains(string(body), `"plan_mode_enabled":true`) || !strings.Contains(string(body), `"built_in_tools":["ask_user","durable_wait","write_todos"]`) {
+		t.Errorf("GET /v1/agents: %d %s", code, body)
+	}
+}

@@ -38,6 +38,10 @@ type Agent struct {
 	// that the agent's runner reported, such as the models a session may
 	// choose.
 	SettingChoices []pluginapi.SettingChoice `json:"session_setting_choices,omitempty"`
+	// PlanModeEnabled says messages may start planning turns (plan_mode);
+	// BuiltInTools are the built-in tools the agent's sessions offer.
+	PlanModeEnabled bool     `json:"plan_mode_enabled"`
+	BuiltInTools    []string `json:"built_in_tools,omitempty"`
 }
 
 // Token is one accepted bearer token and its scope.

@@ -1336,6 +1336,12 @@
 
     // Header.
     $('session-title').textContent = s.agent || 'Session';
+    // The Plan switch, for agents whose plan mode is on (GET /v1/agents
+    // says; an agent it does not list keeps the switch).
+    const agentInfo = app.agents.find((a) => a.name === s.agent);
+    const planOff = !!agentInfo && agentInfo.plan_mode_enabled === false;
+    $('plan-mode').closest('.plan-switch').hidden = planOff;
+    if (planOff && $('plan-mode').checked) setPlanMode(false);
     const placeholder = $('plan-mode').checked ? 'Describe what to plan…' : s.agent ? `Message ${s.agent}…` : 'Send a message';
     if ($('message-input').placeholder !== placeholder) $('message-input').placeholder = placeholder;
     document.title = `${s.agent || 'Session'} · Dex Agents`;
