@@ -1,0 +1,255 @@
+package mcpsource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// IdempotencyKeyMetaKey is the _meta key of every tools/call that carries
+// the session's idempotency key, <flowId>/<turnId>/<toolCallId>.
+const IdempotencyKeyMetaKey = "io.superdurable.dex/idempotencyKey"
+
+// maxStateOnlyRetries bounds the immediate retries of a state-only
+// input_required answer (one that only asks for the same request again).
+const maxStateOnlyRetries = 3
+
+// Kind is what became of a call, the spec's result and error mapping.
+type Kind int
+
+const (
+	// Succeeded: the tool ran; Outcome.Text is its result.
+	Succeeded Kind = iota + 1
+	// ToolFailed: the tool reported an error (isError) or the server
+	// answered with a JSON-RPC error other than -32603 and -32700, or
+	// asked for input this session cannot give. Record it failed with
+	// Outcome.Text, which the model sees. Never sent again.
+	ToolFailed
+	// NotSent: the call never reached the server (an unknown server, or
+	// every connection attempt failed). Record it failed: the tool did not
+	// run. Outcome.Err says why.
+	NotSent
+	// OutcomeUnknown: the call was sent and then the stream broke, the
+	// server exited, the request timed out, or the answer was an internal
+	// error (-32603), not JSON-RPC (-32700), an HTTP error status, or a
+	// server that kept asking to repeat the call. The tool may have run.
+	// A read or idempotent_write call is sent again with the same
+	// idempotency key; any other effect records outcome_unknown and is
+	// never sent again. Outcome.Err says why.
+	OutcomeUnknown
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Succeeded:
+		return "succeeded"
+	case ToolFailed:
+		return "tool_failed"
+	case NotSent:
+		return "not_sent"
+	case OutcomeUnknown:
+		return "outcome_unknown"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Outcome is the result of [Source.Call].
+type Outcome struct {
+	Kind Kind
+	// Text is the result (Succeeded) or the error the model sees
+	// (ToolFailed): text blocks joined with newlines, other content as JSON
+	// with sorted keys.
+	Text string
+	// Err is why a call was NotSent or its outcome is unknown. It holds no
+	// secret of the server.
+	Err error
+}
+
+// Progress is one notifications/progress of a running call.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0 when the server sent none
+	Message  string
+}
+
+// Call runs the MCP tool that ref names (a [Tool.Ref]) with arguments (a
+// JSON object, or empty for none), on a new connection: the server's
+// connection attempts for the handshake, then one tools/call bounded by its
+// request timeout, with idempotencyKey in _meta under
+// [IdempotencyKeyMetaKey]. progress, if not nil, gets the server's progress
+// notifications for the call. Call never returns a Go error: every way a
+// call can end is an [Outcome] kind.
+func (s *Source) Call(ctx context.Context, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress)) Outcome {
+	serverName, mcpName, ok := ParseRef(ref)
+	if !ok {
+		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: %q is not an MCP tool reference", ref)}
+	}
+	srv := s.byName[serverName]
+	if srv == nil {
+		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured", serverName)}
+	}
+	args := map[string]any{}
+	if len(arguments) > 0 && string(arguments) != "null" {
+		if err := json.Unmarshal(arguments, &args); err != nil {
+			return Outcome{Kind: ToolFailed, Text: fmt.Sprintf("the arguments of %s are not a JSON object: %v", ToolName(serverName, mcpName), err)}
+		}
+	}
+	var onProgress func(context.Context, *mcp.ProgressNotificationClientRequest)
+	if progress != nil {
+		onProgress = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			p := req.Params
+			progress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	params := &mcp.CallToolParams{
+		Meta:      mcp.Meta{IdempotencyKeyMetaKey: idempotencyKey},
+		Name:      mcpName,
+		Arguments: args,
+	}
+	if progress != nil {
+		params.SetProgressToken(idempotencyKey + "#progress")
+	}
+
+	var last error
+	for attempt := 1; ; attempt++ {
+		tracker := &callTracker{}
+		conn, err := s.connect(ctx, srv, tracker, onProgress)
+		if err != nil {
+			return Outcome{Kind: NotSent, Err: err}
+		}
+		out, resend := s.callOnce(ctx, srv, conn, params)
+		conn.close()
+		if !resend {
+			return out
+		}
+		// The tools/call provably never left: a connection attempt failed.
+		last = out.Err
+		if attempt >= srv.connectionAttempts() || ctx.Err() != nil {
+			return Outcome{Kind: NotSent, Err: srv.errorf("mcp server %q: %d connection attempts failed: %v", srv.Name, attempt, last)}
+		}
+	}
+}
+
+// callOnce sends the tools/call on conn. resend is true when the request
+// provably never reached the server, so another connection may send it.
+func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, params *mcp.CallToolParams) (out Outcome, resend bool) {
+	rctx, cancel := context.WithTimeout(ctx, srv.requestTimeout())
+	defer cancel()
+	for stateOnly := 0; ; stateOnly++ {
+		tracker := conn.tracker
+		tracker.sent.Store(false)
+		tracker.httpStatus.Store(0)
+		res, err := conn.session.CallTool(context.WithValue(rctx, trackerKey{}, tracker), params)
+		if err != nil {
+			if !tracker.sent.Load() && stateOnly == 0 {
+				return Outcome{Kind: NotSent, Err: srv.errorf("mcp server %q: sending tools/call: %v", srv.Name, err)}, true
+			}
+			return classifyError(srv, rctx, tracker, err), false
+		}
+		if st := tracker.httpStatus.Load(); st >= 300 {
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: HTTP status %d", srv.Name, st)}, false
+		}
+		if !res.NeedsInput() {
+			if res.IsError {
+				return Outcome{Kind: ToolFailed, Text: srv.redactor.String(renderContent(res))}, false
+			}
+			return Outcome{Kind: Succeeded, Text: renderContent(res)}, false
+		}
+		if len(res.InputRequests) > 0 {
+			return Outcome{Kind: ToolFailed, Text: inputRequestedText(res.InputRequests)}, false
+		}
+		// A state-only input_required: the same request again, at once.
+		if stateOnly >= maxStateOnlyRetries {
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: the server asked to repeat the call %d times", srv.Name, stateOnly+1)}, false
+		}
+		next := *params
+		next.RequestState = res.RequestState
+		next.InputResponses = nil
+		params = &next
+	}
+}
+
+// classifyError maps an error of a sent tools/call.
+func classifyError(srv *server, ctx context.Context, tracker *callTracker, err error) Outcome {
+	if st := tracker.httpStatus.Load(); st >= 300 {
+		return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: HTTP status %d: %v", srv.Name, st, err)}
+	}
+	if ctx.Err() != nil {
+		return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: %v after it was sent: %v", srv.Name, context.Cause(ctx), err)}
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && isServerAnswer(err) {
+		if werr.Code == jsonrpc.CodeInternalError || werr.Code == jsonrpc.CodeParseError {
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: JSON-RPC error %d: %s", srv.Name, werr.Code, werr.Message)}
+		}
+		return Outcome{Kind: ToolFailed, Text: srv.redactor.String(fmt.Sprintf("MCP error %d: %s", werr.Code, werr.Message))}
+	}
+	return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: %v", srv.Name, err)}
+}
+
+// isServerAnswer reports whether err is the server's own JSON-RPC error
+// response, not one the SDK made up for a broken connection.
+func isServerAnswer(err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return false
+	}
+	return !errors.Is(err, mcp.ErrConnectionClosed)
+}
+
+// renderContent renders a result as the spec does: text blocks joined with
+// newlines, any other block as JSON with sorted keys; a result with no
+// content but structured content is that content's JSON.
+func renderContent(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		return sortedJSON(res.StructuredContent)
+	}
+	parts := make([]string, 0, len(res.Content))
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+			continue
+		}
+		parts = append(parts, sortedJSON(c))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// sortedJSON marshals v with sorted object keys (through a generic value).
+func sortedJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return string(b)
+	}
+	b, err = json.Marshal(generic)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return string(b)
+}
+
+// inputRequestedText is the ToolFailed text for input requests this
+// session cannot answer yet.
+func inputRequestedText(reqs mcp.InputRequestMap) string {
+	var names []string
+	for _, id := range slices.Sorted(maps.Keys(reqs)) {
+		switch p := reqs[id].(type) {
+		case *mcp.ElicitParams:
+			names = append(names, fmt.Sprintf("an answer to %q", p.Message))
+		default:
+			names = append(names, fmt.Sprintf("a %T request", p))
+		}
+	}
+	return "the MCP server asked for input that this agent session cannot provide yet (" + strings.Join(names, ", ") + ")"
+}

@@ -1,0 +1,306 @@
+package mcpsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dex-agents/dex-agent-worker/internal/redact"
+)
+
+// The defaults of a [Server]'s limits (the spec's).
+const (
+	DefaultConnectionTimeout  = 30 * time.Second
+	DefaultRequestTimeout     = 10 * time.Minute
+	DefaultConnectionAttempts = 3
+)
+
+// Server is one configured MCP server: either a stdio server (Command set)
+// or a Streamable HTTP server (URL set), never both. Servers are declared
+// by the operator in the worker's config, never by session input: a stdio
+// server's command runs with the worker's privileges.
+type Server struct {
+	// Name is the server's name in the config. It prefixes its tools'
+	// names ("<name>__<tool>") and their source references. It must not be
+	// empty or contain '/'.
+	Name string
+
+	// Command and Args start a stdio server, a new process per request.
+	Command string
+	Args    []string
+	// Env is the exact environment of the stdio server's process: nothing
+	// of the worker's own environment reaches it (not even PATH, unless
+	// granted here). Its values are treated as secrets.
+	Env map[string]string
+	// Dir is the stdio server's working directory; empty is the worker's.
+	Dir string
+
+	// URL is a Streamable HTTP server's endpoint, a new HTTP connection per
+	// request.
+	URL string
+	// Headers are sent with every HTTP request. Their values are secrets:
+	// they never appear in a log or an error.
+	Headers map[string]string
+
+	// TrustsToolAnnotations says whether the server's readOnlyHint and
+	// idempotentHint decide its tools' effects. Nil is true (the spec's
+	// default); false leaves every tool to the session's default effect
+	// unless a tool policy names it.
+	TrustsToolAnnotations *bool
+
+	// ConnectionTimeout bounds connecting and each handshake or listing
+	// request; 0 is [DefaultConnectionTimeout].
+	ConnectionTimeout time.Duration
+	// RequestTimeout bounds a tools/call; 0 is [DefaultRequestTimeout].
+	RequestTimeout time.Duration
+	// ConnectionAttempts is how many times a failed connection is tried
+	// before a call counts as never sent; 0 is [DefaultConnectionAttempts].
+	ConnectionAttempts int
+}
+
+// Validate reports a config error in s.
+func (s Server) Validate() error {
+	if s.Name == "" {
+		return errors.New("mcp server: name is empty")
+	}
+	if strings.ContainsAny(s.Name, "/") {
+		return fmt.Errorf("mcp server %q: the name must not contain '/'", s.Name)
+	}
+	switch {
+	case s.Command == "" && s.URL == "":
+		return fmt.Errorf("mcp server %q: set command (stdio) or url (Streamable HTTP)", s.Name)
+	case s.Command != "" && s.URL != "":
+		return fmt.Errorf("mcp server %q: set command or url, not both", s.Name)
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// The URL may carry a secret: name the server, not the URL.
+			return fmt.Errorf("mcp server %q: url is not an http or https URL", s.Name)
+		}
+		if len(s.Env) > 0 || len(s.Args) > 0 || s.Dir != "" {
+			return fmt.Errorf("mcp server %q: args, env and dir are for a stdio server", s.Name)
+		}
+	}
+	if s.Command != "" && len(s.Headers) > 0 {
+		return fmt.Errorf("mcp server %q: headers are for a Streamable HTTP server", s.Name)
+	}
+	if s.ConnectionTimeout < 0 || s.RequestTimeout < 0 || s.ConnectionAttempts < 0 {
+		return fmt.Errorf("mcp server %q: timeouts and connection attempts must not be negative", s.Name)
+	}
+	return nil
+}
+
+// Trusted reports whether the server's tool annotations decide effects.
+func (s Server) Trusted() bool { return s.TrustsToolAnnotations == nil || *s.TrustsToolAnnotations }
+
+func (s Server) connectionTimeout() time.Duration {
+	if s.ConnectionTimeout > 0 {
+		return s.ConnectionTimeout
+	}
+	return DefaultConnectionTimeout
+}
+
+func (s Server) requestTimeout() time.Duration {
+	if s.RequestTimeout > 0 {
+		return s.RequestTimeout
+	}
+	return DefaultRequestTimeout
+}
+
+func (s Server) connectionAttempts() int {
+	if s.ConnectionAttempts > 0 {
+		return s.ConnectionAttempts
+	}
+	return DefaultConnectionAttempts
+}
+
+// LogValue keeps the server's secrets (headers, env values, the URL's query
+// and user info) out of logs.
+func (s Server) LogValue() string {
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return fmt.Sprintf("mcp server %q (Streamable HTTP)", s.Name)
+		}
+		return fmt.Sprintf("mcp server %q (Streamable HTTP %s://%s%s)", s.Name, u.Scheme, u.Host, u.Path)
+	}
+	return fmt.Sprintf("mcp server %q (stdio %s)", s.Name, s.Command)
+}
+
+// secrets lists the values that never appear in an error or a log.
+func (s Server) secrets() []string {
+	var out []string
+	for _, v := range s.Headers {
+		out = append(out, v)
+		// "Bearer <token>": the token alone may show up too.
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			out = append(out, tok)
+		}
+	}
+	for _, v := range s.Env {
+		out = append(out, v)
+	}
+	if u, err := url.Parse(s.URL); err == nil {
+		if u.RawQuery != "" {
+			out = append(out, u.RawQuery)
+		}
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+		if u.User != nil {
+			out = append(out, u.User.String())
+		}
+	}
+	return out
+}
+
+// server is a validated Server with its redactor.
+type server struct {
+	Server
+	redactor *redact.Redactor
+}
+
+func newServer(s Server) *server {
+	return &server{Server: s, redactor: redact.New(s.secrets()...)}
+}
+
+// errorf formats an error about the server with its secrets removed. The
+// result wraps no error, so nothing unredacted can be unwrapped from it.
+func (s *server) errorf(format string, args ...any) error {
+	return errors.New(s.redactor.String(fmt.Sprintf(format, args...)))
+}
+
+// connection is one connection to the server: one process or one set of
+// HTTP connections, for one request.
+type connection struct {
+	session *mcp.ClientSession
+	// httpClient is closed with the connection (HTTP only).
+	httpClient *http.Client
+	// sent records that a tools/call reached the server, or may have (see
+	// callTracker).
+	tracker *callTracker
+}
+
+func (c *connection) close() {
+	_ = c.session.Close()
+	if c.httpClient != nil {
+		c.httpClient.CloseIdleConnections()
+	}
+}
+
+// callTracker records what became of a tools/call request on the wire. For
+// HTTP the request counts as sent once the transport read any byte of its
+// body (a dial failure reads none, so the server cannot have seen it); for
+// stdio once it was handed to the connection, since any write to the pipe
+// may have reached the process.
+type callTracker struct {
+	sent       atomic.Bool
+	httpStatus atomic.Int32 // the tools/call POST's status, 0 before it
+}
+
+type trackerKey struct{}
+
+// transport returns the SDK transport for a new connection.
+func (s *server) transport(tracker *callTracker) (mcp.Transport, *http.Client) {
+	if s.URL != "" {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.DisableKeepAlives = true // a new HTTP connection per request
+		client := &http.Client{Transport: &headerTransport{base: base, headers: s.Headers}}
+		return &mcp.StreamableClientTransport{
+			Endpoint:             s.URL,
+			HTTPClient:           client,
+			MaxRetries:           -1, // MCP 2026-07-28 never resumes a broken stream
+			DisableStandaloneSSE: true,
+		}, client
+	}
+	cmd := exec.Command(s.Command, s.Args...)
+	env := make([]string, 0, len(s.Env))
+	for _, k := range slices.Sorted(mapsKeys(s.Env)) {
+		env = append(env, k+"="+s.Env[k])
+	}
+	cmd.Env = env // non-nil: the process gets exactly this environment
+	cmd.Dir = s.Dir
+	return &trackingTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, tracker: tracker}, nil
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// headerTransport adds the configured headers and records the tools/call
+// request's fate in the callTracker its context carries.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	tracker, _ := req.Context().Value(trackerKey{}).(*callTracker)
+	if tracker != nil && req.Body != nil && req.Method == http.MethodPost {
+		req.Body = &readTracker{ReadCloser: req.Body, sent: &tracker.sent}
+		req.GetBody = nil // never resent by the HTTP client
+	}
+	resp, err := t.base.RoundTrip(req)
+	if tracker != nil && req.Method == http.MethodPost && resp != nil {
+		tracker.httpStatus.CompareAndSwap(0, int32(resp.StatusCode))
+	}
+	return resp, err
+}
+
+type readTracker struct {
+	io.ReadCloser
+	sent *atomic.Bool
+}
+
+func (r *readTracker) Read(p []byte) (int, error) {
+	r.sent.Store(true)
+	return r.ReadCloser.Read(p)
+}
+
+// trackingTransport marks a stdio tools/call as sent when it is written.
+type trackingTransport struct {
+	inner   mcp.Transport
+	tracker *callTracker
+}
+
+func (t *trackingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &trackingConn{Connection: c, tracker: t.tracker}, nil
+}
+
+type trackingConn struct {
+	mcp.Connection
+	tracker *callTracker
+}
+
+func (c *trackingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+		c.tracker.sent.Store(true)
+	}
+	return c.Connection.Write(ctx, msg)
+}
