@@ -3,7 +3,6 @@ package mcpsource
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -144,8 +143,7 @@ func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, pa
 	defer cancel()
 	for stateOnly := 0; ; stateOnly++ {
 		tracker := conn.tracker
-		tracker.sent.Store(false)
-		tracker.httpStatus.Store(0)
+		tracker.reset()
 		res, err := conn.session.CallTool(context.WithValue(rctx, trackerKey{}, tracker), params)
 		if err != nil {
 			if !tracker.sent.Load() && stateOnly == 0 {
@@ -184,24 +182,13 @@ func classifyError(srv *server, ctx context.Context, tracker *callTracker, err e
 	if ctx.Err() != nil {
 		return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: %v after it was sent: %v", srv.Name, context.Cause(ctx), err)}
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) && isServerAnswer(err) {
+	if werr := tracker.serverError(); werr != nil {
 		if werr.Code == jsonrpc.CodeInternalError || werr.Code == jsonrpc.CodeParseError {
 			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: JSON-RPC error %d: %s", srv.Name, werr.Code, werr.Message)}
 		}
 		return Outcome{Kind: ToolFailed, Text: srv.redactor.String(fmt.Sprintf("MCP error %d: %s", werr.Code, werr.Message))}
 	}
 	return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: %v", srv.Name, err)}
-}
-
-// isServerAnswer reports whether err is the server's own JSON-RPC error
-// response, not one the SDK made up for a broken connection.
-func isServerAnswer(err error) bool {
-	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) {
-		return false
-	}
-	return !errors.Is(err, mcp.ErrConnectionClosed)
 }
 
 // renderContent renders a result as the spec does: text blocks joined with

@@ -116,7 +116,7 @@ func newMCPServer(rec *recorder, extra ...*mcp.Tool) *mcp.Server {
 	add(&mcp.Tool{Name: "slow"},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			select {
-			case <-time.After(5 * time.Second):
+			case <-time.After(1500 * time.Millisecond):
 			case <-ctx.Done():
 			}
 			return &mcp.CallToolResult{Content: text("late")}, nil

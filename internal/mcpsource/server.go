@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -208,6 +209,42 @@ func (c *connection) close() {
 type callTracker struct {
 	sent       atomic.Bool
 	httpStatus atomic.Int32 // the tools/call POST's status, 0 before it
+
+	mu        sync.Mutex
+	callID    jsonrpc.ID
+	hasCall   bool
+	serverErr *jsonrpc.Error // the server's JSON-RPC error answer to the call
+}
+
+// reset prepares the tracker for the next tools/call on the connection.
+func (t *callTracker) reset() {
+	t.sent.Store(false)
+	t.httpStatus.Store(0)
+	t.mu.Lock()
+	t.hasCall, t.serverErr = false, nil
+	t.mu.Unlock()
+}
+
+func (t *callTracker) setCall(id jsonrpc.ID) {
+	t.mu.Lock()
+	t.callID, t.hasCall, t.serverErr = id, true, nil
+	t.mu.Unlock()
+}
+
+func (t *callTracker) answered(id jsonrpc.ID, werr *jsonrpc.Error) {
+	t.mu.Lock()
+	if t.hasCall && id == t.callID {
+		t.serverErr = werr
+	}
+	t.mu.Unlock()
+}
+
+// serverError returns the server's JSON-RPC error answer to the call, nil
+// when the server sent none.
+func (t *callTracker) serverError() *jsonrpc.Error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.serverErr
 }
 
 type trackerKey struct{}
@@ -218,12 +255,12 @@ func (s *server) transport(tracker *callTracker) (mcp.Transport, *http.Client) {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.DisableKeepAlives = true // a new HTTP connection per request
 		client := &http.Client{Transport: &headerTransport{base: base, headers: s.Headers}}
-		return &mcp.StreamableClientTransport{
+		return &trackingTransport{inner: &mcp.StreamableClientTransport{
 			Endpoint:             s.URL,
 			HTTPClient:           client,
 			MaxRetries:           -1, // MCP 2026-07-28 never resumes a broken stream
 			DisableStandaloneSSE: true,
-		}, client
+		}, tracker: tracker}, client
 	}
 	cmd := exec.Command(s.Command, s.Args...)
 	env := make([]string, 0, len(s.Env))
@@ -232,7 +269,7 @@ func (s *server) transport(tracker *callTracker) (mcp.Transport, *http.Client) {
 	}
 	cmd.Env = env // non-nil: the process gets exactly this environment
 	cmd.Dir = s.Dir
-	return &trackingTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, tracker: tracker}, nil
+	return &trackingTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, tracker: tracker, sentOnWrite: true}, nil
 }
 
 func mapsKeys(m map[string]string) func(func(string) bool) {
@@ -279,10 +316,14 @@ func (r *readTracker) Read(p []byte) (int, error) {
 	return r.ReadCloser.Read(p)
 }
 
-// trackingTransport marks a stdio tools/call as sent when it is written.
+// trackingTransport watches a connection's messages: it marks a stdio
+// tools/call as sent when it is written, and keeps the JSON-RPC error the
+// server answered a tools/call with, so that an error the SDK makes up for
+// a broken connection is never taken for the server's answer.
 type trackingTransport struct {
-	inner   mcp.Transport
-	tracker *callTracker
+	inner       mcp.Transport
+	tracker     *callTracker
+	sentOnWrite bool
 }
 
 func (t *trackingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -290,17 +331,31 @@ func (t *trackingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &trackingConn{Connection: c, tracker: t.tracker}, nil
+	return &trackingConn{Connection: c, t: t}, nil
 }
 
 type trackingConn struct {
 	mcp.Connection
-	tracker *callTracker
+	t *trackingTransport
 }
 
 func (c *trackingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
-		c.tracker.sent.Store(true)
+		c.t.tracker.setCall(req.ID)
+		if c.t.sentOnWrite {
+			c.t.tracker.sent.Store(true)
+		}
 	}
 	return c.Connection.Write(ctx, msg)
+}
+
+func (c *trackingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil && resp.Error != nil {
+		var werr *jsonrpc.Error
+		if errors.As(resp.Error, &werr) {
+			c.t.tracker.answered(resp.ID, werr)
+		}
+	}
+	return msg, err
 }

@@ -1,0 +1,172 @@
+package mcpsource
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCallResultAndErrorMapping(t *testing.T) {
+	rec := &recorder{}
+	headers := map[string]string{"Authorization": testSecret}
+	plain := serveHTTP(t, newMCPServer(rec), rec, nil)
+	gateway := serveHTTP(t, newMCPServer(rec), rec, onToolsCall("read", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte("<html><body>502 Bad Gateway</body></html>"))
+	}))
+	notJSON := serveHTTP(t, newMCPServer(rec), rec, onToolsCall("read", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("<html>this is not JSON-RPC</html>"))
+	}))
+	dropped := serveHTTP(t, newMCPServer(rec), rec, onToolsCall("read", func(w http.ResponseWriter, r *http.Request) {
+		// The request was read; the connection dies before any answer.
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	s := newSource(t, []Server{
+		{Name: "plain", URL: plain, Headers: headers},
+		{Name: "gateway", URL: gateway, Headers: headers},
+		{Name: "notjson", URL: notJSON, Headers: headers},
+		{Name: "dropped", URL: dropped, Headers: headers},
+		{Name: "slowpoke", URL: plain, Headers: headers, RequestTimeout: 300 * time.Millisecond},
+		{Name: "gone", URL: unreachableURL(t), Headers: headers},
+	}, Options{})
+	tests := []struct {
+		name, ref string
+		args      string
+		kind      Kind
+		text      string // the Outcome's Text, or a part of its Err
+	}{
+		{"a result: text joined, other content as JSON", "mcp:plain/read", "", Succeeded,
+			"line one\nline two\n" + `{"data":"cG5n","mimeType":"image/png","type":"image"}`},
+		{"arguments reach the tool", "mcp:plain/write", `{"id":7}`, Succeeded, `wrote {"id":7}`},
+		{"isError", "mcp:plain/fail", "", ToolFailed, "no such order"},
+		{"a JSON-RPC error", "mcp:plain/rpcerr", "", ToolFailed, "MCP error -32001: quota exceeded"},
+		{"input this session cannot give", "mcp:plain/ask", "", ToolFailed,
+			`the MCP server asked for input that this agent session cannot provide yet (an answer to "Which account?")`},
+		{"arguments that are not an object", "mcp:plain/write", `[1]`, ToolFailed, "not a JSON object"},
+		{"-32603 after the call ran", "mcp:plain/internal", "", OutcomeUnknown, "-32603"},
+		{"a gateway's HTML 502", "mcp:gateway/read", "", OutcomeUnknown, "502"},
+		{"a body that is not JSON-RPC (-32700)", "mcp:notjson/read", "", OutcomeUnknown, "tools/call"},
+		{"the connection dropped after the request was read", "mcp:dropped/read", "", OutcomeUnknown, "tools/call"},
+		{"a timeout after send", "mcp:slowpoke/slow", "", OutcomeUnknown, "after it was sent"},
+		{"an unreachable server", "mcp:gone/read", "", NotSent, "3 connection attempts failed"},
+		{"an unknown server", "mcp:nope/read", "", NotSent, `server "nope" is not configured`},
+		{"not an MCP reference", "builtin:ask_user", "", NotSent, "not an MCP tool reference"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := s.Call(context.Background(), tt.ref, json.RawMessage(tt.args), "flow/turn/"+tt.name, nil)
+			if out.Kind != tt.kind {
+				t.Fatalf("Kind = %v (text %q, err %v), want %v", out.Kind, out.Text, out.Err, tt.kind)
+			}
+			switch tt.kind {
+			case Succeeded, ToolFailed:
+				if !strings.Contains(out.Text, tt.text) || (tt.kind == Succeeded && out.Text != tt.text) {
+					t.Errorf("Text = %q, want %q", out.Text, tt.text)
+				}
+				if out.Err != nil {
+					t.Errorf("Err = %v, want nil", out.Err)
+				}
+			default:
+				if out.Err == nil || !strings.Contains(out.Err.Error(), tt.text) {
+					t.Errorf("Err = %v, want one with %q", out.Err, tt.text)
+				}
+			}
+			if hasSecret(out.Text) || (out.Err != nil && hasSecret(out.Err.Error())) {
+				t.Errorf("a secret is in the outcome: %q %v", out.Text, out.Err)
+			}
+		})
+	}
+	// A tool that never ran was never called; one that ran was called once.
+	if n := rec.callCount("fail"); n != 1 {
+		t.Errorf("fail was called %d times, want 1", n)
+	}
+	if n := rec.callCount("internal"); n != 1 {
+		t.Errorf("internal was called %d times, want 1 (an outcome_unknown is never re-sent by Call)", n)
+	}
+}
+
+func TestCallSendsTheIdempotencyKeyAndReportsProgress(t *testing.T) {
+	rec := &recorder{}
+	url := serveHTTP(t, newMCPServer(rec), rec, nil)
+	s := newSource(t, []Server{{Name: "a", URL: url}}, Options{})
+	var mu sync.Mutex
+	var got []Progress
+	out := s.Call(context.Background(), "mcp:a/progress", nil, "flow-1/turn-2/call-3", func(p Progress) {
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	})
+	if out.Kind != Succeeded || out.Text != "done" {
+		t.Fatalf("Call = %+v", out)
+	}
+	if keys := rec.idempotencyKeys(); !slices.Equal(keys, []string{"flow-1/turn-2/call-3"}) {
+		t.Errorf("idempotency keys the server got = %q", keys)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []Progress{{Progress: 1, Total: 2, Message: "step"}, {Progress: 2, Total: 2, Message: "step"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("progress = %+v, want %+v", got, want)
+	}
+	// A retried read sends the same key again: the server sees both.
+	for range 2 {
+		if out := s.Call(context.Background(), "mcp:a/read", nil, "flow-1/turn-2/call-4", nil); out.Kind != Succeeded {
+			t.Fatalf("read = %+v", out)
+		}
+	}
+	if keys := rec.idempotencyKeys(); !slices.Equal(keys[1:], []string{"flow-1/turn-2/call-4", "flow-1/turn-2/call-4"}) {
+		t.Errorf("idempotency keys = %q", keys)
+	}
+}
+
+func TestCallNeverSentRetriesTheConnection(t *testing.T) {
+	// The first two handshakes fail with a 503; the third connects and the
+	// call runs once.
+	rec := &recorder{}
+	var mu sync.Mutex
+	failures := 0
+	url := serveHTTP(t, newMCPServer(rec), rec, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			fail := failures < 2
+			if fail {
+				failures++
+			}
+			mu.Unlock()
+			if fail {
+				http.Error(w, "warming up", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	s := newSource(t, []Server{{Name: "a", URL: url}}, Options{})
+	out := s.Call(context.Background(), "mcp:a/plain", nil, "k", nil)
+	if out.Kind != Succeeded {
+		t.Fatalf("Call = %+v", out)
+	}
+	if n := rec.callCount("plain"); n != 1 {
+		t.Errorf("plain was called %d times, want 1", n)
+	}
+	// With one attempt the same server is never sent the call.
+	mu.Lock()
+	failures = 0
+	mu.Unlock()
+	one := newSource(t, []Server{{Name: "a", URL: url, ConnectionAttempts: 1}}, Options{})
+	if out := one.Call(context.Background(), "mcp:a/plain", nil, "k2", nil); out.Kind != NotSent {
+		t.Fatalf("Call = %+v, want NotSent", out)
+	}
+	if n := rec.callCount("plain"); n != 1 {
+		t.Errorf("plain was called %d times, want still 1", n)
+	}
+}
