@@ -113,6 +113,10 @@ func TestSteerRejectsAPendingApproval(t *testing.T) {
 		if strings.Contains(m.Text, "superseded_by_steered_user_message") || strings.Contains(m.Item, "superseded_by_steered_user_message") {
 			found = true
 		}
+		// The runner built the turn's exact transcript: no note besides it.
+		if strings.HasPrefix(m.Text, session.TurnFailureNoteHeader) {
+			t.Errorf("a steered turn whose runner built its unfinished-turn messages also stored the note: %q", m.Text)
+		}
 	}
 	if !found {
 		t.Errorf("no stored message carries the steered call's result %s", session.SteeredToolResult)

@@ -424,7 +424,7 @@ func (s *State) toModel() []Command {
 // messages, or the note of the calls that ran, end the turn.
 func (s *State) applyControl() []Command {
 	s.Phase = phaseApplyingControl
-	in := TurnFailureInput{Turn: s.turnInput(), Note: BuildTurnFailureNote(s.ToolCalls)}
+	in := TurnFailureInput{Turn: s.turnInput(), Note: BuildTurnFailureNote(s.ToolCalls), NoteOnlyWithoutUnfinished: true}
 	if s.Options.Messages.Store {
 		in.Turn.Store = s.storeWork()
 	}

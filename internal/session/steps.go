@@ -254,6 +254,11 @@ type TurnFailureInput struct {
 	Turn TurnInput `json:"turn"`
 	// Note is the turn-failure note, or "" when no tool call ran.
 	Note string `json:"note,omitempty"`
+	// NoteOnlyWithoutUnfinished stores the note only when the runner
+	// built no unfinished-turn messages: ApplyTurnControl ends a steered
+	// or cancelled turn with those messages or the note (the spec's "or"),
+	// where a failed turn gets both.
+	NoteOnlyWithoutUnfinished bool `json:"note_only_without_unfinished,omitempty"`
 	// UserText (or UserTextRef) is the text of a user message that could
 	// not be built: with the store, the Step stores it first, as a plain
 	// user message.

@@ -709,6 +709,7 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 			}
 		}
 	}
+	unfinished := false // the runner built the unfinished-turn messages
 	if b, ok := r.(pluginapi.UnfinishedTurnMessageBuilder); ok && caps.UnfinishedTurnMessages {
 		tc := turnContext(in.Turn, 1)
 		msgs, err := b.BuildUnfinishedTurnMessages(ctx, &tc)
@@ -725,9 +726,10 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", a.redact(fmt.Sprint(err)))
 		} else {
 			out.Messages = append(out.Messages, msgs...)
+			unfinished = true
 		}
 	}
-	if in.Note != "" {
+	if in.Note != "" && !(in.NoteOnlyWithoutUnfinished && unfinished) {
 		resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Turn.Agent, Text: in.Note})
 		if err != nil || resp == nil || resp.Message.Role != pluginapi.RoleUser {
 			a.logger().Warn("build_user_message failed for the turn-failure note; storing it as plain text",
