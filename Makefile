@@ -44,11 +44,12 @@ test-unit:
 
 # Installs the real peers the tests run against: Debian's Chromium and
 # playwright-core for the web page, aimock for the model providers,
-# PostgreSQL 15 for the message store.
+# PostgreSQL 15 for the message store, server-everything for the MCP sources.
 test-peers:
 	bash internal/webui/browsertest/install.sh
 	bash plugins/stepwise/model/testdata/aimock/install.sh
 	bash internal/transcript/pgtest/install.sh
+	bash internal/mcpsource/testdata/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
@@ -62,6 +63,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSessionScopeRules$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
+	$(GO) test -run='^$$' -fuzz='^FuzzToolName$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
 
 # Benchmarks: a session turn against the same pattern on bare Temporal
 # (compare their ns/op), the first streamed delta, the message store, the

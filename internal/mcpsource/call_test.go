@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestCallResultAndErrorMapping(t *testing.T) {
@@ -168,5 +170,31 @@ func TestCallNeverSentRetriesTheConnection(t *testing.T) {
 	}
 	if n := rec.callCount("plain"); n != 1 {
 		t.Errorf("plain was called %d times, want still 1", n)
+	}
+}
+
+func TestCallFallsBackToTheInitializeHandshake(t *testing.T) {
+	// A stateful server speaks 2025-11-25 through initialize; the source
+	// still lists and calls it, one connection (one protocol session) per
+	// request.
+	rec := &recorder{}
+	url := serveHTTPWith(t, newMCPServer(rec), rec, nil, &mcp.StreamableHTTPOptions{})
+	s := newSource(t, []Server{{Name: "old", URL: url}}, Options{})
+	tools, err := s.Tools(context.Background())
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("Tools = %v, %v", names(tools), err)
+	}
+	var progressed int
+	out := s.Call(context.Background(), "mcp:old/progress", nil, "k-old", func(Progress) { progressed++ })
+	if out.Kind != Succeeded || out.Text != "done" || progressed != 2 {
+		t.Fatalf("Call = %+v, progress %d", out, progressed)
+	}
+	if keys := rec.idempotencyKeys(); !slices.Equal(keys, []string{"k-old"}) {
+		t.Errorf("idempotency keys = %q", keys)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Contains(rec.protocols, "2025-11-25") {
+		t.Errorf("protocol versions = %q, want the 2025-11-25 fallback", rec.protocols)
 	}
 }

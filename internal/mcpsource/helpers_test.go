@@ -89,6 +89,10 @@ func newMCPServer(rec *recorder, extra ...*mcp.Tool) *mcp.Server {
 				&mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"},
 			}}, nil
 		})
+	add(&mcp.Tool{Name: "lookup", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("found")}, nil
+		})
 	add(&mcp.Tool{Name: "upsert", Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &tr}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text("upserted")}, nil
@@ -151,8 +155,12 @@ func newMCPServer(rec *recorder, extra ...*mcp.Tool) *mcp.Server {
 // wraps the MCP handler (a gateway in front of the server).
 func serveHTTP(t *testing.T, srv *mcp.Server, rec *recorder, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true})
+	return serveHTTPWith(t, srv, rec, wrap, &mcp.StreamableHTTPOptions{Stateless: true})
+}
+
+func serveHTTPWith(t *testing.T, srv *mcp.Server, rec *recorder, wrap func(http.Handler) http.Handler, opts *mcp.StreamableHTTPOptions) string {
+	t.Helper()
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	if wrap != nil {
 		h = wrap(h)
 	}

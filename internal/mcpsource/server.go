@@ -1,6 +1,7 @@
 package mcpsource
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -213,7 +214,9 @@ type callTracker struct {
 	mu        sync.Mutex
 	callID    jsonrpc.ID
 	hasCall   bool
-	serverErr *jsonrpc.Error // the server's JSON-RPC error answer to the call
+	serverErr *jsonrpc.Error // the server's JSON-RPC error answer to the call (stdio)
+	body      []byte         // the tools/call's HTTP response body (HTTP)
+	overflow  bool
 }
 
 // reset prepares the tracker for the next tools/call on the connection.
@@ -221,7 +224,7 @@ func (t *callTracker) reset() {
 	t.sent.Store(false)
 	t.httpStatus.Store(0)
 	t.mu.Lock()
-	t.hasCall, t.serverErr = false, nil
+	t.hasCall, t.serverErr, t.body, t.overflow = false, nil, nil, false
 	t.mu.Unlock()
 }
 
@@ -244,7 +247,10 @@ func (t *callTracker) answered(id jsonrpc.ID, werr *jsonrpc.Error) {
 func (t *callTracker) serverError() *jsonrpc.Error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.serverErr
+	if t.serverErr != nil || t.overflow || len(t.body) == 0 {
+		return t.serverErr
+	}
+	return httpServerError(t.body)
 }
 
 type trackerKey struct{}
@@ -255,12 +261,15 @@ func (s *server) transport(tracker *callTracker) (mcp.Transport, *http.Client) {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.DisableKeepAlives = true // a new HTTP connection per request
 		client := &http.Client{Transport: &headerTransport{base: base, headers: s.Headers}}
-		return &trackingTransport{inner: &mcp.StreamableClientTransport{
+		// Not wrapped in a trackingTransport: the SDK's HTTP connection must
+		// stay itself (it learns the negotiated version through a private
+		// method); headerTransport watches the tools/call's HTTP response.
+		return &mcp.StreamableClientTransport{
 			Endpoint:             s.URL,
 			HTTPClient:           client,
 			MaxRetries:           -1, // MCP 2026-07-28 never resumes a broken stream
 			DisableStandaloneSSE: true,
-		}, tracker: tracker}, client
+		}, client
 	}
 	cmd := exec.Command(s.Command, s.Args...)
 	env := make([]string, 0, len(s.Env))
@@ -301,9 +310,87 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if tracker != nil && req.Method == http.MethodPost && resp != nil {
-		tracker.httpStatus.CompareAndSwap(0, int32(resp.StatusCode))
+		if tracker.httpStatus.CompareAndSwap(0, int32(resp.StatusCode)) {
+			// The tools/call's own response: keep its bytes, to find the
+			// server's JSON-RPC error answer in them.
+			resp.Body = &bodyTee{ReadCloser: resp.Body, t: tracker}
+		}
 	}
 	return resp, err
+}
+
+// maxTeeBytes bounds the bytes of a tools/call response kept to find the
+// server's JSON-RPC error in; past it no error is found, which counts as
+// outcome unknown.
+const maxTeeBytes = 4 << 20
+
+type bodyTee struct {
+	io.ReadCloser
+	t *callTracker
+}
+
+func (b *bodyTee) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.t.mu.Lock()
+		if len(b.t.body)+n <= maxTeeBytes {
+			b.t.body = append(b.t.body, p[:n]...)
+		} else {
+			b.t.overflow = true
+		}
+		b.t.mu.Unlock()
+	}
+	return n, err
+}
+
+// httpServerError finds the JSON-RPC error response in a tools/call's HTTP
+// response body, JSON or Server-Sent Events. A POST's response carries
+// only messages about its own request, so an error response in it is the
+// answer to the call.
+func httpServerError(body []byte) *jsonrpc.Error {
+	decode := func(data []byte) *jsonrpc.Error {
+		msg, err := jsonrpc.DecodeMessage(data)
+		if err != nil {
+			return nil
+		}
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok || resp.Error == nil {
+			return nil
+		}
+		var werr *jsonrpc.Error
+		if errors.As(resp.Error, &werr) {
+			return werr
+		}
+		return nil
+	}
+	if werr := decode(bytes.TrimSpace(body)); werr != nil {
+		return werr
+	}
+	// SSE: an event's data lines joined with newlines.
+	var data []byte
+	var found *jsonrpc.Error
+	flush := func() {
+		if len(data) > 0 {
+			if werr := decode(data); werr != nil {
+				found = werr
+			}
+		}
+		data = data[:0]
+	}
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case len(line) == 0:
+			flush()
+		case bytes.HasPrefix(line, []byte("data:")):
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+		}
+	}
+	flush()
+	return found
 }
 
 type readTracker struct {

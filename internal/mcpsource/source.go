@@ -40,8 +40,8 @@ type Tool struct {
 	// Server and MCPName are the configured server and the tool's own name.
 	Server, MCPName string
 	// Effect is the effect the server's annotations give the tool:
-	// readOnlyHint is read, idempotentHint is idempotent_write (whatever
-	// destructiveHint says). It is "" when the annotations say neither or
+	// readOnlyHint is read, else idempotentHint is idempotent_write
+	// (whatever destructiveHint says). It is "" when the annotations say neither or
 	// the server is not trusted, so the session's default effect
 	// (unclassified, with approval, unless configured) applies.
 	Effect pluginapi.Effect
@@ -327,10 +327,10 @@ func effectOf(srv *server, a *mcp.ToolAnnotations) pluginapi.Effect {
 		return ""
 	}
 	switch {
-	case a.IdempotentHint:
-		return pluginapi.EffectIdempotentWrite
 	case a.ReadOnlyHint:
 		return pluginapi.EffectRead
+	case a.IdempotentHint: // whatever destructiveHint says
+		return pluginapi.EffectIdempotentWrite
 	}
 	return ""
 }

@@ -42,7 +42,7 @@ func TestToolsListingAndEffects(t *testing.T) {
 		got[tool.Name] = tool.Effect
 	}
 	want := map[string]pluginapi.Effect{
-		"files__read": pluginapi.EffectRead, "files__upsert": pluginapi.EffectIdempotentWrite,
+		"files__read": pluginapi.EffectRead, "files__lookup": pluginapi.EffectRead, "shady__lookup": "", "files__upsert": pluginapi.EffectIdempotentWrite,
 		"files__write": "", "files__plain": "", "files__fail": "", "files__rpcerr": "",
 		"files__internal": "", "files__slow": "", "files__progress": "", "files__ask": "",
 		"shady__read": "", "shady__upsert": "", "shady__write": "", "shady__plain": "", "shady__fail": "",

@@ -1,0 +1,109 @@
+package mcpsource
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// everythingServer returns @modelcontextprotocol/server-everything over
+// stdio, installed by testdata/install.sh, or marks the peer missing.
+func everythingServer(t *testing.T, env map[string]string) Server {
+	t.Helper()
+	script, err := filepath.Abs("testdata/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(script); err != nil || serr != nil {
+		testpeer.Missing(t, "@modelcontextprotocol/server-everything (and node)", "bash internal/mcpsource/testdata/install.sh")
+	}
+	return Server{Name: "everything", Command: node, Args: []string{script, "stdio"}, Env: env}
+}
+
+func TestServerEverythingOverStdio(t *testing.T) {
+	t.Setenv("MCPSOURCE_WORKER_ONLY", "must-not-leak")
+	srv := everythingServer(t, map[string]string{"DEX_GRANTED": "yes"})
+	s := newSource(t, []Server{srv}, Options{})
+	ctx := context.Background()
+	tools, err := s.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Tool{}
+	for _, tool := range tools {
+		byName[tool.Name] = tool
+	}
+	for name, effect := range map[string]pluginapi.Effect{
+		"everything__echo":                           pluginapi.EffectRead, // readOnlyHint and idempotentHint
+		"everything__trigger-long-running-operation": pluginapi.EffectRead,
+		"everything__gzip-file-as-resource":          pluginapi.EffectIdempotentWrite,
+		"everything__toggle-subscriber-updates":      "",
+	} {
+		tool, ok := byName[name]
+		if !ok {
+			t.Errorf("%s is not listed; got %q", name, names(tools))
+			continue
+		}
+		if tool.Effect != effect {
+			t.Errorf("%s effect = %q, want %q", name, tool.Effect, effect)
+		}
+	}
+	echo := byName["everything__echo"]
+	if echo.Ref != "mcp:everything/echo" || !strings.Contains(string(echo.InputSchema), `"message"`) {
+		t.Errorf("echo = %+v", echo)
+	}
+
+	out := s.Call(ctx, echo.Ref, json.RawMessage(`{"message":"hi there"}`), "flow/turn/call-1", nil)
+	if out.Kind != Succeeded || !strings.Contains(out.Text, "hi there") {
+		t.Errorf("echo = %+v", out)
+	}
+
+	// The process gets exactly the granted environment.
+	out = s.Call(ctx, "mcp:everything/get-env", nil, "flow/turn/call-2", nil)
+	if out.Kind != Succeeded {
+		t.Fatalf("get-env = %+v", out)
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(out.Text), &env); err != nil {
+		t.Fatalf("get-env text %q: %v", out.Text, err)
+	}
+	if env["DEX_GRANTED"] != "yes" {
+		t.Errorf("the granted variable is missing: %v", env)
+	}
+	if _, leaked := env["MCPSOURCE_WORKER_ONLY"]; leaked {
+		t.Errorf("the worker's environment leaked into the server: %v", env)
+	}
+
+	var mu sync.Mutex
+	var progress []Progress
+	out = s.Call(ctx, "mcp:everything/trigger-long-running-operation", json.RawMessage(`{"duration":0.2,"steps":2}`), "flow/turn/call-3",
+		func(p Progress) {
+			mu.Lock()
+			progress = append(progress, p)
+			mu.Unlock()
+		})
+	if out.Kind != Succeeded || !strings.Contains(out.Text, "completed") {
+		t.Errorf("long-running operation = %+v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(progress, []Progress{{Progress: 1, Total: 2}, {Progress: 2, Total: 2}}) {
+		t.Errorf("progress = %+v", progress)
+	}
+
+	// An unknown tool is the server's JSON-RPC error (or isError): failed.
+	out = s.Call(ctx, "mcp:everything/no-such-tool", nil, "flow/turn/call-4", nil)
+	if out.Kind != ToolFailed {
+		t.Errorf("no-such-tool = %+v, want ToolFailed", out)
+	}
+}
