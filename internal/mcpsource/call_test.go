@@ -60,6 +60,7 @@ func TestCallResultAndErrorMapping(t *testing.T) {
 		{"a body that is not JSON-RPC (-32700)", "mcp:notjson/read", "", OutcomeUnknown, "tools/call"},
 		{"the connection dropped after the request was read", "mcp:dropped/read", "", OutcomeUnknown, "tools/call"},
 		{"a timeout after send", "mcp:slowpoke/slow", "", OutcomeUnknown, "after it was sent"},
+		{"a server that keeps asking to repeat the call", "mcp:plain/again", "", OutcomeUnknown, "asked to repeat the call"},
 		{"an unreachable server", "mcp:gone/read", "", NotSent, "3 connection attempts failed"},
 		{"an unknown server", "mcp:nope/read", "", NotSent, `server "nope" is not configured`},
 		{"not an MCP reference", "builtin:ask_user", "", NotSent, "not an MCP tool reference"},
@@ -87,6 +88,13 @@ func TestCallResultAndErrorMapping(t *testing.T) {
 				t.Errorf("a secret is in the outcome: %q %v", out.Text, out.Err)
 			}
 		})
+	}
+	// The unreachable server's error names its URL with the query redacted.
+	if out := s.Call(context.Background(), "mcp:gone/read", nil, "k", nil); !strings.Contains(out.Err.Error(), "<redacted>") {
+		t.Errorf("the unreachable server's error shows no redaction: %v", out.Err)
+	}
+	if n := rec.callCount("again"); n != 1+maxStateOnlyRetries {
+		t.Errorf("again was called %d times, want %d", n, 1+maxStateOnlyRetries)
 	}
 	// A tool that never ran was never called; one that ran was called once.
 	if n := rec.callCount("fail"); n != 1 {

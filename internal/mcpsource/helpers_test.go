@@ -143,6 +143,11 @@ func newMCPServer(rec *recorder, extra ...*mcp.Tool) *mcp.Server {
 				"q1": &mcp.ElicitParams{Message: "Which account?", RequestedSchema: objectSchema},
 			}}, nil
 		})
+	add(&mcp.Tool{Name: "again"},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// A state-only input_required: "send the same request again".
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}, RequestState: "s"}, nil
+		})
 	for _, t := range extra {
 		add(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text(req.Params.Name)}, nil

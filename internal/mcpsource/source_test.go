@@ -44,7 +44,7 @@ func TestToolsListingAndEffects(t *testing.T) {
 	want := map[string]pluginapi.Effect{
 		"files__read": pluginapi.EffectRead, "files__lookup": pluginapi.EffectRead, "shady__lookup": "", "files__upsert": pluginapi.EffectIdempotentWrite,
 		"files__write": "", "files__plain": "", "files__fail": "", "files__rpcerr": "",
-		"files__internal": "", "files__slow": "", "files__progress": "", "files__ask": "",
+		"files__internal": "", "files__slow": "", "files__progress": "", "files__ask": "", "files__again": "", "shady__again": "",
 		"shady__read": "", "shady__upsert": "", "shady__write": "", "shady__plain": "", "shady__fail": "",
 		"shady__rpcerr": "", "shady__internal": "", "shady__slow": "", "shady__progress": "", "shady__ask": "",
 	}
