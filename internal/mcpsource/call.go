@@ -64,7 +64,8 @@ type Outcome struct {
 	Kind Kind
 	// Text is the result (Succeeded) or the error the model sees
 	// (ToolFailed): text blocks joined with newlines, other content as JSON
-	// with sorted keys.
+	// with sorted keys. A ToolFailed text has the server's secrets
+	// redacted; a result is the tool's output as it sent it.
 	Text string
 	// Err is why a call was NotSent or its outcome is unknown. It holds no
 	// secret of the server.
@@ -94,11 +95,15 @@ func (s *Source) Call(ctx context.Context, ref string, arguments json.RawMessage
 	if srv == nil {
 		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured", serverName)}
 	}
-	args := map[string]any{}
-	if len(arguments) > 0 && string(arguments) != "null" {
-		if err := json.Unmarshal(arguments, &args); err != nil {
-			return Outcome{Kind: ToolFailed, Text: fmt.Sprintf("the arguments of %s are not a JSON object: %v", ToolName(serverName, mcpName), err)}
+	// The arguments go to the server as they are (no float64 round trip
+	// for big integers), once they are known to be a JSON object.
+	args := json.RawMessage(`{}`)
+	if trimmed := strings.TrimSpace(string(arguments)); trimmed != "" && trimmed != "null" {
+		var object map[string]json.RawMessage
+		if err := json.Unmarshal(arguments, &object); err != nil || object == nil {
+			return Outcome{Kind: ToolFailed, Text: fmt.Sprintf("the arguments of %s are not a JSON object", ToolName(serverName, mcpName))}
 		}
+		args = arguments
 	}
 	var onProgress func(context.Context, *mcp.ProgressNotificationClientRequest)
 	if progress != nil {

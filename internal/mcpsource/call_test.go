@@ -49,7 +49,7 @@ func TestCallResultAndErrorMapping(t *testing.T) {
 	}{
 		{"a result: text joined, other content as JSON", "mcp:plain/read", "", Succeeded,
 			"line one\nline two\n" + `{"data":"cG5n","mimeType":"image/png","type":"image"}`},
-		{"arguments reach the tool", "mcp:plain/write", `{"id":7}`, Succeeded, `wrote {"id":7}`},
+		{"arguments reach the tool unchanged", "mcp:plain/write", `{"id":12345678901234567890123}`, Succeeded, `wrote {"id":12345678901234567890123}`},
 		{"isError", "mcp:plain/fail", "", ToolFailed, "no such order"},
 		{"a JSON-RPC error", "mcp:plain/rpcerr", "", ToolFailed, "MCP error -32001: quota exceeded"},
 		{"input this session cannot give", "mcp:plain/ask", "", ToolFailed,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -128,9 +130,9 @@ func (s Server) connectionAttempts() int {
 	return DefaultConnectionAttempts
 }
 
-// LogValue keeps the server's secrets (headers, env values, the URL's query
-// and user info) out of logs.
-func (s Server) LogValue() string {
+// String describes the server without its secrets (headers, env values,
+// args, the URL's query and user info), for fmt and logs.
+func (s Server) String() string {
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil {
@@ -140,6 +142,12 @@ func (s Server) LogValue() string {
 	}
 	return fmt.Sprintf("mcp server %q (stdio %s)", s.Name, s.Command)
 }
+
+// LogValue keeps the server's secrets out of slog output.
+func (s Server) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// GoString keeps the server's secrets out of %#v.
+func (s Server) GoString() string { return s.String() }
 
 // secrets lists the values that never appear in an error or a log.
 func (s Server) secrets() []string {
@@ -273,22 +281,12 @@ func (s *server) transport(tracker *callTracker) (mcp.Transport, *http.Client) {
 	}
 	cmd := exec.Command(s.Command, s.Args...)
 	env := make([]string, 0, len(s.Env))
-	for _, k := range slices.Sorted(mapsKeys(s.Env)) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		env = append(env, k+"="+s.Env[k])
 	}
 	cmd.Env = env // non-nil: the process gets exactly this environment
 	cmd.Dir = s.Dir
 	return &trackingTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, tracker: tracker, sentOnWrite: true}, nil
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // headerTransport adds the configured headers and records the tools/call

@@ -3,6 +3,7 @@ package mcpsource
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -304,6 +305,22 @@ func TestParseRef(t *testing.T) {
 		}
 		if ok && Ref(server, tool) != tt.ref {
 			t.Errorf("Ref(%q, %q) = %q, want %q", server, tool, Ref(server, tool), tt.ref)
+		}
+	}
+}
+
+func TestServerDescriptionsHideSecrets(t *testing.T) {
+	srv := Server{Name: "t", URL: "https://user:url-secret-pw@example.com/mcp?token=url-secret-q",
+		Headers: map[string]string{"Authorization": testSecret}}
+	stdio := Server{Name: "s", Command: "srv", Args: []string{"--key", "sk-test-secret-arg"}, Env: map[string]string{"K": "sk-test-secret-env"}}
+	logger, logs := newLogger()
+	logger.Info("configured", "server", srv, "stdio", stdio)
+	for _, got := range []string{fmt.Sprint(srv), fmt.Sprintf("%v %+v %#v %s", stdio, srv, srv, stdio), logs.String()} {
+		if hasSecret(got) {
+			t.Errorf("a secret is shown: %s", got)
+		}
+		if !strings.Contains(got, "mcp server") {
+			t.Errorf("the description names no server: %s", got)
 		}
 	}
 }
