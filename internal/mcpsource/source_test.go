@@ -3,6 +3,7 @@ package mcpsource
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -322,5 +323,36 @@ func TestServerDescriptionsHideSecrets(t *testing.T) {
 		if !strings.Contains(got, "mcp server") {
 			t.Errorf("the description names no server: %s", got)
 		}
+	}
+}
+
+func TestToolsStopsWaitingWhenItsContextEnds(t *testing.T) {
+	rec := &recorder{}
+	release := make(chan struct{})
+	url := serveHTTP(t, newMCPServer(rec), rec, onToolsList(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "late", http.StatusServiceUnavailable)
+	}))
+	defer close(release)
+	s := newSource(t, []Server{{Name: "a", URL: url}}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Tools(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Tools = %v, want the context's deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Tools waited %s past its context", d)
+	}
+	// Close ends the listing still running in the background.
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the background listing")
 	}
 }
