@@ -1,9 +1,12 @@
 package mcpsource
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -204,5 +207,32 @@ func TestCallFallsBackToTheInitializeHandshake(t *testing.T) {
 	defer rec.mu.Unlock()
 	if !slices.Contains(rec.protocols, "2025-11-25") {
 		t.Errorf("protocol versions = %q, want the 2025-11-25 fallback", rec.protocols)
+	}
+}
+
+func TestCallThatNeverLeftAfterTheHandshakeIsNotSent(t *testing.T) {
+	// The server goes away between the handshake and the tools/call: the
+	// call's POST cannot connect, so it provably never reached the server.
+	rec := &recorder{}
+	var ts *httptest.Server
+	var once sync.Once
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer(rec) },
+		&mcp.StreamableHTTPOptions{Stateless: true})
+	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mcpHandler.ServeHTTP(w, r)
+		if bytes.Contains(body, []byte(`"server/discover"`)) {
+			once.Do(func() { ts.Listener.Close() })
+		}
+	}))
+	t.Cleanup(ts.Close)
+	s := newSource(t, []Server{{Name: "a", URL: ts.URL, ConnectionAttempts: 2}}, Options{})
+	out := s.Call(context.Background(), "mcp:a/write", nil, "k", nil)
+	if out.Kind != NotSent || out.Err == nil || !strings.Contains(out.Err.Error(), "connection attempts failed") {
+		t.Fatalf("Call = %+v, want NotSent", out)
+	}
+	if n := rec.callCount("write"); n != 0 {
+		t.Errorf("write was called %d times, want 0", n)
 	}
 }
