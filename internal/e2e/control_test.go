@@ -215,8 +215,7 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 // (twice in all), and the call records one result, outcome_unknown with
 // cancellation_reason turn_cancelled.
 func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
-	cfg, _ := builtInConfig(t, "")
-	s := agenttest.NewStack(t, cfg)
+	s := newStack(t)
 	gate := s.Gate("taskcancel-box")
 	if err := gate.Arm(); err != nil {
 		t.Fatal(err)
@@ -281,8 +280,9 @@ func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
 // control_turns.json for the replay test of internal/session with
 // -update-histories.
 func TestRecordControlHistory(t *testing.T) {
-	cfg, _ := builtInConfig(t, "")
-	s := agenttest.NewStack(t, cfg)
+	// No HTTP API (and so no port to race for): the recording drives the
+	// session through the client.
+	s := newStack(t)
 	gate := s.Gate("model-h")
 	if err := gate.Arm(); err != nil {
 		t.Fatal(err)
