@@ -63,20 +63,21 @@ func randomToken(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// TestWebChatRefundWithApproval drives the web chat page in a real browser
-// against a worker serving the orders demo agent: start a session, watch
-// the streamed answer, approve the refund, read the final answer, reload the
-// page, answer the question of "refund my order" on its card and reject
-// that refund, and check that one refund was applied exactly once.
-func TestWebChatRefundWithApproval(t *testing.T) {
+// ordersWebStack starts a worker that runs the orders demo agent "orders"
+// (agentYAML: more lines of the agent, indented four spaces, such as its
+// built_in_tools) and serves the HTTP API and the web page; it returns the
+// stack, the page's base URL, an API token, and node for the browser
+// scripts.
+func ordersWebStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, base, token, node string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	node := requireBrowser(t)
+	node = requireBrowser(t)
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	port := agenttest.FreePort(t)
-	token := randomToken(t)
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
+	token = randomToken(t)
+	stack = agenttest.NewStack(t, fmt.Sprintf(`
 plugins:
   orders: {command: %s}
 agents:
@@ -84,47 +85,66 @@ agents:
     flow_type: OrdersAgent
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
-    built_in_tools: [ask_user]
-    tool_policies:
+%s    tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
+      request_return_label: {effect: idempotent_write}
 http:
   listen: 127.0.0.1:%d
   auth:
     tokens: [{name: browser, token: "%s"}]
-`, plugin, port, token))
+`, plugin, agentYAML, port, token))
 	stack.StartWorker()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitForPage(t, base)
+	return stack, base, token, node
+}
 
-	runBrowserScript(t, node, "chat.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-chat.png"), "-approval", "-question")
+// demoOrder is an order of the demo's store, as the tests read it.
+type demoOrder struct {
+	RefundedCents int64  `json:"refunded_cents"`
+	Status        string `json:"status"`
+	Refunds       []struct {
+		IdempotencyKey string `json:"idempotency_key"`
+		AmountCents    int64  `json:"amount_cents"`
+	} `json:"refunds"`
+}
 
-	// The store saw exactly one refund: approve once, apply once.
-	var store struct {
-		Orders map[string]struct {
-			RefundedCents int64  `json:"refunded_cents"`
-			Status        string `json:"status"`
-			Refunds       []struct {
-				IdempotencyKey string `json:"idempotency_key"`
-				AmountCents    int64  `json:"amount_cents"`
-			} `json:"refunds"`
-		} `json:"orders"`
-	}
+// demoOrders reads the orders demo's store (and returns its bytes too).
+func demoOrders(t *testing.T, stack *agenttest.Stack) (map[string]demoOrder, []byte) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(stack.Dir, "orders.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var store struct {
+		Orders map[string]demoOrder `json:"orders"`
+	}
 	if err := json.Unmarshal(b, &store); err != nil {
 		t.Fatal(err)
 	}
+	return store.Orders, b
+}
+
+// TestWebChatRefundWithApproval drives the web chat page in a real browser
+// against a worker serving the orders demo agent: start a session, watch
+// the streamed answer, approve the refund, read the final answer, reload the
+// page, answer the question of "refund my order" on its card and reject
+// that refund, and check that one refund was applied exactly once.
+func TestWebChatRefundWithApproval(t *testing.T) {
+	stack, base, token, node := ordersWebStack(t, "    built_in_tools: [ask_user]\n")
+	runBrowserScript(t, node, "chat.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-chat.png"), "-approval", "-question")
+
+	// The store saw exactly one refund: approve once, apply once.
+	orders, b := demoOrders(t, stack)
 	refunds := 0
-	for id, o := range store.Orders {
+	for id, o := range orders {
 		refunds += len(o.Refunds)
 		if id != "7" && len(o.Refunds) > 0 {
 			t.Errorf("order %s was refunded: %+v", id, o)
 		}
 	}
-	o7 := store.Orders["7"]
+	o7 := orders["7"]
 	if refunds != 1 || len(o7.Refunds) != 1 || o7.Refunds[0].AmountCents != 6250 || o7.RefundedCents != 6250 {
 		t.Fatalf("want exactly one refund of 6250 cents on order 7; store:\n%s", b)
 	}
@@ -207,9 +227,6 @@ func keepScreenshot(t *testing.T, path string) {
 // settings, marks where a compaction summary starts, and shows the budget
 // left (settings.test.mjs, headless Chromium).
 func TestWebChatModelPickerCompactionAndBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
 	node := requireBrowser(t)
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
 	port := agenttest.FreePort(t)
