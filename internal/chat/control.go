@@ -141,27 +141,40 @@ func (c *loop) answerChoice(ctx context.Context, answer string) error {
 // running turn and the messages before it are done.
 func (c *loop) queue(ctx context.Context, text string) error {
 	running := c.busy
+	sent, err := c.send(ctx, "the message", "(the session did not accept the message)", func(ctx context.Context) (bool, error) {
+		return c.s.Client.SendMessageMode(ctx, c.s.ID, text, SendModeQueue)
+	})
+	if sent && running {
+		c.note("(queued: it starts the next turn once this one ends)")
+	}
+	return err
+}
+
+// send sends a message with call and handles its answer: an error of a
+// closed session ends the chat's sending, other errors are notes in a
+// terminal (the chat goes on) and errors otherwise; refused is the note
+// for a message the session did not take. It reports whether the session
+// took the message (a turn then runs or waits).
+func (c *loop) send(ctx context.Context, what, refused string, call func(context.Context) (bool, error)) (bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
-	ok, err := c.s.Client.SendMessageMode(rctx, c.s.ID, text, SendModeQueue)
+	ok, err := call(rctx)
 	cancel()
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return ctx.Err()
+		return false, ctx.Err()
 	case err != nil && sessionClosed(err):
-		return c.closed()
+		return false, c.closed()
 	case err != nil && c.s.Interactive:
 		c.note(fmt.Sprintf("(not sent: %v)", err))
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("send the message: %w", err)
+		return false, fmt.Errorf("send %s: %w", what, err)
 	case !ok:
-		c.note("(the session did not accept the message)")
-	default:
-		c.busy = true
-		if running {
-			c.note("(queued: it starts the next turn once this one ends)")
-		}
+		c.note(refused)
+		return false, nil
 	}
-	return nil
+	c.busy = true
+	return true, nil
 }
 
 // closed handles a 409 session_closed: a terminal gets a note and the

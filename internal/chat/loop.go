@@ -348,24 +348,10 @@ func (c *loop) line(ctx context.Context, text string) error {
 		c.choice = &choice{text: text}
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
-	ok, err := c.s.Client.SendMessage(rctx, c.s.ID, text)
-	cancel()
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil && sessionClosed(err):
-		return c.closed()
-	case err != nil && c.s.Interactive:
-		c.note(fmt.Sprintf("(not sent: %v)", err))
-	case err != nil:
-		return fmt.Errorf("send the message: %w", err)
-	case !ok:
-		c.note("(the session did not accept the message)")
-	default:
-		c.busy = true
-	}
-	return nil
+	_, err := c.send(ctx, "the message", "(the session did not accept the message)", func(ctx context.Context) (bool, error) {
+		return c.s.Client.SendMessage(ctx, c.s.ID, text)
+	})
+	return err
 }
 
 func (c *loop) answer(ctx context.Context, text string) error {

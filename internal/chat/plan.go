@@ -141,24 +141,10 @@ func (c *loop) sendPlanning(ctx context.Context, text string) error {
 		c.note("(/plan TEXT sends TEXT in plan mode: the agent drafts a plan, which /execute runs)")
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
-	ok, err := c.s.Client.SendPlanningMessage(rctx, c.s.ID, text)
-	cancel()
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil && sessionClosed(err):
-		return c.closed()
-	case err != nil && c.s.Interactive:
-		c.note(fmt.Sprintf("(not sent: %v)", err))
-	case err != nil:
-		return fmt.Errorf("send the planning message: %w", err)
-	case !ok:
-		c.note("(the session did not accept the planning message: plan mode may be off for this agent)")
-	default:
-		c.busy = true
-	}
-	return nil
+	_, err := c.send(ctx, "the planning message", "(the session did not accept the planning message: plan mode may be off for this agent)", func(ctx context.Context) (bool, error) {
+		return c.s.Client.SendPlanningMessage(ctx, c.s.ID, text)
+	})
+	return err
 }
 
 // executePlan handles "/execute": it runs the current draft (or active
