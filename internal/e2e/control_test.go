@@ -280,8 +280,6 @@ func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
 // control_turns.json for the replay test of internal/session with
 // -update-histories.
 func TestRecordControlHistory(t *testing.T) {
-	// No HTTP API (and so no port to race for): the recording drives the
-	// session through the client.
 	s := newStack(t)
 	gate := s.Gate("model-h")
 	if err := gate.Arm(); err != nil {
