@@ -218,14 +218,23 @@ func TestCallThatNeverLeftAfterTheHandshakeIsNotSent(t *testing.T) {
 	var once sync.Once
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer(rec) },
 		&mcp.StreamableHTTPOptions{Stateless: true})
-	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		mcpHandler.ServeHTTP(w, r)
+		// The listener closes before the handshake's answer is written:
+		// the handler flushes it, so a client quick to send the next
+		// request could otherwise connect before a close that came after
+		// (a CI run saw exactly that).
 		if bytes.Contains(body, []byte(`"server/discover"`)) {
 			once.Do(func() { ts.Listener.Close() })
 		}
+		mcpHandler.ServeHTTP(w, r)
 	}))
+	// Without keep-alives every request needs a new connection, so the
+	// closed listener is what the tools/call meets, never a kept-alive
+	// connection from the handshake.
+	ts.Config.SetKeepAlivesEnabled(false)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	s := newSource(t, []Server{{Name: "a", URL: ts.URL, ConnectionAttempts: 2}}, Options{})
 	out := s.Call(context.Background(), "mcp:a/write", nil, "k", nil)
