@@ -175,8 +175,13 @@ type TurnContext struct {
 	ToolCalls []ToolCall
 	// Policies resolves tool policies; see ResolvePolicy.
 	Policies PolicySet
-	// HostTools are tools the session runs (built-ins, MCP). Offer them to
-	// the model and defer their calls like the runner's own.
+	// HostTools are tools the session runs (built-ins, then the MCP tools
+	// of the agent's servers, named "<server>__<tool>"). Offer them to the
+	// model and defer their calls like the runner's own, with the policy
+	// Policies.Resolve(name, definition.Effect) and no tool source
+	// reference: the worker routes each call itself, and refuses a
+	// reference starting with "mcp:" that it did not set. Their names win
+	// over the runner's own tools of the same name.
 	HostTools []ToolDefinition
 	// SessionSettings are the settings the turn started with: JSON of one
 	// object, such as {"model":"fast"}; empty (or {}) when there are none.

@@ -76,6 +76,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				HTTPListen:       httpAddr,
 				ExtraTokens:      access.tokens,
 				WebUI:            webUI(),
+				Version:          version,
 			})
 			if err != nil {
 				return err

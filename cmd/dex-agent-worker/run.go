@@ -21,7 +21,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				return err
 			}
 			logger := configuredLogger(g, cmd, cfg)
-			d, err := daemon.Start(cmd.Context(), daemon.Options{Config: cfg, Logger: logger, WebUI: webUI()})
+			d, err := daemon.Start(cmd.Context(), daemon.Options{Config: cfg, Logger: logger, WebUI: webUI(), Version: version})
 			if err != nil {
 				return err
 			}

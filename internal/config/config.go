@@ -25,9 +25,12 @@ type Config struct {
 	Temporal Temporal          `yaml:"temporal"`
 	Logging  Logging           `yaml:"logging"`
 	Plugins  map[string]Plugin `yaml:"plugins,omitempty"`
-	Agents   []Agent           `yaml:"agents"`
-	Events   Events            `yaml:"events"`
-	HTTP     HTTP              `yaml:"http"`
+	// MCPServers are the MCP servers whose tools the worker runs itself
+	// for the agents that name them (agents[].mcp), by name.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers,omitempty"`
+	Agents     []Agent              `yaml:"agents"`
+	Events     Events               `yaml:"events"`
+	HTTP       HTTP                 `yaml:"http"`
 	// ShutdownTimeout is how long a stopping worker (SIGTERM, SIGINT)
 	// waits for its running Steps to finish after it stopped taking new
 	// ones; after it, they are cancelled. Default 30s. Keep it below the
@@ -235,6 +238,56 @@ type Plugin struct {
 	Env []string `yaml:"env,omitempty"`
 }
 
+// MCPServer is an MCP server whose tools the worker lists and calls itself:
+// a stdio server (command) started for every request with exactly the
+// environment env grants, or a Streamable HTTP server (url). The operator
+// declares them here, never a session, a user or a browser: a stdio
+// server's command runs with the worker's privileges.
+type MCPServer struct {
+	// Command and Args start a stdio server. A relative Command that
+	// contains a path separator is resolved against the config file's
+	// directory; a bare name is looked up on PATH.
+	Command string   `yaml:"command,omitempty"`
+	Args    []string `yaml:"args,omitempty" redact:"env"`
+	// Env names the environment variables the stdio server's process
+	// gets, with the worker's values; nothing else of the worker's
+	// environment reaches it (grant PATH and HOME for npx). Their values
+	// are redacted wherever they could appear.
+	Env []string `yaml:"env,omitempty"`
+	// Dir is the stdio server's working directory, resolved against the
+	// config file's directory; empty is the worker's.
+	Dir string `yaml:"dir,omitempty"`
+	// URL is a Streamable HTTP server's endpoint.
+	URL string `yaml:"url,omitempty" redact:"env"`
+	// Headers are sent with every request, such as an Authorization
+	// header from ${VAR}; never logged.
+	Headers map[string]Secret `yaml:"headers,omitempty"`
+	// TrustsToolAnnotations says whether readOnlyHint and idempotentHint
+	// decide the server's tools' effects; default true. With false, its
+	// tools take the agent's default effect unless a policy names them.
+	TrustsToolAnnotations *bool `yaml:"trusts_tool_annotations,omitempty"`
+	// ConnectionTimeout bounds connecting and each handshake or listing
+	// request (default 30s); RequestTimeout bounds a tools/call (default
+	// 10m); ConnectionAttempts is how many connections are tried before a
+	// call counts as never sent (default 3).
+	ConnectionTimeout  time.Duration `yaml:"connection_timeout"`
+	RequestTimeout     time.Duration `yaml:"request_timeout"`
+	ConnectionAttempts int           `yaml:"connection_attempts"`
+}
+
+// Default limits of an MCP server (the spec's).
+const (
+	DefaultMCPConnectionTimeout  = 30 * time.Second
+	DefaultMCPRequestTimeout     = 10 * time.Minute
+	DefaultMCPConnectionAttempts = 3
+)
+
+func (m *MCPServer) setDefaults() {
+	m.ConnectionTimeout = DefaultMCPConnectionTimeout
+	m.RequestTimeout = DefaultMCPRequestTimeout
+	m.ConnectionAttempts = DefaultMCPConnectionAttempts
+}
+
 // Agent declares one agent: its Temporal workflow type, the runner plugin
 // that drives its model loop, and its tool policies.
 type Agent struct {
@@ -277,6 +330,10 @@ type Agent struct {
 	// PlanModeEnabled lets messages start planning turns (plan_mode) whose
 	// plan the user reviews and runs with execute_plan; needs write_todos.
 	PlanModeEnabled bool `yaml:"plan_mode_enabled,omitempty"`
+	// MCP names the mcp_servers whose tools the agent's runner is offered
+	// beside its own, as "<server>__<tool>"; the worker runs each call in
+	// its own tool Step. Key tool_policies by those names.
+	MCP []string `yaml:"mcp,omitempty"`
 	// MaxDurableWait bounds a durable_wait; default 365 days.
 	MaxDurableWait time.Duration `yaml:"max_durable_wait"`
 	// SpendLimits are the agent's budgets: each is checked before every
@@ -540,12 +597,24 @@ func (a *Agent) UnofferedToolPolicies(offered []string) []string {
 	}
 	var out []string
 	for name := range a.ToolPolicies {
-		if !slices.Contains(offered, name) {
+		if !slices.Contains(offered, name) && !a.mcpTool(name) {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// mcpTool reports whether tool is named as a tool of one of the agent's
+// MCP servers ("<server>__<tool>"), which the runner does not report: the
+// worker lists them when a model call needs them.
+func (a *Agent) mcpTool(tool string) bool {
+	for _, srv := range a.MCP {
+		if strings.HasPrefix(tool, srv+"__") {
+			return true
+		}
+	}
+	return false
 }
 
 // Load reads the YAML file at path, expands ${VAR} references from the
@@ -671,6 +740,13 @@ func (c *Config) resolve(baseDir string) {
 	}
 	if m := c.MessageStore; m != nil {
 		m.Path = join(m.Path)
+	}
+	for name, m := range c.MCPServers {
+		if strings.ContainsRune(m.Command, '/') || strings.ContainsRune(m.Command, filepath.Separator) {
+			m.Command = join(m.Command)
+		}
+		m.Dir = join(m.Dir)
+		c.MCPServers[name] = m
 	}
 }
 

@@ -284,6 +284,26 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "mcp.bad.yml",
+		errs: []string{
+			"3: mcp_servers.both: set command or url, not both",
+			"4: mcp_servers.none: set command (a stdio server) or url (a Streamable HTTP server)",
+			`5: mcp_servers["a/b"]: invalid MCP server name "a/b": want letters, digits, "_" and "-" (it prefixes its tools' names)`,
+			"7: mcp_servers.web.url: want an http or https URL with a host",
+			"8: mcp_servers.web.env: is for stdio servers (command); send an HTTP server's secrets in headers",
+			"9: mcp_servers.web.args: is for stdio servers (command)",
+			`10: mcp_servers.web.headers["bad header"]: invalid HTTP header name "bad header"`,
+			"13: mcp_servers.std.env[1]: duplicate environment variable PATH (also env[0])",
+			`13: mcp_servers.std.env[2]: invalid environment variable name "1X": want a letter or _, then letters, digits or _`,
+			"14: mcp_servers.std.headers: is for Streamable HTTP servers (url); pass a stdio server's secrets in env",
+			"15: mcp_servers.std.request_timeout: must be > 0, got 0s",
+			"16: mcp_servers.std.connection_attempts: must be at least 1, got 0",
+			`21: agents[0].mcp[1]: duplicate MCP server "std" (also mcp[0])`,
+			`21: agents[0].mcp[2]: unknown MCP server "fils" (mcp_servers: "a/b", "both", "none", "std", "web")`,
+			`21: agents[0].mcp[3]: unknown MCP server "nope" (did you mean "none"?)`,
+		},
+	},
+	{
 		filename: "message_store.bad.yml",
 		errs: []string{
 			"6: agents[0].message_window_size: must be >= 1, got 0",
@@ -870,6 +890,10 @@ func TestUnofferedToolPolicies(t *testing.T) {
 		if diff := cmp.Diff(tt.want, a.UnofferedToolPolicies(tt.offered)); diff != "" {
 			t.Errorf("UnofferedToolPolicies(%q) (-want +got):\n%s", tt.offered, diff)
 		}
+	}
+	withMCP := &Agent{MCP: []string{"files"}, ToolPolicies: map[string]ToolPolicy{"files__write": {}, "filesystem": {}}}
+	if diff := cmp.Diff([]string{"filesystem"}, withMCP.UnofferedToolPolicies([]string{"x"})); diff != "" {
+		t.Errorf("a policy for an MCP server's tool is never unoffered (-want +got):\n%s", diff)
 	}
 	if got := (&Agent{}).UnofferedToolPolicies([]string{"x"}); got != nil {
 		t.Errorf("an agent without tool_policies: %q, want nil", got)

@@ -51,7 +51,7 @@ var (
 
 // SecretValues returns every secret value the worker knows of, for a
 // redactor: the values of the environment variables granted to plugins
-// (read now), the Temporal API key and the HTTP API tokens. Empty values
+// and to MCP servers (read now), MCP servers' headers, the Temporal API key and the HTTP API tokens. Empty values
 // are left out.
 func (c *Config) SecretValues() []string {
 	var out []string
@@ -64,6 +64,16 @@ func (c *Config) SecretValues() []string {
 		for _, env := range c.Plugins[name].Env {
 			v, _ := os.LookupEnv(env)
 			add(v)
+		}
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		m := c.MCPServers[name]
+		for _, env := range m.Env {
+			v, _ := os.LookupEnv(env)
+			add(v)
+		}
+		for _, h := range sortedKeys(m.Headers) {
+			add(m.Headers[h].Reveal())
 		}
 	}
 	add(c.Temporal.APIKey.Reveal())

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -16,6 +17,10 @@ var (
 	agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 	flowTypeRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 	sha256RE    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	// An MCP server's name prefixes its tools' names, which a model
+	// provider takes as letters, digits, "_" and "-".
+	mcpServerNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	headerNameRE    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
 const effectList = "read, idempotent_write, non_idempotent_write or unclassified"
@@ -56,6 +61,19 @@ func (c *Config) Validate() error {
 		c.Plugins[name].validate(&p, path)
 	}
 
+	servers := make([]string, 0, len(c.MCPServers))
+	for name := range c.MCPServers {
+		servers = append(servers, name)
+	}
+	slices.Sort(servers)
+	for _, name := range servers {
+		path := keyPath("mcp_servers", name)
+		if !mcpServerNameRE.MatchString(name) {
+			p.add(path, `invalid MCP server name %q: want letters, digits, "_" and "-" (it prefixes its tools' names)`, name)
+		}
+		c.MCPServers[name].validate(&p, path)
+	}
+
 	if len(c.Agents) == 0 {
 		p.add("agents", "at least one agent is required")
 	}
@@ -88,6 +106,17 @@ func (c *Config) Validate() error {
 			}
 		}
 		a.validate(&p, path)
+		seen := make(map[string]int)
+		for j, name := range a.MCP {
+			mp := indexPath(path+".mcp", j)
+			if _, ok := c.MCPServers[name]; !ok {
+				p.add(mp, "unknown MCP server %q%s", name, listHint("mcp_servers", name, servers))
+			} else if k, dup := seen[name]; dup {
+				p.add(mp, "duplicate MCP server %q (also mcp[%d])", name, k)
+			} else {
+				seen[name] = j
+			}
+		}
 	}
 	if c.ShutdownTimeout <= 0 {
 		p.add("shutdown_timeout", "must be > 0, got %s", formatDuration(c.ShutdownTimeout))
@@ -270,6 +299,74 @@ func (pl Plugin) validate(p *problems, path string) {
 			seen[name] = i
 		}
 	}
+}
+
+func (m MCPServer) validate(p *problems, path string) {
+	switch {
+	case m.Command == "" && m.URL == "":
+		p.add(path, "set command (a stdio server) or url (a Streamable HTTP server)")
+	case m.Command != "" && m.URL != "":
+		p.add(path, "set command or url, not both")
+	case m.URL != "":
+		u, err := url.Parse(m.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add(path+".url", "want an http or https URL with a host")
+		}
+		if len(m.Env) > 0 {
+			p.add(path+".env", "is for stdio servers (command); send an HTTP server's secrets in headers")
+		}
+		if len(m.Args) > 0 {
+			p.add(path+".args", "is for stdio servers (command)")
+		}
+		if m.Dir != "" {
+			p.add(path+".dir", "is for stdio servers (command)")
+		}
+	default:
+		if len(m.Headers) > 0 {
+			p.add(path+".headers", "is for Streamable HTTP servers (url); pass a stdio server's secrets in env")
+		}
+	}
+	seen := make(map[string]int)
+	for i, name := range m.Env {
+		ep := indexPath(path+".env", i)
+		if !isEnvName(name) {
+			p.add(ep, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
+		} else if j, dup := seen[name]; dup {
+			p.add(ep, "duplicate environment variable %s (also env[%d])", name, j)
+		} else {
+			seen[name] = i
+		}
+	}
+	for _, name := range sortedKeys(m.Headers) {
+		if !headerNameRE.MatchString(name) {
+			p.add(keyPath(path+".headers", name), "invalid HTTP header name %q", name)
+		}
+	}
+	if m.ConnectionTimeout <= 0 {
+		p.add(path+".connection_timeout", "must be > 0, got %s", formatDuration(m.ConnectionTimeout))
+	}
+	if m.RequestTimeout <= 0 {
+		p.add(path+".request_timeout", "must be > 0, got %s", formatDuration(m.RequestTimeout))
+	}
+	if m.ConnectionAttempts < 1 {
+		p.add(path+".connection_attempts", "must be at least 1, got %d", m.ConnectionAttempts)
+	}
+}
+
+// listHint lists the defined names of section for a name not among them,
+// suggesting the closest.
+func listHint(section, name string, names []string) string {
+	if len(names) == 0 {
+		return " (no " + section + " are defined)"
+	}
+	if best, ok := closest(name, names); ok {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return " (" + section + ": " + strings.Join(quoted, ", ") + ")"
 }
 
 func (a *Agent) validate(p *problems, path string) {

@@ -31,6 +31,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
+	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -59,6 +60,8 @@ type Options struct {
 	ExtraTokens []httpapi.Token
 	// WebUI serves the chat page at / of the API when the config enables it.
 	WebUI http.Handler
+	// Version is the worker's version, which it names in MCP handshakes.
+	Version string
 	// MessageStorePath is the SQLite file of the message store when the
 	// config has no message_store (dev: in its data dir). Without either,
 	// Start fails: a worker needs to know where messages live.
@@ -78,6 +81,7 @@ type Daemon struct {
 	api             *httpapi.Server
 	http            *http.Server
 	addr            string
+	mcp             *mcpsource.Agents
 }
 
 // Start launches the plugins, configures the agents and starts the worker.
@@ -99,6 +103,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	if err := d.openStore(ctx, cfg, opts, logger); err != nil {
+		return nil, err
+	}
+	if err := d.openMCP(cfg, opts.Version, logger); err != nil {
 		return nil, err
 	}
 	if d.store == nil {
@@ -165,6 +172,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		SpendPolicy: spendPolicies(cfg),
 		Limiter: &spend.Limiter{Ledger: ledgerOf(d.store), Logger: logger.With("component", "spend"),
 			Client: &http.Client{Transport: http.DefaultTransport}},
+	}
+	if d.mcp != nil {
+		acts.MCP = d.mcp
 	}
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -383,12 +393,81 @@ func (d *Daemon) Stop() {
 	if d.host != nil {
 		d.host.Close()
 	}
+	if d.mcp != nil {
+		d.mcp.Source.Close()
+		d.mcp = nil
+	}
 	if d.store != nil {
 		if err := d.store.Close(); err != nil {
 			d.log.Warn("close the message store", "error", err)
 		}
 		d.store = nil
 	}
+}
+
+// openMCP builds the MCP source of the servers the agents use: one listing
+// cache per server, shared by the agents that name it. A stdio server gets
+// the values of the environment variables its env grants, read now.
+func (d *Daemon) openMCP(cfg *config.Config, version string, logger *slog.Logger) error {
+	used := map[string]bool{}
+	servers := map[string][]string{}
+	for _, a := range cfg.Agents {
+		for _, name := range a.MCP {
+			used[name] = true
+		}
+		if len(a.MCP) > 0 {
+			servers[a.Name] = append([]string(nil), a.MCP...)
+		}
+	}
+	names := make([]string, 0, len(cfg.MCPServers))
+	for name := range cfg.MCPServers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var list []mcpsource.Server
+	for _, name := range names {
+		if !used[name] {
+			d.log.Warn("MCP server is not used by any agent; it is never started", "mcp_server", name)
+			continue
+		}
+		list = append(list, mcpServer(name, cfg.MCPServers[name]))
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	src, err := mcpsource.New(list, mcpsource.Options{
+		Logger:     logger.With("component", "mcp"),
+		ClientName: "dex-agent-worker", ClientVersion: version,
+	})
+	if err != nil {
+		return fmt.Errorf("mcp_servers: %w", err)
+	}
+	d.mcp = &mcpsource.Agents{Source: src, Servers: servers}
+	return nil
+}
+
+// mcpServer is the source's form of a configured server.
+func mcpServer(name string, m config.MCPServer) mcpsource.Server {
+	s := mcpsource.Server{
+		Name: name, Command: m.Command, Args: m.Args, Dir: m.Dir, URL: m.URL,
+		TrustsToolAnnotations: m.TrustsToolAnnotations,
+		ConnectionTimeout:     m.ConnectionTimeout, RequestTimeout: m.RequestTimeout, ConnectionAttempts: m.ConnectionAttempts,
+	}
+	if m.Command != "" {
+		s.Env = map[string]string{}
+		for _, env := range m.Env {
+			if v, ok := os.LookupEnv(env); ok {
+				s.Env[env] = v
+			}
+		}
+	}
+	if len(m.Headers) > 0 {
+		s.Headers = make(map[string]string, len(m.Headers))
+		for k, v := range m.Headers {
+			s.Headers[k] = v.Reveal()
+		}
+	}
+	return s
 }
 
 // openStore opens the message store the config names (or dev's SQLite

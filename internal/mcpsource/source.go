@@ -53,6 +53,15 @@ func (t Tool) Policy(set pluginapi.PolicySet) pluginapi.ToolPolicy {
 	return set.Resolve(t.Name, t.Effect)
 }
 
+// Definition is the tool as the runner's turn context offers it.
+func (t Tool) Definition() pluginapi.ToolDefinition {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	return pluginapi.ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: schema, Effect: t.Effect}
+}
+
 // Ref returns the source reference of the tool mcpName of server.
 func Ref(server, mcpName string) string { return RefPrefix + server + "/" + mcpName }
 
@@ -185,18 +194,34 @@ type listState struct {
 // listing per server runs at a time. Tools fails only when ctx ends while
 // it waits for a first listing.
 func (s *Source) Tools(ctx context.Context) ([]Tool, error) {
-	return s.tools(ctx, false)
+	return s.tools(ctx, s.servers, false)
+}
+
+// ToolsOf returns the tools of the named servers, in the order given, as
+// [Source.Tools] does for all of them: an agent's tools, when several
+// agents share one Source and its listing caches. It fails on a name that
+// is not configured.
+func (s *Source) ToolsOf(ctx context.Context, servers []string) ([]Tool, error) {
+	list := make([]*server, 0, len(servers))
+	for _, name := range servers {
+		srv := s.byName[name]
+		if srv == nil {
+			return nil, fmt.Errorf("mcp: server %q is not configured", name)
+		}
+		list = append(list, srv)
+	}
+	return s.tools(ctx, list, false)
 }
 
 // Refresh lists every server again now (joining a listing already
 // running) and returns the tools as [Source.Tools] does.
 func (s *Source) Refresh(ctx context.Context) ([]Tool, error) {
-	return s.tools(ctx, true)
+	return s.tools(ctx, s.servers, true)
 }
 
-func (s *Source) tools(ctx context.Context, refresh bool) ([]Tool, error) {
+func (s *Source) tools(ctx context.Context, servers []*server, refresh bool) ([]Tool, error) {
 	var waits []chan struct{}
-	for _, srv := range s.servers {
+	for _, srv := range servers {
 		if ch := s.plan(ctx, srv, refresh); ch != nil {
 			waits = append(waits, ch)
 		}
@@ -210,7 +235,7 @@ func (s *Source) tools(ctx context.Context, refresh bool) ([]Tool, error) {
 	}
 	var out []Tool
 	seen := map[string]string{}
-	for _, srv := range s.servers {
+	for _, srv := range servers {
 		st := s.states[srv.Name]
 		st.mu.Lock()
 		tools := st.tools

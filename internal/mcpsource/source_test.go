@@ -356,3 +356,63 @@ func TestToolsStopsWaitingWhenItsContextEnds(t *testing.T) {
 		t.Fatal("Close did not end the background listing")
 	}
 }
+
+func TestToolsOfListsOnlyTheNamedServersInTheirOrder(t *testing.T) {
+	// Two agents share a Source: each sees only its servers, in the order
+	// its config names them, and the listing of a shared server is one.
+	recA, recB := &recorder{}, &recorder{}
+	s := newSource(t, []Server{
+		{Name: "a", URL: serveHTTP(t, newMCPServer(recA), recA, nil)},
+		{Name: "b", URL: serveHTTP(t, newMCPServer(recB), recB, nil)},
+	}, Options{})
+	tools, err := s.ToolsOf(context.Background(), []string{"b"})
+	if err != nil || len(tools) == 0 || slices.ContainsFunc(tools, func(t Tool) bool { return t.Server != "b" }) {
+		t.Fatalf("ToolsOf(b) = %v, %v", names(tools), err)
+	}
+	recA.mu.Lock()
+	listedA := recA.lists
+	recA.mu.Unlock()
+	if listedA != 0 {
+		t.Errorf("server a was listed %d times for an agent without it", listedA)
+	}
+	tools, err = s.ToolsOf(context.Background(), []string{"b", "a"})
+	if err != nil || tools[0].Server != "b" || tools[len(tools)-1].Server != "a" {
+		t.Fatalf("ToolsOf(b, a) = %v, %v", names(tools), err)
+	}
+	recB.mu.Lock()
+	listedB := recB.lists
+	recB.mu.Unlock()
+	if listedB != 1 {
+		t.Errorf("server b was listed %d times, want 1 (the cache is shared)", listedB)
+	}
+	if _, err := s.ToolsOf(context.Background(), []string{"nope"}); err == nil || !strings.Contains(err.Error(), `"nope" is not configured`) {
+		t.Errorf("ToolsOf(nope) error = %v", err)
+	}
+	def := tools[0].Definition()
+	if def.Name != tools[0].Name || len(def.InputSchema) == 0 || def.Effect != tools[0].Effect {
+		t.Errorf("Definition = %+v", def)
+	}
+}
+
+func TestAgentsSeeOnlyTheirServers(t *testing.T) {
+	rec := &recorder{}
+	url := serveHTTP(t, newMCPServer(rec), rec, nil)
+	s := newSource(t, []Server{{Name: "a", URL: url}, {Name: "b", URL: url}}, Options{})
+	agents := &Agents{Source: s, Servers: map[string][]string{"one": {"b"}}}
+	tools, err := agents.Tools(context.Background(), "one")
+	if err != nil || len(tools) == 0 || tools[0].Server != "b" {
+		t.Fatalf("Tools(one) = %v, %v", names(tools), err)
+	}
+	if tools, err := agents.Tools(context.Background(), "two"); err != nil || tools != nil {
+		t.Errorf("Tools(two) = %v, %v; want none", names(tools), err)
+	}
+	if out := agents.Call(context.Background(), "one", "mcp:a/read", nil, "k", nil); out.Kind != NotSent || !strings.Contains(out.Err.Error(), `server "a" is not configured for agent one`) {
+		t.Errorf("a call on another agent's server = %+v", out)
+	}
+	if out := agents.Call(context.Background(), "one", "mcp:b/read", nil, "k", nil); out.Kind != Succeeded {
+		t.Errorf("a call on the agent's server = %+v", out)
+	}
+	if n := rec.callCount("read"); n != 1 {
+		t.Errorf("read was called %d times, want 1", n)
+	}
+}

@@ -112,7 +112,20 @@ const (
 	EventUsageRecorded      = "usage_recorded"
 	EventCompactionStarted  = "compaction_started"
 	EventCompactionFinished = "compaction_finished"
+	// EventMCPToolProgress is written by the tool Step of an MCP call for
+	// each progress notification of its server.
+	EventMCPToolProgress = "mcp.tool_progress"
 )
+
+// MCPToolProgressPayload is the payload of mcp.tool_progress, the spec's
+// five keys; total and message are null when the server sent none.
+type MCPToolProgressPayload struct {
+	ToolCallID string   `json:"tool_call_id"`
+	ToolName   string   `json:"tool_name"`
+	Progress   float64  `json:"progress"`
+	Total      *float64 `json:"total"`
+	Message    *string  `json:"message"`
+}
 
 // The values of interrupt_resolved's cancellation_reason besides "" (the
 // spec's steering and turn cancellation remove interrupts with them).

@@ -10,9 +10,21 @@ import "github.com/dex-agents/dex-agent-worker/pluginapi"
 // "read" for a write the config classifies as non_idempotent_write still
 // gets one attempt and the approval the config asks for.
 func AuthorizePolicy(set pluginapi.PolicySet, tool string, claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
+	return AuthorizeHostPolicy(set, tool, "", claim)
+}
+
+// AuthorizeHostPolicy is AuthorizePolicy for a tool the worker runs
+// itself: annotated, the effect its MCP annotations give, stands in for
+// the default effect (with that effect's default approval). A policy naming
+// the tool still wins, and the runner's claim may still only make the call
+// stricter.
+func AuthorizeHostPolicy(set pluginapi.PolicySet, tool string, annotated pluginapi.Effect, claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
 	host, explicit := set.Policies[tool]
 	if !explicit {
 		host = pluginapi.ToolPolicy{Effect: set.DefaultEffect}
+		if annotated.Valid() {
+			host.Effect = annotated
+		}
 	}
 	if !host.Effect.Valid() {
 		host.Effect = pluginapi.EffectUnclassified

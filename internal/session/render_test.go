@@ -68,6 +68,9 @@ func render(c Command) string {
 		if tc := c.Input.ToolCall; len(tc.InputAnswers) > 0 || tc.InputContinuation != "" {
 			line += fmt.Sprintf(" input_answers=%q input_continuation=%q", tc.InputAnswers, tc.InputContinuation)
 		}
+		if c.Input.HostSource != "" {
+			line += " host_source=" + c.Input.HostSource
+		}
 		return line
 	case StartTimer:
 		return fmt.Sprintf("start_timer %s %s", c.InterruptID, time.Duration(c.DelayMs)*time.Millisecond)

@@ -104,6 +104,34 @@ type MessageOptions struct {
 // policies are the authority on every call (AuthorizePolicy).
 const SettingsVersion = 1
 
+// HostToolsVersion is the version from which the worker runs MCP tools
+// itself: a RunModel outcome's HostCalls route calls to MCP servers, and a
+// tool source reference starting with "mcp:" is the host's alone (a runner
+// that sets one fails the turn). Sessions of older versions replay as they
+// ran, with every call run by the runner.
+const HostToolsVersion = 2
+
+// CurrentVersion is the version new sessions record.
+const CurrentVersion = HostToolsVersion
+
+// MCPSourcePrefix starts the tool source reference of a call the worker
+// routes to an MCP server ("mcp:<server>/<tool>").
+const MCPSourcePrefix = "mcp:"
+
+// HostCall is a tool call that the worker runs itself: an MCP tool it
+// offered in that model call. The RunModel Step decides it, so history
+// keeps the routing and the effect the tool's annotations gave, and a
+// replay never lists a server again.
+type HostCall struct {
+	ToolCallID string `json:"tool_call_id"`
+	// Source is the call's tool source reference, "mcp:<server>/<tool>".
+	Source string `json:"source"`
+	// Effect is the effect of the tool's annotations on a server whose
+	// annotations are trusted; "" when they say nothing, so the session's
+	// default effect applies. A tool policy naming the tool wins.
+	Effect pluginapi.Effect `json:"effect,omitempty"`
+}
+
 // InterruptKind tags a pending interrupt: what answers it and how.
 type InterruptKind string
 
@@ -360,6 +388,23 @@ type ModelOutcome struct {
 	// Spend is set when the worker limits or prices spend; with Refused
 	// set, the Step made no model call.
 	Spend *StepSpend `json:"spend,omitempty"`
+	// HostCalls are the calls of ToolCallsRequested that the worker runs
+	// itself, in sessions of HostToolsVersion.
+	HostCalls []HostCall `json:"host_calls,omitempty"`
+}
+
+// hostCall returns the host's decision about a call, or nil when the
+// runner runs it.
+func (s *State) hostCall(out ModelOutcome, id string) *HostCall {
+	if s.Options.Version < HostToolsVersion {
+		return nil
+	}
+	for i := range out.HostCalls {
+		if out.HostCalls[i].ToolCallID == id {
+			return &out.HostCalls[i]
+		}
+	}
+	return nil
 }
 
 // modelStepDone applies a RunModel outcome. nowMs is the workflow clock in
@@ -410,9 +455,16 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		}
 	}
 	for _, call := range req.ToolCalls {
-		policy := AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
-		if s.Options.Version < SettingsVersion {
+		source := call.ToolSourceReference
+		var policy pluginapi.ToolPolicy
+		switch hc := s.hostCall(out, call.ToolCallID); {
+		case hc != nil:
+			policy = AuthorizeHostPolicy(s.Options.Policies, call.ToolName, hc.Effect, call.Policy)
+			source = hc.Source
+		case s.Options.Version < SettingsVersion:
 			policy = legacyPolicy(call.Policy)
+		default:
+			policy = AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
 		}
 		rec := pluginapi.ToolCall{
 			ToolCallID:          call.ToolCallID,
@@ -421,7 +473,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			Effect:              policy.Effect,
 			RequiresApproval:    policy.ApprovalRequired(),
 			DeferralOrder:       len(s.ToolCalls),
-			ToolSourceReference: call.ToolSourceReference,
+			ToolSourceReference: source,
 		}
 		if s.Mode == client.InteractionPlanning && call.ToolName != BuiltInWriteTodos {
 			cmds = append(cmds, s.refuseInPlanning(rec, attempt)...)
@@ -512,6 +564,14 @@ func (s *State) checkToolCalls(out ModelOutcome) string {
 				return "tool call ID " + strconv.Quote(call.ToolCallID) + " is used twice in turn " + s.ActiveTurnID
 			}
 		}
+		if s.Options.Version >= HostToolsVersion && strings.HasPrefix(call.ToolSourceReference, MCPSourcePrefix) && s.hostCall(out, call.ToolCallID) == nil {
+			// Only the worker routes a call to an MCP server, and only
+			// for a tool it offered: a runner cannot send a call of its
+			// own tool (under its own policy) to one.
+			return "tool call " + strconv.Quote(call.ToolCallID) + " (" + call.ToolName + ") has tool_source_reference " +
+				strconv.Quote(call.ToolSourceReference) + ", but references starting with " + strconv.Quote(MCPSourcePrefix) +
+				" are the worker's, for the MCP tools it offers"
+		}
 	}
 	return ""
 }
@@ -567,8 +627,18 @@ func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
 			IdempotencyKey: s.SessionID + "/" + s.ActiveTurnID + "/" + rec.ToolCallID,
 			ArgumentsRef:   s.refs(rec.ToolCallID).ArgumentsRef,
 			StoreOutput:    s.Options.Messages.Store,
+			HostSource:     s.hostSource(rec),
 		},
 	}
+}
+
+// hostSource is the MCP source a tool Step routes rec to, or "" when the
+// runner runs it.
+func (s *State) hostSource(rec pluginapi.ToolCall) string {
+	if s.Options.Version >= HostToolsVersion && strings.HasPrefix(rec.ToolSourceReference, MCPSourcePrefix) {
+		return rec.ToolSourceReference
+	}
+	return ""
 }
 
 // recordUsage adds one RunModel outcome's usage as the runner reported it:

@@ -208,6 +208,9 @@ type ToolInput struct {
 	// StoreOutput asks the Step to store an output longer than
 	// PreviewBytes and return its reference.
 	StoreOutput bool `json:"store_output,omitempty"`
+	// HostSource, when set, is the MCP tool ("mcp:<server>/<tool>") the
+	// Step calls instead of the runner.
+	HostSource string `json:"host_source,omitempty"`
 }
 
 // PollInput is the input of a PollToolTask Step: the call's record (with

@@ -206,7 +206,7 @@ func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options
 	if continued != nil && continued.Options.Version >= SettingsVersion {
 		return continued.Options, nil
 	}
-	current.Version = SettingsVersion
+	current.Version = CurrentVersion
 	var opts Options
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return current }).Get(&opts); err != nil {
 		return Options{}, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/spend"
@@ -24,6 +26,19 @@ import (
 // Runners finds the runner that serves an agent.
 type Runners interface {
 	Runner(agent string) (pluginapi.Runner, pluginapi.Capabilities, error)
+}
+
+// MCPTools are the MCP tools the worker runs itself for its agents'
+// sessions (see internal/mcpsource): RunModel offers an agent's tools to
+// its runner, and a tool Step calls the one a call's record routes to.
+type MCPTools interface {
+	// Tools lists the MCP tools of agent's servers, from the listing
+	// cache; a server that cannot be listed is left out. It fails only
+	// when ctx ends while a first listing runs.
+	Tools(ctx context.Context, agent string) ([]mcpsource.Tool, error)
+	// Call runs one call of agent's on the tool ref names; a server the
+	// agent no longer has is a call that is not sent.
+	Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(mcpsource.Progress)) mcpsource.Outcome
 }
 
 // Hooks let tests stop a Step at an exact point. Production code leaves them nil.
@@ -57,6 +72,9 @@ type Activities struct {
 	SpendPolicy func(agent, token string) *spend.Policy
 	// Limiter checks and charges the model calls under a spend policy.
 	Limiter *spend.Limiter
+	// MCP runs the MCP tools of the agents that have servers; nil offers
+	// none.
+	MCP MCPTools
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -233,6 +251,10 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	} else if refused != nil {
 		return session.ModelOutcome{Stored: stored, Spend: refused}, nil
 	}
+	offered, err := a.offerMCPTools(ctx, &in)
+	if err != nil {
+		return session.ModelOutcome{}, err
+	}
 	resp, err := a.callModel(ctx, r, caps, in, int(info.Attempt), w)
 	if err != nil {
 		return session.ModelOutcome{}, stepError("run_model_step", err)
@@ -244,6 +266,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		TurnCompleted:      resp.TurnCompleted,
 		ToolCallsRequested: resp.ToolCallsRequested,
 		UnfinishedCapable:  caps.UnfinishedTurnMessages,
+		HostCalls:          hostCalls(resp.ToolCallsRequested, offered),
 	}
 	if tc := resp.TurnCompleted; tc != nil {
 		out.Spend = a.chargeSpend(ctx, policy, call, tc.Usage, tc.Metadata)
@@ -286,6 +309,45 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	}
 	out.Stored = stored
 	return out, nil
+}
+
+// offerMCPTools adds the agent's MCP tools to the turn's host tools, after
+// the built-ins (whose names they never take), and returns them by name.
+func (a *Activities) offerMCPTools(ctx context.Context, in *session.TurnInput) (map[string]mcpsource.Tool, error) {
+	if a.MCP == nil {
+		return nil, nil
+	}
+	tools, err := a.MCP.Tools(ctx, in.Agent)
+	if err != nil || len(tools) == 0 {
+		return nil, err
+	}
+	offered := make(map[string]mcpsource.Tool, len(tools))
+	host := slices.Clip(in.HostTools)
+	for _, t := range tools {
+		if slices.ContainsFunc(host, func(d pluginapi.ToolDefinition) bool { return d.Name == t.Name }) {
+			a.logger().Warn("mcp: a tool has the name of a built-in tool; it is left out", "agent", in.Agent, "tool", t.Name, "source", t.Ref)
+			continue
+		}
+		host = append(host, t.Definition())
+		offered[t.Name] = t
+	}
+	in.HostTools = host
+	return offered, nil
+}
+
+// hostCalls are the worker's decisions about the calls of req that name an
+// offered MCP tool: its source and the effect of its annotations.
+func hostCalls(req *pluginapi.ToolCallsRequested, offered map[string]mcpsource.Tool) []session.HostCall {
+	if req == nil || len(offered) == 0 {
+		return nil
+	}
+	var out []session.HostCall
+	for _, c := range req.ToolCalls {
+		if t, ok := offered[c.ToolName]; ok {
+			out = append(out, session.HostCall{ToolCallID: c.ToolCallID, Source: t.Ref, Effect: t.Effect})
+		}
+	}
+	return out
 }
 
 // PermanentErrorType is the application error type of a Step failure that
@@ -473,9 +535,15 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		}
 		return temporal.NewApplicationError(err.Error(), session.ToolNotStartedErrorType)
 	}
-	r, caps, err := a.Runners.Runner(in.Agent)
-	if err != nil {
-		return session.ToolOutcome{}, notStarted(err)
+	var r pluginapi.Runner
+	var caps pluginapi.Capabilities
+	if in.HostSource == "" {
+		var err error
+		if r, caps, err = a.Runners.Runner(in.Agent); err != nil {
+			return session.ToolOutcome{}, notStarted(err)
+		}
+	} else if a.MCP == nil {
+		return session.ToolOutcome{}, notStarted(errors.New("this worker runs no MCP tools (no mcp_servers in its config)"))
 	}
 	if a.Hooks.BeforeToolStart != nil {
 		a.Hooks.BeforeToolStart(ctx, in)
@@ -487,9 +555,12 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	// A plugin that died while idle fails the next call before it reaches
 	// the tool; find that out before the started marker, so such a call is
 	// recorded as not run instead of outcome unknown.
-	if err := preflight(ctx, r); err != nil {
-		return session.ToolOutcome{}, notStarted(err)
+	if r != nil {
+		if err := preflight(ctx, r); err != nil {
+			return session.ToolOutcome{}, notStarted(err)
+		}
 	}
+	var err error
 	call := in.ToolCall
 	if in.ArgumentsRef != "" {
 		if call.Arguments, err = a.blob(ctx, in.SessionID, in.ArgumentsRef); err != nil {
@@ -516,6 +587,9 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	// From here the tool runs to its end, whatever the turn's control.
 	toolCtx, cancelTool := shield(ctx)
 	defer cancelTool()
+	if in.HostSource != "" {
+		return a.callMCP(toolCtx, in, call, w)
+	}
 	resp, err := r.ExecuteDeferredToolCall(toolCtx, &pluginapi.ExecuteToolRequest{
 		Agent:               in.Agent,
 		SessionID:           in.SessionID,
@@ -541,6 +615,51 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		return out, err
 	}
 	return a.keepOutcome(toolCtx, in, out)
+}
+
+// MCPInterruptedErrorType is the application error type of an MCP call
+// that was sent and then lost (a broken stream, a timeout after the send,
+// -32603, -32700, an HTTP error status): the engine sends a read or
+// idempotent_write again with the same idempotency key; any other effect
+// records outcome_unknown.
+const MCPInterruptedErrorType = "McpToolCallInterrupted"
+
+// callMCP runs a call the session routed to an MCP server and maps its
+// outcome as the spec's table does.
+func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call pluginapi.ToolCall, w *writer) (session.ToolOutcome, error) {
+	progress := func(p mcpsource.Progress) {
+		payload := session.MCPToolProgressPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, Progress: p.Progress}
+		if p.Total != 0 {
+			payload.Total = &p.Total
+		}
+		if p.Message != "" {
+			msg := a.redact(p.Message)
+			payload.Message = &msg
+		}
+		w.publish(session.EventMCPToolProgress, payload)
+	}
+	out := a.MCP.Call(ctx, in.Agent, in.HostSource, json.RawMessage(call.Arguments), in.IdempotencyKey, progress)
+	switch out.Kind {
+	case mcpsource.Succeeded:
+		text := out.Text
+		return a.keepOutcome(ctx, in, session.ToolOutcome{Output: &text})
+	case mcpsource.ToolFailed:
+		text := out.Text
+		return a.keepOutcome(ctx, in, session.ToolOutcome{Error: &text})
+	case mcpsource.NotSent:
+		// The tool provably did not run: failed, never sent again.
+		text := "the MCP tool call was not sent: " + errText(out.Err)
+		return a.keepOutcome(ctx, in, session.ToolOutcome{Error: &text})
+	default:
+		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), MCPInterruptedErrorType)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
 }
 
 // PollToolTask polls one tool task once (the session waited the task's

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -155,9 +156,16 @@ func (c *compiled) renderInstructions(ic InstructionContext) (string, error) {
 	return b.String(), nil
 }
 
-// policy resolves a tool's policy: the worker config's explicit policy,
-// else the definition's, else the tool's own effect, else the default.
+// policy resolves a tool's policy: for a tool the session runs, the
+// worker's policy for it or its host definition's effect; for the agent's
+// own, the worker config's explicit policy, else the definition's, else
+// the tool's own effect, else the default.
 func (c *compiled) policy(turn *pluginapi.TurnContext, name string) pluginapi.ToolPolicy {
+	if i := slices.IndexFunc(turn.HostTools, func(h pluginapi.ToolDefinition) bool { return h.Name == name }); i >= 0 {
+		// A tool the session runs (a built-in, an MCP tool): its
+		// definition's effect, as the worker's policies resolve it.
+		return turn.Policies.Resolve(name, turn.HostTools[i].Effect)
+	}
 	t, ok := c.tools[name]
 	if !ok {
 		// Unknown tools fail in their tool Step without approval.

@@ -68,3 +68,29 @@ func TestPlanningTurnOffersOnlyWriteTodos(t *testing.T) {
 		t.Errorf("planning note without a draft = %q", got)
 	}
 }
+
+// TestHostToolCallsClaimTheHostsPolicy: a call of a tool the session runs
+// claims the worker's policy for its definition's effect, so an MCP read
+// stays a read; a policy naming it wins; the agent's own tool of the same
+// name does not decide.
+func TestHostToolCallsClaimTheHostsPolicy(t *testing.T) {
+	own := MustFunctionTool("files__read", "Mine.", func(context.Context, ToolCallContext, struct{}) (string, error) { return "", nil },
+		WithEffect(pluginapi.EffectNonIdempotentWrite))
+	c := &compiled{def: &AgentDefinition{Tools: []*Tool{own}}, tools: map[string]*Tool{"files__read": own}}
+	turn := &pluginapi.TurnContext{
+		HostTools: []pluginapi.ToolDefinition{{Name: "files__read", Effect: pluginapi.EffectRead}, {Name: "files__write"}},
+		Policies: pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified, Policies: map[string]pluginapi.ToolPolicy{
+			"files__delete": {Effect: pluginapi.EffectNonIdempotentWrite},
+		}},
+	}
+	if p := c.policy(turn, "files__read"); p.Effect != pluginapi.EffectRead {
+		t.Errorf("files__read policy = %+v, want read", p)
+	}
+	if p := c.policy(turn, "files__write"); p.Effect != pluginapi.EffectUnclassified {
+		t.Errorf("files__write policy = %+v, want the default", p)
+	}
+	turn.HostTools = append(turn.HostTools, pluginapi.ToolDefinition{Name: "files__delete", Effect: pluginapi.EffectRead})
+	if p := c.policy(turn, "files__delete"); p.Effect != pluginapi.EffectNonIdempotentWrite {
+		t.Errorf("files__delete policy = %+v, want the configured write", p)
+	}
+}

@@ -1292,7 +1292,12 @@ type TurnContext struct {
 	// policies resolves tool policies: an explicit policy, else the
 	// framework's own effect for the tool, else policies.default_effect.
 	Policies *PolicySet `protobuf:"bytes,8,opt,name=policies,proto3" json:"policies,omitempty"`
-	// host_tools are tools the session runs (built-ins, MCP).
+	// host_tools are tools the session runs: the enabled built-ins, then the
+	// MCP tools of the agent's servers, named "<server>__<tool>". Offer them
+	// to the model and defer their calls like the runner's own, with the
+	// policy the policies resolve for the definition's effect and no
+	// tool_source_reference: the worker routes each call itself and refuses
+	// a reference starting with "mcp:" that it did not set.
 	HostTools []*ToolDefinition `protobuf:"bytes,9,rep,name=host_tools,json=hostTools,proto3" json:"host_tools,omitempty"`
 	// cached_from and cached_through (to a runner with capability
 	// transcript_cache): when cached_through is above zero, messages holds

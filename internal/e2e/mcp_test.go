@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// notesServer is an MCP server over Streamable HTTP in the test process,
+// which the worker in its child process calls: it records every tools/call
+// with its idempotency key, and a tool whose argument name starts with
+// "hold" blocks until the test releases it (or its request ends), so a
+// test can kill the worker while the server runs a call.
+type notesServer struct {
+	url string
+	ts  *httptest.Server
+
+	mu      sync.Mutex
+	calls   []notesCall
+	entered chan string
+	release chan struct{}
+}
+
+type notesCall struct{ Tool, Name, Key string }
+
+func newNotesServer(t *testing.T) *notesServer {
+	t.Helper()
+	ns := &notesServer{entered: make(chan string, 16), release: make(chan struct{})}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
+	handle := func(verb string) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Name string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			key, _ := req.Params.Meta[mcpsource.IdempotencyKeyMetaKey].(string)
+			ns.mu.Lock()
+			ns.calls = append(ns.calls, notesCall{Tool: req.Params.Name, Name: args.Name, Key: key})
+			first := len(ns.callsOf(req.Params.Name)) == 1
+			ns.mu.Unlock()
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: verb + " " + args.Name})
+			}
+			if strings.HasPrefix(args.Name, "hold") && first {
+				ns.entered <- req.Params.Name
+				select {
+				case <-ns.release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: verb + " " + args.Name}}}, nil
+		}
+	}
+	srv.AddTool(&mcp.Tool{Name: "lookup", Description: "Looks a note up.", InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, handle("found"))
+	srv.AddTool(&mcp.Tool{Name: "save", Description: "Saves a note.", InputSchema: schema}, handle("saved"))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ns.ts = httptest.NewServer(h)
+	t.Cleanup(ns.ts.Close)
+	t.Cleanup(func() { ns.releaseAll() })
+	ns.url = ns.ts.URL
+	return ns
+}
+
+// callsOf returns the calls of tool; mu is held.
+func (ns *notesServer) callsOf(tool string) []notesCall {
+	var out []notesCall
+	for _, c := range ns.calls {
+		if c.Tool == tool {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (ns *notesServer) recorded(tool string) []notesCall {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.callsOf(tool)
+}
+
+func (ns *notesServer) releaseAll() {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	select {
+	case <-ns.release:
+	default:
+		close(ns.release)
+	}
+}
+
+func (ns *notesServer) waitEntered(t *testing.T, tool string) {
+	t.Helper()
+	select {
+	case got := <-ns.entered:
+		if got != tool {
+			t.Fatalf("the server entered %s, want %s", got, tool)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the server never ran %s", tool)
+	}
+}
+
+// mcpConfig is the test config with the notes server as an MCP server of
+// the agent, and extra agent keys.
+func mcpConfig(t *testing.T, ns *notesServer, extra string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    mcp: [notes]\n"+extra+"    run_model_limit:", 1)
+	return cfg + fmt.Sprintf("mcp_servers:\n  notes: {url: %q, connection_timeout: 5s, request_timeout: 1m, connection_attempts: 2}\n", ns.url+"/mcp")
+}
+
+// TestMCPReadAndApprovedWrite: the runner is offered the MCP tools as
+// host tools and defers their calls; the worker routes them to the server
+// with the effect of the annotations: the read runs without approval, the
+// write (no annotations: unclassified) waits for approval and runs once.
+// Every call carries the session's idempotency key in _meta, progress
+// notifications become mcp.tool_progress events, and the record keeps the
+// source reference and the effect in the session's history.
+func TestMCPReadAndApprovedWrite(t *testing.T) {
+	ns := newNotesServer(t)
+	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
+	s.StartWorker()
+	id := start(t, s, "call:notes__lookup:a call:notes__save:b")
+	snap := s.WaitForSnapshot("the write's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	in := snap.PendingInterrupts[0]
+	if in.ToolName != "notes__save" || in.Kind != client.InterruptKindApproval {
+		t.Fatalf("interrupt = %+v", in)
+	}
+	if n := len(ns.recorded("save")); n != 0 {
+		t.Fatalf("save ran %d times before its approval", n)
+	}
+	records := snap
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: notes__lookup=succeeded:found a; notes__save=succeeded:saved b")
+	for _, want := range []struct {
+		tool, mcpName string
+		effect        pluginapi.Effect
+	}{{"notes__lookup", "lookup", pluginapi.EffectRead}, {"notes__save", "save", pluginapi.EffectUnclassified}} {
+		c := findCall(records, want.tool)
+		if c == nil || c.Effect != want.effect || c.ToolSourceReference != "mcp:notes/"+want.mcpName {
+			t.Errorf("%s record = %+v", want.tool, c)
+			continue
+		}
+		calls := ns.recorded(want.mcpName)
+		if len(calls) != 1 || calls[0].Key != id+"/turn-1/"+c.ToolCallID {
+			t.Errorf("%s calls at the server = %+v, want one with key %s/turn-1/%s", want.mcpName, calls, id, c.ToolCallID)
+		}
+	}
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countSteps(h, "completed", client.StepCallTool); n != 1 {
+		t.Errorf("CallTool completed %d times, want 1 (the read)", n)
+	}
+	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+		t.Errorf("CallSingleAttemptTool completed %d times, want 1 (the write)", n)
+	}
+}
+
+// TestMCPReadKilledMidCallIsSentAgainWithTheSameKey: the worker is
+// SIGKILLed while the server runs a read; the new worker's retry sends the
+// call again with the same idempotency key, and its result ends the turn.
+func TestMCPReadKilledMidCallIsSentAgainWithTheSameKey(t *testing.T) {
+	ns := newNotesServer(t)
+	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
+	w := s.StartWorker()
+	id := start(t, s, "call:notes__lookup:hold-r")
+	ns.waitEntered(t, "lookup")
+	w.Kill()
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: notes__lookup=succeeded:found hold-r")
+	calls := ns.recorded("lookup")
+	if len(calls) != 2 || calls[0].Key != calls[1].Key || !strings.HasPrefix(calls[0].Key, id+"/turn-1/") {
+		t.Errorf("lookup calls at the server = %+v, want two with one key", calls)
+	}
+}
+
+// TestMCPWriteKilledMidCallIsOutcomeUnknownAndNeverResent: the worker is
+// SIGKILLed while the server runs an approved write; the call records
+// outcome_unknown and the server saw it once.
+func TestMCPWriteKilledMidCallIsOutcomeUnknownAndNeverResent(t *testing.T) {
+	ns := newNotesServer(t)
+	cfg := strings.Replace(mcpConfig(t, ns, ""), "    tool_policies:\n", "    tool_policies:\n      notes__save: {effect: non_idempotent_write, requires_approval: false}\n", 1)
+	s := agenttest.NewStack(t, cfg)
+	w := s.StartWorker()
+	id := start(t, s, "call:notes__save:hold-w")
+	ns.waitEntered(t, "save")
+	w.Kill()
+	ns.releaseAll()
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: notes__save=outcome_unknown:"+pluginapi.OutcomeUnknownToolResult)
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The policy won over the defaults (unclassified, with approval): one
+	// attempt, no approval.
+	if n := countSteps(h, "failed", client.StepCallSingleAttemptTool) + countSteps(h, "timed_out", client.StepCallSingleAttemptTool); n != 1 {
+		t.Errorf("CallSingleAttemptTool failed or timed out %d times, want 1: %+v", n, h)
+	}
+	if calls := ns.recorded("save"); len(calls) != 1 {
+		t.Errorf("save calls at the server = %+v, want one", calls)
+	}
+}
+
+// TestMCPServerGoneFailsTheCallAsNotSent: the server goes away after the
+// worker listed it; the next call cannot connect in its connection
+// attempts, so the tool provably never ran: the call records failed with
+// the reason, which the model sees, and the turn goes on.
+func TestMCPServerGoneFailsTheCallAsNotSent(t *testing.T) {
+	ns := newNotesServer(t)
+	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
+	s.StartWorker()
+	id := start(t, s, "call:notes__lookup:a")
+	s.WaitForSnapshot("the first answer", id, idleWithAnswer)
+	ns.ts.Close()
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:notes__lookup:b"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap := s.WaitForSnapshot("the second answer", id, idleAfter(2))
+	got := lastText(snap)
+	if !strings.HasPrefix(got, "done: notes__lookup=failed:") || !strings.Contains(got, "the MCP tool call was not sent: ") || !strings.Contains(got, "2 connection attempts failed") {
+		t.Errorf("answer = %q", got)
+	}
+	if calls := ns.recorded("lookup"); len(calls) != 1 {
+		t.Errorf("lookup calls at the server = %+v, want the first only", calls)
+	}
+}

@@ -1,0 +1,41 @@
+package mcpsource
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Agents gives each agent the tools of the servers its config names, over
+// one Source, so agents that share a server share its listing cache.
+type Agents struct {
+	Source *Source
+	// Servers maps an agent to its servers' names, in the config's order
+	// (which decides the duplicate names dropped).
+	Servers map[string][]string
+}
+
+// Tools lists agent's tools as [Source.ToolsOf] does; an agent without
+// servers has none.
+func (a *Agents) Tools(ctx context.Context, agent string) ([]Tool, error) {
+	names := a.Servers[agent]
+	if len(names) == 0 || a.Source == nil {
+		return nil, nil
+	}
+	return a.Source.ToolsOf(ctx, names)
+}
+
+// Call runs a call of agent's as [Source.Call] does. A server the agent
+// does not have (any more: its config changed since the call was
+// recorded) is a call that is not sent.
+func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress)) Outcome {
+	server, _, ok := ParseRef(ref)
+	if !ok {
+		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: %q is not an MCP tool reference", ref)}
+	}
+	if a.Source == nil || !slices.Contains(a.Servers[agent], server) {
+		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured for agent %s", server, agent)}
+	}
+	return a.Source.Call(ctx, ref, arguments, idempotencyKey, progress)
+}
