@@ -249,3 +249,26 @@ func TestMCPServerGoneFailsTheCallAsNotSent(t *testing.T) {
 		t.Errorf("lookup calls at the server = %+v, want the first only", calls)
 	}
 }
+
+// TestRecordMCPHistory records a session whose runner was offered MCP
+// tools: a read routed to the server at once, and a write it approved
+// (internal/session replays it under changed settings).
+func TestRecordMCPHistory(t *testing.T) {
+	ns := newNotesServer(t)
+	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
+	s.StartWorker()
+	id := start(t, s, "call:notes__lookup:a call:notes__save:b")
+	snap := s.WaitForSnapshot("the write's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: notes__lookup=succeeded:found a; notes__save=succeeded:saved b")
+	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
+	}
+	waitCompleted(t, s, id)
+	if *updateHistories {
+		recordHistory(t, s, id, "mcp_turns.json")
+	}
+}

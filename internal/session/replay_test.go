@@ -38,6 +38,11 @@ import (
 //     rejected, the steered turn, a model call cancel_turn stopped, a tool
 //     task it abandoned (CancelToolTask), and close_session completing
 //     the workflow.
+//   - mcp_turns.json: a session of version 2 whose runner was offered MCP
+//     tools: RunModel's host_calls routed a read (annotations: read) and a
+//     write (no hints: unclassified, approved) to the server. The MCP
+//     servers are the worker's config, which the workflow never reads:
+//     the routing and the effects replay from the history alone.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))

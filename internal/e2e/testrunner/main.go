@@ -228,6 +228,12 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			case strings.HasPrefix(tok, "wait:"):
 				n, _ := strconv.Atoi(strings.TrimPrefix(tok, "wait:"))
 				calls = append(calls, stepwise.ScriptedToolCall{Name: "durable_wait", Arguments: map[string]any{"duration_seconds": n, "reason": "scripted wait"}})
+			case strings.HasPrefix(tok, "args:"):
+				// args:TOOL:JSON calls TOOL with the JSON object (no spaces).
+				parts := strings.SplitN(tok, ":", 3)
+				if len(parts) == 3 {
+					calls = append(calls, stepwise.ScriptedToolCall{Name: parts[1], Arguments: json.RawMessage(parts[2])})
+				}
 			case strings.HasPrefix(tok, "call:"):
 				parts := strings.SplitN(tok, ":", 3)
 				if len(parts) == 3 {

@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// mcpPeer returns node and the entry script of an MCP server installed by
+// internal/mcpsource/testdata/install.sh, or marks the peer missing.
+func mcpPeer(t *testing.T, pkg string) (node, script string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "mcpsource", "testdata", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err = exec.LookPath("node")
+	if _, serr := os.Stat(script); err != nil || serr != nil {
+		testpeer.Missing(t, "@modelcontextprotocol/"+pkg+" (and node)", "bash internal/mcpsource/testdata/install.sh")
+	}
+	return node, script
+}
+
+// peerConfig is the test config whose agent has the MCP server name,
+// declared by server (the YAML flow mapping of mcp_servers.name).
+func peerConfig(t *testing.T, name, server string) string {
+	t.Helper()
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    mcp: ["+name+"]\n    run_model_limit:", 1)
+	return cfg + "mcp_servers:\n  " + name + ": " + server + "\n"
+}
+
+func argsToken(tool string, args any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		panic(err)
+	}
+	return "args:" + tool + ":" + string(b)
+}
+
+// TestMCPFilesystemServerOverStdio: the real server-filesystem over stdio.
+// write_file (idempotentHint) runs without approval; move_file (no
+// idempotentHint: unclassified) waits for its approval and then runs once
+// in a single-attempt Step.
+func TestMCPFilesystemServerOverStdio(t *testing.T) {
+	node, script := mcpPeer(t, "server-filesystem")
+	dir := t.TempDir()
+	s := agenttest.NewStack(t, peerConfig(t, "fs", fmt.Sprintf("{command: %q, args: [%q, %q]}", node, script, dir)))
+	s.StartWorker()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	id := start(t, s, argsToken("fs__write_file", map[string]string{"path": a, "content": "hello"}))
+	snap := s.WaitForSnapshot("the write's answer", id, idleWithAnswer)
+	if got := lastText(snap); !strings.HasPrefix(got, "done: fs__write_file=succeeded:Successfully wrote to "+a) {
+		t.Fatalf("write answer = %q", got)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, argsToken("fs__move_file", map[string]string{"source": a, "destination": b})); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the move's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if in := snap.PendingInterrupts[0]; in.ToolName != "fs__move_file" || in.Kind != client.InterruptKindApproval {
+		t.Fatalf("interrupt = %+v", in)
+	}
+	if c := findCall(snap, "fs__move_file"); c == nil || c.Effect != pluginapi.EffectUnclassified || c.ToolSourceReference != "mcp:fs/move_file" {
+		t.Errorf("move record = %+v", c)
+	}
+	if _, err := os.Stat(a); err != nil {
+		t.Fatalf("a.txt before the approval: %v", err)
+	}
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the move's answer", id, idleAfter(2))
+	if got := lastText(snap); !strings.HasPrefix(got, "done: fs__move_file=succeeded:Successfully moved "+a+" to "+b) {
+		t.Errorf("move answer = %q", got)
+	}
+	if data, err := os.ReadFile(b); err != nil || string(data) != "hello" {
+		t.Errorf("b.txt = %q, %v", data, err)
+	}
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+		t.Errorf("CallSingleAttemptTool completed %d times, want 1 (the move)", n)
+	}
+	if n := countSteps(h, "completed", client.StepCallTool); n != 1 {
+		t.Errorf("CallTool completed %d times, want 1 (the write)", n)
+	}
+}
+
+// TestMCPFilesystemReadKilledMidCallIsSentAgain: read_text_file of a FIFO
+// blocks in the real server until a writer comes; the worker (with the
+// server process, in its process group) is SIGKILLed while the read waits;
+// the new worker's retry reads again and gets what the test then writes.
+func TestMCPFilesystemReadKilledMidCallIsSentAgain(t *testing.T) {
+	node, script := mcpPeer(t, "server-filesystem")
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "slow.txt")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := agenttest.NewStack(t, peerConfig(t, "fs", fmt.Sprintf("{command: %q, args: [%q, %q]}", node, script, dir)))
+	w := s.StartWorker()
+	id := start(t, s, argsToken("fs__read_text_file", map[string]string{"path": fifo}))
+	// A reader has the FIFO open once a non-blocking open for writing works.
+	openWriter := func() *os.File {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err == nil {
+				return os.NewFile(uintptr(fd), fifo)
+			}
+			if !errors.Is(err, syscall.ENXIO) || time.Now().After(deadline) {
+				t.Fatalf("wait for the server to read the FIFO: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	first := openWriter()
+	w.Kill()
+	first.Close()
+	s.StartWorker()
+	second := openWriter()
+	if _, err := second.WriteString("the second read"); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: fs__read_text_file=succeeded:the second read")
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempt int32
+	for _, e := range h {
+		if e.EventType == "completed" && e.StepType == client.StepCallTool {
+			attempt = e.Attempt
+		}
+	}
+	if attempt != 2 {
+		t.Errorf("the read completed in attempt %d, want 2: %+v", attempt, h)
+	}
+}
+
+// TestMCPMemoryServerOverStdio: the real server-memory gets exactly the
+// environment its config grants (MEMORY_FILE_PATH, a worker variable);
+// create_entities (no hints) waits for approval, read_graph
+// (readOnlyHint) does not, and sees what the first call stored.
+func TestMCPMemoryServerOverStdio(t *testing.T) {
+	node, script := mcpPeer(t, "server-memory")
+	file := filepath.Join(t.TempDir(), "memory.jsonl")
+	s := agenttest.NewStack(t, peerConfig(t, "memory", fmt.Sprintf("{command: %q, args: [%q], env: [MEMORY_FILE_PATH]}", node, script)))
+	t.Setenv("MEMORY_FILE_PATH", file)
+	s.StartWorker()
+	entity := map[string]any{"entities": []map[string]any{{"name": "order-7", "entityType": "order", "observations": []string{"refunded"}}}}
+	id := start(t, s, argsToken("memory__create_entities", entity))
+	snap := s.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the first answer", id, idleWithAnswer)
+	if got := lastText(snap); !strings.HasPrefix(got, "done: memory__create_entities=succeeded:") || !strings.Contains(got, "order-7") {
+		t.Fatalf("create answer = %q", got)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, argsToken("memory__read_graph", map[string]any{})); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
+	if got := lastText(snap); !strings.HasPrefix(got, "done: memory__read_graph=succeeded:") || !strings.Contains(got, "refunded") {
+		t.Errorf("read answer = %q", got)
+	}
+	if data, err := os.ReadFile(file); err != nil || !strings.Contains(string(data), "order-7") {
+		t.Errorf("the memory file the config granted = %q, %v", data, err)
+	}
+}
+
+// TestMCPEverythingServerOverStreamableHTTP: the real server-everything
+// over Streamable HTTP (a stateful server of the 2025 protocol, reached
+// with the initialize fallback): a read with a result, and a long-running
+// operation whose progress notifications reach the SSE stream as
+// mcp.tool_progress events.
+func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
+	node, script := mcpPeer(t, "server-everything")
+	port := agenttest.FreePort(t)
+	cmd := exec.Command(node, script, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not listen on %d: %v", port, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cfg, base := builtInConfig(t, "    mcp: [everything]\n")
+	cfg += fmt.Sprintf("mcp_servers:\n  everything: {url: \"http://127.0.0.1:%d/mcp\"}\n", port)
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, argsToken("everything__get-sum", map[string]int{"a": 2, "b": 3})+" "+
+		argsToken("everything__trigger-long-running-operation", map[string]int{"duration": 1, "steps": 2}))
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	got := lastText(snap)
+	if !strings.Contains(got, "everything__get-sum=succeeded:The sum of 2 and 3 is 5") ||
+		!strings.Contains(got, "everything__trigger-long-running-operation=succeeded:Long running operation completed. Duration: 1 seconds, Steps: 2.") {
+		t.Errorf("answer = %q", got)
+	}
+	frames := eventsOf(t, base, id, func(f sseFrame) bool { return f.data["type"] == "turn_completed" })
+	progress := find(frames, "mcp.tool_progress", nil, t)
+	if len(progress) != 2 {
+		t.Fatalf("%d mcp.tool_progress events, want 2: %+v", len(progress), frames)
+	}
+	p := payloadOf(t, progress[1])
+	if p["tool_name"] != "everything__trigger-long-running-operation" || p["progress"] != 2.0 || p["total"] != 2.0 || p["tool_call_id"] == "" {
+		t.Errorf("the last progress event: %+v", p)
+	}
+}
