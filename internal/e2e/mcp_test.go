@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 )
 
 // notesServer is an MCP server over Streamable HTTP in the test process,
@@ -270,5 +273,69 @@ func TestRecordMCPHistory(t *testing.T) {
 	waitCompleted(t, s, id)
 	if *updateHistories {
 		recordHistory(t, s, id, "mcp_turns.json")
+	}
+}
+
+// TestMCPToolInAnAimockTurn: Stepwise with the OpenAI provider, against
+// aimock speaking the Responses wire format: the model is offered the MCP
+// tool with the server's schema, calls it, the worker runs the call on the
+// server, and the model's answer uses the result. Stepwise has no MCP code.
+func TestMCPToolInAnAimockTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ns := newNotesServer(t)
+	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", "mcp.json"))
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
+	t.Setenv("OPENAI_API_KEY", "sk-aimock-mcp-test")
+	s := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  stepwise: {command: %s, env: [OPENAI_API_KEY]}
+mcp_servers:
+  notes: {url: %q}
+agents:
+  - name: chat
+    flow_type: ChatAgent
+    runner: stepwise
+    mcp: [notes]
+    runner_config:
+      instructions: You answer from the notes.
+      model: {provider: openai, name: gpt-5-mini, api_base: "%s/v1", api_key_env: OPENAI_API_KEY}
+`, plugin, ns.url+"/mcp", srv.URL))
+	s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: "ChatAgent", InitialMessage: "what does note a say"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "The notes server answered: found a.")
+	if calls := ns.recorded("lookup"); len(calls) != 1 || calls[0].Key != id+"/turn-1/lookup_note_a" || calls[0].Name != "a" {
+		t.Errorf("lookup calls at the server = %+v", calls)
+	}
+	reqs := srv.Requests("/v1/responses")
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	var body struct {
+		Tools []struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, tool := range body.Tools {
+		offered = append(offered, tool.Name)
+		if tool.Name == "notes__lookup" && !strings.Contains(string(tool.Parameters), `"required":["name"]`) {
+			t.Errorf("notes__lookup parameters = %s, want the server's schema", tool.Parameters)
+		}
+	}
+	if !slices.Equal(offered, []string{"notes__lookup", "notes__save"}) {
+		t.Errorf("tools offered to the model = %q", offered)
+	}
+	if !strings.Contains(string(reqs[1].Body), "found a") {
+		t.Errorf("the second model call lacks the tool's result: %s", reqs[1].Body)
 	}
 }
