@@ -334,6 +334,10 @@ type Agent struct {
 	// beside its own, as "<server>__<tool>"; the worker runs each call in
 	// its own tool Step. Key tool_policies by those names.
 	MCP []string `yaml:"mcp,omitempty"`
+	// ResourceAndPromptTools also offers mcp_list_resources_and_prompts,
+	// mcp_read_resource and mcp_get_prompt (read tools, no approval unless
+	// a tool policy names them) over the agent's MCP servers.
+	ResourceAndPromptTools bool `yaml:"resource_and_prompt_tools,omitempty"`
 	// MaxDurableWait bounds a durable_wait; default 365 days.
 	MaxDurableWait time.Duration `yaml:"max_durable_wait"`
 	// SpendLimits are the agent's budgets: each is checked before every
@@ -517,6 +521,10 @@ func (m *MessageStore) setDefaults() {
 // DefaultMaxDurableWait bounds a durable_wait: 365 days.
 const DefaultMaxDurableWait = 365 * 24 * time.Hour
 
+// MCPResourceToolNames are the resources and prompts tools of
+// resource_and_prompt_tools.
+var MCPResourceToolNames = []string{"mcp_list_resources_and_prompts", "mcp_read_resource", "mcp_get_prompt"}
+
 // BuiltInToolNames are the built-in tools an agent may enable.
 var BuiltInToolNames = []string{"ask_user", "durable_wait", "write_todos"}
 
@@ -609,6 +617,9 @@ func (a *Agent) UnofferedToolPolicies(offered []string) []string {
 // MCP servers ("<server>__<tool>"), which the runner does not report: the
 // worker lists them when a model call needs them.
 func (a *Agent) mcpTool(tool string) bool {
+	if a.ResourceAndPromptTools && slices.Contains(MCPResourceToolNames, tool) {
+		return true
+	}
 	for _, srv := range a.MCP {
 		if strings.HasPrefix(tool, srv+"__") {
 			return true

@@ -301,6 +301,7 @@ var expectedErrors = []struct {
 			`21: agents[0].mcp[1]: duplicate MCP server "std" (also mcp[0])`,
 			`21: agents[0].mcp[2]: unknown MCP server "fils" (mcp_servers: "a/b", "both", "none", "std", "web")`,
 			`21: agents[0].mcp[3]: unknown MCP server "nope" (did you mean "none"?)`,
+			"25: agents[1].resource_and_prompt_tools: needs MCP servers: name them in mcp",
 		},
 	},
 	{

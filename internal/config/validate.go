@@ -106,6 +106,9 @@ func (c *Config) Validate() error {
 			}
 		}
 		a.validate(&p, path)
+		if a.ResourceAndPromptTools && len(a.MCP) == 0 {
+			p.add(path+".resource_and_prompt_tools", "needs MCP servers: name them in mcp")
+		}
 		seen := make(map[string]int)
 		for j, name := range a.MCP {
 			mp := indexPath(path+".mcp", j)

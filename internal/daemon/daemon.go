@@ -411,12 +411,14 @@ func (d *Daemon) Stop() {
 func (d *Daemon) openMCP(cfg *config.Config, version string, logger *slog.Logger) error {
 	used := map[string]bool{}
 	servers := map[string][]string{}
+	resources := map[string]bool{}
 	for _, a := range cfg.Agents {
 		for _, name := range a.MCP {
 			used[name] = true
 		}
 		if len(a.MCP) > 0 {
 			servers[a.Name] = append([]string(nil), a.MCP...)
+			resources[a.Name] = a.ResourceAndPromptTools
 		}
 	}
 	names := make([]string, 0, len(cfg.MCPServers))
@@ -442,7 +444,7 @@ func (d *Daemon) openMCP(cfg *config.Config, version string, logger *slog.Logger
 	if err != nil {
 		return fmt.Errorf("mcp_servers: %w", err)
 	}
-	d.mcp = &mcpsource.Agents{Source: src, Servers: servers}
+	d.mcp = &mcpsource.Agents{Source: src, Servers: servers, ResourceTools: resources}
 	return nil
 }
 

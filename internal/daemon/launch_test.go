@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 )
 
@@ -57,5 +59,17 @@ agents:
 	}
 	if strings.Count(got, "\n") != 1 {
 		t.Errorf("want exactly one warning, log:\n%s", got)
+	}
+}
+
+// TestResourceToolNamesAgree: the config knows the resources and prompts
+// tools' names (for tool_policies) without importing the MCP client.
+func TestResourceToolNamesAgree(t *testing.T) {
+	var names []string
+	for _, tool := range mcpsource.ResourceTools([]string{"x"}) {
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(names, config.MCPResourceToolNames) {
+		t.Errorf("mcpsource offers %q, config names %q", names, config.MCPResourceToolNames)
 	}
 }

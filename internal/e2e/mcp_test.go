@@ -70,6 +70,10 @@ func newNotesServer(t *testing.T) *notesServer {
 	srv.AddTool(&mcp.Tool{Name: "lookup", Description: "Looks a note up.", InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, handle("found"))
 	srv.AddTool(&mcp.Tool{Name: "save", Description: "Saves a note.", InputSchema: schema}, handle("saved"))
+	srv.AddResource(&mcp.Resource{URI: "note://a", Name: "note a", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "remember the milk"}}}, nil
+		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
 	ns.ts = httptest.NewServer(h)
 	t.Cleanup(ns.ts.Close)
@@ -338,4 +342,17 @@ agents:
 	if !strings.Contains(string(reqs[1].Body), "found a") {
 		t.Errorf("the second model call lacks the tool's result: %s", reqs[1].Body)
 	}
+}
+
+// TestMCPResourceToolsOfAnAgent: with resource_and_prompt_tools, the
+// runner is also offered the three read tools over the agent's servers; a
+// resource read runs without approval, its output is the spec's JSON.
+func TestMCPResourceToolsOfAnAgent(t *testing.T) {
+	ns := newNotesServer(t)
+	s := agenttest.NewStack(t, mcpConfig(t, ns, "    resource_and_prompt_tools: true\n"))
+	s.StartWorker()
+	id := start(t, s, `args:mcp_read_resource:{"server":"notes","uri":"note://a"} args:mcp_list_resources_and_prompts:{"server":"notes"}`)
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, `done: mcp_read_resource=succeeded:{"contents":[{"mimeType":"text/plain","text":"remember the milk","uri":"note://a"}]}; `+
+		`mcp_list_resources_and_prompts=succeeded:{"prompts":[],"resource_templates":[],"resources":[{"mimeType":"text/plain","name":"note a","uri":"note://a"}]}`)
 }

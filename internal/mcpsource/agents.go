@@ -14,6 +14,9 @@ type Agents struct {
 	// Servers maps an agent to its servers' names, in the config's order
 	// (which decides the duplicate names dropped).
 	Servers map[string][]string
+	// ResourceTools names the agents that also get the resources and
+	// prompts tools over their servers.
+	ResourceTools map[string]bool
 }
 
 // Tools lists agent's tools as [Source.ToolsOf] does; an agent without
@@ -23,16 +26,35 @@ func (a *Agents) Tools(ctx context.Context, agent string) ([]Tool, error) {
 	if len(names) == 0 || a.Source == nil {
 		return nil, nil
 	}
-	return a.Source.ToolsOf(ctx, names)
+	tools, err := a.Source.ToolsOf(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	if a.ResourceTools[agent] {
+		// After the servers' tools; a server's tool of the same name
+		// (which cannot be "<server>__...") is never offered twice.
+		for _, rt := range ResourceTools(names) {
+			if !slices.ContainsFunc(tools, func(t Tool) bool { return t.Name == rt.Name }) {
+				tools = append(tools, rt)
+			}
+		}
+	}
+	return tools, nil
 }
 
 // Call runs a call of agent's as [Source.Call] does. A server the agent
 // does not have (any more: its config changed since the call was
 // recorded) is a call that is not sent.
 func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress)) Outcome {
-	server, _, ok := ParseRef(ref)
+	server, mcpName, ok := ParseRef(ref)
 	if !ok {
 		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: %q is not an MCP tool reference", ref)}
+	}
+	if server == resourceToolsServer {
+		if a.Source == nil || !a.ResourceTools[agent] {
+			return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: agent %s does not have the resources and prompts tools", agent)}
+		}
+		return a.Source.CallResourceTool(ctx, mcpName, arguments, a.Servers[agent])
 	}
 	if a.Source == nil || !slices.Contains(a.Servers[agent], server) {
 		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured for agent %s", server, agent)}

@@ -107,3 +107,43 @@ func TestServerEverythingOverStdio(t *testing.T) {
 		t.Errorf("no-such-tool = %+v, want ToolFailed", out)
 	}
 }
+
+// TestServerEverythingResourcesAndPrompts: the resources and prompts tools
+// against the real server: every page of its resources (it has more than
+// one page), a resource read, a prompt with an argument.
+func TestServerEverythingResourcesAndPrompts(t *testing.T) {
+	s := newSource(t, []Server{everythingServer(t, nil)}, Options{})
+	ctx := context.Background()
+	call := func(tool, args string) Outcome {
+		t.Helper()
+		out := s.CallResourceTool(ctx, tool, json.RawMessage(args), []string{"everything"})
+		if out.Kind != Succeeded {
+			t.Fatalf("%s %s = %+v", tool, args, out)
+		}
+		return out
+	}
+	var listing struct {
+		Prompts           []struct{ Name string } `json:"prompts"`
+		ResourceTemplates []struct {
+			URITemplate string `json:"uriTemplate"`
+		} `json:"resource_templates"`
+		Resources []struct {
+			URI string `json:"uri"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal([]byte(call(ListResourcesAndPromptsToolName, `{"server":"everything"}`).Text), &listing); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server-everything: %d resources, %d templates, %d prompts", len(listing.Resources), len(listing.ResourceTemplates), len(listing.Prompts))
+	if len(listing.Resources) == 0 || len(listing.Prompts) == 0 || len(listing.ResourceTemplates) == 0 {
+		t.Fatalf("listing = %+v", listing)
+	}
+	read := call(ReadResourceToolName, `{"server":"everything","uri":"`+listing.Resources[0].URI+`"}`)
+	if !strings.HasPrefix(read.Text, `{"contents":[{`) || !strings.Contains(read.Text, listing.Resources[0].URI) {
+		t.Errorf("read = %s", read.Text)
+	}
+	got := call(GetPromptToolName, `{"server":"everything","name":"args-prompt","arguments":{"city":"Oslo"}}`)
+	if !strings.Contains(got.Text, "What's weather in Oslo?") || !strings.Contains(got.Text, `"messages":[`) {
+		t.Errorf("args-prompt = %s", got.Text)
+	}
+}
