@@ -70,6 +70,22 @@ func newNotesServer(t *testing.T) *notesServer {
 	srv.AddTool(&mcp.Tool{Name: "lookup", Description: "Looks a note up.", InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, handle("found"))
 	srv.AddTool(&mcp.Tool{Name: "save", Description: "Saves a note.", InputSchema: schema}, handle("saved"))
+	// charge asks which account before it acts (MCP 2026-07-28
+	// input_required), and charges the one the answer names.
+	srv.AddTool(&mcp.Tool{Name: "charge", Description: "Charges an account.", InputSchema: schema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			key, _ := req.Params.Meta[mcpsource.IdempotencyKeyMetaKey].(string)
+			ns.mu.Lock()
+			ns.calls = append(ns.calls, notesCall{Tool: "charge", Key: key})
+			ns.mu.Unlock()
+			if r, ok := req.Params.InputResponses["account"].(*mcp.ElicitResult); ok && req.Params.RequestState == "asked" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("charged %v", r.Content["account"])}}}, nil
+			}
+			return &mcp.CallToolResult{RequestState: "asked", InputRequests: mcp.InputRequestMap{"account": &mcp.ElicitParams{
+				Message:         "Which account should I charge?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string","enum":["checking","savings"]}}}`),
+			}}}, nil
+		})
 	srv.AddResource(&mcp.Resource{URI: "note://a", Name: "note a", MIMEType: "text/plain"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "remember the milk"}}}, nil
@@ -336,7 +352,7 @@ agents:
 			t.Errorf("notes__lookup parameters = %s, want the server's schema", tool.Parameters)
 		}
 	}
-	if !slices.Equal(offered, []string{"notes__lookup", "notes__save"}) {
+	if !slices.Equal(offered, []string{"notes__charge", "notes__lookup", "notes__save"}) {
 		t.Errorf("tools offered to the model = %q", offered)
 	}
 	if !strings.Contains(string(reqs[1].Body), "found a") {
@@ -355,4 +371,52 @@ func TestMCPResourceToolsOfAnAgent(t *testing.T) {
 	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	wantAnswer(t, snap, `done: mcp_read_resource=succeeded:{"contents":[{"mimeType":"text/plain","text":"remember the milk","uri":"note://a"}]}; `+
 		`mcp_list_resources_and_prompts=succeeded:{"prompts":[],"resource_templates":[],"resources":[{"mimeType":"text/plain","name":"note a","uri":"note://a"}]}`)
+}
+
+// TestMCPElicitationIsASessionQuestion: the server asks before it acts;
+// the session raises the question <call>-input-1 with the schema's enum as
+// choices and no Step runs while it waits. The worker is SIGKILLed during
+// the wait; the answer, through answer_question, goes back to the server
+// with its request state under the same idempotency key, and the tool's
+// result ends the turn. A declined question is rejected without a second
+// request.
+func TestMCPElicitationIsASessionQuestion(t *testing.T) {
+	ns := newNotesServer(t)
+	cfg := strings.Replace(mcpConfig(t, ns, ""), "    tool_policies:\n", "    tool_policies:\n      notes__charge: {effect: non_idempotent_write, requires_approval: false}\n", 1)
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id := start(t, s, "call:notes__charge:x")
+	snap := s.WaitForSnapshot("the server's question", id, pendingQuestion)
+	in := snap.PendingInterrupts[0]
+	if in.InterruptID != in.ToolCallID+"-input-1" || in.ToolName != "notes__charge" || in.Question != "Which account should I charge?" ||
+		strings.Join(in.Choices, ",") != "checking,savings" || in.AllowsFreeText {
+		t.Fatalf("question = %+v", in)
+	}
+	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	s.KillWorkers()
+	s.StartWorker()
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "savings"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: notes__charge=succeeded:charged savings")
+	calls := ns.recorded("charge")
+	if len(calls) != 2 || calls[0].Key != calls[1].Key || calls[0].Key != id+"/turn-1/"+in.ToolCallID {
+		t.Errorf("charge calls at the server = %+v, want the question and the answer under one key", calls)
+	}
+
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:notes__charge:y"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the second question", id, pendingQuestion)
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: false}); err != nil || !ok {
+		t.Fatalf("decline: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
+	if got := lastText(snap); !strings.HasPrefix(got, "done: notes__charge=rejected:") {
+		t.Errorf("declined answer = %q", got)
+	}
+	if n := len(ns.recorded("charge")); n != 3 {
+		t.Errorf("charge was called %d times, want 3 (the decline sends nothing)", n)
+	}
 }

@@ -42,10 +42,10 @@ func (a *Agents) Tools(ctx context.Context, agent string) ([]Tool, error) {
 	return tools, nil
 }
 
-// Call runs a call of agent's as [Source.Call] does. A server the agent
+// Call runs a call of agent's as [Source.CallWithAnswer] does. A server the agent
 // does not have (any more: its config changed since the call was
 // recorded) is a call that is not sent.
-func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress)) Outcome {
+func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress), answer *Answer) Outcome {
 	server, mcpName, ok := ParseRef(ref)
 	if !ok {
 		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: %q is not an MCP tool reference", ref)}
@@ -59,5 +59,5 @@ func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.Raw
 	if a.Source == nil || !slices.Contains(a.Servers[agent], server) {
 		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured for agent %s", server, agent)}
 	}
-	return a.Source.Call(ctx, ref, arguments, idempotencyKey, progress)
+	return a.Source.CallWithAnswer(ctx, ref, arguments, idempotencyKey, progress, answer)
 }

@@ -43,6 +43,12 @@ const (
 	// idempotency key; any other effect records outcome_unknown and is
 	// never sent again. Outcome.Err says why.
 	OutcomeUnknown
+	// InputRequested: the server answered with input_required for one
+	// form elicitation the session can ask as a question (a single string
+	// field, with or without an enum, or a single boolean field), before
+	// the tool took any effect. Outcome.Input is the question; call again
+	// with its answer ([Source.CallWithAnswer]).
+	InputRequested
 )
 
 func (k Kind) String() string {
@@ -55,6 +61,8 @@ func (k Kind) String() string {
 		return "not_sent"
 	case OutcomeUnknown:
 		return "outcome_unknown"
+	case InputRequested:
+		return "input_requested"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -70,6 +78,28 @@ type Outcome struct {
 	// Err is why a call was NotSent or its outcome is unknown. It holds no
 	// secret of the server.
 	Err error
+	// Input is the question of an InputRequested outcome.
+	Input *InputRequest
+}
+
+// InputRequest is a server's elicitation as a session question.
+type InputRequest struct {
+	// Question is the elicitation's message.
+	Question string
+	// Choices are the enum's values, or "yes" and "no" for a boolean;
+	// AllowsFreeText is set for a string without an enum.
+	Choices        []string
+	AllowsFreeText bool
+	// Continuation goes back with the answer: the request's key, its
+	// field and type, and the server's request state. It is opaque.
+	Continuation string
+}
+
+// Answer is the user's answer to an [InputRequest], for the call's next
+// request.
+type Answer struct {
+	Continuation string
+	Answer       string
 }
 
 // Progress is one notifications/progress of a running call.
@@ -87,6 +117,14 @@ type Progress struct {
 // notifications for the call. Call never returns a Go error: every way a
 // call can end is an [Outcome] kind.
 func (s *Source) Call(ctx context.Context, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress)) Outcome {
+	return s.CallWithAnswer(ctx, ref, arguments, idempotencyKey, progress, nil)
+}
+
+// CallWithAnswer is [Source.Call] for a call whose server asked for input:
+// the tools/call carries answer (to the InputRequested outcome of the
+// call's previous request) as the elicitation's accepted content, with the
+// server's request state. A nil answer is Call.
+func (s *Source) CallWithAnswer(ctx context.Context, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress), answer *Answer) Outcome {
 	serverName, mcpName, ok := ParseRef(ref)
 	if !ok {
 		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: %q is not an MCP tool reference", ref)}
@@ -119,6 +157,13 @@ func (s *Source) Call(ctx context.Context, ref string, arguments json.RawMessage
 	}
 	if progress != nil {
 		params.SetProgressToken(idempotencyKey + "#progress")
+	}
+	if answer != nil {
+		state, responses, err := answerParams(answer)
+		if err != nil {
+			return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: the answer to the server's question: %w", err)}
+		}
+		params.RequestState, params.InputResponses = state, responses
 	}
 
 	var last error
@@ -166,6 +211,9 @@ func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, pa
 			return Outcome{Kind: Succeeded, Text: renderContent(res)}, false
 		}
 		if len(res.InputRequests) > 0 {
+			if in, ok := question(res.InputRequests, res.RequestState); ok {
+				return Outcome{Kind: InputRequested, Input: in}, false
+			}
 			return Outcome{Kind: ToolFailed, Text: inputRequestedText(res.InputRequests)}, false
 		}
 		// A state-only input_required: the same request again, at once.
@@ -244,4 +292,99 @@ func inputRequestedText(reqs mcp.InputRequestMap) string {
 		}
 	}
 	return "the MCP server asked for input that this agent session cannot provide yet (" + strings.Join(names, ", ") + ")"
+}
+
+// maxRequestStateBytes bounds the server's request state a question keeps
+// (in the session's history, on the call's record).
+const maxRequestStateBytes = 16 << 10
+
+// continuation is an InputRequest's Continuation.
+type continuation struct {
+	Key   string `json:"key"`
+	Field string `json:"field"`
+	Type  string `json:"type"` // string or boolean
+	State string `json:"state,omitempty"`
+}
+
+// elicitSchema is the part of a requested schema a question can ask.
+type elicitSchema struct {
+	Type       string `json:"type"`
+	Properties map[string]struct {
+		Type string `json:"type"`
+		Enum []any  `json:"enum"`
+	} `json:"properties"`
+}
+
+// question turns the one form elicitation of reqs into a session question:
+// a single string field (its enum as the choices, or free text) or a
+// single boolean field (yes or no). ok is false for anything else.
+func question(reqs mcp.InputRequestMap, state string) (*InputRequest, bool) {
+	if len(reqs) != 1 || len(state) > maxRequestStateBytes {
+		return nil, false
+	}
+	var key string
+	var p *mcp.ElicitParams
+	for k, r := range reqs {
+		key = k
+		p, _ = r.(*mcp.ElicitParams)
+	}
+	if p == nil || p.Mode != "" && p.Mode != "form" || strings.TrimSpace(p.Message) == "" {
+		return nil, false
+	}
+	raw, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return nil, false
+	}
+	var schema elicitSchema
+	if json.Unmarshal(raw, &schema) != nil || schema.Type != "object" || len(schema.Properties) != 1 {
+		return nil, false
+	}
+	in := &InputRequest{Question: p.Message}
+	c := continuation{Key: key, State: state}
+	for name, prop := range schema.Properties {
+		c.Field, c.Type = name, prop.Type
+		switch {
+		case prop.Type == "boolean":
+			in.Choices = []string{"yes", "no"}
+		case prop.Type == "string" && len(prop.Enum) > 0:
+			for _, v := range prop.Enum {
+				str, ok := v.(string)
+				if !ok {
+					return nil, false
+				}
+				in.Choices = append(in.Choices, str)
+			}
+		case prop.Type == "string":
+			in.AllowsFreeText = true
+		default:
+			return nil, false
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, false
+	}
+	in.Continuation = string(b)
+	return in, true
+}
+
+// answerParams are the request state and input responses that send an
+// answer: the elicitation accepted with the answer as its one field.
+func answerParams(a *Answer) (string, mcp.InputResponseMap, error) {
+	var c continuation
+	if err := json.Unmarshal([]byte(a.Continuation), &c); err != nil || c.Key == "" || c.Field == "" {
+		return "", nil, fmt.Errorf("the continuation %q is not one of this worker's", a.Continuation)
+	}
+	var value any = a.Answer
+	if c.Type == "boolean" {
+		switch strings.ToLower(strings.TrimSpace(a.Answer)) {
+		case "yes", "true":
+			value = true
+		case "no", "false":
+			value = false
+		default:
+			return "", nil, fmt.Errorf("%q is not yes or no", a.Answer)
+		}
+	}
+	return c.State, mcp.InputResponseMap{c.Key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{c.Field: value}}}, nil
 }

@@ -128,10 +128,10 @@ func TestAgentsWithResourceTools(t *testing.T) {
 	if tools, _ := agents.Tools(context.Background(), "b"); len(tools) != 0 {
 		t.Errorf("Tools(b) = %v, want none (docs has no tools, b no resources tools)", names(tools))
 	}
-	if out := agents.Call(context.Background(), "a", tools[2].Ref, json.RawMessage(`{"server":"docs","name":"greet","arguments":{"who":"Bo"}}`), "k", nil); out.Kind != Succeeded || !strings.Contains(out.Text, "Say hello to Bo") {
+	if out := agents.Call(context.Background(), "a", tools[2].Ref, json.RawMessage(`{"server":"docs","name":"greet","arguments":{"who":"Bo"}}`), "k", nil, nil); out.Kind != Succeeded || !strings.Contains(out.Text, "Say hello to Bo") {
 		t.Errorf("a's prompt = %+v", out)
 	}
-	if out := agents.Call(context.Background(), "b", tools[2].Ref, json.RawMessage(`{"server":"docs","name":"greet"}`), "k", nil); out.Kind != NotSent {
+	if out := agents.Call(context.Background(), "b", tools[2].Ref, json.RawMessage(`{"server":"docs","name":"greet"}`), "k", nil, nil); out.Kind != NotSent {
 		t.Errorf("b's prompt = %+v, want not sent", out)
 	}
 }

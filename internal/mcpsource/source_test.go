@@ -406,10 +406,10 @@ func TestAgentsSeeOnlyTheirServers(t *testing.T) {
 	if tools, err := agents.Tools(context.Background(), "two"); err != nil || tools != nil {
 		t.Errorf("Tools(two) = %v, %v; want none", names(tools), err)
 	}
-	if out := agents.Call(context.Background(), "one", "mcp:a/read", nil, "k", nil); out.Kind != NotSent || !strings.Contains(out.Err.Error(), `server "a" is not configured for agent one`) {
+	if out := agents.Call(context.Background(), "one", "mcp:a/read", nil, "k", nil, nil); out.Kind != NotSent || !strings.Contains(out.Err.Error(), `server "a" is not configured for agent one`) {
 		t.Errorf("a call on another agent's server = %+v", out)
 	}
-	if out := agents.Call(context.Background(), "one", "mcp:b/read", nil, "k", nil); out.Kind != Succeeded {
+	if out := agents.Call(context.Background(), "one", "mcp:b/read", nil, "k", nil, nil); out.Kind != Succeeded {
 		t.Errorf("a call on the agent's server = %+v", out)
 	}
 	if n := rec.callCount("read"); n != 1 {

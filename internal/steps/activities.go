@@ -36,9 +36,10 @@ type MCPTools interface {
 	// cache; a server that cannot be listed is left out. It fails only
 	// when ctx ends while a first listing runs.
 	Tools(ctx context.Context, agent string) ([]mcpsource.Tool, error)
-	// Call runs one call of agent's on the tool ref names; a server the
-	// agent no longer has is a call that is not sent.
-	Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(mcpsource.Progress)) mcpsource.Outcome
+	// Call runs one call of agent's on the tool ref names, with the
+	// user's answer when the server asked a question; a server the agent
+	// no longer has is a call that is not sent.
+	Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(mcpsource.Progress), answer *mcpsource.Answer) mcpsource.Outcome
 }
 
 // Hooks let tests stop a Step at an exact point. Production code leaves them nil.
@@ -638,8 +639,21 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 		}
 		w.publish(session.EventMCPToolProgress, payload)
 	}
-	out := a.MCP.Call(ctx, in.Agent, in.HostSource, json.RawMessage(call.Arguments), in.IdempotencyKey, progress)
+	var answer *mcpsource.Answer
+	if n := len(call.InputAnswers); n > 0 && call.InputContinuation != "" {
+		// The server asked, the user answered: the call's next request
+		// carries the answer.
+		answer = &mcpsource.Answer{Continuation: call.InputContinuation, Answer: call.InputAnswers[n-1]}
+	}
+	out := a.MCP.Call(ctx, in.Agent, in.HostSource, json.RawMessage(call.Arguments), in.IdempotencyKey, progress, answer)
 	switch out.Kind {
+	case mcpsource.InputRequested:
+		// An elicitation, before the tool took any effect: the session
+		// asks the user, durably, and runs the call again with the answer.
+		q := out.Input
+		return session.ToolOutcome{InputRequested: &session.InputRequest{
+			Question: q.Question, Choices: q.Choices, AllowsFreeText: q.AllowsFreeText, Continuation: q.Continuation,
+		}}, nil
 	case mcpsource.Succeeded:
 		text := out.Text
 		return a.keepOutcome(ctx, in, session.ToolOutcome{Output: &text})

@@ -28,8 +28,11 @@ type fakeMCP struct {
 
 func (f *fakeMCP) Tools(context.Context, string) ([]mcpsource.Tool, error) { return f.tools, nil }
 
-func (f *fakeMCP) Call(_ context.Context, agent, ref string, args json.RawMessage, key string, progress func(mcpsource.Progress)) mcpsource.Outcome {
+func (f *fakeMCP) Call(_ context.Context, agent, ref string, args json.RawMessage, key string, progress func(mcpsource.Progress), answer *mcpsource.Answer) mcpsource.Outcome {
 	f.got = append(f.got, agent+" "+ref+" "+key+" "+string(args))
+	if answer != nil {
+		f.got = append(f.got, "answer "+answer.Answer+" to "+answer.Continuation)
+	}
 	for _, p := range f.progress {
 		progress(p)
 	}
@@ -141,5 +144,32 @@ func TestMCPOutcomesMapToTheSpecsTable(t *testing.T) {
 				t.Errorf("progress events (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMCPElicitationIsAQuestionAndItsAnswerGoesBack: the server's question
+// becomes the call's input request; the call's next run sends the latest
+// answer with the continuation.
+func TestMCPElicitationIsAQuestionAndItsAnswerGoesBack(t *testing.T) {
+	f := &fakeMCP{out: mcpsource.Outcome{Kind: mcpsource.InputRequested, Input: &mcpsource.InputRequest{
+		Question: "Which account?", Choices: []string{"checking", "savings"}, Continuation: `{"key":"q1"}`}}}
+	a := &Activities{MCP: f}
+	in := session.ToolInput{Agent: "a", IdempotencyKey: "s/turn-1/c1", HostSource: "mcp:bank/charge",
+		ToolCall: pluginapi.ToolCall{ToolCallID: "c1", ToolName: "bank__charge", Arguments: `{}`}}
+	got, err := a.callMCP(context.Background(), in, in.ToolCall, &writer{a: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &session.InputRequest{Question: "Which account?", Choices: []string{"checking", "savings"}, Continuation: `{"key":"q1"}`}
+	if diff := cmp.Diff(want, got.InputRequested); diff != "" {
+		t.Errorf("input request (-want +got):\n%s", diff)
+	}
+	in.ToolCall.InputAnswers, in.ToolCall.InputContinuation = []string{"checking", "savings"}, `{"key":"q2"}`
+	f.out = mcpsource.Outcome{Kind: mcpsource.Succeeded, Text: "charged savings"}
+	if got, err = a.callMCP(context.Background(), in, in.ToolCall, &writer{a: a}); err != nil || got.Output == nil || *got.Output != "charged savings" {
+		t.Fatalf("the answered call = %+v, %v", got, err)
+	}
+	if diff := cmp.Diff([]string{`a mcp:bank/charge s/turn-1/c1 {}`, `a mcp:bank/charge s/turn-1/c1 {}`, `answer savings to {"key":"q2"}`}, f.got); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
