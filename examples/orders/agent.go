@@ -159,6 +159,11 @@ var (
 	refundRe = regexp.MustCompile(`(?i)\brefund\s+order\s+#?(\w+)`)
 	returnRe = regexp.MustCompile(`(?i)\breturn\s+(?:label\s+for\s+)?order\s+#?(\w+)`)
 	lookupRe = regexp.MustCompile(`(?i)\b(?:look\s*up|find|show|check)\s+order\s+#?(\w+)`)
+	// With configs/mcp.yaml, the memory MCP server's tools are offered:
+	// "note order 7 is a gift" stores a note, "what do you remember"
+	// reads every note back.
+	noteRe   = regexp.MustCompile(`(?i)\bnote\s+(?:that\s+)?order\s+#?(\w+)\s+(.+)$`)
+	recallRe = regexp.MustCompile(`(?i)\bwhat\s+do\s+you\s+remember\b`)
 )
 
 var (
@@ -200,7 +205,15 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 		if refundAnyRe.MatchString(text) {
 			return askWhichOrder(store, req, results)
 		}
-		return stepwise.ScriptedReply{Text: `I can look up and refund orders, and get return labels. Try "look up order 3", "refund order 7", "refund my order", "return order 5", or in plan mode "refund orders 3 and 7".`}, nil
+		if m := noteRe.FindStringSubmatch(text); m != nil {
+			return memoryScript(req, results, memoryCreate, map[string]any{"entities": []map[string]any{
+				{"name": "order " + m[1], "entityType": "order", "observations": []string{strings.TrimSpace(m[2])}},
+			}}), nil
+		}
+		if recallRe.MatchString(text) {
+			return memoryScript(req, results, memoryRead, map[string]any{}), nil
+		}
+		return stepwise.ScriptedReply{Text: `I can look up and refund orders, and get return labels. Try "look up order 3", "refund order 7", "refund my order", "return order 5", or in plan mode "refund orders 3 and 7". With configs/mcp.yaml I also keep notes with the memory MCP server: "note order 7 is a gift", "what do you remember".`}, nil
 	}
 }
 
@@ -320,6 +333,45 @@ func describeLookup(id string, r stepwise.ToolResult) string {
 		return "Order " + id + ": " + r.Output
 	}
 	return fmt.Sprintf("Order %s: %s for %s, %s, %s refunded.", o.ID, o.Item, o.Customer, o.Status, dollars(o.RefundedCents))
+}
+
+// The memory MCP server's tools, as the worker offers them (the server
+// is named memory in configs/mcp.yaml).
+const (
+	memoryCreate = "memory__create_entities"
+	memoryRead   = "memory__read_graph"
+)
+
+// memoryScript calls one tool of the memory MCP server, when the worker
+// offers it, and reports its result.
+func memoryScript(req *stepwise.ModelRequest, results []stepwise.ToolResult, tool string, args any) stepwise.ScriptedReply {
+	if len(results) == 0 {
+		if !slices.ContainsFunc(req.Tools, func(t pluginapi.ToolDefinition) bool { return t.Name == tool }) {
+			return stepwise.ScriptedReply{Text: "I have no memory tools here. Run the demo with configs/mcp.yaml, which gives me the memory MCP server."}
+		}
+		return call(tool, args)
+	}
+	r := results[len(results)-1]
+	switch {
+	case r.Status != string(pluginapi.ToolCallSucceeded):
+		return stepwise.ScriptedReply{Text: "The memory server did not do it (" + r.Status + "): " + r.Output}
+	case tool == memoryCreate:
+		return stepwise.ScriptedReply{Text: "Noted."}
+	}
+	var graph struct {
+		Entities []struct {
+			Name         string   `json:"name"`
+			Observations []string `json:"observations"`
+		} `json:"entities"`
+	}
+	if err := json.Unmarshal([]byte(r.Output), &graph); err != nil || len(graph.Entities) == 0 {
+		return stepwise.ScriptedReply{Text: "I remember nothing yet."}
+	}
+	var lines []string
+	for _, e := range graph.Entities {
+		lines = append(lines, e.Name+": "+strings.Join(e.Observations, "; "))
+	}
+	return stepwise.ScriptedReply{Text: "I remember:\n" + strings.Join(lines, "\n")}
 }
 
 func call(name string, args any) stepwise.ScriptedReply {

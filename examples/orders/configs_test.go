@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,5 +71,52 @@ func TestModelRunnerConfig(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "sk-oops") {
 			t.Errorf("the error shows the value: %v", err)
 		}
+	}
+}
+
+// TestMCPConfig: configs/mcp.yaml loads, gives the orders agent the memory
+// MCP server, and the orders plugin accepts its runner_config.
+func TestMCPConfig(t *testing.T) {
+	t.Setenv("DEX_DATA_DIR", t.TempDir())
+	cfg, err := config.Load(filepath.Join("..", "..", "configs", "mcp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, ok := cfg.Agent("orders")
+	if !ok || strings.Join(agent.MCP, ",") != "memory" {
+		t.Fatalf("orders agent = %+v, %v", agent, ok)
+	}
+	if srv := cfg.MCPServers["memory"]; srv.Command != "npx" || !slices.Contains(srv.Env, "PATH") {
+		t.Errorf("memory server = %+v", srv)
+	}
+	raw, err := agent.RunnerConfigJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := stepwise.NewRunner("orders", "test", buildAgent)
+	if _, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: raw}); err != nil {
+		t.Fatalf("the orders plugin refuses %s: %v", raw, err)
+	}
+}
+
+// TestMemoryScript: the demo script calls the memory server's tools only
+// when the worker offers them, and reports what they return.
+func TestMemoryScript(t *testing.T) {
+	offered := &stepwise.ModelRequest{Tools: []pluginapi.ToolDefinition{{Name: memoryCreate}, {Name: memoryRead}}}
+	reply := memoryScript(offered, nil, memoryCreate, map[string]any{"entities": []any{}})
+	if len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Name != memoryCreate {
+		t.Errorf("with the tools offered: %+v", reply)
+	}
+	if reply := memoryScript(&stepwise.ModelRequest{}, nil, memoryRead, map[string]any{}); !strings.Contains(reply.Text, "configs/mcp.yaml") {
+		t.Errorf("without them: %+v", reply)
+	}
+	graph := `{"entities":[{"name":"order 7","entityType":"order","observations":["is a gift"]}],"relations":[]}`
+	reply = memoryScript(offered, []stepwise.ToolResult{{ToolName: memoryRead, Status: "succeeded", Output: graph}}, memoryRead, nil)
+	if reply.Text != "I remember:\norder 7: is a gift" {
+		t.Errorf("read back: %q", reply.Text)
+	}
+	reply = memoryScript(offered, []stepwise.ToolResult{{ToolName: memoryCreate, Status: "rejected", Output: "no"}}, memoryCreate, nil)
+	if !strings.HasPrefix(reply.Text, "The memory server did not do it (rejected)") {
+		t.Errorf("rejected: %q", reply.Text)
 	}
 }

@@ -119,6 +119,7 @@ func TestDocSnippetsLoad(t *testing.T) {
 	t.Setenv("TEMPORAL_API_KEY", "tk-readme-example")
 	t.Setenv("SUPPORT_APP_TOKEN", "readme-example-token-0123456789")
 	t.Setenv("BILLING_HOOK_TOKEN", "readme-example-hook-token")
+	t.Setenv("TICKETS_TOKEN", "readme-example-tickets-token")
 	known := topLevelKeys()
 	configs := 0
 	for _, b := range markdownBlocks(t, "../../README.md", "yaml") {

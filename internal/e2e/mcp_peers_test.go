@@ -240,3 +240,57 @@ func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
 		t.Errorf("the last progress event: %+v", p)
 	}
 }
+
+// TestOrdersDemoWithTheMCPConfig runs configs/mcp.yaml as it is, except
+// that the memory server is the installed package run by node instead of
+// npx (no download in tests) and its memory file is the test's: the orders
+// demo notes an order through the memory server's write (unclassified: it
+// waits for the approval) and reads it back (a read, at once).
+func TestOrdersDemoWithTheMCPConfig(t *testing.T) {
+	node, script := mcpPeer(t, "server-memory")
+	data, err := os.ReadFile(filepath.Join("..", "..", "configs", "mcp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	cfg := string(data)
+	for old, repl := range map[string]string{
+		"command: ../bin/dex-runner-orders": "command: " + plugin,
+		"command: npx":                      "command: " + node,
+		`args: [-y, "@modelcontextprotocol/server-memory@2026.8.31"]`: fmt.Sprintf("args: [%q]", script),
+		"env: [PATH, HOME]":      "env: [PATH, HOME, MEMORY_FILE_PATH]",
+		"${DEX_DATA_DIR:-.dex}/": "{{DIR}}/",
+	} {
+		if !strings.Contains(cfg, old) {
+			t.Fatalf("configs/mcp.yaml has no %q", old)
+		}
+		cfg = strings.ReplaceAll(cfg, old, repl)
+	}
+	file := filepath.Join(t.TempDir(), "memory.jsonl")
+	t.Setenv("MEMORY_FILE_PATH", file)
+	s := agenttest.NewStack(t, cfg)
+	s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "note order 7 is a gift"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the note's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if in := snap.PendingInterrupts[0]; in.ToolName != "memory__create_entities" || in.Kind != client.InterruptKindApproval {
+		t.Fatalf("interrupt = %+v", in)
+	}
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the note", id, idleWithAnswer)
+	wantAnswer(t, snap, "Noted.")
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "what do you remember"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap = s.WaitForSnapshot("the recall", id, idleAfter(2))
+	if got := lastText(snap); got != "I remember:\norder 7: is a gift" {
+		t.Errorf("recall = %q", got)
+	}
+	if data, err := os.ReadFile(file); err != nil || !strings.Contains(string(data), "is a gift") {
+		t.Errorf("memory file = %q, %v", data, err)
+	}
+}
