@@ -273,6 +273,11 @@ type MCPServer struct {
 	ConnectionTimeout  time.Duration `yaml:"connection_timeout"`
 	RequestTimeout     time.Duration `yaml:"request_timeout"`
 	ConnectionAttempts int           `yaml:"connection_attempts"`
+	// TaskWaitTimeout bounds how long a tool Step polls a stdio server's
+	// MCP task (which ends with its process) before the call's outcome is
+	// unknown (default 10m). A Streamable HTTP server's tasks are polled
+	// on durable timers instead, for as long as they run.
+	TaskWaitTimeout time.Duration `yaml:"task_wait_timeout"`
 }
 
 // Default limits of an MCP server (the spec's).
@@ -280,12 +285,14 @@ const (
 	DefaultMCPConnectionTimeout  = 30 * time.Second
 	DefaultMCPRequestTimeout     = 10 * time.Minute
 	DefaultMCPConnectionAttempts = 3
+	DefaultMCPTaskWaitTimeout    = 10 * time.Minute
 )
 
 func (m *MCPServer) setDefaults() {
 	m.ConnectionTimeout = DefaultMCPConnectionTimeout
 	m.RequestTimeout = DefaultMCPRequestTimeout
 	m.ConnectionAttempts = DefaultMCPConnectionAttempts
+	m.TaskWaitTimeout = DefaultMCPTaskWaitTimeout
 }
 
 // Agent declares one agent: its Temporal workflow type, the runner plugin

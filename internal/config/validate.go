@@ -351,6 +351,9 @@ func (m MCPServer) validate(p *problems, path string) {
 	if m.RequestTimeout <= 0 {
 		p.add(path+".request_timeout", "must be > 0, got %s", formatDuration(m.RequestTimeout))
 	}
+	if m.TaskWaitTimeout <= 0 {
+		p.add(path+".task_wait_timeout", "must be > 0, got %s", formatDuration(m.TaskWaitTimeout))
+	}
 	if m.ConnectionAttempts < 1 {
 		p.add(path+".connection_attempts", "must be at least 1, got %d", m.ConnectionAttempts)
 	}

@@ -294,3 +294,104 @@ func TestOrdersDemoWithTheMCPConfig(t *testing.T) {
 		t.Errorf("memory file = %q, %v", data, err)
 	}
 }
+
+// taskServerStack runs the tasks extension's test server over Streamable
+// HTTP (-polls working polls per task) and a worker whose agent has it.
+func taskServerStack(t *testing.T, polls int) (*agenttest.Stack, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/mcpsource/testdata/taskserver")
+	port := agenttest.FreePort(t)
+	logPath := filepath.Join(t.TempDir(), "requests.jsonl")
+	cmd := exec.Command(bin, "-http", fmt.Sprintf("127.0.0.1:%d", port), "-log", logPath, "-polls", fmt.Sprint(polls))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task server did not listen: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s := agenttest.NewStack(t, peerConfig(t, "ts", fmt.Sprintf("{url: \"http://127.0.0.1:%d/mcp\"}", port)))
+	return s, logPath
+}
+
+// requestLog reads the task server's log of requests by method.
+func requestLog(t *testing.T, path string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m struct{ Method string }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		out[m.Method]++
+	}
+	return out
+}
+
+// TestMCPTaskIsPolledOnDurableTimers: a Streamable HTTP server answers the
+// tools/call with a task (the tasks extension); the call waits for its
+// task, and PollToolTask Steps on durable timers read it with tasks/get
+// until it completes. The worker is SIGKILLed between polls. The tool was
+// called once; its result ends the turn.
+func TestMCPTaskIsPolledOnDurableTimers(t *testing.T) {
+	s, logPath := taskServerStack(t, 2)
+	w := s.StartWorker()
+	id := start(t, s, `args:ts__job:{"name":"a"}`)
+	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+		c := findCall(s, "ts__job")
+		return c != nil && c.Status == client.ToolCallWaitingForTask && strings.HasPrefix(c.TaskID, "task-")
+	})
+	w.Kill()
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: ts__job=succeeded:job a done")
+	reqs := requestLog(t, logPath)
+	if reqs["tools/call"] != 1 || reqs["tasks/get"] != 3 {
+		t.Errorf("requests at the server = %v, want one tools/call and 3 tasks/get", reqs)
+	}
+	h, err := s.StepHistory(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countSteps(h, "completed", client.StepPollToolTask); n != 3 {
+		t.Errorf("PollToolTask completed %d times, want 3", n)
+	}
+}
+
+// TestMCPTaskCancelledWithTheTurn: cancel_turn abandons the waiting MCP
+// task: CancelToolTask sends tasks/cancel, and the call records
+// outcome_unknown.
+func TestMCPTaskCancelledWithTheTurn(t *testing.T) {
+	s, logPath := taskServerStack(t, 1000)
+	s.StartWorker()
+	id := start(t, s, `args:ts__job:{"name":"long"}`)
+	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+		c := findCall(s, "ts__job")
+		return c != nil && c.Status == client.ToolCallWaitingForTask
+	})
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-1"); err != nil || !ok {
+		t.Fatalf("cancel: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the cancelled turn", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 1
+	})
+	if reqs := requestLog(t, logPath); reqs["tasks/cancel"] != 1 || reqs["tools/call"] != 1 {
+		t.Errorf("requests at the server = %v, want one tools/call and one tasks/cancel", reqs)
+	}
+}

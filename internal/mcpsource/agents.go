@@ -61,3 +61,31 @@ func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.Raw
 	}
 	return a.Source.CallWithAnswer(ctx, ref, arguments, idempotencyKey, progress, answer)
 }
+
+// PollTask polls a task of agent's as [Source.PollTask] does; a server the
+// agent no longer has cannot be read.
+func (a *Agents) PollTask(ctx context.Context, agent, ref, taskID string) TaskPoll {
+	if err := a.check(agent, ref); err != nil {
+		return TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: err}}
+	}
+	return a.Source.PollTask(ctx, ref, taskID)
+}
+
+// CancelTask cancels a task of agent's as [Source.CancelTask] does.
+func (a *Agents) CancelTask(ctx context.Context, agent, ref, taskID string) error {
+	if err := a.check(agent, ref); err != nil {
+		return err
+	}
+	return a.Source.CancelTask(ctx, ref, taskID)
+}
+
+func (a *Agents) check(agent, ref string) error {
+	server, _, ok := ParseRef(ref)
+	if !ok {
+		return fmt.Errorf("mcp: %q is not an MCP tool reference", ref)
+	}
+	if a.Source == nil || !slices.Contains(a.Servers[agent], server) {
+		return fmt.Errorf("mcp: server %q is not configured for agent %s", server, agent)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +50,11 @@ const (
 	// the tool took any effect. Outcome.Input is the question; call again
 	// with its answer ([Source.CallWithAnswer]).
 	InputRequested
+	// TaskStarted: a Streamable HTTP server answered with a task handle
+	// (the tasks extension); Outcome.Task is the task. Poll it with
+	// [Source.PollTask] on durable timers. A stdio server's task is
+	// polled inside the call instead, since it ends with the process.
+	TaskStarted
 )
 
 func (k Kind) String() string {
@@ -63,6 +69,8 @@ func (k Kind) String() string {
 		return "outcome_unknown"
 	case InputRequested:
 		return "input_requested"
+	case TaskStarted:
+		return "task_started"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -80,6 +88,8 @@ type Outcome struct {
 	Err error
 	// Input is the question of an InputRequested outcome.
 	Input *InputRequest
+	// Task is the task of a TaskStarted outcome.
+	Task *Task
 }
 
 // InputRequest is a server's elicitation as a session question.
@@ -203,6 +213,14 @@ func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, pa
 		}
 		if st := tracker.httpStatus.Load(); st >= 300 {
 			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: HTTP status %d", srv.Name, st)}, false
+		}
+		if task, err := taskHandle(tracker.rawResult()); err != nil {
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: %v", srv.Name, err)}, false
+		} else if task != nil {
+			if srv.URL != "" {
+				return Outcome{Kind: TaskStarted, Task: task}, false
+			}
+			return s.waitForTask(ctx, srv, conn, task), false
 		}
 		if !res.NeedsInput() {
 			if res.IsError {
@@ -387,4 +405,30 @@ func answerParams(a *Answer) (string, mcp.InputResponseMap, error) {
 		}
 	}
 	return c.State, mcp.InputResponseMap{c.Key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{c.Field: value}}}, nil
+}
+
+// waitForTask polls a stdio server's task on the call's own connection
+// (the task lives in the process, which ends with the request) until it
+// ends, for at most the server's task wait timeout; then it cancels the
+// task and the outcome is unknown.
+func (s *Source) waitForTask(ctx context.Context, srv *server, conn *connection, task *Task) Outcome {
+	deadline := time.Now().Add(srv.taskWaitTimeout())
+	var wait time.Duration
+	for {
+		wait = NextPollInterval(task.PollInterval, wait)
+		if time.Now().Add(wait).After(deadline) {
+			_ = s.cancelTask(context.WithoutCancel(ctx), srv, conn, task.ID)
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s did not end within %s", srv.Name, task.ID, srv.taskWaitTimeout())}
+		}
+		select {
+		case <-ctx.Done():
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s: %v", srv.Name, task.ID, ctx.Err())}
+		case <-time.After(wait):
+		}
+		poll := s.getTask(ctx, srv, conn, task.ID)
+		if poll.Outcome != nil {
+			return *poll.Outcome
+		}
+		task = poll.Task
+	}
 }

@@ -3,6 +3,7 @@ package mcpsource
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ const (
 	DefaultConnectionTimeout  = 30 * time.Second
 	DefaultRequestTimeout     = 10 * time.Minute
 	DefaultConnectionAttempts = 3
+	DefaultTaskWaitTimeout    = 10 * time.Minute
 )
 
 // Server is one configured MCP server: either a stdio server (Command set)
@@ -71,6 +73,9 @@ type Server struct {
 	// ConnectionAttempts is how many times a failed connection is tried
 	// before a call counts as never sent; 0 is [DefaultConnectionAttempts].
 	ConnectionAttempts int
+	// TaskWaitTimeout bounds how long a call polls a stdio server's task
+	// inside its Step; 0 is [DefaultTaskWaitTimeout].
+	TaskWaitTimeout time.Duration
 }
 
 // Validate reports a config error in s.
@@ -100,7 +105,7 @@ func (s Server) Validate() error {
 	if s.Command != "" && len(s.Headers) > 0 {
 		return fmt.Errorf("mcp server %q: headers are for a Streamable HTTP server", s.Name)
 	}
-	if s.ConnectionTimeout < 0 || s.RequestTimeout < 0 || s.ConnectionAttempts < 0 {
+	if s.ConnectionTimeout < 0 || s.RequestTimeout < 0 || s.ConnectionAttempts < 0 || s.TaskWaitTimeout < 0 {
 		return fmt.Errorf("mcp server %q: timeouts and connection attempts must not be negative", s.Name)
 	}
 	return nil
@@ -121,6 +126,13 @@ func (s Server) requestTimeout() time.Duration {
 		return s.RequestTimeout
 	}
 	return DefaultRequestTimeout
+}
+
+func (s Server) taskWaitTimeout() time.Duration {
+	if s.TaskWaitTimeout > 0 {
+		return s.TaskWaitTimeout
+	}
+	return DefaultTaskWaitTimeout
 }
 
 func (s Server) connectionAttempts() int {
@@ -222,8 +234,9 @@ type callTracker struct {
 	mu        sync.Mutex
 	callID    jsonrpc.ID
 	hasCall   bool
-	serverErr *jsonrpc.Error // the server's JSON-RPC error answer to the call (stdio)
-	body      []byte         // the tools/call's HTTP response body (HTTP)
+	serverErr *jsonrpc.Error  // the server's JSON-RPC error answer to the call (stdio)
+	result    json.RawMessage // the server's result for the call (stdio)
+	body      []byte          // the tools/call's HTTP response body (HTTP)
 	overflow  bool
 }
 
@@ -232,7 +245,7 @@ func (t *callTracker) reset() {
 	t.sent.Store(false)
 	t.httpStatus.Store(0)
 	t.mu.Lock()
-	t.hasCall, t.serverErr, t.body, t.overflow = false, nil, nil, false
+	t.hasCall, t.serverErr, t.result, t.body, t.overflow = false, nil, nil, nil, false
 	t.mu.Unlock()
 }
 
@@ -242,12 +255,26 @@ func (t *callTracker) setCall(id jsonrpc.ID) {
 	t.mu.Unlock()
 }
 
-func (t *callTracker) answered(id jsonrpc.ID, werr *jsonrpc.Error) {
+func (t *callTracker) answered(id jsonrpc.ID, werr *jsonrpc.Error, result json.RawMessage) {
 	t.mu.Lock()
 	if t.hasCall && id == t.callID {
-		t.serverErr = werr
+		t.serverErr, t.result = werr, result
 	}
 	t.mu.Unlock()
+}
+
+// rawResult returns the result the server answered the call with, as it
+// sent it: the SDK decodes only the shapes it knows (not a task handle).
+func (t *callTracker) rawResult() json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.result != nil || t.overflow || len(t.body) == 0 {
+		return t.result
+	}
+	if resp := httpResponse(t.body); resp != nil && resp.Error == nil {
+		return resp.Result
+	}
+	return nil
 }
 
 // serverError returns the server's JSON-RPC error answer to the call, nil
@@ -301,6 +328,11 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
+	if id, ok := req.Context().Value(taskNameKey{}).(string); ok {
+		// The tasks extension's routing header: a balancer sends the
+		// task's requests to the instance that holds it.
+		req.Header.Set("Mcp-Name", id)
+	}
 	tracker, _ := req.Context().Value(trackerKey{}).(*callTracker)
 	if tracker != nil && req.Body != nil && req.Method == http.MethodPost {
 		req.Body = &readTracker{ReadCloser: req.Body, sent: &tracker.sent}
@@ -346,31 +378,38 @@ func (b *bodyTee) Read(p []byte) (int, error) {
 // only messages about its own request, so an error response in it is the
 // answer to the call.
 func httpServerError(body []byte) *jsonrpc.Error {
-	decode := func(data []byte) *jsonrpc.Error {
+	resp := httpResponse(body)
+	if resp == nil || resp.Error == nil {
+		return nil
+	}
+	var werr *jsonrpc.Error
+	if errors.As(resp.Error, &werr) {
+		return werr
+	}
+	return nil
+}
+
+// httpResponse finds the JSON-RPC response in a tools/call's HTTP response
+// body, JSON or Server-Sent Events (the last one, for SSE).
+func httpResponse(body []byte) *jsonrpc.Response {
+	decode := func(data []byte) *jsonrpc.Response {
 		msg, err := jsonrpc.DecodeMessage(data)
 		if err != nil {
 			return nil
 		}
-		resp, ok := msg.(*jsonrpc.Response)
-		if !ok || resp.Error == nil {
-			return nil
-		}
-		var werr *jsonrpc.Error
-		if errors.As(resp.Error, &werr) {
-			return werr
-		}
-		return nil
+		resp, _ := msg.(*jsonrpc.Response)
+		return resp
 	}
-	if werr := decode(bytes.TrimSpace(body)); werr != nil {
-		return werr
+	if resp := decode(bytes.TrimSpace(body)); resp != nil {
+		return resp
 	}
 	// SSE: an event's data lines joined with newlines.
 	var data []byte
-	var found *jsonrpc.Error
+	var found *jsonrpc.Response
 	flush := func() {
 		if len(data) > 0 {
-			if werr := decode(data); werr != nil {
-				found = werr
+			if resp := decode(data); resp != nil {
+				found = resp
 			}
 		}
 		data = data[:0]
@@ -436,10 +475,10 @@ func (c *trackingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *trackingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil && resp.Error != nil {
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		var werr *jsonrpc.Error
-		if errors.As(resp.Error, &werr) {
-			c.t.tracker.answered(resp.ID, werr)
+		if resp.Error == nil || errors.As(resp.Error, &werr) {
+			c.t.tracker.answered(resp.ID, werr, resp.Result)
 		}
 	}
 	return msg, err

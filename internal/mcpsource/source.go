@@ -391,11 +391,13 @@ func (s *Source) connectOnce(ctx context.Context, srv *server, tracker *callTrac
 	}
 	transport, httpClient := srv.transport(tracker)
 	client := mcp.NewClient(s.impl, &mcp.ClientOptions{
-		Logger:                      sdkLogger,                 // the SDK's own logs could carry server output
-		Capabilities:                &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
+		Logger: sdkLogger, // the SDK's own logs could carry server output
+		// No roots, sampling or elicitation; the tasks extension.
+		Capabilities:                &mcp.ClientCapabilities{Extensions: map[string]any{TasksExtension: map[string]any{}}},
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 		ProgressNotificationHandler: progress,
 	})
+	registerTaskMethods(client)
 	cctx, cancel := context.WithTimeout(ctx, srv.connectionTimeout())
 	defer cancel()
 	session, err := client.Connect(cctx, transport, nil)

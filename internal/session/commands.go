@@ -115,7 +115,19 @@ const (
 	// EventMCPToolProgress is written by the tool Step of an MCP call for
 	// each progress notification of its server.
 	EventMCPToolProgress = "mcp.tool_progress"
+	// EventMCPTaskStatus is written when an MCP task starts and whenever
+	// a poll sees its status (or status message) change.
+	EventMCPTaskStatus = "mcp.task_status"
 )
+
+// MCPTaskStatusPayload is the payload of mcp.task_status.
+type MCPTaskStatusPayload struct {
+	ToolCallID    string `json:"tool_call_id"`
+	ToolName      string `json:"tool_name"`
+	TaskID        string `json:"task_id"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"status_message,omitempty"`
+}
 
 // MCPToolProgressPayload is the payload of mcp.tool_progress, the spec's
 // five keys; total and message are null when the server sent none.

@@ -388,7 +388,7 @@ func (s *State) cancelTask(rec pluginapi.ToolCall) CancelTask {
 	return CancelTask{
 		ActivityID: cancelTaskActivity(s.ActiveTurnID, rec.ToolCallID),
 		Limits:     CancelTaskLimits,
-		Input:      PollInput{Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID, ToolCall: rec},
+		Input:      PollInput{Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID, ToolCall: rec, HostSource: s.hostSource(rec)},
 	}
 }
 

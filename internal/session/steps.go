@@ -230,6 +230,9 @@ type PollInput struct {
 	// StoreOutput asks the Step to store an output longer than
 	// PreviewBytes and return its reference.
 	StoreOutput bool `json:"store_output,omitempty"`
+	// HostSource, when set, is the MCP tool whose task the Step polls
+	// (or cancels) on its server instead of through the runner.
+	HostSource string `json:"host_source,omitempty"`
 }
 
 // StepHeartbeat is the heartbeat detail of a RunModel or tool Step. Started

@@ -76,7 +76,7 @@ func (s *State) runPoll(rec pluginapi.ToolCall) RunPoll {
 		Limits:     limits,
 		Input: PollInput{
 			Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
-			ToolCall: rec, StoreOutput: s.Options.Messages.Store,
+			ToolCall: rec, StoreOutput: s.Options.Messages.Store, HostSource: s.hostSource(rec),
 		},
 	}
 }

@@ -40,6 +40,10 @@ type MCPTools interface {
 	// user's answer when the server asked a question; a server the agent
 	// no longer has is a call that is not sent.
 	Call(ctx context.Context, agent, ref string, arguments json.RawMessage, idempotencyKey string, progress func(mcpsource.Progress), answer *mcpsource.Answer) mcpsource.Outcome
+	// PollTask reads once the task a call of agent's on ref started.
+	PollTask(ctx context.Context, agent, ref, taskID string) mcpsource.TaskPoll
+	// CancelTask sends the task's cancellation.
+	CancelTask(ctx context.Context, agent, ref, taskID string) error
 }
 
 // Hooks let tests stop a Step at an exact point. Production code leaves them nil.
@@ -647,6 +651,14 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 	}
 	out := a.MCP.Call(ctx, in.Agent, in.HostSource, json.RawMessage(call.Arguments), in.IdempotencyKey, progress, answer)
 	switch out.Kind {
+	case mcpsource.TaskStarted:
+		// A Streamable HTTP server's task: the session polls it on
+		// durable timers, and no Step holds a connection meanwhile.
+		w.publish(session.EventMCPTaskStatus, taskStatusPayload(call, out.Task))
+		wait := mcpsource.NextPollInterval(out.Task.PollInterval, 0)
+		return session.ToolOutcome{TaskStarted: &session.TaskStart{
+			TaskID: out.Task.ID, PollIntervalSeconds: int(wait / time.Second),
+		}}, nil
 	case mcpsource.InputRequested:
 		// An elicitation, before the tool took any effect: the session
 		// asks the user, durably, and runs the call again with the answer.
@@ -667,6 +679,51 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 	default:
 		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), MCPInterruptedErrorType)
 	}
+}
+
+// mcpTaskState is the continuation of an MCP task's pending poll: what
+// the last poll saw, so the next writes mcp.task_status only on a change.
+type mcpTaskState struct {
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// pollMCPTask polls the MCP task of a call the session routed to a
+// server, once.
+func (a *Activities) pollMCPTask(ctx context.Context, in session.PollInput, w *writer) (session.ToolOutcome, error) {
+	call := in.ToolCall
+	p := a.MCP.PollTask(ctx, in.Agent, in.HostSource, call.TaskID)
+	if p.Task != nil {
+		var last mcpTaskState
+		_ = json.Unmarshal([]byte(call.InputContinuation), &last)
+		if last.Status != p.Task.Status || last.Message != p.Task.StatusMessage {
+			w.publish(session.EventMCPTaskStatus, taskStatusPayload(call, p.Task))
+		}
+	}
+	if p.Outcome == nil {
+		state, _ := json.Marshal(mcpTaskState{Status: p.Task.Status, Message: p.Task.StatusMessage})
+		prev := time.Duration(call.TaskPollIntervalSeconds) * time.Second
+		wait := mcpsource.NextPollInterval(p.Task.PollInterval, prev)
+		return session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: int(wait / time.Second), Continuation: string(state)}}, nil
+	}
+	switch out := *p.Outcome; out.Kind {
+	case mcpsource.Succeeded:
+		text := out.Text
+		return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, session.ToolOutcome{Output: &text})
+	case mcpsource.ToolFailed:
+		text := out.Text
+		return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, session.ToolOutcome{Error: &text})
+	default:
+		// The task could not be read: the engine polls again; after the
+		// poll's attempts the effect class decides (failed for a read,
+		// outcome_unknown otherwise). A poll never calls the tool again.
+		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), MCPInterruptedErrorType)
+	}
+}
+
+// taskStatusPayload is the payload of mcp.task_status.
+func taskStatusPayload(call pluginapi.ToolCall, t *mcpsource.Task) session.MCPTaskStatusPayload {
+	return session.MCPTaskStatusPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage}
 }
 
 func errText(err error) string {
@@ -692,6 +749,17 @@ func (a *Activities) PollToolTask(ctx context.Context, in session.PollInput) (se
 
 func (a *Activities) pollTask(ctx context.Context, in session.PollInput) (session.ToolOutcome, error) {
 	info := activity.GetInfo(ctx)
+	if in.HostSource != "" {
+		if a.MCP == nil {
+			return session.ToolOutcome{}, errors.New("this worker runs no MCP tools (no mcp_servers in its config)")
+		}
+		hb := session.StepHeartbeat{Attempt: int(info.Attempt), Started: true}
+		w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
+		defer w.close()
+		stop := a.heartbeatLoop(ctx, w)
+		defer stop()
+		return a.pollMCPTask(ctx, in, w)
+	}
 	r, caps, err := a.Runners.Runner(in.Agent)
 	if err != nil {
 		return session.ToolOutcome{}, err

@@ -2,8 +2,10 @@ package steps
 
 import (
 	"context"
+	"errors"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -18,6 +20,17 @@ import (
 func (a *Activities) CancelToolTask(ctx context.Context, in session.PollInput) (session.TaskCancelOutcome, error) {
 	defer a.begin()()
 	out := session.TaskCancelOutcome{Attempt: int(activity.GetInfo(ctx).Attempt)}
+	if in.HostSource != "" {
+		// An MCP task: tasks/cancel on its server. Any answer ends it.
+		if a.MCP == nil {
+			return out, a.finish(ctx, errors.New("this worker runs no MCP tools (no mcp_servers in its config)"))
+		}
+		if err := a.MCP.CancelTask(ctx, in.Agent, in.HostSource, in.ToolCall.TaskID); err != nil {
+			return out, a.finish(ctx, temporal.NewApplicationError(a.redact(err.Error()), MCPInterruptedErrorType))
+		}
+		out.Cancelled = true
+		return out, nil
+	}
 	r, caps, err := a.Runners.Runner(in.Agent)
 	if err != nil {
 		return out, a.finish(ctx, err)

@@ -23,10 +23,21 @@ type fakeMCP struct {
 	tools    []mcpsource.Tool
 	out      mcpsource.Outcome
 	progress []mcpsource.Progress
+	poll     mcpsource.TaskPoll
 	got      []string // agent ref key arguments
 }
 
 func (f *fakeMCP) Tools(context.Context, string) ([]mcpsource.Tool, error) { return f.tools, nil }
+
+func (f *fakeMCP) PollTask(_ context.Context, agent, ref, taskID string) mcpsource.TaskPoll {
+	f.got = append(f.got, "poll "+agent+" "+ref+" "+taskID)
+	return f.poll
+}
+
+func (f *fakeMCP) CancelTask(_ context.Context, agent, ref, taskID string) error {
+	f.got = append(f.got, "cancel "+agent+" "+ref+" "+taskID)
+	return nil
+}
 
 func (f *fakeMCP) Call(_ context.Context, agent, ref string, args json.RawMessage, key string, progress func(mcpsource.Progress), answer *mcpsource.Answer) mcpsource.Outcome {
 	f.got = append(f.got, agent+" "+ref+" "+key+" "+string(args))

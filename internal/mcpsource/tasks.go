@@ -1,0 +1,233 @@
+package mcpsource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TasksExtension is the MCP tasks extension (SEP-2663, for MCP
+// 2026-07-28) the client declares on every request: a server may then
+// answer a tools/call with a task handle (resultType "task") instead of
+// its result, and the client polls tasks/get until the task ends.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// The tasks extension's task statuses.
+const (
+	TaskWorking       = "working"
+	TaskInputRequired = "input_required"
+	TaskCompleted     = "completed"
+	TaskFailed        = "failed"
+	TaskCancelled     = "cancelled"
+)
+
+// Task is the state of an MCP task, as the server last reported it.
+type Task struct {
+	ID            string
+	Status        string
+	StatusMessage string
+	// PollInterval is the server's suggested wait before the next
+	// tasks/get; 0 when it suggested none.
+	PollInterval time.Duration
+}
+
+// taskWire is a Task on the wire: a CreateTaskResult (resultType
+// "task") or a tasks/get result, with a final result, an error or input
+// requests by status.
+type taskWire struct {
+	mcp.ResultBase
+	ResultType     string          `json:"resultType,omitempty"`
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	PollIntervalMs *int64          `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *jsonrpc.Error  `json:"error,omitempty"`
+	InputRequests  json.RawMessage `json:"inputRequests,omitempty"`
+}
+
+func (w *taskWire) task() *Task {
+	t := &Task{ID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage}
+	if w.PollIntervalMs != nil && *w.PollIntervalMs > 0 {
+		t.PollInterval = time.Duration(*w.PollIntervalMs) * time.Millisecond
+	}
+	return t
+}
+
+// taskParams are the params of tasks/get and tasks/cancel.
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+// taskAck is the empty result of tasks/cancel.
+type taskAck struct {
+	mcp.ResultBase
+}
+
+// registerTaskMethods lets client send the extension's methods.
+func registerTaskMethods(c *mcp.Client) {
+	// The methods are not standard MCP methods, so registering them
+	// cannot fail.
+	_ = mcp.AddSendingCustomMethod[*taskParams, *taskWire](c, "tasks/get")
+	_ = mcp.AddSendingCustomMethod[*taskParams, *taskAck](c, "tasks/cancel")
+}
+
+// taskHandle returns the task a tools/call's raw result started, or nil
+// when the result is not a task handle.
+func taskHandle(raw json.RawMessage) (*Task, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var w taskWire
+	if err := json.Unmarshal(raw, &w); err != nil || w.ResultType != "task" {
+		return nil, nil
+	}
+	if w.TaskID == "" {
+		return nil, errors.New("the server answered with a task handle without a taskId")
+	}
+	return w.task(), nil
+}
+
+// taskNameKey carries the task ID of a tasks/* request to the HTTP
+// transport, which sends it as the Mcp-Name routing header.
+type taskNameKey struct{}
+
+// TaskPoll is what one tasks/get found.
+type TaskPoll struct {
+	// Task is the task's state. Outcome is set once it ended: its result
+	// (Succeeded, or ToolFailed for an isError result, a failed or a
+	// cancelled task, or input the session cannot give), or OutcomeUnknown
+	// when the task could not be read (the server was unreachable in its
+	// connection attempts, or answered with an error, such as for a task
+	// it no longer knows): poll again, or give up by the effect class.
+	Task    *Task
+	Outcome *Outcome
+}
+
+// PollTask reads the task taskID of the tool ref names once, on a new
+// connection (MCP 2026-07-28 has no protocol session, so any connection
+// can poll a task).
+func (s *Source) PollTask(ctx context.Context, ref, taskID string) TaskPoll {
+	srv, err := s.serverOf(ref)
+	if err != nil {
+		return TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: err}}
+	}
+	conn, err := s.connect(ctx, srv, nil, nil)
+	if err != nil {
+		return TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: err}}
+	}
+	defer conn.close()
+	return s.getTask(ctx, srv, conn, taskID)
+}
+
+// getTask sends one tasks/get on conn and maps what it says.
+func (s *Source) getTask(ctx context.Context, srv *server, conn *connection, taskID string) TaskPoll {
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, taskNameKey{}, taskID), srv.connectionTimeout())
+	defer cancel()
+	w, err := mcp.CallCustomMethod[*taskParams, *taskWire](rctx, conn.session, "tasks/get", &taskParams{TaskID: taskID})
+	if err != nil {
+		return TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/get %s: %v", srv.Name, taskID, err)}}
+	}
+	t := w.task()
+	if t.ID == "" {
+		t.ID = taskID
+	}
+	poll := TaskPoll{Task: t}
+	switch w.Status {
+	case TaskWorking:
+	case TaskCompleted:
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(w.Result, &res); err != nil || len(w.Result) == 0 {
+			poll.Outcome = &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s completed without a tool result", srv.Name, taskID)}
+		} else if res.IsError {
+			poll.Outcome = &Outcome{Kind: ToolFailed, Text: srv.redactor.String(renderContent(&res))}
+		} else {
+			poll.Outcome = &Outcome{Kind: Succeeded, Text: renderContent(&res)}
+		}
+	case TaskFailed:
+		text := "the MCP task failed"
+		if w.Error != nil {
+			text = fmt.Sprintf("MCP error %d: %s", w.Error.Code, w.Error.Message)
+		} else if w.StatusMessage != "" {
+			text += ": " + w.StatusMessage
+		}
+		poll.Outcome = &Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
+	case TaskCancelled:
+		text := "the MCP task was cancelled"
+		if w.StatusMessage != "" {
+			text += ": " + w.StatusMessage
+		}
+		poll.Outcome = &Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
+	case TaskInputRequired:
+		// Answering a task's questions (tasks/update) is not built yet:
+		// the call fails and the waiting task is cancelled.
+		var reqs mcp.InputRequestMap
+		text := "the MCP server asked for input that this agent session cannot provide yet"
+		if err := json.Unmarshal(w.InputRequests, &reqs); err == nil && len(reqs) > 0 {
+			text = inputRequestedText(reqs)
+		}
+		poll.Outcome = &Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
+		s.cancelTask(ctx, srv, conn, taskID)
+	default:
+		poll.Outcome = &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s has the unknown status %q", srv.Name, taskID, w.Status)}
+	}
+	return poll
+}
+
+// CancelTask sends tasks/cancel for the task taskID of the tool ref
+// names, on a new connection. Any answer ends the cancellation, so a
+// retried one is harmless; the task may still end otherwise.
+func (s *Source) CancelTask(ctx context.Context, ref, taskID string) error {
+	srv, err := s.serverOf(ref)
+	if err != nil {
+		return err
+	}
+	conn, err := s.connect(ctx, srv, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer conn.close()
+	return s.cancelTask(ctx, srv, conn, taskID)
+}
+
+func (s *Source) cancelTask(ctx context.Context, srv *server, conn *connection, taskID string) error {
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, taskNameKey{}, taskID), srv.connectionTimeout())
+	defer cancel()
+	_, err := mcp.CallCustomMethod[*taskParams, *taskAck](rctx, conn.session, "tasks/cancel", &taskParams{TaskID: taskID})
+	var werr *jsonrpc.Error
+	if err != nil && !errors.As(err, &werr) {
+		return srv.errorf("mcp server %q: tasks/cancel %s: %v", srv.Name, taskID, err)
+	}
+	return nil // the server answered: the cancellation is done with
+}
+
+// serverOf finds the configured server of a tool reference.
+func (s *Source) serverOf(ref string) (*server, error) {
+	name, _, ok := ParseRef(ref)
+	if !ok {
+		return nil, fmt.Errorf("mcp: %q is not an MCP tool reference", ref)
+	}
+	srv := s.byName[name]
+	if srv == nil {
+		return nil, fmt.Errorf("mcp: server %q is not configured", name)
+	}
+	return srv, nil
+}
+
+// NextPollInterval is the wait before a task's next poll, the spec's
+// rule: the server's interval rounded up to whole seconds or, when that is
+// shorter, double the previous wait, up to a minute; at least a second.
+func NextPollInterval(server, previous time.Duration) time.Duration {
+	next := (server + time.Second - 1).Truncate(time.Second)
+	doubled := min(2*previous, time.Minute)
+	if next < doubled {
+		next = doubled
+	}
+	return max(next, time.Second)
+}
