@@ -454,7 +454,7 @@ func mcpServer(name string, m config.MCPServer) mcpsource.Server {
 		Name: name, Command: m.Command, Args: m.Args, Dir: m.Dir, URL: m.URL,
 		TrustsToolAnnotations: m.TrustsToolAnnotations,
 		ConnectionTimeout:     m.ConnectionTimeout, RequestTimeout: m.RequestTimeout, ConnectionAttempts: m.ConnectionAttempts,
-		TaskWaitTimeout:       m.TaskWaitTimeout,
+		TaskWaitTimeout: m.TaskWaitTimeout,
 	}
 	if m.Command != "" {
 		s.Env = map[string]string{}
