@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 	$(GO) test -run='^$$' -fuzz='^FuzzToolName$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
+	$(GO) test -run='^$$' -fuzz='^FuzzServerAnswers$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
 
 # Benchmarks: a session turn against the same pattern on bare Temporal
 # (compare their ns/op), the first streamed delta, the message store, the
