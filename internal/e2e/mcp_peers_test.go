@@ -395,3 +395,30 @@ func TestMCPTaskCancelledWithTheTurn(t *testing.T) {
 		t.Errorf("requests at the server = %v, want one tools/call and one tasks/cancel", reqs)
 	}
 }
+
+// TestMCPTaskQuestionIsASessionQuestion: an MCP task asks which queue (an
+// enum elicitation in input_required); the session raises the question
+// <call>-input-1 and no Step runs while it waits; the worker is SIGKILLed
+// during the wait; the answer goes to the task with tasks/update (once),
+// and the task's result ends the turn.
+func TestMCPTaskQuestionIsASessionQuestion(t *testing.T) {
+	s, logPath := taskServerStack(t, 1)
+	s.StartWorker()
+	id := start(t, s, `args:ts__job:{"name":"choose"}`)
+	snap := s.WaitForSnapshot("the task's question", id, pendingQuestion)
+	in := snap.PendingInterrupts[0]
+	if in.InterruptID != in.ToolCallID+"-input-1" || in.Question != "Which queue?" || strings.Join(in.Choices, ",") != "fast,slow" {
+		t.Fatalf("question = %+v", in)
+	}
+	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	s.KillWorkers()
+	s.StartWorker()
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "slow"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: ts__job=succeeded:job choose: slow")
+	if reqs := requestLog(t, logPath); reqs["tools/call"] != 1 || reqs["tasks/update"] != 1 {
+		t.Errorf("requests at the server = %v, want one tools/call and one tasks/update", reqs)
+	}
+}

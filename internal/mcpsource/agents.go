@@ -89,3 +89,11 @@ func (a *Agents) check(agent, ref string) error {
 	}
 	return nil
 }
+
+// AnswerTask answers a task's question as [Source.AnswerTask] does.
+func (a *Agents) AnswerTask(ctx context.Context, agent, ref, taskID, question, resolution, answer string) (bool, TaskPoll) {
+	if err := a.check(agent, ref); err != nil {
+		return false, TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: err}}
+	}
+	return a.Source.AnswerTask(ctx, ref, taskID, question, resolution, answer)
+}

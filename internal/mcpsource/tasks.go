@@ -76,6 +76,7 @@ func registerTaskMethods(c *mcp.Client) {
 	// cannot fail.
 	_ = mcp.AddSendingCustomMethod[*taskParams, *taskWire](c, "tasks/get")
 	_ = mcp.AddSendingCustomMethod[*taskParams, *taskAck](c, "tasks/cancel")
+	_ = mcp.AddSendingCustomMethod[*taskUpdateParams, *taskAck](c, "tasks/update")
 }
 
 // taskHandle returns the task a tools/call's raw result started, or nil
@@ -108,6 +109,10 @@ type TaskPoll struct {
 	// it no longer knows): poll again, or give up by the effect class.
 	Task    *Task
 	Outcome *Outcome
+	// Input is set when the task waits for input the session can ask
+	// the user for (status input_required, one form elicitation): ask it,
+	// then hand the resolution over with [Source.AnswerTask].
+	Input *InputRequest
 }
 
 // PollTask reads the task taskID of the tool ref names once, on a new
@@ -165,15 +170,20 @@ func (s *Source) getTask(ctx context.Context, srv *server, conn *connection, tas
 		}
 		poll.Outcome = &Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
 	case TaskInputRequired:
-		// Answering a task's questions (tasks/update) is not built yet:
-		// the call fails and the waiting task is cancelled.
+		// One form elicitation the session can ask is a question, which
+		// AnswerTask hands over with tasks/update; anything else fails
+		// the call, and the waiting task is cancelled.
 		var reqs mcp.InputRequestMap
 		text := "the MCP server asked for input that this agent session cannot provide yet"
 		if err := json.Unmarshal(w.InputRequests, &reqs); err == nil && len(reqs) > 0 {
+			if in, ok := question(reqs, ""); ok {
+				poll.Input = in
+				break
+			}
 			text = inputRequestedText(reqs)
 		}
 		poll.Outcome = &Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
-		s.cancelTask(ctx, srv, conn, taskID)
+		_ = s.cancelTask(ctx, srv, conn, taskID)
 	default:
 		poll.Outcome = &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s has the unknown status %q", srv.Name, taskID, w.Status)}
 	}
@@ -230,4 +240,80 @@ func NextPollInterval(server, previous time.Duration) time.Duration {
 		next = doubled
 	}
 	return max(next, time.Second)
+}
+
+// taskUpdateParams are the params of tasks/update.
+type taskUpdateParams struct {
+	mcp.ParamsBase
+	TaskID         string                       `json:"taskId"`
+	InputResponses map[string]*mcp.ElicitResult `json:"inputResponses"`
+}
+
+// The resolutions of a task's question (the session's).
+const (
+	ResolutionAnswered       = "answered"
+	ResolutionDeclined       = "declined"
+	ResolutionDeadlinePassed = "deadline_passed"
+)
+
+// QuestionKey is the request key of a question's continuation, "" for a
+// continuation that is not a question's.
+func QuestionKey(cont string) string {
+	var c continuation
+	if json.Unmarshal([]byte(cont), &c) != nil {
+		return ""
+	}
+	return c.Key
+}
+
+// AnswerTask hands the user's resolution of a task's question (whose
+// continuation is question) to the task with tasks/update: accept with the
+// answer, decline, or cancel for a passed deadline. It first reads the
+// task, and sends only while the task still lists that same request, so
+// an answer never reaches another one. sent reports whether it sent; poll
+// is what the read found. A decline the server refuses cancels the task
+// and fails the call.
+func (s *Source) AnswerTask(ctx context.Context, ref, taskID, question, resolution, answer string) (sent bool, poll TaskPoll) {
+	var c continuation
+	if err := json.Unmarshal([]byte(question), &c); err != nil || c.Key == "" {
+		return false, TaskPoll{Outcome: &Outcome{Kind: ToolFailed, Text: "the task's question cannot be answered: its continuation is not one of this worker's"}}
+	}
+	srv, err := s.serverOf(ref)
+	if err != nil {
+		return false, TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: err}}
+	}
+	conn, err := s.connect(ctx, srv, nil, nil)
+	if err != nil {
+		return false, TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: err}}
+	}
+	defer conn.close()
+	poll = s.getTask(ctx, srv, conn, taskID)
+	if poll.Input == nil || QuestionKey(poll.Input.Continuation) != c.Key {
+		return false, poll // the task moved on: nothing to answer
+	}
+	var response *mcp.ElicitResult
+	switch resolution {
+	case ResolutionAnswered:
+		_, responses, err := answerParams(&Answer{Continuation: question, Answer: answer})
+		if err != nil {
+			return false, TaskPoll{Outcome: &Outcome{Kind: ToolFailed, Text: "the answer cannot be sent to the task: " + err.Error()}}
+		}
+		response = responses[c.Key].(*mcp.ElicitResult)
+	case ResolutionDeclined:
+		response = &mcp.ElicitResult{Action: "decline"}
+	default:
+		response = &mcp.ElicitResult{Action: "cancel"}
+	}
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, taskNameKey{}, taskID), srv.connectionTimeout())
+	defer cancel()
+	_, err = mcp.CallCustomMethod[*taskUpdateParams, *taskAck](rctx, conn.session, "tasks/update",
+		&taskUpdateParams{TaskID: taskID, InputResponses: map[string]*mcp.ElicitResult{c.Key: response}})
+	if err != nil {
+		if resolution == ResolutionDeclined {
+			_ = s.cancelTask(ctx, srv, conn, taskID)
+			return false, TaskPoll{Outcome: &Outcome{Kind: ToolFailed, Text: "the user declined the task's question, and the server did not take the decline; the task was cancelled"}}
+		}
+		return false, TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/update %s: %v", srv.Name, taskID, err)}}
+	}
+	return true, poll
 }

@@ -218,3 +218,57 @@ func TestNextPollInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskQuestionsAreAnsweredWithTasksUpdate: a task in input_required
+// with one enum elicitation is a question; AnswerTask sends the answer
+// (or a decline) with tasks/update, only while the task still lists that
+// request, and the task then ends with it.
+func TestTaskQuestionsAreAnsweredWithTasksUpdate(t *testing.T) {
+	url, logPath := httpTaskServer(t, 1)
+	s := newSource(t, []Server{{Name: "ts", URL: url}}, Options{})
+	ctx := context.Background()
+	ask := func(name string) (*Task, *InputRequest) {
+		t.Helper()
+		out := s.Call(ctx, "mcp:ts/job", json.RawMessage(`{"name":"choose"}`), "k-"+name, nil)
+		if out.Kind != TaskStarted {
+			t.Fatalf("Call = %+v", out)
+		}
+		for i := 0; i < 5; i++ {
+			p := s.PollTask(ctx, "mcp:ts/job", out.Task.ID)
+			if p.Outcome != nil {
+				t.Fatalf("poll = %+v", p.Outcome)
+			}
+			if p.Input != nil {
+				if p.Task.Status != TaskInputRequired || p.Input.Question != "Which queue?" || strings.Join(p.Input.Choices, ",") != "fast,slow" ||
+					QuestionKey(p.Input.Continuation) != "queue-"+out.Task.ID {
+					t.Fatalf("question = %+v (task %+v)", p.Input, p.Task)
+				}
+				return out.Task, p.Input
+			}
+		}
+		t.Fatal("the task never asked")
+		return nil, nil
+	}
+	task, in := ask("a")
+	sent, p := s.AnswerTask(ctx, "mcp:ts/job", task.ID, in.Continuation, ResolutionAnswered, "slow")
+	if !sent || p.Outcome != nil {
+		t.Fatalf("AnswerTask = %v, %+v", sent, p)
+	}
+	if p := s.PollTask(ctx, "mcp:ts/job", task.ID); p.Outcome == nil || p.Outcome.Kind != Succeeded || p.Outcome.Text != "job choose: slow" {
+		t.Errorf("after the answer: %+v", p)
+	}
+	// The task took the answer: a second one is never sent.
+	if sent, p := s.AnswerTask(ctx, "mcp:ts/job", task.ID, in.Continuation, ResolutionAnswered, "fast"); sent || p.Outcome == nil || p.Outcome.Kind != Succeeded {
+		t.Errorf("a second answer: sent %v, %+v", sent, p)
+	}
+	task, in = ask("b")
+	if sent, _ := s.AnswerTask(ctx, "mcp:ts/job", task.ID, in.Continuation, ResolutionDeclined, ""); !sent {
+		t.Fatal("the decline was not sent")
+	}
+	if p := s.PollTask(ctx, "mcp:ts/job", task.ID); p.Outcome == nil || p.Outcome.Text != "job choose: decline" {
+		t.Errorf("after the decline: %+v", p)
+	}
+	if n := countMethod(taskLog(t, logPath), "tasks/update"); n != 2 {
+		t.Errorf("%d tasks/update, want 2", n)
+	}
+}

@@ -44,6 +44,9 @@ type MCPTools interface {
 	PollTask(ctx context.Context, agent, ref, taskID string) mcpsource.TaskPoll
 	// CancelTask sends the task's cancellation.
 	CancelTask(ctx context.Context, agent, ref, taskID string) error
+	// AnswerTask hands the resolution of the task's question over, while
+	// the task still asks it.
+	AnswerTask(ctx context.Context, agent, ref, taskID, question, resolution, answer string) (sent bool, poll mcpsource.TaskPoll)
 }
 
 // Hooks let tests stop a Step at an exact point. Production code leaves them nil.
@@ -686,19 +689,51 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 type mcpTaskState struct {
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
+	// Answered is the request key of the question whose answer the last
+	// tasks/update sent, at SentAtMs (Unix milliseconds).
+	Answered string `json:"answered,omitempty"`
+	SentAtMs int64  `json:"sent_at_ms,omitempty"`
 }
 
+// answerSettle is how long after a tasks/update the task may still list
+// the answered request (it has not taken the answer in yet): polls run a
+// second apart and read it as working. Past it, the request is asked again.
+const answerSettle = 10 * time.Second
+
 // pollMCPTask polls the MCP task of a call the session routed to a
-// server, once.
-func (a *Activities) pollMCPTask(ctx context.Context, in session.PollInput, w *writer) (session.ToolOutcome, error) {
+// server, once, handing over the resolution of its last question first.
+func (a *Activities) pollMCPTask(ctx context.Context, in session.PollInput, attempt int, w *writer) (session.ToolOutcome, error) {
 	call := in.ToolCall
-	p := a.MCP.PollTask(ctx, in.Agent, in.HostSource, call.TaskID)
-	if p.Task != nil {
-		var last mcpTaskState
-		_ = json.Unmarshal([]byte(call.InputContinuation), &last)
-		if last.Status != p.Task.Status || last.Message != p.Task.StatusMessage {
-			w.publish(session.EventMCPTaskStatus, taskStatusPayload(call, p.Task))
+	var last mcpTaskState
+	_ = json.Unmarshal([]byte(call.InputContinuation), &last)
+	var p mcpsource.TaskPoll
+	switch pa := call.TaskAnswerPending; {
+	case pa != nil && attempt == 1:
+		// Only the first attempt sends, after a heartbeat: a retry cannot
+		// tell whether it did, so it asks the user again instead, and an
+		// answer never reaches a later question.
+		w.Heartbeat()
+		var sent bool
+		sent, p = a.MCP.AnswerTask(ctx, in.Agent, in.HostSource, call.TaskID, call.InputContinuation, pa.Resolution, pa.Answer)
+		if sent {
+			state, _ := json.Marshal(mcpTaskState{Status: mcpsource.TaskInputRequired, Answered: mcpsource.QuestionKey(call.InputContinuation), SentAtMs: time.Now().UnixMilli()})
+			return session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: 1, Continuation: string(state)}}, nil
 		}
+	default:
+		p = a.MCP.PollTask(ctx, in.Agent, in.HostSource, call.TaskID)
+	}
+	if p.Task != nil && (last.Status != p.Task.Status || last.Message != p.Task.StatusMessage) {
+		w.publish(session.EventMCPTaskStatus, taskStatusPayload(call, p.Task))
+	}
+	if q := p.Input; q != nil && p.Outcome == nil {
+		if mcpsource.QuestionKey(q.Continuation) == last.Answered && time.Since(time.UnixMilli(last.SentAtMs)) < answerSettle {
+			// The task has not taken the answer in yet.
+			state, _ := json.Marshal(last)
+			return session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: 1, Continuation: string(state)}}, nil
+		}
+		return session.ToolOutcome{InputRequested: &session.InputRequest{
+			Question: q.Question, Choices: q.Choices, AllowsFreeText: q.AllowsFreeText, Continuation: q.Continuation,
+		}}, nil
 	}
 	if p.Outcome == nil {
 		state, _ := json.Marshal(mcpTaskState{Status: p.Task.Status, Message: p.Task.StatusMessage})
@@ -758,7 +793,7 @@ func (a *Activities) pollTask(ctx context.Context, in session.PollInput) (sessio
 		defer w.close()
 		stop := a.heartbeatLoop(ctx, w)
 		defer stop()
-		return a.pollMCPTask(ctx, in, w)
+		return a.pollMCPTask(ctx, in, int(info.Attempt), w)
 	}
 	r, caps, err := a.Runners.Runner(in.Agent)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/temporal"
@@ -24,6 +25,7 @@ type fakeMCP struct {
 	out      mcpsource.Outcome
 	progress []mcpsource.Progress
 	poll     mcpsource.TaskPoll
+	sent     bool
 	got      []string // agent ref key arguments
 }
 
@@ -32,6 +34,11 @@ func (f *fakeMCP) Tools(context.Context, string) ([]mcpsource.Tool, error) { ret
 func (f *fakeMCP) PollTask(_ context.Context, agent, ref, taskID string) mcpsource.TaskPoll {
 	f.got = append(f.got, "poll "+agent+" "+ref+" "+taskID)
 	return f.poll
+}
+
+func (f *fakeMCP) AnswerTask(_ context.Context, agent, ref, taskID, question, resolution, answer string) (bool, mcpsource.TaskPoll) {
+	f.got = append(f.got, "answer "+resolution+" "+answer+" to "+question)
+	return f.sent, f.poll
 }
 
 func (f *fakeMCP) CancelTask(_ context.Context, agent, ref, taskID string) error {
@@ -184,3 +191,78 @@ func TestMCPElicitationIsAQuestionAndItsAnswerGoesBack(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestMCPTaskPolls: a poll of an MCP task maps what tasks/get found: a
+// working task polls again later (mcp.task_status only on a change), a
+// question is the call's input request, a request whose answer was just
+// sent reads as working, a retried attempt with an answer to hand over
+// asks again instead of sending it, and a completed task is the result.
+func TestMCPTaskPolls(t *testing.T) {
+	working := &mcpsource.Task{ID: "t1", Status: mcpsource.TaskWorking, StatusMessage: "half", PollInterval: 3 * time.Second}
+	question := &mcpsource.InputRequest{Question: "Which queue?", Choices: []string{"fast", "slow"}, Continuation: `{"key":"q1","field":"queue","type":"string"}`}
+	asking := &mcpsource.Task{ID: "t1", Status: mcpsource.TaskInputRequired}
+	justSent, _ := json.Marshal(mcpTaskState{Status: mcpsource.TaskInputRequired, Answered: "q1", SentAtMs: time.Now().UnixMilli()})
+	longAgo, _ := json.Marshal(mcpTaskState{Status: mcpsource.TaskInputRequired, Answered: "q1", SentAtMs: time.Now().Add(-time.Minute).UnixMilli()})
+	tests := []struct {
+		name         string
+		continuation string
+		pending      *pluginapi.QuestionAnswer
+		attempt      int
+		poll         mcpsource.TaskPoll
+		want         session.ToolOutcome
+		events       int
+		calls        []string
+	}{
+		{name: "working", poll: mcpsource.TaskPoll{Task: working}, attempt: 1, events: 1,
+			want:  session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: 4, Continuation: `{"status":"working","message":"half"}`}},
+			calls: []string{"poll a mcp:ts/job t1"}},
+		{name: "working, unchanged", continuation: `{"status":"working","message":"half"}`, poll: mcpsource.TaskPoll{Task: working}, attempt: 1,
+			want:  session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: 4, Continuation: `{"status":"working","message":"half"}`}},
+			calls: []string{"poll a mcp:ts/job t1"}},
+		{name: "a question", poll: mcpsource.TaskPoll{Task: asking, Input: question}, attempt: 1, events: 1,
+			want:  session.ToolOutcome{InputRequested: &session.InputRequest{Question: "Which queue?", Choices: []string{"fast", "slow"}, Continuation: question.Continuation}},
+			calls: []string{"poll a mcp:ts/job t1"}},
+		{name: "the answer not taken in yet", continuation: string(justSent), poll: mcpsource.TaskPoll{Task: asking, Input: question}, attempt: 1,
+			want:  session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: 1, Continuation: string(justSent)}},
+			calls: []string{"poll a mcp:ts/job t1"}},
+		{name: "the same request long after the answer", continuation: string(longAgo), poll: mcpsource.TaskPoll{Task: asking, Input: question}, attempt: 1,
+			want:  session.ToolOutcome{InputRequested: &session.InputRequest{Question: "Which queue?", Choices: []string{"fast", "slow"}, Continuation: question.Continuation}},
+			calls: []string{"poll a mcp:ts/job t1"}},
+		{name: "a retried attempt asks again", continuation: question.Continuation, pending: &pluginapi.QuestionAnswer{Resolution: "answered", Answer: "slow"},
+			poll: mcpsource.TaskPoll{Task: asking, Input: question}, attempt: 2, events: 1,
+			want:  session.ToolOutcome{InputRequested: &session.InputRequest{Question: "Which queue?", Choices: []string{"fast", "slow"}, Continuation: question.Continuation}},
+			calls: []string{"poll a mcp:ts/job t1"}},
+		{name: "completed", continuation: `{"status":"working"}`, attempt: 1, events: 1,
+			poll:  mcpsource.TaskPoll{Task: &mcpsource.Task{ID: "t1", Status: mcpsource.TaskCompleted}, Outcome: &mcpsource.Outcome{Kind: mcpsource.Succeeded, Text: "done"}},
+			want:  session.ToolOutcome{Output: ptr("done")},
+			calls: []string{"poll a mcp:ts/job t1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			statuses := 0
+			f := &fakeMCP{poll: tt.poll}
+			a := &Activities{MCP: f, Events: sinkFunc(func(e events.Event) {
+				if e.Type == session.EventMCPTaskStatus {
+					statuses++
+				}
+			})}
+			in := session.PollInput{Agent: "a", HostSource: "mcp:ts/job", ToolCall: pluginapi.ToolCall{ToolCallID: "c1", ToolName: "ts__job", TaskID: "t1",
+				TaskPollIntervalSeconds: 2, InputContinuation: tt.continuation, TaskAnswerPending: tt.pending}}
+			got, err := a.pollMCPTask(context.Background(), in, tt.attempt, &writer{a: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.calls, f.got); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if statuses != tt.events {
+				t.Errorf("%d mcp.task_status events, want %d", statuses, tt.events)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

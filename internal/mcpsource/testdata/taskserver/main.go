@@ -6,7 +6,10 @@
 // Its tool "job" answers a client that declares the extension with a task
 // handle; tasks/get reports the task working for -polls polls, then
 // completed with "job <name> done" (or failed, for the name "fail";
-// cancelled once tasks/cancel came; input_required for the name "ask").
+// cancelled once tasks/cancel came; input_required for the name "ask",
+// with a question it cannot take; for the name "choose", a question of
+// one enum field that tasks/update answers, and then completed with the
+// answer).
 // Without the extension, "job" answers at once. Every request is logged
 // as one JSON line to -log, so tests count tools/call, tasks/get and
 // tasks/cancel.
@@ -32,6 +35,9 @@ type taskState struct {
 	name      string
 	polls     int
 	cancelled bool
+	// answer is what tasks/update brought for a "choose" task's question:
+	// the queue, or "declined".
+	answer string
 }
 
 type server struct {
@@ -73,6 +79,15 @@ type taskResult struct {
 	InputRequests  map[string]any `json:"inputRequests,omitempty"`
 }
 
+type updateParams struct {
+	mcp.ParamsBase
+	TaskID         string `json:"taskId"`
+	InputResponses map[string]struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	} `json:"inputResponses"`
+}
+
 type ack struct {
 	mcp.ResultBase
 	ResultType string `json:"resultType"`
@@ -95,6 +110,12 @@ func (s *server) view(id string, t *taskState) *taskResult {
 		r.StatusMessage = fmt.Sprintf("poll %d", t.polls)
 	case t.name == "fail":
 		r.Status, r.Error = "failed", map[string]any{"code": -32001, "message": "the job broke"}
+	case t.name == "choose" && t.answer == "":
+		r.Status, r.InputRequests = "input_required", map[string]any{"queue-" + id: map[string]any{
+			"method": "elicitation/create", "params": map[string]any{"message": "Which queue?", "requestedSchema": map[string]any{
+				"type": "object", "properties": map[string]any{"queue": map[string]any{"type": "string", "enum": []string{"fast", "slow"}}}}}}}
+	case t.name == "choose":
+		r.Status, r.Result = "completed", map[string]any{"content": []any{map[string]any{"type": "text", "text": "job choose: " + t.answer}}}
 	case t.name == "ask":
 		r.Status, r.InputRequests = "input_required", map[string]any{"k1": map[string]any{
 			"method": "elicitation/create", "params": map[string]any{"message": "Which queue?", "requestedSchema": map[string]any{"type": "object"}}}}
@@ -159,6 +180,32 @@ func main() {
 		}
 		t.polls++
 		return s.view(p.TaskID, t), nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	if err := mcp.AddReceivingCustomMethod(srv, "tasks/update", func(ctx context.Context, _ *mcp.ServerSession, p *updateParams) (*ack, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t := s.tasks[p.TaskID]
+		if t == nil {
+			return nil, &jsonrpc.Error{Code: -32602, Message: "unknown task " + p.TaskID}
+		}
+		for key, r := range p.InputResponses {
+			if key != "queue-"+p.TaskID || t.answer != "" {
+				continue // not outstanding: ignored
+			}
+			switch r.Action {
+			case "accept":
+				t.answer = fmt.Sprintf("%v", r.Content["queue"])
+			default:
+				t.answer = r.Action
+			}
+		}
+		if s.logf != nil {
+			b, _ := json.Marshal(map[string]any{"method": "tasks/update", "task": p.TaskID, "responses": p.InputResponses})
+			fmt.Fprintln(s.logf, string(b))
+		}
+		return &ack{ResultType: "complete"}, nil
 	}); err != nil {
 		log.Fatal(err)
 	}
