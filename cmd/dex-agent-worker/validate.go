@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 )
 
@@ -30,8 +33,10 @@ func newConfigCmd(g *globals) *cobra.Command {
 			"does at start-up: it starts every plugin an agent uses (its binary must exist, be executable and\n" +
 			"match its sha256) and calls Configure for every agent, so a runner_config the plugin refuses is\n" +
 			"reported with the plugin's message. It warns about tool_policies that name a tool the agent's\n" +
-			"runner does not offer. Exit 1 on any problem; warnings alone exit 0.\n\n" +
-			"--offline checks the file only and starts no plugin.",
+			"runner does not offer. It lists every MCP server an agent uses, printing each agent's MCP tools\n" +
+			"with their effects, and warns about a server that cannot be listed and a policy for an MCP tool\n" +
+			"its server does not offer. Exit 1 on any problem; warnings alone exit 0.\n\n" +
+			"--offline checks the file only and starts no plugin or MCP server.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(cfgPath)
@@ -42,6 +47,11 @@ func newConfigCmd(g *globals) *cobra.Command {
 			checked := "--offline: plugins not started"
 			if !offline {
 				problems, warnings := checkPlugins(cmd.Context(), cfg, validateLogger(g, cmd))
+				lines, mcpWarnings := checkMCPServers(cmd.Context(), cfg, version)
+				warnings = append(warnings, mcpWarnings...)
+				for _, l := range lines {
+					fmt.Fprintln(g.stdout, l)
+				}
 				for _, w := range warnings {
 					fmt.Fprintln(g.stderr, "warning:", w)
 				}
@@ -131,4 +141,81 @@ func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		}
 	}
 	return problems, warnings
+}
+
+// mcpCheckTimeout bounds the listing of the MCP servers.
+const mcpCheckTimeout = time.Minute
+
+// checkMCPServers lists every MCP server an agent uses, as the worker's
+// first model call would, and returns a line per agent with its MCP tools
+// and their effects, and the warnings: a server that cannot be listed
+// (the worker leaves its tools out), a policy for an MCP tool that its
+// server does not offer.
+func checkMCPServers(ctx context.Context, cfg *config.Config, version string) (lines, warnings []string) {
+	used := map[string]bool{}
+	for _, a := range cfg.Agents {
+		for _, name := range a.MCP {
+			used[name] = true
+		}
+	}
+	if len(used) == 0 {
+		return nil, nil
+	}
+	var servers []mcpsource.Server
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		servers = append(servers, daemon.MCPServer(name, cfg.MCPServers[name]))
+	}
+	var logs strings.Builder
+	src, err := mcpsource.New(servers, mcpsource.Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn,
+			ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+				if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+					return slog.Attr{}
+				}
+				return a
+			}})),
+		ClientName: "dex-agent-worker", ClientVersion: version,
+	})
+	if err != nil {
+		return nil, []string{"mcp_servers: " + err.Error()}
+	}
+	defer src.Close()
+	lctx, cancel := context.WithTimeout(ctx, mcpCheckTimeout)
+	defer cancel()
+	if _, err := src.Refresh(lctx); err != nil {
+		return nil, []string{"mcp_servers: listing: " + err.Error()}
+	}
+	for i := range cfg.Agents {
+		a := &cfg.Agents[i]
+		if len(a.MCP) == 0 {
+			continue
+		}
+		agents := &mcpsource.Agents{Source: src, Servers: map[string][]string{a.Name: a.MCP}, ResourceTools: map[string]bool{a.Name: a.ResourceAndPromptTools}}
+		tools, _ := agents.Tools(lctx, a.Name)
+		listed := map[string]bool{}
+		var described []string
+		for _, t := range tools {
+			listed[t.Server] = true
+			described = append(described, t.Name+" ("+string(t.Policy(daemon.PolicySet(a)).Effect)+")")
+		}
+		for _, srv := range a.MCP {
+			if !listed[srv] {
+				warnings = append(warnings, fmt.Sprintf("mcp_servers.%s: agent %s gets no tools from it: it could not be listed, or it offers none (the worker leaves it out and tries again later)", srv, a.Name))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("agent %s: %d MCP tool(s): %s", a.Name, len(tools), strings.Join(described, ", ")))
+		for _, name := range slices.Sorted(maps.Keys(a.ToolPolicies)) {
+			for _, srv := range a.MCP {
+				if strings.HasPrefix(name, srv+"__") && listed[srv] && !slices.ContainsFunc(tools, func(t mcpsource.Tool) bool { return t.Name == name }) {
+					warnings = append(warnings, fmt.Sprintf("agents[%d].tool_policies.%s: MCP server %s does not offer a tool %q; the policy never applies", i, name, srv, name))
+				}
+			}
+		}
+	}
+	if text := strings.TrimSpace(logs.String()); text != "" {
+		for _, l := range strings.Split(text, "\n") {
+			warnings = append(warnings, "mcp: "+l)
+		}
+	}
+	return lines, warnings
 }

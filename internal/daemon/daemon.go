@@ -432,7 +432,7 @@ func (d *Daemon) openMCP(cfg *config.Config, version string, logger *slog.Logger
 			d.log.Warn("MCP server is not used by any agent; it is never started", "mcp_server", name)
 			continue
 		}
-		list = append(list, mcpServer(name, cfg.MCPServers[name]))
+		list = append(list, MCPServer(name, cfg.MCPServers[name]))
 	}
 	if len(list) == 0 {
 		return nil
@@ -448,8 +448,9 @@ func (d *Daemon) openMCP(cfg *config.Config, version string, logger *slog.Logger
 	return nil
 }
 
-// mcpServer is the source's form of a configured server.
-func mcpServer(name string, m config.MCPServer) mcpsource.Server {
+// MCPServer is the MCP source's form of a configured server, with the
+// values of the environment variables its env grants, read now.
+func MCPServer(name string, m config.MCPServer) mcpsource.Server {
 	s := mcpsource.Server{
 		Name: name, Command: m.Command, Args: m.Args, Dir: m.Dir, URL: m.URL,
 		TrustsToolAnnotations: m.TrustsToolAnnotations,
@@ -519,11 +520,17 @@ func messageOptions(a *config.Agent) session.MessageOptions {
 	return o
 }
 
-func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) session.Runtime {
+// PolicySet is an agent's tool policies as its sessions record them.
+func PolicySet(a *config.Agent) pluginapi.PolicySet {
 	policies := pluginapi.PolicySet{DefaultEffect: pluginapi.Effect(a.DefaultToolEffect), Policies: map[string]pluginapi.ToolPolicy{}}
 	for name, p := range a.ToolPolicies {
 		policies.Policies[name] = pluginapi.ToolPolicy{Effect: pluginapi.Effect(p.Effect), RequiresApproval: p.RequiresApproval}
 	}
+	return policies
+}
+
+func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) session.Runtime {
+	policies := PolicySet(a)
 	rm := session.DefaultRunModelLimits
 	rm.StartToClose = a.RunModelLimit.StartToCloseTimeout
 	rm.Heartbeat = a.RunModelLimit.HeartbeatTimeout
