@@ -252,7 +252,8 @@ type MCPServer struct {
 	// Env names the environment variables the stdio server's process
 	// gets, with the worker's values; nothing else of the worker's
 	// environment reaches it (grant PATH and HOME for npx). Their values
-	// are redacted wherever they could appear.
+	// are redacted wherever they could appear, except those of the
+	// variables in NotSecretEnv (PATH, HOME, ...).
 	Env []string `yaml:"env,omitempty"`
 	// Dir is the stdio server's working directory, resolved against the
 	// config file's directory; empty is the worker's.

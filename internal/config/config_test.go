@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1079,5 +1080,43 @@ func TestMessageStore(t *testing.T) {
 		if got := again.Agents[1].RetainedMessageLimit; got != tt.want {
 			t.Errorf("%q: reloaded as %+v, want %+v\n%s", tt.value, got, tt.want, red)
 		}
+	}
+}
+
+// TestMCPSecretsAreRedactionValues: an MCP server's header values and the
+// values of the variables its env grants are among the secrets the worker
+// redacts.
+func TestMCPSecretsAreRedactionValues(t *testing.T) {
+	t.Setenv("DEX_TEST_MCP_TOKEN", "mcp-LEAKED-token")
+	t.Setenv("DEX_TEST_MCP_ENV", "mcp-LEAKED-env")
+	cfg, err := LoadBytes([]byte(`
+plugins: {p: {command: x}}
+mcp_servers:
+  web: {url: "https://h/mcp", headers: {Authorization: "Bearer ${DEX_TEST_MCP_TOKEN}"}}
+  std: {command: x, env: [DEX_TEST_MCP_ENV, HOME]}
+agents:
+  - {name: a, flow_type: A, runner: p, mcp: [web, std]}
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := strings.Join(cfg.SecretValues(), " ")
+	for _, want := range []string{"Bearer mcp-LEAKED-token", "mcp-LEAKED-env"} {
+		if !strings.Contains(values, want) {
+			t.Errorf("SecretValues lack %q: %q", want, values)
+		}
+	}
+	if !slices.Contains(cfg.SecretValues(), "mcp-LEAKED-token") {
+		t.Errorf("SecretValues lack the bearer token alone: %q", values)
+	}
+	if home := os.Getenv("HOME"); home != "" && slices.Contains(cfg.SecretValues(), home) {
+		t.Errorf("HOME's value is redacted: %q", values)
+	}
+	var b bytes.Buffer
+	if err := yaml.NewEncoder(&b).Encode(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "LEAKED") {
+		t.Errorf("the config's YAML shows a secret:\n%s", b.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -60,20 +61,27 @@ func (c *Config) SecretValues() []string {
 			out = append(out, v)
 		}
 	}
-	for _, name := range sortedKeys(c.Plugins) {
-		for _, env := range c.Plugins[name].Env {
-			v, _ := os.LookupEnv(env)
-			add(v)
+	addEnv := func(names []string) {
+		for _, env := range names {
+			if !slices.Contains(NotSecretEnv, env) {
+				v, _ := os.LookupEnv(env)
+				add(v)
+			}
 		}
+	}
+	for _, name := range sortedKeys(c.Plugins) {
+		addEnv(c.Plugins[name].Env)
 	}
 	for _, name := range sortedKeys(c.MCPServers) {
 		m := c.MCPServers[name]
-		for _, env := range m.Env {
-			v, _ := os.LookupEnv(env)
-			add(v)
-		}
+		addEnv(m.Env)
 		for _, h := range sortedKeys(m.Headers) {
-			add(m.Headers[h].Reveal())
+			v := m.Headers[h].Reveal()
+			add(v)
+			// "Bearer <token>": the token alone may show up too.
+			if _, tok, ok := strings.Cut(v, " "); ok {
+				add(tok)
+			}
 		}
 	}
 	add(c.Temporal.APIKey.Reveal())
@@ -82,6 +90,11 @@ func (c *Config) SecretValues() []string {
 	}
 	return out
 }
+
+// NotSecretEnv are environment variables a plugin or an MCP server is
+// often granted whose values are not secrets: redacting them (a home
+// directory, say) would garble every path in an error.
+var NotSecretEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "TMPDIR", "LANG", "LC_ALL", "TZ", "TERM", "NODE_ENV"}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

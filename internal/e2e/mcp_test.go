@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -418,5 +419,32 @@ func TestMCPElicitationIsASessionQuestion(t *testing.T) {
 	}
 	if n := len(ns.recorded("charge")); n != 3 {
 		t.Errorf("charge was called %d times, want 3 (the decline sends nothing)", n)
+	}
+}
+
+// TestMCPWriteDrainsOnSIGTERM is a rolling restart while an MCP write
+// runs: the worker stops taking Steps and lets the call to the server
+// finish before it exits; the next worker finishes the turn. The server
+// saw the write once, and it is recorded as succeeded.
+func TestMCPWriteDrainsOnSIGTERM(t *testing.T) {
+	ns := newNotesServer(t)
+	cfg := strings.Replace(mcpConfig(t, ns, ""), "    tool_policies:\n", "    tool_policies:\n      notes__save: {effect: non_idempotent_write, requires_approval: false}\n", 1)
+	s := agenttest.NewStack(t, cfg)
+	w := s.StartWorker()
+	id := start(t, s, "call:notes__save:hold-term")
+	ns.waitEntered(t, "save")
+	if err := w.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	draining(t, w)
+	ns.releaseAll()
+	if code, err := w.Wait(time.Minute); err != nil || code != 0 {
+		t.Fatalf("worker exit: code %d, %v; want 0 after the drain", code, err)
+	}
+	s.StartWorker()
+	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "done: notes__save=succeeded:saved hold-term")
+	if calls := ns.recorded("save"); len(calls) != 1 {
+		t.Errorf("save calls at the server = %+v, want one", calls)
 	}
 }
