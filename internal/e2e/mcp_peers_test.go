@@ -193,9 +193,10 @@ func TestMCPMemoryServerOverStdio(t *testing.T) {
 
 // TestMCPEverythingServerOverStreamableHTTP: the real server-everything
 // over Streamable HTTP (a stateful server of the 2025 protocol, reached
-// with the initialize fallback): a read with a result, and a long-running
+// with the initialize fallback): a read with a result, a long-running
 // operation whose progress notifications reach the SSE stream as
-// mcp.tool_progress events.
+// mcp.tool_progress events, and a task-only tool (taskSupport "required",
+// the 2025-11-25 task shape) polled on its call's connection.
 func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
 	node, script := mcpPeer(t, "server-everything")
 	port := agenttest.FreePort(t)
@@ -219,15 +220,19 @@ func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cfg, base := builtInConfig(t, "    mcp: [everything]\n")
+	// The research tool has no hints: it would wait for an approval.
+	cfg = strings.Replace(cfg, "    tool_policies:\n", "    tool_policies:\n      everything__simulate-research-query: {effect: read}\n", 1)
 	cfg += fmt.Sprintf("mcp_servers:\n  everything: {url: \"http://127.0.0.1:%d/mcp\"}\n", port)
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
 	id := start(t, s, argsToken("everything__get-sum", map[string]int{"a": 2, "b": 3})+" "+
-		argsToken("everything__trigger-long-running-operation", map[string]int{"duration": 1, "steps": 2}))
+		argsToken("everything__trigger-long-running-operation", map[string]int{"duration": 1, "steps": 2})+" "+
+		argsToken("everything__simulate-research-query", map[string]string{"topic": "durable"}))
 	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	got := lastText(snap)
 	if !strings.Contains(got, "everything__get-sum=succeeded:The sum of 2 and 3 is 5") ||
-		!strings.Contains(got, "everything__trigger-long-running-operation=succeeded:Long running operation completed. Duration: 1 seconds, Steps: 2.") {
+		!strings.Contains(got, "everything__trigger-long-running-operation=succeeded:Long running operation completed. Duration: 1 seconds, Steps: 2.") ||
+		!strings.Contains(got, "everything__simulate-research-query=succeeded:# Research Report: durable") {
 		t.Errorf("answer = %q", got)
 	}
 	frames := eventsOf(t, base, id, func(f sseFrame) bool { return f.data["type"] == "turn_completed" })

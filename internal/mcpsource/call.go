@@ -183,7 +183,7 @@ func (s *Source) CallWithAnswer(ctx context.Context, ref string, arguments json.
 		if err != nil {
 			return Outcome{Kind: NotSent, Err: err}
 		}
-		out, resend := s.callOnce(ctx, srv, conn, params)
+		out, resend := s.callOnce(ctx, srv, conn, params, s.needsTask(ctx, srv, conn, mcpName))
 		conn.close()
 		if !resend {
 			return out
@@ -198,13 +198,17 @@ func (s *Source) CallWithAnswer(ctx context.Context, ref string, arguments json.
 
 // callOnce sends the tools/call on conn. resend is true when the request
 // provably never reached the server, so another connection may send it.
-func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, params *mcp.CallToolParams) (out Outcome, resend bool) {
+func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, params *mcp.CallToolParams, augment bool) (out Outcome, resend bool) {
 	rctx, cancel := context.WithTimeout(ctx, srv.requestTimeout())
 	defer cancel()
 	for stateOnly := 0; ; stateOnly++ {
 		tracker := conn.tracker
 		tracker.reset()
-		res, err := conn.session.CallTool(context.WithValue(rctx, trackerKey{}, tracker), params)
+		cctx := context.WithValue(rctx, trackerKey{}, tracker)
+		if augment {
+			cctx = context.WithValue(cctx, augmentKey{}, srv.taskWaitTimeout().Milliseconds())
+		}
+		res, err := conn.session.CallTool(cctx, params)
 		if err != nil {
 			if !tracker.sent.Load() && stateOnly == 0 {
 				return Outcome{Kind: NotSent, Err: srv.errorf("mcp server %q: sending tools/call: %v", srv.Name, err)}, true
@@ -213,6 +217,11 @@ func (s *Source) callOnce(ctx context.Context, srv *server, conn *connection, pa
 		}
 		if st := tracker.httpStatus.Load(); st >= 300 {
 			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: HTTP status %d", srv.Name, st)}, false
+		}
+		if augment {
+			if task, ok := taskHandle2025(tracker.rawResult()); ok {
+				return s.waitForTask2025(ctx, srv, conn, task), false
+			}
 		}
 		if task, err := taskHandle(tracker.rawResult()); err != nil {
 			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tools/call: %v", srv.Name, err)}, false

@@ -147,3 +147,28 @@ func TestServerEverythingResourcesAndPrompts(t *testing.T) {
 		t.Errorf("args-prompt = %s", got.Text)
 	}
 }
+
+// TestServerEverythingTaskIn2025Shape: server-everything's
+// simulate-research-query has taskSupport "required" (MCP 2025-11-25): the
+// listing keeps that, the call is task-augmented, the task is polled with
+// tasks/get on the call's connection and its result comes from
+// tasks/result.
+func TestServerEverythingTaskIn2025Shape(t *testing.T) {
+	s := newSource(t, []Server{everythingServer(t, nil)}, Options{})
+	ctx := context.Background()
+	tools, err := s.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	support := map[string]string{}
+	for _, tool := range tools {
+		support[tool.Name] = tool.TaskSupport
+	}
+	if support["everything__simulate-research-query"] != "required" || support["everything__echo"] != "" {
+		t.Fatalf("task support: %v", support)
+	}
+	out := s.Call(ctx, "mcp:everything/simulate-research-query", json.RawMessage(`{"topic":"durable agents"}`), "k-research", nil)
+	if out.Kind != Succeeded || !strings.Contains(out.Text, "# Research Report: durable agents") || !strings.Contains(out.Text, "Stage 4: Generating report") {
+		t.Errorf("Call = %+v", out)
+	}
+}

@@ -238,6 +238,26 @@ type callTracker struct {
 	result    json.RawMessage // the server's result for the call (stdio)
 	body      []byte          // the tools/call's HTTP response body (HTTP)
 	overflow  bool
+
+	// listing asks the connection to keep the raw results of tools/list
+	// (which the SDK decodes without a tool's execution.taskSupport).
+	listing   bool
+	listIDs   []jsonrpc.ID
+	listPages []json.RawMessage // stdio
+	listBody  [][]byte          // HTTP response bodies of tools/list
+}
+
+// rawListPages returns the raw tools/list results the connection saw.
+func (t *callTracker) rawListPages() []json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]json.RawMessage(nil), t.listPages...)
+	for _, b := range t.listBody {
+		if resp := httpResponse(b); resp != nil && resp.Error == nil {
+			out = append(out, resp.Result)
+		}
+	}
+	return out
 }
 
 // reset prepares the tracker for the next tools/call on the connection.
@@ -259,6 +279,9 @@ func (t *callTracker) answered(id jsonrpc.ID, werr *jsonrpc.Error, result json.R
 	t.mu.Lock()
 	if t.hasCall && id == t.callID {
 		t.serverErr, t.result = werr, result
+	}
+	if t.listing && werr == nil && slices.Contains(t.listIDs, id) {
+		t.listPages = append(t.listPages, result)
 	}
 	t.mu.Unlock()
 }
@@ -334,6 +357,32 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Mcp-Name", id)
 	}
 	tracker, _ := req.Context().Value(trackerKey{}).(*callTracker)
+	if tracker != nil && tracker.listing && req.Body != nil && req.Method == http.MethodPost {
+		// A listing: keep the tools/list responses' bytes.
+		resp, err := t.base.RoundTrip(req)
+		if err == nil && resp != nil {
+			buf := &listTee{ReadCloser: resp.Body, t: tracker}
+			resp.Body = buf
+		}
+		return resp, err
+	}
+	if ttl, ok := req.Context().Value(augmentKey{}).(int64); ok && req.Body != nil && req.Method == http.MethodPost {
+		if body, err := io.ReadAll(req.Body); err == nil {
+			_ = req.Body.Close()
+			if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+				if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "tools/call" {
+					if params, err := withTask(r.Params, ttl); err == nil {
+						r.Params = params
+						if b, err := jsonrpc.EncodeMessage(r); err == nil {
+							body = b
+						}
+					}
+				}
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.ContentLength = int64(len(body))
+		}
+	}
 	if tracker != nil && req.Body != nil && req.Method == http.MethodPost {
 		req.Body = &readTracker{ReadCloser: req.Body, sent: &tracker.sent}
 		req.GetBody = nil // never resent by the HTTP client
@@ -353,6 +402,54 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // server's JSON-RPC error in; past it no error is found, which counts as
 // outcome unknown.
 const maxTeeBytes = 4 << 20
+
+// listTee keeps a listing's HTTP response body (each POST of a
+// listing connection carries one request: the handshake's, or a page of
+// tools/list), bounded like bodyTee.
+type listTee struct {
+	io.ReadCloser
+	t   *callTracker
+	buf []byte
+}
+
+func (b *listTee) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && len(b.buf)+n <= maxTeeBytes {
+		b.buf = append(b.buf, p[:n]...)
+	}
+	if err != nil {
+		b.flush()
+	}
+	return n, err
+}
+
+func (b *listTee) Close() error {
+	b.flush()
+	return b.ReadCloser.Close()
+}
+
+func (b *listTee) flush() {
+	if len(b.buf) > 0 {
+		b.t.mu.Lock()
+		b.t.listBody = append(b.t.listBody, b.buf)
+		b.t.mu.Unlock()
+		b.buf = nil
+	}
+}
+
+// augmentKey marks a tools/call to send task-augmented (MCP 2025-11-25):
+// the value is the task's requested TTL in milliseconds.
+type augmentKey struct{}
+
+// withTask adds the 2025-11-25 task augmentation to tools/call params.
+func withTask(params json.RawMessage, ttl int64) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(params, &m); err != nil {
+		return nil, err
+	}
+	m["task"] = json.RawMessage(fmt.Sprintf(`{"ttl":%d}`, ttl))
+	return json.Marshal(m)
+}
 
 type bodyTee struct {
 	io.ReadCloser
@@ -464,7 +561,21 @@ type trackingConn struct {
 }
 
 func (c *trackingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" {
+		c.t.tracker.mu.Lock()
+		if c.t.tracker.listing {
+			c.t.tracker.listIDs = append(c.t.tracker.listIDs, req.ID)
+		}
+		c.t.tracker.mu.Unlock()
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+		if ttl, ok := ctx.Value(augmentKey{}).(int64); ok {
+			augmented := *req
+			if params, err := withTask(req.Params, ttl); err == nil {
+				augmented.Params = params
+				msg = &augmented
+			}
+		}
 		c.t.tracker.setCall(req.ID)
 		if c.t.sentOnWrite {
 			c.t.tracker.sent.Store(true)

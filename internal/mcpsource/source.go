@@ -45,6 +45,9 @@ type Tool struct {
 	// the server is not trusted, so the session's default effect
 	// (unclassified, with approval, unless configured) applies.
 	Effect pluginapi.Effect
+	// TaskSupport is the tool's execution.taskSupport (MCP 2025-11-25):
+	// "required", "optional", or "" (forbidden or not said).
+	TaskSupport string
 }
 
 // Policy resolves the tool's policy in the session's policy set: a policy
@@ -318,7 +321,9 @@ func (s *Source) start(ctx context.Context, srv *server, st *listState) chan str
 
 // list connects to srv and lists all its tools.
 func (s *Source) list(ctx context.Context, srv *server) ([]Tool, error) {
-	conn, err := s.connect(ctx, srv, nil, nil)
+	tracker := &callTracker{listing: true}
+	ctx = context.WithValue(ctx, trackerKey{}, tracker)
+	conn, err := s.connect(ctx, srv, tracker, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +349,37 @@ func (s *Source) list(ctx context.Context, srv *server) ([]Tool, error) {
 			Effect:      effectOf(srv, t.Annotations),
 		})
 	}
+	// What the SDK's Tool leaves out: execution.taskSupport.
+	support := taskSupportOf(tracker.rawListPages())
+	for i := range tools {
+		tools[i].TaskSupport = support[tools[i].MCPName]
+	}
 	return tools, nil
+}
+
+// taskSupportOf reads each tool's execution.taskSupport from raw
+// tools/list results.
+func taskSupportOf(pages []json.RawMessage) map[string]string {
+	out := map[string]string{}
+	for _, p := range pages {
+		var page struct {
+			Tools []struct {
+				Name      string `json:"name"`
+				Execution struct {
+					TaskSupport string `json:"taskSupport"`
+				} `json:"execution"`
+			} `json:"tools"`
+		}
+		if json.Unmarshal(p, &page) != nil {
+			continue
+		}
+		for _, t := range page.Tools {
+			if ts := t.Execution.TaskSupport; ts == "required" || ts == "optional" {
+				out[t.Name] = ts
+			}
+		}
+	}
+	return out
 }
 
 func effectOf(srv *server, a *mcp.ToolAnnotations) pluginapi.Effect {

@@ -41,20 +41,26 @@ type Task struct {
 // requests by status.
 type taskWire struct {
 	mcp.ResultBase
-	ResultType     string          `json:"resultType,omitempty"`
-	TaskID         string          `json:"taskId"`
-	Status         string          `json:"status"`
-	StatusMessage  string          `json:"statusMessage,omitempty"`
-	PollIntervalMs *int64          `json:"pollIntervalMs,omitempty"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	Error          *jsonrpc.Error  `json:"error,omitempty"`
-	InputRequests  json.RawMessage `json:"inputRequests,omitempty"`
+	ResultType     string `json:"resultType,omitempty"`
+	TaskID         string `json:"taskId"`
+	Status         string `json:"status"`
+	StatusMessage  string `json:"statusMessage,omitempty"`
+	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
+	// PollInterval is 2025-11-25's name of it.
+	PollInterval  *int64          `json:"pollInterval,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Error         *jsonrpc.Error  `json:"error,omitempty"`
+	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
 }
 
 func (w *taskWire) task() *Task {
 	t := &Task{ID: w.TaskID, Status: w.Status, StatusMessage: w.StatusMessage}
-	if w.PollIntervalMs != nil && *w.PollIntervalMs > 0 {
-		t.PollInterval = time.Duration(*w.PollIntervalMs) * time.Millisecond
+	ms := w.PollIntervalMs
+	if ms == nil {
+		ms = w.PollInterval
+	}
+	if ms != nil && *ms > 0 {
+		t.PollInterval = time.Duration(*ms) * time.Millisecond
 	}
 	return t
 }
@@ -77,6 +83,7 @@ func registerTaskMethods(c *mcp.Client) {
 	_ = mcp.AddSendingCustomMethod[*taskParams, *taskWire](c, "tasks/get")
 	_ = mcp.AddSendingCustomMethod[*taskParams, *taskAck](c, "tasks/cancel")
 	_ = mcp.AddSendingCustomMethod[*taskUpdateParams, *taskAck](c, "tasks/update")
+	_ = mcp.AddSendingCustomMethod[*taskParams, *rawResult](c, "tasks/result")
 }
 
 // taskHandle returns the task a tools/call's raw result started, or nil
@@ -316,4 +323,122 @@ func (s *Source) AnswerTask(ctx context.Context, ref, taskID, question, resoluti
 		return false, TaskPoll{Outcome: &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/update %s: %v", srv.Name, taskID, err)}}
 	}
 	return true, poll
+}
+
+// rawResult keeps a result as the server sent it.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) UnmarshalJSON(b []byte) error {
+	r.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// The 2025-11-25 task shape (tasks in the core protocol, SEP-1686), which
+// servers of that protocol speak: a tool whose execution.taskSupport is
+// "required" is called with a "task" field on the request, the server
+// answers {"task": {...}}, tasks/get reads the task and tasks/result gets
+// the tool's result once it ended. A task lives in the server's protocol
+// session, so it is polled on the call's own connection.
+
+// needsTask reports whether a call of the tool mcpName on conn must be
+// task-augmented: a server of MCP 2025-11-25 (or older) that lists the
+// tool with taskSupport "required".
+func (s *Source) needsTask(ctx context.Context, srv *server, conn *connection, mcpName string) bool {
+	init := conn.session.InitializeResult()
+	if init == nil || init.ProtocolVersion >= "2026-07-28" {
+		return false
+	}
+	if _, err := s.tools(ctx, []*server{srv}, false); err != nil {
+		return false
+	}
+	st := s.states[srv.Name]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, t := range st.tools {
+		if t.MCPName == mcpName {
+			return t.TaskSupport == "required"
+		}
+	}
+	return false
+}
+
+// taskHandle2025 is the task of a 2025-11-25 CreateTaskResult.
+func taskHandle2025(raw json.RawMessage) (*Task, bool) {
+	var r struct {
+		Task *taskWire `json:"task"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Task == nil || r.Task.TaskID == "" {
+		return nil, false
+	}
+	return r.Task.task(), true
+}
+
+// waitForTask2025 polls a 2025-11-25 task on conn until it ends, for at
+// most the server's task wait timeout, and gets its result.
+func (s *Source) waitForTask2025(ctx context.Context, srv *server, conn *connection, task *Task) Outcome {
+	deadline := time.Now().Add(srv.taskWaitTimeout())
+	var wait time.Duration
+	for {
+		wait = NextPollInterval(task.PollInterval, wait)
+		if time.Now().Add(wait).After(deadline) {
+			_ = s.cancelTask(context.WithoutCancel(ctx), srv, conn, task.ID)
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s did not end within %s", srv.Name, task.ID, srv.taskWaitTimeout())}
+		}
+		select {
+		case <-ctx.Done():
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s: %v", srv.Name, task.ID, ctx.Err())}
+		case <-time.After(wait):
+		}
+		rctx, cancel := context.WithTimeout(ctx, srv.connectionTimeout())
+		w, err := mcp.CallCustomMethod[*taskParams, *taskWire](rctx, conn.session, "tasks/get", &taskParams{TaskID: task.ID})
+		cancel()
+		if err != nil {
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/get %s: %v", srv.Name, task.ID, err)}
+		}
+		task = w.task()
+		switch w.Status {
+		case TaskWorking:
+			continue
+		case TaskCompleted, TaskFailed:
+			return s.taskResult2025(ctx, srv, conn, task.ID)
+		case TaskCancelled:
+			text := "the MCP task was cancelled"
+			if w.StatusMessage != "" {
+				text += ": " + w.StatusMessage
+			}
+			return Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
+		case TaskInputRequired:
+			// Its questions come over the tasks/result stream of a live
+			// protocol session, which no Step may hold for a person.
+			_ = s.cancelTask(context.WithoutCancel(ctx), srv, conn, task.ID)
+			return Outcome{Kind: ToolFailed, Text: "the MCP server asked for input that this agent session cannot provide yet (a question of MCP task " + task.ID + ")"}
+		default:
+			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s has the unknown status %q", srv.Name, task.ID, w.Status)}
+		}
+	}
+}
+
+// taskResult2025 gets an ended task's result with tasks/result.
+func (s *Source) taskResult2025(ctx context.Context, srv *server, conn *connection, taskID string) Outcome {
+	rctx, cancel := context.WithTimeout(ctx, srv.connectionTimeout())
+	defer cancel()
+	r, err := mcp.CallCustomMethod[*taskParams, *rawResult](rctx, conn.session, "tasks/result", &taskParams{TaskID: taskID})
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr):
+		return Outcome{Kind: ToolFailed, Text: srv.redactor.String(fmt.Sprintf("MCP error %d: %s", werr.Code, werr.Message))}
+	case err != nil:
+		return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/result %s: %v", srv.Name, taskID, err)}
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(r.raw, &res); err != nil {
+		return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/result %s: %v", srv.Name, taskID, err)}
+	}
+	if res.IsError {
+		return Outcome{Kind: ToolFailed, Text: srv.redactor.String(renderContent(&res))}
+	}
+	return Outcome{Kind: Succeeded, Text: renderContent(&res)}
 }
