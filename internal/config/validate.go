@@ -291,9 +291,14 @@ func (pl Plugin) validate(p *problems, path string) {
 	if pl.SHA256 != "" && !sha256RE.MatchString(pl.SHA256) {
 		p.add(path+".sha256", "want 64 hexadecimal digits (a SHA-256 checksum), got %d characters", len(pl.SHA256))
 	}
+	validateEnvNames(p, path+".env", pl.Env)
+}
+
+// validateEnvNames checks a list of environment variable names.
+func validateEnvNames(p *problems, path string, names []string) {
 	seen := make(map[string]int)
-	for i, name := range pl.Env {
-		ep := indexPath(path+".env", i)
+	for i, name := range names {
+		ep := indexPath(path, i)
 		if !isEnvName(name) {
 			p.add(ep, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
 		} else if j, dup := seen[name]; dup {
@@ -329,17 +334,7 @@ func (m MCPServer) validate(p *problems, path string) {
 			p.add(path+".headers", "is for Streamable HTTP servers (url); pass a stdio server's secrets in env")
 		}
 	}
-	seen := make(map[string]int)
-	for i, name := range m.Env {
-		ep := indexPath(path+".env", i)
-		if !isEnvName(name) {
-			p.add(ep, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
-		} else if j, dup := seen[name]; dup {
-			p.add(ep, "duplicate environment variable %s (also env[%d])", name, j)
-		} else {
-			seen[name] = i
-		}
-	}
+	validateEnvNames(p, path+".env", m.Env)
 	for _, name := range sortedKeys(m.Headers) {
 		if !headerNameRE.MatchString(name) {
 			p.add(keyPath(path+".headers", name), "invalid HTTP header name %q", name)

@@ -46,6 +46,22 @@ func peerConfig(t *testing.T, name, server string) string {
 	return cfg + "mcp_servers:\n  " + name + ": " + server + "\n"
 }
 
+// waitListening waits until a server a test started listens on addr.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func argsToken(tool string, args any) string {
 	b, err := json.Marshal(args)
 	if err != nil {
@@ -207,21 +223,10 @@ func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen on %d: %v", port, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
 	cfg, base := builtInConfig(t, "    mcp: [everything]\n")
 	// The research tool has no hints: it would wait for an approval.
-	cfg = strings.Replace(cfg, "    tool_policies:\n", "    tool_policies:\n      everything__simulate-research-query: {effect: read}\n", 1)
+	cfg = withPolicy(cfg, "everything__simulate-research-query: {effect: read}")
 	cfg += fmt.Sprintf("mcp_servers:\n  everything: {url: \"http://127.0.0.1:%d/mcp\"}\n", port)
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -316,17 +321,7 @@ func taskServerStack(t *testing.T, polls int) (*agenttest.Stack, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task server did not listen: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
 	s := agenttest.NewStack(t, peerConfig(t, "ts", fmt.Sprintf("{url: \"http://127.0.0.1:%d/mcp\"}", port)))
 	return s, logPath
 }

@@ -138,6 +138,11 @@ func (ns *notesServer) waitEntered(t *testing.T, tool string) {
 	}
 }
 
+// withPolicy adds a tool policy ("tool: {...}") to the test config's agent.
+func withPolicy(cfg, policy string) string {
+	return strings.Replace(cfg, "    tool_policies:\n", "    tool_policies:\n      "+policy+"\n", 1)
+}
+
 // mcpConfig is the test config with the notes server as an MCP server of
 // the agent, and extra agent keys.
 func mcpConfig(t *testing.T, ns *notesServer, extra string) string {
@@ -226,8 +231,7 @@ func TestMCPReadKilledMidCallIsSentAgainWithTheSameKey(t *testing.T) {
 // outcome_unknown and the server saw it once.
 func TestMCPWriteKilledMidCallIsOutcomeUnknownAndNeverResent(t *testing.T) {
 	ns := newNotesServer(t)
-	cfg := strings.Replace(mcpConfig(t, ns, ""), "    tool_policies:\n", "    tool_policies:\n      notes__save: {effect: non_idempotent_write, requires_approval: false}\n", 1)
-	s := agenttest.NewStack(t, cfg)
+	s := agenttest.NewStack(t, withPolicy(mcpConfig(t, ns, ""), "notes__save: {effect: non_idempotent_write, requires_approval: false}"))
 	w := s.StartWorker()
 	id := start(t, s, "call:notes__save:hold-w")
 	ns.waitEntered(t, "save")
@@ -383,8 +387,7 @@ func TestMCPResourceToolsOfAnAgent(t *testing.T) {
 // request.
 func TestMCPElicitationIsASessionQuestion(t *testing.T) {
 	ns := newNotesServer(t)
-	cfg := strings.Replace(mcpConfig(t, ns, ""), "    tool_policies:\n", "    tool_policies:\n      notes__charge: {effect: non_idempotent_write, requires_approval: false}\n", 1)
-	s := agenttest.NewStack(t, cfg)
+	s := agenttest.NewStack(t, withPolicy(mcpConfig(t, ns, ""), "notes__charge: {effect: non_idempotent_write, requires_approval: false}"))
 	s.StartWorker()
 	id := start(t, s, "call:notes__charge:x")
 	snap := s.WaitForSnapshot("the server's question", id, pendingQuestion)
@@ -428,8 +431,7 @@ func TestMCPElicitationIsASessionQuestion(t *testing.T) {
 // saw the write once, and it is recorded as succeeded.
 func TestMCPWriteDrainsOnSIGTERM(t *testing.T) {
 	ns := newNotesServer(t)
-	cfg := strings.Replace(mcpConfig(t, ns, ""), "    tool_policies:\n", "    tool_policies:\n      notes__save: {effect: non_idempotent_write, requires_approval: false}\n", 1)
-	s := agenttest.NewStack(t, cfg)
+	s := agenttest.NewStack(t, withPolicy(mcpConfig(t, ns, ""), "notes__save: {effect: non_idempotent_write, requires_approval: false}"))
 	w := s.StartWorker()
 	id := start(t, s, "call:notes__save:hold-term")
 	ns.waitEntered(t, "save")

@@ -421,6 +421,16 @@ func answerParams(a *Answer) (string, mcp.InputResponseMap, error) {
 // ends, for at most the server's task wait timeout; then it cancels the
 // task and the outcome is unknown.
 func (s *Source) waitForTask(ctx context.Context, srv *server, conn *connection, task *Task) Outcome {
+	return s.pollUntilEnd(ctx, srv, conn, task, func(id string) (*Task, *Outcome) {
+		poll := s.getTask(ctx, srv, conn, id)
+		return poll.Task, poll.Outcome
+	})
+}
+
+// pollUntilEnd reads a task with read, on the call's connection, at the
+// spec's intervals until read returns an outcome, for at most the server's
+// task wait timeout; then it cancels the task and the outcome is unknown.
+func (s *Source) pollUntilEnd(ctx context.Context, srv *server, conn *connection, task *Task, read func(taskID string) (*Task, *Outcome)) Outcome {
 	deadline := time.Now().Add(srv.taskWaitTimeout())
 	var wait time.Duration
 	for {
@@ -434,10 +444,12 @@ func (s *Source) waitForTask(ctx context.Context, srv *server, conn *connection,
 			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s: %v", srv.Name, task.ID, ctx.Err())}
 		case <-time.After(wait):
 		}
-		poll := s.getTask(ctx, srv, conn, task.ID)
-		if poll.Outcome != nil {
-			return *poll.Outcome
+		next, out := read(task.ID)
+		if out != nil {
+			return *out
 		}
-		task = poll.Task
+		if next != nil {
+			task = next
+		}
 	}
 }

@@ -379,46 +379,36 @@ func taskHandle2025(raw json.RawMessage) (*Task, bool) {
 // waitForTask2025 polls a 2025-11-25 task on conn until it ends, for at
 // most the server's task wait timeout, and gets its result.
 func (s *Source) waitForTask2025(ctx context.Context, srv *server, conn *connection, task *Task) Outcome {
-	deadline := time.Now().Add(srv.taskWaitTimeout())
-	var wait time.Duration
-	for {
-		wait = NextPollInterval(task.PollInterval, wait)
-		if time.Now().Add(wait).After(deadline) {
-			_ = s.cancelTask(context.WithoutCancel(ctx), srv, conn, task.ID)
-			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s did not end within %s", srv.Name, task.ID, srv.taskWaitTimeout())}
-		}
-		select {
-		case <-ctx.Done():
-			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s: %v", srv.Name, task.ID, ctx.Err())}
-		case <-time.After(wait):
-		}
+	return s.pollUntilEnd(ctx, srv, conn, task, func(id string) (*Task, *Outcome) {
 		rctx, cancel := context.WithTimeout(ctx, srv.connectionTimeout())
-		w, err := mcp.CallCustomMethod[*taskParams, *taskWire](rctx, conn.session, "tasks/get", &taskParams{TaskID: task.ID})
+		w, err := mcp.CallCustomMethod[*taskParams, *taskWire](rctx, conn.session, "tasks/get", &taskParams{TaskID: id})
 		cancel()
 		if err != nil {
-			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/get %s: %v", srv.Name, task.ID, err)}
+			return nil, &Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: tasks/get %s: %v", srv.Name, id, err)}
 		}
-		task = w.task()
+		t := w.task()
+		var out Outcome
 		switch w.Status {
 		case TaskWorking:
-			continue
+			return t, nil
 		case TaskCompleted, TaskFailed:
-			return s.taskResult2025(ctx, srv, conn, task.ID)
+			out = s.taskResult2025(ctx, srv, conn, id)
 		case TaskCancelled:
 			text := "the MCP task was cancelled"
 			if w.StatusMessage != "" {
 				text += ": " + w.StatusMessage
 			}
-			return Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
+			out = Outcome{Kind: ToolFailed, Text: srv.redactor.String(text)}
 		case TaskInputRequired:
 			// Its questions come over the tasks/result stream of a live
 			// protocol session, which no Step may hold for a person.
-			_ = s.cancelTask(context.WithoutCancel(ctx), srv, conn, task.ID)
-			return Outcome{Kind: ToolFailed, Text: "the MCP server asked for input that this agent session cannot provide yet (a question of MCP task " + task.ID + ")"}
+			_ = s.cancelTask(context.WithoutCancel(ctx), srv, conn, id)
+			out = Outcome{Kind: ToolFailed, Text: "the MCP server asked for input that this agent session cannot provide yet (a question of MCP task " + id + ")"}
 		default:
-			return Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s has the unknown status %q", srv.Name, task.ID, w.Status)}
+			out = Outcome{Kind: OutcomeUnknown, Err: srv.errorf("mcp server %q: task %s has the unknown status %q", srv.Name, id, w.Status)}
 		}
-	}
+		return t, &out
+	})
 }
 
 // taskResult2025 gets an ended task's result with tasks/result.
