@@ -41,8 +41,9 @@ type taskState struct {
 }
 
 type server struct {
-	polls int
-	logf  *os.File
+	polls    int
+	interval int64 // pollIntervalMs
+	logf     *os.File
 
 	mu    sync.Mutex
 	tasks map[string]*taskState
@@ -102,7 +103,7 @@ func declaresTasks(meta mcp.Meta) bool {
 
 func (s *server) view(id string, t *taskState) *taskResult {
 	r := &taskResult{ResultType: "complete", TaskID: id, Status: "working", CreatedAt: "2026-12-01T00:00:00Z",
-		LastUpdatedAt: "2026-12-01T00:00:00Z", TTLMs: 600000, PollIntervalMs: 100}
+		LastUpdatedAt: "2026-12-01T00:00:00Z", TTLMs: 600000, PollIntervalMs: s.interval}
 	switch {
 	case t.cancelled:
 		r.Status, r.StatusMessage = "cancelled", "cancelled by the client"
@@ -129,8 +130,9 @@ func main() {
 	httpAddr := flag.String("http", "", "serve Streamable HTTP on this address instead of stdio")
 	polls := flag.Int("polls", 2, "polls a task reports working before it ends")
 	logPath := flag.String("log", "", "append one JSON line per request to this file")
+	interval := flag.Int64("interval", 100, "the pollIntervalMs the server suggests")
 	flag.Parse()
-	s := &server{polls: *polls, tasks: map[string]*taskState{}}
+	s := &server{polls: *polls, interval: *interval, tasks: map[string]*taskState{}}
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
