@@ -369,6 +369,9 @@ func question(reqs mcp.InputRequestMap, state string) (*InputRequest, bool) {
 	in := &InputRequest{Question: p.Message}
 	c := continuation{Key: key, State: state}
 	for name, prop := range schema.Properties {
+		if strings.TrimSpace(name) == "" {
+			return nil, false // no field to put the answer in
+		}
 		c.Field, c.Type = name, prop.Type
 		switch {
 		case prop.Type == "boolean":
@@ -376,8 +379,8 @@ func question(reqs mcp.InputRequestMap, state string) (*InputRequest, bool) {
 		case prop.Type == "string" && len(prop.Enum) > 0:
 			for _, v := range prop.Enum {
 				str, ok := v.(string)
-				if !ok {
-					return nil, false
+				if !ok || strings.TrimSpace(str) == "" {
+					return nil, false // a choice nobody can answer with
 				}
 				in.Choices = append(in.Choices, str)
 			}
