@@ -56,8 +56,8 @@ func (a *Agents) Call(ctx context.Context, agent, ref string, arguments json.Raw
 		}
 		return a.Source.CallResourceTool(ctx, mcpName, arguments, a.Servers[agent])
 	}
-	if a.Source == nil || !slices.Contains(a.Servers[agent], server) {
-		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured for agent %s", server, agent)}
+	if err := a.check(agent, ref); err != nil {
+		return Outcome{Kind: NotSent, Err: err}
 	}
 	return a.Source.CallWithAnswer(ctx, ref, arguments, idempotencyKey, progress, answer)
 }

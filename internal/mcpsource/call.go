@@ -135,14 +135,11 @@ func (s *Source) Call(ctx context.Context, ref string, arguments json.RawMessage
 // call's previous request) as the elicitation's accepted content, with the
 // server's request state. A nil answer is Call.
 func (s *Source) CallWithAnswer(ctx context.Context, ref string, arguments json.RawMessage, idempotencyKey string, progress func(Progress), answer *Answer) Outcome {
-	serverName, mcpName, ok := ParseRef(ref)
-	if !ok {
-		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: %q is not an MCP tool reference", ref)}
+	srv, err := s.serverOf(ref)
+	if err != nil {
+		return Outcome{Kind: NotSent, Err: err}
 	}
-	srv := s.byName[serverName]
-	if srv == nil {
-		return Outcome{Kind: NotSent, Err: fmt.Errorf("mcp: server %q is not configured", serverName)}
-	}
+	serverName, mcpName, _ := ParseRef(ref)
 	// The arguments go to the server as they are (no float64 round trip
 	// for big integers), once they are known to be a JSON object.
 	args := json.RawMessage(`{}`)

@@ -669,12 +669,8 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 		return session.ToolOutcome{InputRequested: &session.InputRequest{
 			Question: q.Question, Choices: q.Choices, AllowsFreeText: q.AllowsFreeText, Continuation: q.Continuation,
 		}}, nil
-	case mcpsource.Succeeded:
-		text := out.Text
-		return a.keepOutcome(ctx, in, session.ToolOutcome{Output: &text})
-	case mcpsource.ToolFailed:
-		text := out.Text
-		return a.keepOutcome(ctx, in, session.ToolOutcome{Error: &text})
+	case mcpsource.Succeeded, mcpsource.ToolFailed:
+		return a.keepOutcome(ctx, in, endedOutcome(out))
 	case mcpsource.NotSent:
 		// The tool provably did not run: failed, never sent again.
 		text := "the MCP tool call was not sent: " + errText(out.Err)
@@ -742,18 +738,24 @@ func (a *Activities) pollMCPTask(ctx context.Context, in session.PollInput, atte
 		return session.ToolOutcome{TaskPending: &session.TaskPending{PollIntervalSeconds: int(wait / time.Second), Continuation: string(state)}}, nil
 	}
 	switch out := *p.Outcome; out.Kind {
-	case mcpsource.Succeeded:
-		text := out.Text
-		return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, session.ToolOutcome{Output: &text})
-	case mcpsource.ToolFailed:
-		text := out.Text
-		return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, session.ToolOutcome{Error: &text})
+	case mcpsource.Succeeded, mcpsource.ToolFailed:
+		return a.keepOutcome(ctx, session.ToolInput{SessionID: in.SessionID, StoreOutput: in.StoreOutput}, endedOutcome(out))
 	default:
 		// The task could not be read: the engine polls again; after the
 		// poll's attempts the effect class decides (failed for a read,
 		// outcome_unknown otherwise). A poll never calls the tool again.
 		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), MCPInterruptedErrorType)
 	}
+}
+
+// endedOutcome is the tool outcome of an MCP call that ended: its result,
+// or the tool error the model sees.
+func endedOutcome(out mcpsource.Outcome) session.ToolOutcome {
+	text := out.Text
+	if out.Kind == mcpsource.Succeeded {
+		return session.ToolOutcome{Output: &text}
+	}
+	return session.ToolOutcome{Error: &text}
 }
 
 // taskStatusPayload is the payload of mcp.task_status.
