@@ -423,3 +423,53 @@ func TestMCPTaskQuestionIsASessionQuestion(t *testing.T) {
 		t.Errorf("requests at the server = %v, want one tools/call and one tasks/update", reqs)
 	}
 }
+
+// TestRecordMCPTaskHistory records a session whose MCP calls ran as
+// tasks on the tasks extension's test server: one polled on durable
+// timers to its result, one whose question was answered with
+// tasks/update, and one cancel_turn abandoned (tasks/cancel through
+// CancelToolTask). internal/session replays it under changed settings.
+func TestRecordMCPTaskHistory(t *testing.T) {
+	s, logPath := taskServerStack(t, 1)
+	s.StartWorker()
+	id := start(t, s, `args:ts__job:{"name":"a"}`)
+	s.WaitForSnapshot("the first answer", id, idleWithAnswer)
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, `args:ts__job:{"name":"choose"}`); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	snap := s.WaitForSnapshot("the task's question", id, pendingQuestion)
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Answer: "fast"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
+	if got := lastText(snap); got != "done: ts__job=succeeded:job choose: fast" {
+		t.Fatalf("second answer = %q", got)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, `args:ts__job:{"name":"ask"}`); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s.WaitForSnapshot("the third answer", id, idleAfter(3))
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, `args:ts__job:{"name":"fail"}`); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+		c := findCall(s, "ts__job")
+		return s.State.TurnCount == 4 && c != nil && c.Status == client.ToolCallWaitingForTask
+	})
+	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-4"); err != nil || !ok {
+		t.Fatalf("cancel: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the cancelled turn", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 4
+	})
+	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
+	}
+	waitCompleted(t, s, id)
+	if reqs := requestLog(t, logPath); reqs["tasks/update"] != 1 || reqs["tasks/cancel"] < 2 {
+		t.Errorf("requests at the server = %v, want one tasks/update and the cancels of the ask and fail tasks", reqs)
+	}
+	if *updateHistories {
+		recordHistory(t, s, id, "mcp_task_turns.json")
+	}
+}

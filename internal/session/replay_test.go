@@ -43,6 +43,11 @@ import (
 //     write (no hints: unclassified, approved) to the server. The MCP
 //     servers are the worker's config, which the workflow never reads:
 //     the routing and the effects replay from the history alone.
+//   - mcp_task_turns.json: MCP calls that ran as tasks of the tasks
+//     extension: one polled on durable timers (PollToolTask with its
+//     host_source), one whose question was answered through tasks/update,
+//     one whose question could not be asked, and one cancel_turn abandoned
+//     (CancelToolTask sending tasks/cancel), then close_session.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
