@@ -44,12 +44,14 @@ test-unit:
 
 # Installs the real peers the tests run against: Debian's Chromium and
 # playwright-core for the web page, aimock for the model providers,
-# PostgreSQL 15 for the message store, server-everything for the MCP sources.
+# PostgreSQL 15 for the message store, server-everything for the MCP sources,
+# redis-server 7.0 for the Redis Streams events and the cluster test.
 test-peers:
 	bash internal/webui/browsertest/install.sh
 	bash plugins/stepwise/model/testdata/aimock/install.sh
 	bash internal/transcript/pgtest/install.sh
 	bash internal/mcpsource/testdata/install.sh
+	bash internal/events/redistest/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
@@ -57,6 +59,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRunModelStepResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
 	$(GO) test -run='^$$' -fuzz='^FuzzExecuteToolResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseToken$$' -fuzztime=$(FUZZTIME) ./internal/events
+	$(GO) test -run='^$$' -fuzz='^FuzzParseRedisToken$$' -fuzztime=$(FUZZTIME) ./internal/events
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSessionListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi

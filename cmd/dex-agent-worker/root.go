@@ -73,6 +73,7 @@ func newRootCmd(g *globals) *cobra.Command {
 	root.AddCommand(
 		newDevCmd(g),
 		newRunCmd(g),
+		newEngineCmd(g),
 		newConfigCmd(g),
 		newSessionCmd(g),
 		newChatCmd(g),

@@ -10,22 +10,30 @@ import (
 )
 
 func newRunCmd(g *globals) *cobra.Command {
-	var cfgPath string
+	var cfgPath, role, httpAddr string
 	cmd := &cobra.Command{
-		Use:   "run --config FILE",
+		Use:   "run --config FILE [--role all|worker|api] [--http ADDR]",
 		Short: "Run the worker against an existing Temporal frontend",
-		Args:  cobra.NoArgs,
+		Long: "run connects to the Temporal frontend the config names (temporal.address, namespace, tls,\n" +
+			"api_key) and runs this process's role:\n" +
+			"  all     hosts Steps and serves the HTTP API and the web page (the default)\n" +
+			"  worker  hosts Steps only; with an HTTP address it serves /healthz and /readyz alone\n" +
+			"  api     serves the HTTP API and the web page only (needs events.backend: redis and\n" +
+			"          message_store driver postgres), so the API scales apart from the Steps",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return err
 			}
 			logger := configuredLogger(g, cmd, cfg)
-			d, err := daemon.Start(cmd.Context(), daemon.Options{Config: cfg, Logger: logger, WebUI: webUI(), Version: version})
+			d, err := daemon.Start(cmd.Context(), daemon.Options{
+				Config: cfg, Logger: logger, WebUI: webUI(), Version: version, Role: role, HTTPListen: httpAddr,
+			})
 			if err != nil {
 				return err
 			}
-			logger.Info("running; stop with Ctrl-C", "temporal", cfg.Temporal.Address)
+			logger.Info("running; stop with Ctrl-C", "role", role, "temporal", cfg.Temporal.Address, "http", d.HTTPAddress())
 			<-cmd.Context().Done()
 			logger.Info("stopping")
 			d.Stop()
@@ -33,6 +41,8 @@ func newRunCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (required)")
+	cmd.Flags().StringVar(&role, "role", daemon.RoleAll, "what this process does: all, worker or api")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "HTTP listen address host:port (overrides http.listen)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

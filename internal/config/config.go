@@ -75,9 +75,35 @@ type TLS struct {
 
 // Events configures the live event stream (the spec's AgentEvents).
 type Events struct {
-	// Backend is "memory": events live in this worker process, which must
-	// also serve the HTTP API.
+	// Backend is "memory" (events live in the worker process, which must
+	// also serve the HTTP API: one process) or "redis" (Redis Streams,
+	// shared by every worker and API process of a deployment).
 	Backend string `yaml:"backend"`
+
+	// The redis backend.
+
+	// URLEnv names the environment variable that holds the Redis URL
+	// (redis://[user:password@]host:port/db, or rediss:// for TLS). The
+	// URL may hold a password, so it is never in the file: read it with
+	// RedisURL.
+	URLEnv string `yaml:"url_env,omitempty"`
+	// TokenKeyEnv names the environment variable that holds the key that
+	// signs resume tokens (at least 16 bytes). Every process of the
+	// deployment needs the same key, so a token one API process issued
+	// resumes on another and after a restart.
+	TokenKeyEnv string `yaml:"token_key_env,omitempty"`
+	// MaxBytesPerSession bounds each session's stream; the oldest events
+	// are trimmed first. Default 10 MiB.
+	MaxBytesPerSession int `yaml:"max_bytes_per_session,omitempty"`
+	// TTL drops a session's stream when nothing was published to it for
+	// this long. Default 1h.
+	TTL time.Duration `yaml:"ttl,omitempty"`
+	// KeyPrefix starts the Redis keys (default "dex:events:"), so several
+	// deployments can share one Redis.
+	KeyPrefix string `yaml:"key_prefix,omitempty"`
+
+	// The memory backend.
+
 	// CapacityBytes bounds each session's retained events; the oldest are
 	// trimmed first. Default 10 MiB.
 	CapacityBytes int `yaml:"capacity_bytes"`
@@ -89,6 +115,42 @@ type Events struct {
 	// and nobody read it for this long; its resume tokens then answer 400
 	// (reload the snapshot). Default 1h.
 	IdleTTL time.Duration `yaml:"idle_ttl"`
+}
+
+// The event backends.
+const (
+	EventsMemory = "memory"
+	EventsRedis  = "redis"
+)
+
+// RedisURL returns the Redis URL from the variable URLEnv names, read now,
+// as a Secret: fmt and slog show it as <secret>.
+func (e *Events) RedisURL() (Secret, error) {
+	return secretFromEnv("events.url_env", e.URLEnv)
+}
+
+// TokenKey returns the resume token key from the variable TokenKeyEnv
+// names, read now.
+func (e *Events) TokenKey() (Secret, error) {
+	k, err := secretFromEnv("events.token_key_env", e.TokenKeyEnv)
+	if err != nil {
+		return "", err
+	}
+	if len(k) < 16 {
+		return "", fmt.Errorf("config: events.token_key_env: the key in %s is %d bytes; it must be at least 16 (try: openssl rand -hex 32)", e.TokenKeyEnv, len(k))
+	}
+	return k, nil
+}
+
+func secretFromEnv(path, name string) (Secret, error) {
+	if name == "" {
+		return "", fmt.Errorf("config: %s is not set", path)
+	}
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("config: %s: environment variable %s is not set", path, name)
+	}
+	return Secret(v), nil
 }
 
 // MessageStore configures the message store: the messages of every

@@ -33,6 +33,10 @@ var testEnv = map[string]string{
 	"DEX_TEST_MODEL_TOKEN":       "mt-LEAKED-model-token",
 	"DEX_TEST_MAX_TURNS":         "12",
 	"DEX_TEST_MESSAGE_STORE_DSN": "postgres://dex:pw-LEAKED-dsn@db.internal/dex",
+	"DEX_TEST_REDIS_URL":         "redis://:pw-LEAKED-redis@redis.internal:6379/0",
+	"DEX_TEST_EVENTS_KEY":        "ek-LEAKED-events-key-0123456789",
+	"DEX_TEST_SHORT_KEY":         "short",
+	"DEX_TEST_BAD_REDIS_URL":     "http://redis.internal",
 }
 
 func setTestEnv(t *testing.T) {
@@ -236,7 +240,7 @@ var expectedErrors = []struct {
 	{
 		filename: "http.bad.yml",
 		errs: []string{
-			`8: events.backend: unknown backend "kafka" (want "memory")`,
+			`8: events.backend: unknown backend "kafka" (want "memory" or "redis")`,
 			"9: events.capacity_bytes: must be at least 65536, got 10",
 			`11: http.listen: invalid address "localhost": want host:port, such as 127.0.0.1:8080`,
 			"14: http.auth.tokens[0].token: is too short: use at least 16 characters",
@@ -304,6 +308,23 @@ var expectedErrors = []struct {
 			`22: agents[0].mcp[2]: unknown MCP server "fils" (mcp_servers: "a/b", "both", "none", "std", "web")`,
 			`22: agents[0].mcp[3]: unknown MCP server "nope" (did you mean "none"?)`,
 			"26: agents[1].resource_and_prompt_tools: needs MCP servers: name them in mcp",
+		},
+	},
+	{
+		filename: "events_redis.bad.yml",
+		errs: []string{
+			"3: events.url_env: DEX_TEST_BAD_REDIS_URL: scheme \"http\": want redis, rediss or unix",
+			"4: events.token_key_env: the key in DEX_TEST_SHORT_KEY is 5 bytes; it must be at least 16 (try: openssl rand -hex 32)",
+			"5: events.max_bytes_per_session: must be at least 65536, got 100",
+			"6: events.ttl: must be at least 1s, got 10ms",
+			"7: events.key_prefix: must not contain { or } (the session ID is the keys' hash tag)",
+		},
+	},
+	{
+		filename: "events_memory.bad.yml",
+		errs: []string{
+			`3: events.url_env: is for backend "redis" (backend is "memory"; its limits are capacity_bytes, max_total_bytes and idle_ttl)`,
+			`4: events.ttl: is for backend "redis" (backend is "memory"; its limits are capacity_bytes, max_total_bytes and idle_ttl)`,
 		},
 	},
 	{

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -138,11 +139,50 @@ func (c *Config) Validate() error {
 
 func (e *Events) validate(p *problems, path string) {
 	switch e.Backend {
-	case "memory", "":
-	case "redis":
-		p.add(path+".backend", `"redis" is not available in this build yet (want "memory")`)
+	case EventsMemory, "":
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"url_env", e.URLEnv != ""}, {"token_key_env", e.TokenKeyEnv != ""}, {"max_bytes_per_session", e.MaxBytesPerSession != 0},
+			{"ttl", e.TTL != 0}, {"key_prefix", e.KeyPrefix != ""}} {
+			if k.set {
+				p.add(path+"."+k.key, `is for backend "redis" (backend is "memory"; its limits are capacity_bytes, max_total_bytes and idle_ttl)`)
+			}
+		}
+	case EventsRedis:
+		for _, k := range []struct{ key, name, what string }{
+			{"url_env", e.URLEnv, "the Redis URL"}, {"token_key_env", e.TokenKeyEnv, "the resume token key"},
+		} {
+			switch {
+			case k.name == "":
+				p.add(path+"."+k.key, "is required: the environment variable that holds %s", k.what)
+			case !isEnvName(k.name):
+				p.add(path+"."+k.key, "invalid environment variable name %q: want a letter or _, then letters, digits or _", k.name)
+			case os.Getenv(k.name) == "":
+				p.add(path+"."+k.key, "environment variable %s is not set", k.name)
+			}
+		}
+		if e.TokenKeyEnv != "" && os.Getenv(e.TokenKeyEnv) != "" {
+			if n := len(os.Getenv(e.TokenKeyEnv)); n < 16 {
+				p.add(path+".token_key_env", "the key in %s is %d bytes; it must be at least 16 (try: openssl rand -hex 32)", e.TokenKeyEnv, n)
+			}
+		}
+		if e.URLEnv != "" && os.Getenv(e.URLEnv) != "" {
+			if err := checkRedisURL(os.Getenv(e.URLEnv)); err != nil {
+				p.add(path+".url_env", "%s: %v", e.URLEnv, err)
+			}
+		}
+		if e.MaxBytesPerSession != 0 && e.MaxBytesPerSession < 64*1024 {
+			p.add(path+".max_bytes_per_session", "must be at least 65536, got %d", e.MaxBytesPerSession)
+		}
+		if e.TTL != 0 && e.TTL < time.Second {
+			p.add(path+".ttl", "must be at least 1s, got %s", formatDuration(e.TTL))
+		}
+		if strings.ContainsAny(e.KeyPrefix, "{}") {
+			p.add(path+".key_prefix", "must not contain { or } (the session ID is the keys' hash tag)")
+		}
 	default:
-		p.add(path+".backend", `unknown backend %q (want "memory")`, e.Backend)
+		p.add(path+".backend", `unknown backend %q (want "memory" or "redis")`, e.Backend)
 	}
 	if e.CapacityBytes != 0 && e.CapacityBytes < 64*1024 {
 		p.add(path+".capacity_bytes", "must be at least 65536, got %d", e.CapacityBytes)
@@ -157,6 +197,22 @@ func (e *Events) validate(p *problems, path string) {
 	if e.IdleTTL != 0 && e.IdleTTL < time.Minute {
 		p.add(path+".idle_ttl", "must be at least 1m (idle sessions are swept once a minute), got %s", formatDuration(e.IdleTTL))
 	}
+}
+
+// checkRedisURL checks the shape of a Redis URL without showing it (it
+// may hold a password).
+func checkRedisURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a URL (want redis://host:port/db or rediss://...)")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix" {
+		return fmt.Errorf("scheme %q: want redis, rediss or unix", u.Scheme)
+	}
+	if u.Scheme != "unix" && u.Host == "" {
+		return errors.New("no host (want redis://host:port/db)")
+	}
+	return nil
 }
 
 func (m *MessageStore) validate(p *problems, path string) {

@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -66,6 +67,43 @@ type Options struct {
 	// config has no message_store (dev: in its data dir). Without either,
 	// Start fails: a worker needs to know where messages live.
 	MessageStorePath string
+	// Role is what this process does: RoleAll (the default), RoleWorker or
+	// RoleAPI.
+	Role string
+}
+
+// The roles of a process.
+const (
+	// RoleAll hosts Steps and serves the HTTP API and the web page.
+	RoleAll = "all"
+	// RoleWorker hosts Steps only: it launches the runner plugins and MCP
+	// servers and polls the task queue. With an HTTP address it serves
+	// /healthz and /readyz alone.
+	RoleWorker = "worker"
+	// RoleAPI serves the HTTP API and the web page only, so the API scales
+	// apart from the Steps. It needs the redis event backend (the Steps'
+	// events reach it from other processes) and the postgres message store
+	// (shared with the workers). It launches no plugin, so /v1/agents
+	// lists no session_setting_choices.
+	RoleAPI = "api"
+)
+
+// checkRole refuses a role the config cannot serve.
+func checkRole(role string, cfg *config.Config, opts Options) error {
+	switch role {
+	case RoleAll, RoleWorker:
+		return nil
+	case RoleAPI:
+		if cfg.Events.Backend != config.EventsRedis && opts.Events == nil {
+			return errors.New("--role api needs events.backend: redis (with url_env and token_key_env): " +
+				"the Steps run in worker processes, and their live events reach an API process only through Redis")
+		}
+		if ms := cfg.MessageStore; ms == nil || ms.Driver != config.MessageStorePostgres {
+			return errors.New("--role api needs message_store with driver postgres (and dsn_env), shared with the worker processes")
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown role %q (want all, worker or api)", role)
 }
 
 // Daemon is a running worker.
@@ -78,8 +116,10 @@ type Daemon struct {
 	client          temporalclient.Client
 	worker          worker.Worker
 	broker          events.Broker
+	role            string
 	api             *httpapi.Server
 	http            *http.Server
+	probes          *http.Server // role worker's /healthz and /readyz
 	addr            string
 	mcp             *mcpsource.Agents
 }
@@ -92,21 +132,29 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{log: logger, host: runnerhost.New(logger.With("component", "runnerhost"))}
+	role := cmp.Or(opts.Role, RoleAll)
+	if err := checkRole(role, cfg, opts); err != nil {
+		return nil, err
+	}
+	d := &Daemon{log: logger, role: role, host: runnerhost.New(logger.With("component", "runnerhost"))}
 	ok := false
 	defer func() {
 		if !ok {
 			d.Stop()
 		}
 	}()
-	if err := d.launchPlugins(ctx, cfg); err != nil {
-		return nil, err
+	if role != RoleAPI {
+		if err := d.launchPlugins(ctx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.openStore(ctx, cfg, opts, logger); err != nil {
 		return nil, err
 	}
-	if err := d.openMCP(cfg, opts.Version, logger); err != nil {
-		return nil, err
+	if role != RoleAPI {
+		if err := d.openMCP(cfg, opts.Version, logger); err != nil {
+			return nil, err
+		}
 	}
 	if d.store == nil {
 		for _, a := range cfg.Agents {
@@ -125,6 +173,22 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.client = c
+	sink := opts.Events
+	if sink == nil {
+		b, err := openEvents(ctx, cfg.Events, logger.With("component", "events"))
+		if err != nil {
+			return nil, err
+		}
+		d.broker, sink = b, b
+	}
+	if role == RoleAPI {
+		if err := d.serveHTTP(cfg, opts, logger); err != nil {
+			return nil, err
+		}
+		ok = true
+		logger.Info("API started", "role", role, "namespace", cfg.Temporal.Namespace, "agents", len(cfg.Agents))
+		return d, nil
+	}
 	searchAttrs := d.hasSearchAttribute(ctx, cfg.Temporal.Namespace)
 
 	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
@@ -136,15 +200,6 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		WorkerStopTimeout:            cfg.ShutdownTimeout,
 	})
 	d.shutdownTimeout = cfg.ShutdownTimeout
-	sink := opts.Events
-	if sink == nil {
-		d.broker = events.NewMemoryBroker(events.MemoryOptions{
-			CapacityBytes: cfg.Events.CapacityBytes,
-			MaxTotalBytes: cfg.Events.MaxTotalBytes,
-			IdleTTL:       cfg.Events.IdleTTL,
-		})
-		sink = d.broker
-	}
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
@@ -198,8 +253,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	ok = true
-	logger.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace,
-		"agents", len(cfg.Agents), "active_step_search", searchAttrs)
+	logger.Info("worker started", "role", role, "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace,
+		"agents", len(cfg.Agents), "active_step_search", searchAttrs, "events", cfg.Events.Backend)
 	return d, nil
 }
 
@@ -296,6 +351,9 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	if listen == "" {
 		return nil
 	}
+	if d.role == RoleWorker {
+		return d.serveProbes(listen, logger)
+	}
 	if d.broker == nil {
 		return errors.New("the HTTP API needs the daemon's own event broker")
 	}
@@ -385,6 +443,17 @@ func (d *Daemon) Stop() {
 		_ = d.http.Shutdown(ctx)
 		cancel()
 		d.http = nil
+	}
+	if d.probes != nil {
+		_ = d.probes.Close()
+		d.probes = nil
+	}
+	if d.broker != nil {
+		// After the worker: the drained Steps' last events go out first.
+		if err := d.broker.Close(); err != nil {
+			d.log.Warn("close the event broker", "error", err)
+		}
+		d.broker = nil
 	}
 	if d.client != nil {
 		d.client.Close()
@@ -589,8 +658,9 @@ func (r agentRunners) Runner(agent string) (pluginapi.Runner, pluginapi.Capabili
 // sessionSink publishes the session's own events.
 type sessionSink struct{ sink events.Sink }
 
-func (s sessionSink) Publish(sessionID string, e session.Event) {
-	s.sink.Publish(events.Event{SessionID: sessionID, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.Step, Attempt: e.Attempt, Payload: e.Payload})
+func (s sessionSink) Publish(sessionID string, e session.Event, origin string, index uint64) {
+	s.sink.Publish(events.Event{SessionID: sessionID, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.Step, Attempt: e.Attempt,
+		Payload: e.Payload, Origin: origin, Index: index})
 }
 
 // Dial connects a Temporal client as the config says. address, when not

@@ -7,8 +7,11 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"time"
 )
 
 // Event is one live event of a session.
@@ -22,6 +25,64 @@ type Event struct {
 	// from workflow code).
 	Attempt int             `json:"attempt"`
 	Payload json.RawMessage `json:"payload"`
+	// Origin and Index identify the event for de-duplication: Origin is
+	// the writer (one attempt of one Step, or one run of a session's
+	// workflow code) and Index counts its events from 1. A write repeated
+	// with the same pair, by a client retrying after a lost answer or by a
+	// workflow task that runs again on another worker, is stored once. An
+	// empty Origin is never de-duplicated. Neither reaches readers.
+	Origin string `json:"-"`
+	Index  uint64 `json:"-"`
+}
+
+// Delivered is an event with the resume token that continues after it.
+type Delivered struct {
+	Token string
+	// Sequence is the event's position in its session's stream: 1 for the
+	// first event, one more for each next one, with no gap while the
+	// stream keeps them. A new stream (after the events expired) starts
+	// again at 1.
+	Sequence uint64
+	Event    Event
+}
+
+// Broker stores each session's recent events and serves them to readers
+// from resume tokens. Publishing never blocks on readers.
+//
+// The methods that take a context may reach a shared store (Redis): they
+// return its error, which a caller answers with 503, not 400.
+type Broker interface {
+	Sink
+	// Head returns the token after the newest event of a session (the start
+	// of an empty stream for a session with no events).
+	Head(ctx context.Context, sessionID string) (string, error)
+	// TurnStart returns the token just before the turn_started event of a
+	// turn, so a reader replays that turn's events; false when the broker no
+	// longer holds it.
+	TurnStart(ctx context.Context, sessionID, turnID string) (string, bool, error)
+	// Oldest returns the token before the oldest retained event.
+	Oldest(ctx context.Context, sessionID string) (string, error)
+	// Check validates a token for a session without reading: it returns
+	// ErrInvalidToken, ErrTrimmed or ErrExpired for a token it cannot
+	// continue.
+	Check(ctx context.Context, sessionID, token string) error
+	// KeptUntil returns when the broker drops a session's events if it
+	// publishes nothing more (a later event moves it); its tokens resume no
+	// further. Memory pressure or a restart can end them sooner.
+	KeptUntil(ctx context.Context, sessionID string) (time.Time, error)
+	// Read waits until events after token exist, or ctx ends or wait
+	// passes, and returns up to max of them. It returns ErrInvalidToken,
+	// ErrTrimmed or ErrExpired for a token it cannot continue.
+	Read(ctx context.Context, sessionID, token string, max int, wait time.Duration) ([]Delivered, error)
+	// Close flushes the events still on their way to the store and stops
+	// the broker's readers.
+	Close() error
+}
+
+// Rejected reports whether err is the broker's answer about a token (the
+// reader must reload the snapshot) rather than a failure to reach it.
+func Rejected(err error) bool {
+	return errors.Is(err, ErrInvalidToken) || errors.Is(err, ErrTrimmed) || errors.Is(err, ErrExpired)
 }
 
 // Sink receives events. Publish must not block for long: it runs on the

@@ -46,37 +46,6 @@ var ErrTrimmed = errors.New("events after this resume token were trimmed")
 // the reader must reload the snapshot.
 var ErrExpired = errors.New("this resume token's events expired")
 
-// Delivered is an event with the resume token that continues after it.
-type Delivered struct {
-	Token string
-	Event Event
-}
-
-// Broker stores each session's recent events and serves them to readers
-// from resume tokens. Publishing never blocks on readers.
-type Broker interface {
-	Sink
-	// Head returns the token after the newest event of a session (the start
-	// of an empty stream for a session with no events).
-	Head(sessionID string) string
-	// TurnStart returns the token just before the turn_started event of a
-	// turn, so a reader replays that turn's events; false when the broker no
-	// longer holds it.
-	TurnStart(sessionID, turnID string) (string, bool)
-	// Oldest returns the token before the oldest retained event.
-	Oldest(sessionID string) string
-	// Check validates a token for a session without reading.
-	Check(sessionID, token string) error
-	// KeptUntil returns when the broker drops a session's events if it
-	// publishes nothing more (a later event moves it); its tokens resume no
-	// further. Memory pressure or a restart can end them sooner.
-	KeptUntil(sessionID string) time.Time
-	// Read waits until events after token exist, or ctx ends or wait
-	// passes, and returns up to max of them. It returns ErrInvalidToken or
-	// ErrTrimmed for a token it cannot continue.
-	Read(ctx context.Context, sessionID, token string, max int, wait time.Duration) ([]Delivered, error)
-}
-
 // MemoryOptions configure a MemoryBroker.
 type MemoryOptions struct {
 	// CapacityBytes bounds each session's retained events (default 10 MiB);
@@ -307,49 +276,49 @@ func (b *MemoryBroker) ParseToken(sessionID, token string) (gen, seq uint64, err
 
 // Head implements Broker. It starts the session's stream if it has none,
 // so that the token names the stream later events join.
-func (b *MemoryBroker) Head(sessionID string) string {
+func (b *MemoryBroker) Head(_ context.Context, sessionID string) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.stream(sessionID)
-	return b.token(sessionID, s.gen, s.next-1)
+	return b.token(sessionID, s.gen, s.next-1), nil
 }
 
 // KeptUntil implements Broker: the last write plus the idle TTL (the sweep
 // runs once a minute, so the events may live up to a minute longer).
-func (b *MemoryBroker) KeptUntil(sessionID string) time.Time {
+func (b *MemoryBroker) KeptUntil(_ context.Context, sessionID string) (time.Time, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.stream(sessionID).lastWrite.Add(b.opts.IdleTTL)
+	return b.stream(sessionID).lastWrite.Add(b.opts.IdleTTL), nil
 }
 
 // Oldest implements Broker. Like Head, it starts a stream.
-func (b *MemoryBroker) Oldest(sessionID string) string {
+func (b *MemoryBroker) Oldest(_ context.Context, sessionID string) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.stream(sessionID)
 	if len(s.entries) == 0 {
-		return b.token(sessionID, s.gen, s.next-1)
+		return b.token(sessionID, s.gen, s.next-1), nil
 	}
-	return b.token(sessionID, s.gen, s.entries[0].seq-1)
+	return b.token(sessionID, s.gen, s.entries[0].seq-1), nil
 }
 
 // TurnStart implements Broker.
-func (b *MemoryBroker) TurnStart(sessionID, turnID string) (string, bool) {
+func (b *MemoryBroker) TurnStart(_ context.Context, sessionID, turnID string) (string, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.sessions[sessionID]
 	if s == nil {
-		return "", false
+		return "", false, nil
 	}
 	seq, ok := s.turnStarts[turnID]
 	if !ok {
-		return "", false
+		return "", false, nil
 	}
-	return b.token(sessionID, s.gen, seq-1), true
+	return b.token(sessionID, s.gen, seq-1), true, nil
 }
 
 // Check implements Broker.
-func (b *MemoryBroker) Check(sessionID, token string) error {
+func (b *MemoryBroker) Check(_ context.Context, sessionID, token string) error {
 	gen, after, err := b.ParseToken(sessionID, token)
 	if err != nil {
 		return err
@@ -435,7 +404,7 @@ func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max in
 			end := min(i+max, len(s.entries))
 			out := make([]Delivered, 0, end-i)
 			for _, e := range s.entries[i:end] {
-				out = append(out, Delivered{Token: b.token(sessionID, s.gen, e.seq), Event: e.event})
+				out = append(out, Delivered{Token: b.token(sessionID, s.gen, e.seq), Sequence: e.seq, Event: e.event})
 			}
 			b.mu.Unlock()
 			return out, nil
@@ -450,6 +419,9 @@ func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max in
 		}
 	}
 }
+
+// Close implements Broker; a memory broker holds nothing to flush.
+func (b *MemoryBroker) Close() error { return nil }
 
 // Interface guards
 var _ Broker = (*MemoryBroker)(nil)

@@ -16,6 +16,39 @@ func ev(session, typ, turn string, n int) Event {
 	return Event{SessionID: session, Type: typ, TurnID: turn, Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}
 }
 
+// The test helpers drop the errors a memory broker never returns.
+func head(b Broker, sid string) string {
+	tok, err := b.Head(context.Background(), sid)
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
+
+func oldest(b Broker, sid string) string {
+	tok, err := b.Oldest(context.Background(), sid)
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
+
+func keptUntil(b Broker, sid string) time.Time {
+	at, err := b.KeptUntil(context.Background(), sid)
+	if err != nil {
+		panic(err)
+	}
+	return at
+}
+
+func turnStart(b Broker, sid, turn string) (string, bool) {
+	tok, ok, err := b.TurnStart(context.Background(), sid, turn)
+	if err != nil {
+		panic(err)
+	}
+	return tok, ok
+}
+
 func payloadN(t *testing.T, d Delivered) int {
 	var p struct{ N int }
 	if err := json.Unmarshal(d.Event.Payload, &p); err != nil {
@@ -27,7 +60,7 @@ func payloadN(t *testing.T, d Delivered) int {
 func TestResumeContinuesWithoutRepeatsOrGaps(t *testing.T) {
 	b := NewMemoryBroker(MemoryOptions{})
 	ctx := context.Background()
-	start := b.Head("s1")
+	start := head(b, "s1")
 	for i := 1; i <= 10; i++ {
 		b.Publish(ev("s1", "text_delta", "turn-1", i))
 		b.Publish(ev("s2", "text_delta", "turn-1", 100+i))
@@ -53,14 +86,14 @@ func TestResumeContinuesWithoutRepeatsOrGaps(t *testing.T) {
 	if batch, err := b.Read(ctx, "s1", token, 0, 10*time.Millisecond); err != nil || len(batch) != 0 {
 		t.Fatalf("read at head = %v, %v", batch, err)
 	}
-	if b.Head("s1") != token {
-		t.Errorf("head %q != last token %q", b.Head("s1"), token)
+	if head(b, "s1") != token {
+		t.Errorf("head %q != last token %q", head(b, "s1"), token)
 	}
 }
 
 func TestReadWaitsForTheNextEvent(t *testing.T) {
 	b := NewMemoryBroker(MemoryOptions{})
-	head := b.Head("s")
+	head := head(b, "s")
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var got []Delivered
@@ -95,16 +128,16 @@ func TestInvalidTokens(t *testing.T) {
 	}{
 		{"empty", ""},
 		{"garbage", "not-a-token"},
-		{"another session's token", b.Head("s2")},
-		{"another process's token", other.Head("s1")},
-		{"forged sequence", forge(b.Head("s1"), 2, "0")},
-		{"forged generation", forge(b.Head("s1"), 1, "7")},
+		{"another session's token", head(b, "s2")},
+		{"another process's token", head(other, "s1")},
+		{"forged sequence", forge(head(b, "s1"), 2, "0")},
+		{"forged generation", forge(head(b, "s1"), 1, "7")},
 		{"future event", b.token("s1", 1, 5)},
 		{"too long", strings.Repeat("a", 200)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := b.Check("s1", tt.token); !errors.Is(err, ErrInvalidToken) {
+			if err := b.Check(context.Background(), "s1", tt.token); !errors.Is(err, ErrInvalidToken) {
 				t.Errorf("Check = %v, want ErrInvalidToken", err)
 			}
 			if _, err := b.Read(context.Background(), "s1", tt.token, 0, 0); !errors.Is(err, ErrInvalidToken) {
@@ -112,7 +145,7 @@ func TestInvalidTokens(t *testing.T) {
 			}
 		})
 	}
-	if err := b.Check("s1", b.Head("s1")); err != nil {
+	if err := b.Check(context.Background(), "s1", head(b, "s1")); err != nil {
 		t.Errorf("valid head token: %v", err)
 	}
 }
@@ -126,7 +159,7 @@ func forge(token string, i int, part string) string {
 
 func TestCapacityTrimsOldestAndReportsTheGap(t *testing.T) {
 	b := NewMemoryBroker(MemoryOptions{CapacityBytes: 1000})
-	first := b.Head("s")
+	first := head(b, "s")
 	b.Publish(ev("s", "turn_started", "turn-1", 0))
 	for i := 1; i <= 50; i++ {
 		b.Publish(Event{SessionID: "s", Type: "text_delta", TurnID: "turn-1", Payload: json.RawMessage(`{"text":"` + strings.Repeat("x", 50) + `"}`)})
@@ -134,7 +167,7 @@ func TestCapacityTrimsOldestAndReportsTheGap(t *testing.T) {
 	if _, err := b.Read(context.Background(), "s", first, 0, 0); !errors.Is(err, ErrTrimmed) {
 		t.Fatalf("read from a trimmed position = %v, want ErrTrimmed", err)
 	}
-	if _, ok := b.TurnStart("s", "turn-1"); ok {
+	if _, ok := turnStart(b, "s", "turn-1"); ok {
 		t.Errorf("turn start kept after its event was trimmed")
 	}
 	b.mu.Lock()
@@ -151,7 +184,7 @@ func TestTurnStartReplaysTheTurn(t *testing.T) {
 	b.Publish(ev("s", "turn_completed", "turn-1", 2))
 	b.Publish(ev("s", "turn_started", "turn-2", 3))
 	b.Publish(ev("s", "text_delta", "turn-2", 4))
-	tok, ok := b.TurnStart("s", "turn-2")
+	tok, ok := turnStart(b, "s", "turn-2")
 	if !ok {
 		t.Fatal("no turn start")
 	}
@@ -184,12 +217,12 @@ func TestSweptSessionRejectsOldTokens(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		b.Publish(ev("s", "text_delta", "turn-1", i))
 	}
-	batch, err := b.Read(context.Background(), "s", b.Oldest("s"), 3, 0)
+	batch, err := b.Read(context.Background(), "s", oldest(b, "s"), 3, 0)
 	if err != nil || len(batch) != 3 {
 		t.Fatalf("read = %v, %v", batch, err)
 	}
 	old := batch[2].Token // after event 3
-	head := b.Head("s")
+	head := head(b, "s")
 
 	now = now.Add(2 * time.Hour)
 	b.Publish(ev("other", "x.y", "", 1)) // sweeps "s"
@@ -197,7 +230,7 @@ func TestSweptSessionRejectsOldTokens(t *testing.T) {
 		b.Publish(ev("s", "text_delta", "turn-2", i)) // a new stream from sequence 1
 	}
 	for name, token := range map[string]string{"mid-stream token": old, "head token": head} {
-		if err := b.Check("s", token); !errors.Is(err, ErrExpired) {
+		if err := b.Check(context.Background(), "s", token); !errors.Is(err, ErrExpired) {
 			t.Errorf("%s: Check = %v, want ErrExpired", name, err)
 		}
 		got, err := b.Read(context.Background(), "s", token, 0, 0)
@@ -206,7 +239,7 @@ func TestSweptSessionRejectsOldTokens(t *testing.T) {
 		}
 	}
 	// The new stream's own tokens work.
-	got, err := b.Read(context.Background(), "s", b.Oldest("s"), 0, 0)
+	got, err := b.Read(context.Background(), "s", oldest(b, "s"), 0, 0)
 	if err != nil || len(got) != 10 || payloadN(t, got[0]) != 101 {
 		t.Fatalf("new stream: %d events, %v", len(got), err)
 	}
@@ -243,7 +276,7 @@ func TestTotalCapDropsLeastRecentlyWrittenIdleSessionsFirst(t *testing.T) {
 		t.Fatalf("sessions = %v, want a, b, c (exactly at the cap)", got)
 	}
 	// A reader holds "a", the least recently written.
-	readA := b.Head("a")
+	readA := head(b, "a")
 	done := make(chan error, 1)
 	go func() {
 		_, err := b.Read(context.Background(), "a", readA, 0, time.Minute)
@@ -258,7 +291,7 @@ func TestTotalCapDropsLeastRecentlyWrittenIdleSessionsFirst(t *testing.T) {
 	if got := kept(); !slices.Equal(got, []string{"a", "c", "d"}) {
 		t.Fatalf("sessions = %v, want a (read), c, d", got)
 	}
-	if err := b.Check("b", b.token("b", 2, 4)); !errors.Is(err, ErrExpired) {
+	if err := b.Check(context.Background(), "b", b.token("b", 2, 4)); !errors.Is(err, ErrExpired) {
 		t.Errorf("a token of the dropped session: %v, want ErrExpired", err)
 	}
 	publish("c", 4) // c is written again: d is now the oldest idle session
@@ -291,7 +324,7 @@ func TestTotalCapDropsLeastRecentlyWrittenIdleSessionsFirst(t *testing.T) {
 	}
 	// One event larger than the cap is still kept: the newest always is.
 	b.Publish(Event{SessionID: "g", Type: "text_delta", Payload: json.RawMessage(`"` + strings.Repeat("x", 4*perSession) + `"`)})
-	if got, err := b.Read(context.Background(), "g", b.Oldest("g"), 0, 0); err != nil || len(got) != 1 {
+	if got, err := b.Read(context.Background(), "g", oldest(b, "g"), 0, 0); err != nil || len(got) != 1 {
 		t.Errorf("the newest event: %d, %v", len(got), err)
 	}
 }
@@ -311,7 +344,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func FuzzParseToken(f *testing.F) {
 	b := NewMemoryBroker(MemoryOptions{})
 	b.Publish(ev("s", "x.y", "", 1))
-	f.Add(b.Head("s"))
+	f.Add(head(b, "s"))
 	f.Add("")
 	f.Add("a.b.c.d")
 	f.Add(b.epoch + ".1.18446744073709551615.x")
@@ -329,12 +362,12 @@ func TestKeptUntil(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	b := NewMemoryBroker(MemoryOptions{IdleTTL: 30 * time.Minute, Now: func() time.Time { return now }})
 	b.Publish(ev("s", "text_delta", "turn-1", 1))
-	if got, want := b.KeptUntil("s"), now.Add(30*time.Minute); !got.Equal(want) {
+	if got, want := keptUntil(b, "s"), now.Add(30*time.Minute); !got.Equal(want) {
 		t.Errorf("KeptUntil = %v, want %v", got, want)
 	}
 	now = now.Add(10 * time.Minute)
 	b.Publish(ev("s", "text_delta", "turn-1", 2))
-	if got, want := b.KeptUntil("s"), now.Add(30*time.Minute); !got.Equal(want) {
+	if got, want := keptUntil(b, "s"), now.Add(30*time.Minute); !got.Equal(want) {
 		t.Errorf("KeptUntil after a new event = %v, want %v", got, want)
 	}
 }

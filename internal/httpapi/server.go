@@ -843,18 +843,32 @@ func BrowserSnapshot(snap client.Snapshot) client.Snapshot {
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 	// The head token is taken before the query, so no event between the
 	// two is missed (one may repeat what the snapshot already shows).
-	token := s.opts.Broker.Head(id)
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
+	token, err := s.opts.Broker.Head(ctx, id)
+	if err != nil {
+		s.failEvents(w, r, id, err)
+		return
+	}
 	snap, err := s.sessions.GetAgentSnapshot(ctx, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if snap.State != nil && snap.State.ActiveTurnID != "" {
-		if t, ok := s.opts.Broker.TurnStart(id, snap.State.ActiveTurnID); ok {
+		t, ok, err := s.opts.Broker.TurnStart(ctx, id, snap.State.ActiveTurnID)
+		if err != nil {
+			s.failEvents(w, r, id, err)
+			return
+		}
+		if ok {
 			token = t
 		}
+	}
+	keptUntil, err := s.opts.Broker.KeptUntil(ctx, id)
+	if err != nil {
+		s.failEvents(w, r, id, err)
+		return
 	}
 	// Whole texts for the messages the workflow holds cut.
 	if err := s.sessions.CompleteMessages(ctx, id, snap.Messages); err != nil {
@@ -866,7 +880,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 		"resume_token": token,
 		// The token resumes until then unless the session writes again
 		// (which moves it); a 400 from the stream means reload.
-		"resume_token_kept_until": s.opts.Broker.KeptUntil(id).UTC().Format(time.RFC3339),
+		"resume_token_kept_until": keptUntil.UTC().Format(time.RFC3339),
 	})
 }
 

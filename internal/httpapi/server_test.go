@@ -529,7 +529,7 @@ func TestExpiredResumeTokenIsRejected(t *testing.T) {
 	if err := json.Unmarshal(body, &snap); err != nil || code != 200 || snap.ResumeToken == "" {
 		t.Fatalf("snapshot: %d %s", code, body)
 	}
-	if err := broker.Check("s-1", snap.ResumeToken); err != nil {
+	if err := broker.Check(context.Background(), "s-1", snap.ResumeToken); err != nil {
 		t.Fatalf("the snapshot's token: %v", err)
 	}
 

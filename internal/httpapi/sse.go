@@ -28,6 +28,11 @@ type wireEvent struct {
 	StepExecutionID string `json:"step_execution_id,omitempty"`
 	Attempt         int    `json:"attempt"`
 	Payload         string `json:"payload"`
+	// Sequence is the event's place in the session's stream (1, 2, ...
+	// with no gap while the stream keeps its events), so a reader can
+	// check that it missed nothing; it starts at 1 again in a new stream,
+	// whose first read follows a snapshot reload.
+	Sequence uint64 `json:"sequence,omitempty"`
 }
 
 // Frame renders one SSE frame.
@@ -35,6 +40,7 @@ func Frame(d events.Delivered) []byte {
 	data, _ := json.Marshal(wireEvent{
 		SessionID: d.Event.SessionID, Type: d.Event.Type, TurnID: d.Event.TurnID,
 		StepExecutionID: d.Event.StepExecutionID, Attempt: d.Event.Attempt, Payload: string(d.Event.Payload),
+		Sequence: d.Sequence,
 	})
 	return fmt.Appendf(nil, "id: %s\ndata: %s\n\n", d.Token, data)
 }
@@ -64,10 +70,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *
 		token = r.URL.Query().Get("resume_token")
 	}
 	if token == "" {
-		token = s.opts.Broker.Oldest(id)
+		var err error
+		if token, err = s.opts.Broker.Oldest(r.Context(), id); err != nil {
+			s.failEvents(w, r, id, err)
+			return
+		}
 	}
-	if err := s.opts.Broker.Check(id, token); err != nil {
-		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%v: reload the snapshot and open the stream from its resume_token", err))
+	if err := s.opts.Broker.Check(r.Context(), id, token); err != nil {
+		s.failEvents(w, r, id, err)
 		return
 	}
 	closeStream, ok := s.openStream(tok)
@@ -111,6 +121,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *
 			_ = write([]byte(": the session's events expired; reload the snapshot\n\n"))
 			return
 		case err != nil:
+			if r.Context().Err() == nil {
+				s.log.Warn("event stream ended: the event store failed", "session_id", id, "error", err)
+			}
 			return
 		}
 		if len(batch) == 0 {
@@ -128,6 +141,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *
 			return
 		}
 	}
+}
+
+// failEvents answers a broker error before a stream starts: 400 for a
+// token the broker rejects (the reader reloads the snapshot), 503 when the
+// event store cannot be reached (the reader retries).
+func (s *Server) failEvents(w http.ResponseWriter, r *http.Request, id string, err error) {
+	if events.Rejected(err) {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%v: reload the snapshot and open the stream from its resume_token", err))
+		return
+	}
+	s.log.Warn("the event store is unreachable", "session_id", id, "error", err)
+	s.fail(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the live event store is unreachable; retry shortly"))
 }
 
 // readBatch long-polls the broker, ending early on shutdown.

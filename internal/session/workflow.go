@@ -63,9 +63,12 @@ type Runtime struct {
 }
 
 // EventSink receives the live events the session writes from workflow code.
-// It is called once per event, never during replay.
+// It is called once per event, never during replay. origin names the run
+// and index counts its events from 1, the same on every worker that runs
+// the run's workflow tasks: a task that runs again (its worker died before
+// completing it) publishes the same pairs, which the sink stores once.
 type EventSink interface {
-	Publish(sessionID string, e Event)
+	Publish(sessionID string, e Event, origin string, index uint64)
 }
 
 // WorkflowInput is the workflow input: client.StartInput on the wire, plus
@@ -115,6 +118,9 @@ type loop struct {
 	legacySteps bool
 	// failure ends the session's run with an error (FailSession).
 	failure error
+	// emits counts the run's Emit commands, replayed ones too, so an
+	// event has the same index on every worker (EventSink).
+	emits uint64
 }
 
 func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
@@ -428,6 +434,7 @@ func (l *loop) exec(cmd Command) {
 	case FailSession:
 		l.failure = temporal.NewNonRetryableApplicationError(c.Reason, "InvalidStartSessionSettings", nil)
 	case Emit:
+		l.emits++
 		if l.rt.Events != nil && !workflow.IsReplaying(l.ctx) {
 			e := c.Event
 			// The same step_execution_id as the Step's own events
@@ -436,8 +443,9 @@ func (l *loop) exec(cmd Command) {
 			if step == "" {
 				step = e.TurnID
 			}
-			e.Step = workflow.GetInfo(l.ctx).WorkflowExecution.RunID + "/" + step
-			l.rt.Events.Publish(l.st.SessionID, e)
+			run := workflow.GetInfo(l.ctx).WorkflowExecution.RunID
+			e.Step = run + "/" + step
+			l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
 		}
 	case BuildUserMessage:
 		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())

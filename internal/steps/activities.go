@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1040,10 +1042,14 @@ type writer struct {
 	turn    string
 	stepID  string
 	attempt int
-	mu      sync.Mutex
-	closed  bool
-	hb      *session.StepHeartbeat // nil for model steps
-	model   session.StepHeartbeat  // the heartbeat detail of a model step
+	// origin names this writer for de-duplication, and count is the
+	// index of its last event (events.Event).
+	origin string
+	count  uint64
+	mu     sync.Mutex
+	closed bool
+	hb     *session.StepHeartbeat // nil for model steps
+	model  session.StepHeartbeat  // the heartbeat detail of a model step
 }
 
 func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *session.StepHeartbeat) *writer {
@@ -1056,8 +1062,16 @@ func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *s
 		ctx: ctx, a: a, session: sessionID, turn: turnID,
 		stepID:  info.WorkflowExecution.RunID + "/" + info.ActivityID,
 		attempt: int(info.Attempt),
+		origin:  fmt.Sprintf("step:%s/%s#%d#%s", info.WorkflowExecution.RunID, info.ActivityID, info.Attempt, writerNonce()),
 		hb:      hb,
 	}
+}
+
+// writerNonce tells apart two writers of one Step attempt.
+func writerNonce() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (w *writer) close() {
@@ -1076,8 +1090,10 @@ func (w *writer) publish(typ string, payload any) {
 	if w.closed || w.a.Events == nil {
 		return
 	}
+	w.count++
 	w.a.Events.Publish(events.Event{
 		SessionID: w.session, Type: typ, TurnID: w.turn, StepExecutionID: w.stepID, Attempt: w.attempt, Payload: b,
+		Origin: w.origin, Index: w.count,
 	})
 }
 

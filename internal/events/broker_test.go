@@ -1,0 +1,168 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// backend is a broker under test, with a way to wait for its writes.
+type backend struct {
+	name  string
+	new   func(t *testing.T, maxBytes int) Broker
+	flush func(t *testing.T, b Broker)
+}
+
+var memoryBackend = backend{
+	name: "memory",
+	new: func(t *testing.T, maxBytes int) Broker {
+		return NewMemoryBroker(MemoryOptions{CapacityBytes: maxBytes})
+	},
+	flush: func(*testing.T, Broker) {},
+}
+
+// testBrokers runs the tests every broker must pass.
+func testBrokers(t *testing.T, bk backend) {
+	ctx := context.Background()
+	t.Run("ResumeWithoutRepeatsOrGaps", func(t *testing.T) {
+		b := bk.new(t, 0)
+		start := head(b, "s1")
+		for i := 1; i <= 10; i++ {
+			b.Publish(ev("s1", "text_delta", "turn-1", i))
+			b.Publish(ev("s2", "text_delta", "turn-1", 100+i))
+		}
+		bk.flush(t, b)
+		token := start
+		var got []int
+		var seqs []uint64
+		for len(got) < 10 {
+			batch, err := b.Read(ctx, "s1", token, 3, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range batch {
+				got = append(got, payloadN(t, d))
+				seqs = append(seqs, d.Sequence)
+				token = d.Token
+			}
+		}
+		for i, n := range got {
+			if n != i+1 || seqs[i] != uint64(i+1) {
+				t.Fatalf("events = %v with sequences %v, want 1..10 in order", got, seqs)
+			}
+		}
+		if batch, err := b.Read(ctx, "s1", token, 0, 10*time.Millisecond); err != nil || len(batch) != 0 {
+			t.Fatalf("read at head = %v, %v", batch, err)
+		}
+		if h := head(b, "s1"); h != token {
+			t.Errorf("head %q != last token %q", h, token)
+		}
+	})
+	t.Run("ReadWaitsForTheNextEvent", func(t *testing.T) {
+		b := bk.new(t, 0)
+		tok := head(b, "s")
+		var wg sync.WaitGroup
+		got := make([][]Delivered, 5)
+		errs := make([]error, 5)
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = b.Read(ctx, "s", tok, 0, 20*time.Second)
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
+		b.Publish(ev("s", "turn_started", "turn-1", 1))
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil || len(got[i]) != 1 || got[i][0].Event.Type != "turn_started" {
+				t.Fatalf("reader %d got %v, %v", i, got[i], errs[i])
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		if _, err := b.Read(cctx, "s", got[0][0].Token, 0, 0); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("read past a cancelled context = %v", err)
+		}
+	})
+	t.Run("InvalidTokens", func(t *testing.T) {
+		b := bk.new(t, 0)
+		b.Publish(ev("s1", "text_delta", "t", 1))
+		bk.flush(t, b)
+		good := head(b, "s1")
+		for _, tok := range []string{"", "garbage", "a.b.c.d", head(b, "s2"), forgeLast(good), strings.Repeat("x", 500)} {
+			if err := b.Check(ctx, "s1", tok); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("Check(%q) = %v, want ErrInvalidToken", tok, err)
+			}
+			if _, err := b.Read(ctx, "s1", tok, 0, 0); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("Read(%q) = %v, want ErrInvalidToken", tok, err)
+			}
+		}
+		if err := b.Check(ctx, "s1", good); err != nil {
+			t.Errorf("Check(head) = %v", err)
+		}
+	})
+	t.Run("TrimsOldestAndReportsTheGap", func(t *testing.T) {
+		b := bk.new(t, 64*1024)
+		first := head(b, "s")
+		big := strings.Repeat("x", 10*1024)
+		for i := 1; i <= 20; i++ {
+			e := ev("s", "text_delta", "t", i)
+			e.Payload = []byte(fmt.Sprintf(`{"n":%d,"pad":%q}`, i, big))
+			b.Publish(e)
+		}
+		bk.flush(t, b)
+		if err := b.Check(ctx, "s", first); !errors.Is(err, ErrTrimmed) {
+			t.Fatalf("Check(first) = %v, want ErrTrimmed", err)
+		}
+		if _, err := b.Read(ctx, "s", first, 0, 0); !errors.Is(err, ErrTrimmed) {
+			t.Fatalf("Read(first) = %v, want ErrTrimmed", err)
+		}
+		got, err := b.Read(ctx, "s", oldest(b, "s"), 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 4 || len(got) > 7 || payloadN(t, got[len(got)-1]) != 20 {
+			t.Fatalf("kept %d events ending with %d, want the newest 4 to 7 (64 KiB of 10 KiB events)", len(got), payloadN(t, got[len(got)-1]))
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].Sequence != got[i-1].Sequence+1 {
+				t.Fatalf("a gap in the kept events: %d then %d", got[i-1].Sequence, got[i].Sequence)
+			}
+		}
+	})
+	t.Run("TurnStartReplaysTheTurn", func(t *testing.T) {
+		b := bk.new(t, 0)
+		b.Publish(ev("s", "turn_started", "turn-1", 1))
+		b.Publish(ev("s", "text_delta", "turn-1", 2))
+		b.Publish(ev("s", "turn_started", "turn-2", 3))
+		b.Publish(ev("s", "text_delta", "turn-2", 4))
+		bk.flush(t, b)
+		tok, ok := turnStart(b, "s", "turn-2")
+		if !ok {
+			t.Fatal("no turn start for turn-2")
+		}
+		got, err := b.Read(ctx, "s", tok, 0, 0)
+		if err != nil || len(got) != 2 || payloadN(t, got[0]) != 3 {
+			t.Fatalf("turn-2 replay = %v, %v", got, err)
+		}
+		if _, ok := turnStart(b, "s", "turn-9"); ok {
+			t.Fatal("a turn start for a turn that never started")
+		}
+	})
+}
+
+func TestMemoryBroker(t *testing.T) { testBrokers(t, memoryBackend) }
+
+// forgeLast changes the last character of a token's MAC.
+func forgeLast(tok string) string {
+	c := byte('A')
+	if tok[len(tok)-1] == 'A' {
+		c = 'B'
+	}
+	return tok[:len(tok)-1] + string(c)
+}

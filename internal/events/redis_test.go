@@ -1,0 +1,306 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dex-agents/dex-agent-worker/internal/events/redistest"
+)
+
+var testTokenKey = []byte("a test key of at least sixteen bytes")
+
+func newRedisBroker(t *testing.T, srv *redistest.Server, opts RedisOptions) *RedisBroker {
+	t.Helper()
+	opts.Client = redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: 1,
+		MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond})
+	if opts.TokenKey == nil {
+		opts.TokenKey = testTokenKey
+	}
+	if opts.KeyPrefix == "" {
+		// Each test its own keys on a shared server.
+		opts.KeyPrefix = "t:" + strings.ReplaceAll(t.Name(), "/", ":") + ":"
+	}
+	b, err := NewRedisBroker(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func flushRedis(t *testing.T, b Broker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.(*RedisBroker).Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedisBroker(t *testing.T) {
+	srv := redistest.Start(t)
+	testBrokers(t, backend{
+		name: "redis",
+		new: func(t *testing.T, maxBytes int) Broker {
+			return newRedisBroker(t, srv, RedisOptions{MaxBytesPerSession: maxBytes})
+		},
+		flush: flushRedis,
+	})
+}
+
+// Two processes of a deployment: one publishes, the other serves the
+// tokens the first issued, since both sign with the config's key. A
+// process with another key refuses them.
+func TestRedisTokenOfOneProcessResumesOnAnother(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	a := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	b := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	start := head(a, "s")
+	for i := 1; i <= 3; i++ {
+		a.Publish(ev("s", "text_delta", "t", i))
+	}
+	flushRedis(t, a)
+	got, err := b.Read(ctx, "s", start, 2, time.Second)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("read on the other process = %v, %v", got, err)
+	}
+	// The token the second process gave resumes on the first.
+	rest, err := a.Read(ctx, "s", got[1].Token, 0, time.Second)
+	if err != nil || len(rest) != 1 || payloadN(t, rest[0]) != 3 || rest[0].Sequence != 3 {
+		t.Fatalf("resumed on the first process = %v, %v", rest, err)
+	}
+	other := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:", TokenKey: []byte("another key, also sixteen bytes")})
+	if err := other.Check(ctx, "s", start); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("a process with another key: Check = %v, want ErrInvalidToken", err)
+	}
+}
+
+// A write repeated with the same origin and index (a client retrying after
+// a lost answer, a workflow task run again on another worker) is stored
+// once, and the sequence keeps no hole for it.
+func TestRedisRepeatedWriteIsStoredOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	a := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	b := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	start := head(a, "s")
+	for i := 1; i <= 4; i++ {
+		e := ev("s", "text_delta", "t", i)
+		e.Origin, e.Index = "wf:run-1", uint64(i)
+		a.Publish(e)
+		if i <= 3 {
+			b.Publish(e) // worker 2 runs the same workflow task again
+		}
+	}
+	flushRedis(t, a)
+	flushRedis(t, b)
+	got, err := a.Read(ctx, "s", start, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("stored %d events, want 4 (each once)", len(got))
+	}
+	for i, d := range got {
+		if payloadN(t, d) != i+1 || d.Sequence != uint64(i+1) {
+			t.Fatalf("event %d = n %d sequence %d", i, payloadN(t, d), d.Sequence)
+		}
+	}
+}
+
+// Redis restarted without its data: the old tokens answer ErrExpired (the
+// reader reloads the snapshot), and the new head token follows the new
+// stream, even though its sequences start at 1 again.
+func TestRedisRestartExpiresTheOldTokens(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	b := newRedisBroker(t, srv, RedisOptions{})
+	for i := 1; i <= 5; i++ {
+		b.Publish(ev("s", "text_delta", "t", i))
+	}
+	flushRedis(t, b)
+	old := head(b, "s")
+	// A reader waits at the head while Redis restarts.
+	done := make(chan error, 1)
+	go func() {
+		for {
+			got, err := b.Read(ctx, "s", old, 0, 500*time.Millisecond)
+			if err != nil || len(got) > 0 {
+				if err == nil {
+					err = errors.New("the old token read events of the new stream")
+				}
+				done <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	srv.Restart(t)
+	var tok string
+	waitFor(t, "Redis back", func() bool {
+		var err error
+		tok, err = b.Head(ctx, "s")
+		return err == nil
+	})
+	for i := 1; i <= 7; i++ {
+		b.Publish(ev("s", "text_delta", "t", 100+i))
+	}
+	flushRedis(t, b)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrExpired) && !strings.Contains(err.Error(), "redis") {
+			t.Fatalf("the waiting reader ended with %v, want ErrExpired or a Redis error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reader of the lost stream still waits")
+	}
+	if err := b.Check(ctx, "s", old); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Check(old token) = %v, want ErrExpired", err)
+	}
+	got, err := b.Read(ctx, "s", tok, 0, time.Second)
+	if err != nil || len(got) != 7 || payloadN(t, got[0]) != 101 || got[0].Sequence != 1 {
+		t.Fatalf("new stream = %v, %v", got, err)
+	}
+}
+
+// Many readers of one session share one blocking XREAD.
+func TestRedisOneBlockingReadPerSession(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	b := newRedisBroker(t, srv, RedisOptions{})
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	tok := head(b, "s")
+	const readers = 20
+	var wg sync.WaitGroup
+	counts := make([]int, readers)
+	for i := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			at := tok
+			for counts[i] < 50 {
+				got, err := b.Read(ctx, "s", at, 0, 10*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, d := range got {
+					if d.Sequence != uint64(counts[i]+1) {
+						t.Errorf("reader %d: sequence %d after %d events", i, d.Sequence, counts[i])
+						return
+					}
+					counts[i]++
+					at = d.Token
+				}
+			}
+		}()
+	}
+	waitFor(t, "the readers to block", func() bool { return blockedClients(t, admin) >= 1 })
+	time.Sleep(300 * time.Millisecond)
+	if n := blockedClients(t, admin); n != 1 {
+		t.Fatalf("%d clients blocked in Redis for %d readers of one session, want 1", n, readers)
+	}
+	for i := 1; i <= 50; i++ {
+		b.Publish(ev("s", "text_delta", "t", i))
+	}
+	wg.Wait()
+	if b.Hubs() != 1 {
+		t.Fatalf("%d hubs for one session", b.Hubs())
+	}
+}
+
+func blockedClients(t *testing.T, rdb *redis.Client) int {
+	info, err := rdb.Info(context.Background(), "clients").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "blocked_clients:"); ok {
+			n := 0
+			for _, c := range v {
+				n = n*10 + int(c-'0')
+			}
+			return n
+		}
+	}
+	t.Fatalf("no blocked_clients in INFO clients:\n%s", info)
+	return 0
+}
+
+// A session nobody writes to expires with its TTL, in Redis itself.
+func TestRedisTTLExpiresTheStream(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	b := newRedisBroker(t, srv, RedisOptions{TTL: 300 * time.Millisecond})
+	tok := head(b, "s")
+	b.Publish(ev("s", "text_delta", "t", 1))
+	flushRedis(t, b)
+	if err := b.Check(ctx, "s", tok); err != nil {
+		t.Fatal(err)
+	}
+	until := keptUntil(b, "s")
+	if d := time.Until(until); d > time.Second {
+		t.Fatalf("kept until %s from now, want about 300ms", d)
+	}
+	waitFor(t, "the stream to expire", func() bool { return errors.Is(b.Check(ctx, "s", tok), ErrExpired) })
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	keys, err := admin.Keys(ctx, b.opts.KeyPrefix+"*").Result()
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("keys left after the TTL: %v, %v", keys, err)
+	}
+}
+
+// Redis down: Publish never blocks the session; the events are dropped and
+// counted; reads fail with an error that is not a token rejection.
+func TestRedisDownDropsEventsWithoutBlocking(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	b := newRedisBroker(t, srv, RedisOptions{QueueEvents: 16})
+	tok := head(b, "s")
+	srv.Stop()
+	start := time.Now()
+	for i := range 1000 {
+		b.Publish(ev("s", "text_delta", "t", i))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("1000 publishes took %s with Redis down", d)
+	}
+	waitFor(t, "dropped events", func() bool { return b.Dropped() == 1000 })
+	_, err := b.Read(ctx, "s", tok, 0, 0)
+	if err == nil || Rejected(err) {
+		t.Fatalf("read with Redis down = %v, want a Redis error", err)
+	}
+}
+
+// FuzzParseRedisToken: a token from outside (a browser's Last-Event-ID) is
+// accepted only as the broker renders it, and never panics the parser.
+func FuzzParseRedisToken(f *testing.F) {
+	b, err := NewRedisBroker(RedisOptions{Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), TokenKey: testTokenKey})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = b.Close() })
+	f.Add(b.token("s", "AbCdEfGhIjKl", 7))
+	f.Add("")
+	f.Add("r...")
+	f.Add("r.e.18446744073709551615.x")
+	f.Add("r.e.-1." + strings.Repeat("A", 22))
+	f.Fuzz(func(t *testing.T, token string) {
+		epoch, seq, err := b.ParseToken("s", token)
+		if err == nil && token != b.token("s", epoch, seq) {
+			t.Fatalf("accepted %q, which the broker did not issue", token)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("ParseToken(%q) = %v, not ErrInvalidToken", token, err)
+		}
+	})
+}
