@@ -73,11 +73,16 @@ fuzz:
 # (compare their ns/op), the first streamed delta, the message store, the
 # transcript handed to a runner, and, once (it builds a session 2,000 turns
 # deep), a turn at depth 2,000 against shallow sessions on the same worker
-# (time-ratio, median-ratio, bytes-ratio).
+# (time-ratio, median-ratio, bytes-ratio); then the load test (loadtest's
+# driver: 40 sessions, 20 at once, 5 turns each, with the echo agent) on the
+# embedded engine with one process, and with one and two worker processes
+# behind an API process on Redis and PostgreSQL (turns/s, turn and first
+# text_delta p50/p99, and each process's CPU time).
 bench: build
 	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta|CancelTurn)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ ./pluginapi/
 	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
+	$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchtime=1x -count=1 -timeout 30m -v ./internal/e2e/
 
 # The long sessions at full length: 2,000 turns of 2 KiB messages (make test
 # runs 800), and 2,000 turns past a 20,000-token context window with

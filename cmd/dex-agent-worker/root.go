@@ -74,6 +74,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newDevCmd(g),
 		newRunCmd(g),
 		newEngineCmd(g),
+		newLoadtestCmd(g),
 		newConfigCmd(g),
 		newSessionCmd(g),
 		newChatCmd(g),
