@@ -625,6 +625,14 @@ func (b *RedisBroker) Read(ctx context.Context, sessionID, token string, max int
 	}
 }
 
+// Ping reports whether Redis answers (readiness of an API process).
+func (b *RedisBroker) Ping(ctx context.Context) error {
+	if err := b.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("events: redis: %w", err)
+	}
+	return nil
+}
+
 // Close implements Broker: it sends the queued events (for up to five
 // seconds), stops the hubs and closes the client.
 func (b *RedisBroker) Close() error {

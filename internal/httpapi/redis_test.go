@@ -71,7 +71,13 @@ func TestRedisEventsTrimmedAndUnreachable(t *testing.T) {
 		t.Fatalf("frame %q lacks its sequence or token", frame[:min(len(frame), 200)])
 	}
 
+	if code, _, body := a.do("GET", "/readyz", "", ""); code != 200 {
+		t.Fatalf("readyz with Redis up: %d %s", code, body)
+	}
 	srv.Stop()
+	if code, _, body := a.do("GET", "/readyz", "", ""); code != 503 || !strings.Contains(string(body), "event store") {
+		t.Fatalf("readyz with Redis down: %d %s, want 503 naming the event store", code, body)
+	}
 	code, _, body = a.do("GET", "/v1/sessions/s-1/snapshot", testTokenAll, "")
 	if e := decodeError(t, body); code != 503 || e.Error.Code != "unavailable" {
 		t.Fatalf("snapshot with Redis down: %d %s, want 503 unavailable", code, body)

@@ -448,6 +448,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "Temporal is not reachable")
 		return
 	}
+	// A shared event store (Redis) must answer too: without it the
+	// snapshot and event routes answer 503.
+	if p, ok := s.opts.Broker.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			s.log.Warn("not ready: the event store is unreachable", "error", err)
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the live event store is not reachable")
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

@@ -57,6 +57,11 @@ func newFakeTemporal() *fakeTemporal {
 
 func (f *fakeTemporal) WorkflowService() workflowservice.WorkflowServiceClient { return f.svc }
 
+// CheckHealth answers like a reachable frontend.
+func (f *fakeTemporal) CheckHealth(context.Context, *temporalclient.CheckHealthRequest) (*temporalclient.CheckHealthResponse, error) {
+	return &temporalclient.CheckHealthResponse{}, nil
+}
+
 func (f *fakeTemporal) addWorkflow(id, flowType string) {
 	f.svc.mu.Lock()
 	defer f.svc.mu.Unlock()
