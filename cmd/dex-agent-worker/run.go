@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +11,10 @@ import (
 )
 
 func newRunCmd(g *globals) *cobra.Command {
-	var cfgPath, role, httpAddr string
+	var (
+		cfgPath, role, httpAddr string
+		dialWait                time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "run --config FILE [--role all|worker|api] [--http ADDR]",
 		Short: "Run the worker against an existing Temporal frontend",
@@ -29,6 +33,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			logger := configuredLogger(g, cmd, cfg)
 			d, err := daemon.Start(cmd.Context(), daemon.Options{
 				Config: cfg, Logger: logger, WebUI: webUI(), Version: version, Role: role, HTTPListen: httpAddr,
+				DialWait: dialWait,
 			})
 			if err != nil {
 				return err
@@ -43,6 +48,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (required)")
 	cmd.Flags().StringVar(&role, "role", daemon.RoleAll, "what this process does: all, worker or api")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "HTTP listen address host:port (overrides http.listen)")
+	cmd.Flags().DurationVar(&dialWait, "temporal-wait", time.Minute, "keep trying an unreachable Temporal frontend this long at start (0: fail at once)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

@@ -70,6 +70,10 @@ type Options struct {
 	// Role is what this process does: RoleAll (the default), RoleWorker or
 	// RoleAPI.
 	Role string
+	// DialWait is how long Start keeps trying a Temporal frontend that is
+	// not reachable yet (processes of a deployment start in any order); 0
+	// tries once.
+	DialWait time.Duration
 }
 
 // The roles of a process.
@@ -168,7 +172,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			}
 		}
 	}
-	c, err := Dial(ctx, cfg.Temporal, opts.TemporalAddress, logger)
+	c, err := dialWaiting(ctx, cfg.Temporal, opts.TemporalAddress, opts.DialWait, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -693,6 +697,26 @@ func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.L
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, t.Namespace, err)
 	}
 	return c, nil
+}
+
+// dialWaiting dials, and while the frontend is unreachable keeps trying
+// for up to wait, logging each retry.
+func dialWaiting(ctx context.Context, t config.Temporal, address string, wait time.Duration, logger *slog.Logger) (temporalclient.Client, error) {
+	deadline := time.Now().Add(wait)
+	pause := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		c, err := Dial(ctx, t, address, logger)
+		if err == nil || time.Now().Add(pause).After(deadline) || !retryable(err) {
+			return c, err
+		}
+		logger.Info("Temporal is not reachable yet; retrying", "attempt", attempt, "retry_in", pause, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
 }
 
 func tlsConfig(t *config.TLS) (*tls.Config, error) {

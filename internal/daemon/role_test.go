@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 )
@@ -56,5 +57,26 @@ func TestRedisEventsUnreachableFailsTheStart(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("the error shows the password: %v", err)
+	}
+}
+
+// A frontend that is not up yet is tried again until DialWait passes.
+func TestDialWaitsForTheFrontend(t *testing.T) {
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	start := time.Now()
+	_, err := dialWaiting(context.Background(), config.Temporal{Namespace: "default"}, "127.0.0.1:1", 2*time.Second, logger)
+	if err == nil || !strings.Contains(err.Error(), "connect to Temporal at 127.0.0.1:1") {
+		t.Fatalf("dialWaiting = %v", err)
+	}
+	if n := strings.Count(logs.String(), "Temporal is not reachable yet; retrying"); n < 1 {
+		t.Fatalf("no retry logged in %s:\n%s", time.Since(start), logs.String())
+	}
+	logs.Reset()
+	if _, err := dialWaiting(context.Background(), config.Temporal{Namespace: "default"}, "127.0.0.1:1", 0, logger); err == nil {
+		t.Fatal("dialWaiting with no wait succeeded")
+	}
+	if strings.Contains(logs.String(), "retrying") {
+		t.Fatalf("a wait of 0 retried:\n%s", logs.String())
 	}
 }
