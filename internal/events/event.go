@@ -110,3 +110,13 @@ func (s LogSink) Publish(e Event) {
 	s.Logger.Debug("agent event", "session_id", e.SessionID, "type", e.Type, "turn_id", e.TurnID,
 		"step_execution_id", e.StepExecutionID, "attempt", e.Attempt, "payload_bytes", len(e.Payload))
 }
+
+// waitTimer fires once wait passes; it never fires for a wait of 0 (a Read
+// that waits only for its context). Call stop when done.
+func waitTimer(wait time.Duration) (<-chan time.Time, func()) {
+	if wait <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(wait)
+	return t.C, func() { t.Stop() }
+}

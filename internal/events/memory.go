@@ -382,12 +382,8 @@ func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max in
 		s.readers--
 		b.mu.Unlock()
 	}()
-	var timer <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timer = t.C
-	}
+	timer, stop := waitTimer(wait)
+	defer stop()
 	for {
 		b.mu.Lock()
 		if b.sessions[sessionID] != s {

@@ -57,40 +57,6 @@ func payloadN(t *testing.T, d Delivered) int {
 	return p.N
 }
 
-func TestResumeContinuesWithoutRepeatsOrGaps(t *testing.T) {
-	b := NewMemoryBroker(MemoryOptions{})
-	ctx := context.Background()
-	start := head(b, "s1")
-	for i := 1; i <= 10; i++ {
-		b.Publish(ev("s1", "text_delta", "turn-1", i))
-		b.Publish(ev("s2", "text_delta", "turn-1", 100+i))
-	}
-	token := start
-	var got []int
-	for len(got) < 10 {
-		batch, err := b.Read(ctx, "s1", token, 3, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range batch {
-			got = append(got, payloadN(t, d))
-			token = d.Token
-		}
-	}
-	for i, n := range got {
-		if n != i+1 {
-			t.Fatalf("events = %v, want 1..10 in order", got)
-		}
-	}
-	// Nothing more: a read with a short wait returns empty, not an error.
-	if batch, err := b.Read(ctx, "s1", token, 0, 10*time.Millisecond); err != nil || len(batch) != 0 {
-		t.Fatalf("read at head = %v, %v", batch, err)
-	}
-	if head(b, "s1") != token {
-		t.Errorf("head %q != last token %q", head(b, "s1"), token)
-	}
-}
-
 func TestReadWaitsForTheNextEvent(t *testing.T) {
 	b := NewMemoryBroker(MemoryOptions{})
 	head := head(b, "s")
@@ -175,22 +141,6 @@ func TestCapacityTrimsOldestAndReportsTheGap(t *testing.T) {
 	b.mu.Unlock()
 	if bytes > 1000 {
 		t.Errorf("retained %d bytes, capacity 1000", bytes)
-	}
-}
-
-func TestTurnStartReplaysTheTurn(t *testing.T) {
-	b := NewMemoryBroker(MemoryOptions{})
-	b.Publish(ev("s", "turn_started", "turn-1", 1))
-	b.Publish(ev("s", "turn_completed", "turn-1", 2))
-	b.Publish(ev("s", "turn_started", "turn-2", 3))
-	b.Publish(ev("s", "text_delta", "turn-2", 4))
-	tok, ok := turnStart(b, "s", "turn-2")
-	if !ok {
-		t.Fatal("no turn start")
-	}
-	got, err := b.Read(context.Background(), "s", tok, 0, 0)
-	if err != nil || len(got) != 2 || got[0].Event.Type != "turn_started" || payloadN(t, got[1]) != 4 {
-		t.Fatalf("replay = %+v, %v", got, err)
 	}
 }
 

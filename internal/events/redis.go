@@ -598,12 +598,8 @@ func (b *RedisBroker) Read(ctx context.Context, sessionID, token string, max int
 	}
 	h := b.subscribe(sessionID)
 	defer b.unsubscribe(h)
-	var timer <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timer = t.C
-	}
+	timer, stop := waitTimer(wait)
+	defer stop()
 	for {
 		out, atHead, changed := h.take(epoch, after, max)
 		if len(out) > 0 {

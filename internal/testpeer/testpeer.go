@@ -8,6 +8,7 @@ package testpeer
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"testing"
 )
@@ -32,4 +33,15 @@ func Missing(t testing.TB, what, install string) {
 		}
 	}
 	t.Skipf("%s; CI=true makes this a failure", msg)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
+// a peer server to listen on (try another if the server cannot bind it).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -14,7 +14,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -72,7 +71,7 @@ func Start(t testing.TB) *Server {
 	dir := t.TempDir()
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
+		port, err := testpeer.FreePort()
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
@@ -84,15 +83,6 @@ func Start(t testing.TB) *Server {
 	}
 	t.Fatalf("redistest: %v", lastErr)
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) start() error {

@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -118,7 +117,7 @@ func Start(t testing.TB) *Server {
 	// server binds it: try a few.
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
+		port, err := testpeer.FreePort()
 		if err != nil {
 			t.Fatalf("pgtest: %v", err)
 		}
@@ -164,15 +163,6 @@ func serverEnv() []string {
 		}
 	}
 	return env
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // readyLine is what the server logs once it accepts connections.
