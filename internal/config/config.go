@@ -31,6 +31,8 @@ type Config struct {
 	Agents     []Agent              `yaml:"agents"`
 	Events     Events               `yaml:"events"`
 	HTTP       HTTP                 `yaml:"http"`
+	// Telemetry configures the worker's metrics.
+	Telemetry Telemetry `yaml:"telemetry,omitempty"`
 	// ShutdownTimeout is how long a stopping worker (SIGTERM, SIGINT)
 	// waits for its running Steps to finish after it stopped taking new
 	// ones; after it, they are cancelled. Default 30s. Keep it below the
@@ -115,6 +117,18 @@ type Events struct {
 	// and nobody read it for this long; its resume tokens then answer 400
 	// (reload the snapshot). Default 1h.
 	IdleTTL time.Duration `yaml:"idle_ttl"`
+}
+
+// Telemetry configures what the worker reports about itself.
+type Telemetry struct {
+	Metrics TelemetryMetrics `yaml:"metrics,omitempty"`
+}
+
+// TelemetryMetrics configures the metrics.
+type TelemetryMetrics struct {
+	// Prometheus is the host:port of a listener of its own that serves
+	// /metrics (such as ":9464"); empty serves none.
+	Prometheus string `yaml:"prometheus,omitempty"`
 }
 
 // The event backends.

@@ -321,6 +321,12 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "telemetry.bad.yml",
+		errs: []string{
+			`2: telemetry.metrics.prometheus: invalid address "9464": want host:port, such as :9464 or 127.0.0.1:9464`,
+		},
+	},
+	{
 		filename: "events_memory.bad.yml",
 		errs: []string{
 			`3: events.url_env: is for backend "redis" (backend is "memory"; its limits are capacity_bytes, max_total_bytes and idle_ttl)`,

@@ -126,6 +126,11 @@ func (c *Config) Validate() error {
 		p.add("shutdown_timeout", "must be > 0, got %s", formatDuration(c.ShutdownTimeout))
 	}
 	c.Events.validate(&p, "events")
+	if l := c.Telemetry.Metrics.Prometheus; l != "" {
+		if _, _, err := net.SplitHostPort(l); err != nil {
+			p.add("telemetry.metrics.prometheus", "invalid address %q: want host:port, such as :9464 or 127.0.0.1:9464", l)
+		}
+	}
 	c.HTTP.validate(&p, "http", byName)
 	if c.MessageStore != nil {
 		c.MessageStore.validate(&p, "message_store")

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/activity"
 	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -33,6 +34,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
+	"github.com/dex-agents/dex-agent-worker/internal/metrics"
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -124,6 +126,8 @@ type Daemon struct {
 	api             *httpapi.Server
 	http            *http.Server
 	probes          *http.Server // role worker's /healthz and /readyz
+	metrics         *metrics.Metrics
+	metricsSrv      *metrics.Server
 	addr            string
 	mcp             *mcpsource.Agents
 }
@@ -185,6 +189,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.broker, sink = b, b
 	}
+	if err := d.serveMetrics(cfg, opts.Version, logger); err != nil {
+		return nil, err
+	}
 	if role == RoleAPI {
 		if err := d.serveHTTP(cfg, opts, logger); err != nil {
 			return nil, err
@@ -195,7 +202,12 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	searchAttrs := d.hasSearchAttribute(ctx, cfg.Temporal.Namespace)
 
+	var interceptors []interceptor.WorkerInterceptor
+	if d.metrics != nil {
+		interceptors = append(interceptors, metrics.ActivityInterceptor(d.metrics))
+	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
+		Interceptors:                     interceptors,
 		DisableRegistrationAliasing:      true,
 		DefaultHeartbeatThrottleInterval: 500 * time.Millisecond,
 		// A model Step heartbeats every second, and cancel_turn reaches it
@@ -235,6 +247,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.mcp != nil {
 		acts.MCP = d.mcp
 	}
+	acts.Metrics = d.metrics
+	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
 		client.StepRunModel:              acts.RunModel,
@@ -390,7 +404,8 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	if t := cfg.HTTP.TLS; t != nil {
 		sopts.CertFile, sopts.KeyFile = t.CertFile, t.KeyFile
 	}
-	srv, err := httpapi.NewHTTPServer(d.api, sopts)
+	d.metrics.GaugeFunc("dex_event_streams_open", "Event streams (SSE) this process serves now.", func() float64 { return float64(d.api.OpenStreams()) })
+	srv, err := httpapi.NewHTTPServer(d.metrics.Middleware(d.api), sopts)
 	if err != nil {
 		return fmt.Errorf("http.tls: %w", err)
 	}
@@ -476,6 +491,44 @@ func (d *Daemon) Stop() {
 		}
 		d.store = nil
 	}
+	if d.metricsSrv != nil {
+		d.metricsSrv.Close()
+		d.metricsSrv = nil
+	}
+}
+
+// serveMetrics serves /metrics when the config names a listener: the
+// Steps, model tokens and tool results (counted where they happen), and
+// what the event broker, the event streams and the runner host count.
+func (d *Daemon) serveMetrics(cfg *config.Config, version string, logger *slog.Logger) error {
+	listen := cfg.Telemetry.Metrics.Prometheus
+	if listen == "" {
+		return nil
+	}
+	m := metrics.New(version)
+	if b, ok := d.broker.(interface{ Stats() events.Stats }); ok {
+		m.CounterFunc("dex_events_published_total", "Live events this process stored in its event broker.", func() float64 { return float64(b.Stats().Published) })
+		m.CounterFunc("dex_events_dropped_total", "Live events this process could not store (Redis down or too slow).", func() float64 { return float64(b.Stats().Dropped) })
+		m.CounterFunc("dex_events_trimmed_total", "Live events trimmed to keep a session within its bound, by this process's writes.", func() float64 { return float64(b.Stats().Trimmed) })
+	}
+	if d.host != nil {
+		host := d.host
+		m.CounterFunc("dex_plugin_restarts_total", "Runner plugin processes started again after one died.", func() float64 { return float64(host.Restarts()) })
+	}
+	srv, err := metrics.Serve(listen, m, logger.With("component", "metrics"))
+	if err != nil {
+		return err
+	}
+	d.metrics, d.metricsSrv = m, srv
+	return nil
+}
+
+// MetricsAddress returns the address of /metrics, or "" when none is served.
+func (d *Daemon) MetricsAddress() string {
+	if d.metricsSrv == nil {
+		return ""
+	}
+	return d.metricsSrv.Addr()
 }
 
 // openMCP builds the MCP source of the servers the agents use: one listing

@@ -48,6 +48,8 @@ func clusterConfig(t testing.TB, plugin, stateDir string, temporalPort int) stri
 	}
 	doc["temporal"] = map[string]any{"address": fmt.Sprintf("127.0.0.1:%d", temporalPort), "namespace": "default", "task_queue": "dex-agents"}
 	doc["logging"] = map[string]any{"level": "debug", "format": "json"}
+	// Four processes on one machine cannot share the metrics port.
+	delete(doc, "telemetry")
 	doc["http"].(map[string]any)["web_ui"] = false
 	doc["plugins"] = map[string]any{"testrunner": map[string]any{"command": plugin}}
 	doc["agents"] = []any{map[string]any{

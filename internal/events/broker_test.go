@@ -134,6 +134,10 @@ func testBrokers(t *testing.T, bk backend) {
 				t.Fatalf("a gap in the kept events: %d then %d", got[i-1].Sequence, got[i].Sequence)
 			}
 		}
+		st := b.(interface{ Stats() Stats }).Stats()
+		if st.Published != 20 || st.Trimmed != int64(20-len(got)) || st.Dropped != 0 {
+			t.Fatalf("stats %+v, want 20 published, %d trimmed", st, 20-len(got))
+		}
 	})
 	t.Run("TurnStartReplaysTheTurn", func(t *testing.T) {
 		b := bk.new(t, 0)

@@ -120,3 +120,15 @@ func waitTimer(wait time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTimer(wait)
 	return t.C, func() { t.Stop() }
 }
+
+// Stats count what became of the events a broker was given in this
+// process.
+type Stats struct {
+	// Published were stored (a repeated write counts once).
+	Published int64
+	// Dropped never reached the store (the Redis queue was full, or Redis
+	// failed every retry).
+	Dropped int64
+	// Trimmed were removed to keep a session within its byte bound.
+	Trimmed int64
+}

@@ -85,6 +85,14 @@ type MemoryBroker struct {
 	total     int        // bytes of all streams, with their overhead
 	nextGen   uint64
 	lastSweep time.Time
+	stats     Stats
+}
+
+// Stats returns what became of the events published so far.
+func (b *MemoryBroker) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
 }
 
 type entry struct {
@@ -157,6 +165,7 @@ func (b *MemoryBroker) drop(s *stream) {
 // trimOldest drops a stream's oldest event.
 func (b *MemoryBroker) trimOldest(s *stream) {
 	old := s.entries[0]
+	b.stats.Trimmed++
 	s.entries = s.entries[1:]
 	s.bytes -= old.size
 	b.total -= old.size
@@ -180,6 +189,7 @@ func (b *MemoryBroker) Publish(e Event) {
 	s := b.stream(e.SessionID)
 	seq := s.next
 	s.next++
+	b.stats.Published++
 	s.entries = append(s.entries, entry{seq: seq, size: size, event: e})
 	s.bytes += size
 	b.total += size

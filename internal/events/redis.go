@@ -91,6 +91,12 @@ type RedisBroker struct {
 	dropped   atomic.Int64
 	lastWarn  atomic.Int64
 	published atomic.Int64
+	trimmed   atomic.Int64
+}
+
+// Stats returns what became of the events published so far.
+func (b *RedisBroker) Stats() Stats {
+	return Stats{Published: b.published.Load(), Dropped: b.dropped.Load(), Trimmed: b.trimmed.Load()}
 }
 
 // NewRedisBroker returns a broker on opts.Client. It does not reach Redis:
@@ -151,12 +157,13 @@ func (b *RedisBroker) originKey(sessionID, origin string) string {
 // publishScript appends one event. KEYS: stream, meta, origin. ARGV:
 // index (0: no de-duplication), the entry, its size, the byte bound, the
 // TTL in ms, now in ms, the epoch for a new stream, and the turn ID of a
-// turn_started event. It returns the event's sequence, or 0 for a repeat.
+// turn_started event. It returns the event's sequence (0 for a repeat) and
+// the number of events it trimmed.
 var publishScript = redis.NewScript(`
 local idx = tonumber(ARGV[1])
 if idx > 0 then
   local last = redis.call('GET', KEYS[3])
-  if last and tonumber(last) >= idx then return 0 end
+  if last and tonumber(last) >= idx then return {0, 0} end
 end
 local ttl = tonumber(ARGV[5])
 if redis.call('HSETNX', KEYS[2], 'epoch', ARGV[7]) == 1 then
@@ -169,9 +176,11 @@ local bytes = redis.call('HINCRBY', KEYS[2], 'bytes', tonumber(ARGV[3]))
 redis.call('HSET', KEYS[2], 'w', ARGV[6])
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[2], 'turn', ARGV[8], 'turn_seq', seq) end
 local max = tonumber(ARGV[4])
+local trimmed = 0
 if bytes > max then
   local first = tonumber(redis.call('HGET', KEYS[2], 'first'))
   local moved = true
+  local before = first
   while bytes > max and first < seq and moved do
     moved = false
     local rows = redis.call('XRANGE', KEYS[1], first .. '-0', '+', 'COUNT', 128)
@@ -188,11 +197,12 @@ if bytes > max then
   end
   redis.call('HSET', KEYS[2], 'first', first, 'bytes', bytes)
   redis.call('XTRIM', KEYS[1], 'MINID', '~', first .. '-0')
+  trimmed = first - before
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 if idx > 0 then redis.call('SET', KEYS[3], idx, 'PX', ttl) end
-return seq
+return {seq, trimmed}
 `)
 
 // ensureScript returns a session's metadata, creating an empty stream's
@@ -371,9 +381,12 @@ func (b *RedisBroker) writeOnce(batch []Event) ([]Event, error) {
 	for i, c := range cmds {
 		// A pipeline that never reached Redis can leave its commands
 		// without an error of their own: only a sequence is success.
-		_, err := c.Int64()
-		if err == nil && c.Val() == nil {
+		res, err := c.Int64Slice()
+		if err == nil && len(res) != 2 {
 			err = execErr
+			if err == nil {
+				err = fmt.Errorf("the publish script answered %v", c.Val())
+			}
 		}
 		if err != nil {
 			if redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -385,7 +398,10 @@ func (b *RedisBroker) writeOnce(batch []Event) ([]Event, error) {
 			}
 			continue
 		}
-		b.published.Add(1)
+		if res[0] > 0 {
+			b.published.Add(1)
+		}
+		b.trimmed.Add(res[1])
 	}
 	if noScript {
 		// Redis restarted (or flushed its scripts): load it again.

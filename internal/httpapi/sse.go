@@ -48,6 +48,17 @@ func Frame(d events.Delivered) []byte {
 // KeepAliveFrame is sent after an idle long poll.
 var KeepAliveFrame = []byte(": keep-alive\n\n")
 
+// OpenStreams returns the number of event streams open now.
+func (s *Server) OpenStreams() int {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	n := 0
+	for _, c := range s.streams {
+		n += c
+	}
+	return n
+}
+
 // openStream counts an event stream of tok; false when the token holds
 // MaxStreamsPerToken already. Call the returned func when the stream ends.
 func (s *Server) openStream(tok *scopedToken) (func(), bool) {

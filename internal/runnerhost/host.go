@@ -157,6 +157,20 @@ type Host struct {
 	closed   bool
 }
 
+// Restarts returns how many times the Host started a plugin process again
+// after one died, over all plugins.
+func (h *Host) Restarts() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n int64
+	for _, i := range h.plugins {
+		i.mu.Lock()
+		n += i.restarts
+		i.mu.Unlock()
+	}
+	return n
+}
+
 // New returns a Host that logs to logger (nil: no logs).
 func New(logger *slog.Logger) *Host {
 	if logger == nil {

@@ -596,6 +596,9 @@ func TestPluginKilledMidCallIsRelaunched(t *testing.T) {
 	if strings.HasPrefix(text, "pid="+strconv.Itoa(pid)+" ") {
 		t.Errorf("RunModelStep text = %q came from the killed process %d", text, pid)
 	}
+	if n := h.Restarts(); n != 1 {
+		t.Errorf("Restarts() = %d after one relaunch", n)
+	}
 	logs.waitFor(t, `"plugin":"tp"`, "runner plugin process is gone")
 	if got := strings.Count(logs.String(), `"msg":"runner plugin started"`); got != 2 {
 		t.Errorf("%d starts logged, want 2", got)

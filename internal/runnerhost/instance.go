@@ -45,6 +45,7 @@ type instance struct {
 	proc      *process      // the current process, nil while none
 	launching chan struct{} // closed when the relaunch in flight ends
 	failures  int           // consecutive launch failures and deaths
+	restarts  int64         // relaunches that started a process
 	retryAt   time.Time     // no relaunch before this
 	lastErr   error         // why the last launch failed or the process died
 	closed    bool
@@ -369,6 +370,7 @@ func (i *instance) relaunch(ctx context.Context, done chan struct{}) {
 		orphan = p
 	default:
 		i.proc = p
+		i.restarts++
 	}
 	i.mu.Unlock()
 	if orphan != nil {

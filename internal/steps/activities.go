@@ -18,6 +18,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
+	"github.com/dex-agents/dex-agent-worker/internal/metrics"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/spend"
@@ -85,6 +86,8 @@ type Activities struct {
 	// MCP runs the MCP tools of the agents that have servers; nil offers
 	// none.
 	MCP MCPTools
+	// Metrics count model tokens and tool results; nil counts nothing.
+	Metrics *metrics.Metrics
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -280,8 +283,10 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	}
 	if tc := resp.TurnCompleted; tc != nil {
 		out.Spend = a.chargeSpend(ctx, policy, call, tc.Usage, tc.Metadata)
+		a.countUsage(in.Agent, tc.Usage, tc.Metadata)
 	} else if req := resp.ToolCallsRequested; req != nil {
 		out.Spend = a.chargeSpend(ctx, policy, call, req.Usage, req.Metadata)
+		a.countUsage(in.Agent, req.Usage, req.Metadata)
 	}
 	if in.Store == nil {
 		return out, nil
@@ -523,7 +528,40 @@ func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (sessio
 		out.Error = &msg
 	}
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	a.Metrics.ToolStep(in.Agent, string(in.ToolCall.Effect), toolResult(out, err))
 	return out, a.finish(ctx, err)
+}
+
+// toolResult names what a tool Step attempt returned, for the metrics.
+func toolResult(out session.ToolOutcome, err error) string {
+	switch {
+	case err != nil:
+		return "error"
+	case out.InputRequested != nil:
+		return "input_requested"
+	case out.Error != nil:
+		return "failed"
+	case out.TaskStarted != nil:
+		return "task_started"
+	}
+	return "succeeded"
+}
+
+// countUsage counts a model call's tokens by the model its metadata names.
+func (a *Activities) countUsage(agent string, u pluginapi.Usage, md *pluginapi.ModelCallMetadata) {
+	if a.Metrics == nil {
+		return
+	}
+	var provider, model string
+	if md != nil {
+		provider, model = md.ProviderName, md.ResponseModel
+		if model == "" {
+			model = md.RequestModel
+		}
+	}
+	a.Metrics.ModelUsage(agent, provider, model, metrics.Tokens{
+		Input: u.InputTokens, Output: u.OutputTokens, CachedInput: u.CachedInputTokens, Reasoning: u.ReasoningTokens, Calls: u.ModelCalls,
+	})
 }
 
 func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
