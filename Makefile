@@ -69,8 +69,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzToolName$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
 	$(GO) test -run='^$$' -fuzz='^FuzzServerAnswers$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
 
-# Benchmarks: a session turn against the same pattern on bare Temporal
-# (compare their ns/op), the first streamed delta, the message store, the
+# Benchmarks: a session turn (with metrics off and on) against the same
+# pattern on bare Temporal (compare their ns/op), the first streamed delta, the message store, the
 # transcript handed to a runner, and, once (it builds a session 2,000 turns
 # deep), a turn at depth 2,000 against shallow sessions on the same worker
 # (time-ratio, median-ratio, bytes-ratio); then the load test (loadtest's

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,9 +55,20 @@ func benchStack(b *testing.B) *agenttest.Stack {
 // That is BuildUserMessage, RunModel, 4 x CallTool, RunModel.
 func BenchmarkSessionTurn(b *testing.B) {
 	s := benchStack(b)
+	// With metrics on (telemetry.metrics.prometheus), the same turn: their
+	// overhead is the ratio of the two ns/op.
+	for _, metricsOn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("metrics=%v", metricsOn), func(b *testing.B) { benchSessionTurn(b, s, metricsOn) })
+	}
+}
+
+func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn bool) {
 	cfg, err := config.Load(s.ConfigPath)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if metricsOn {
+		cfg.Telemetry.Metrics.Prometheus = "127.0.0.1:0"
 	}
 	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
 	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
