@@ -1147,3 +1147,24 @@ agents:
 		t.Errorf("the config's YAML shows a secret:\n%s", b.String())
 	}
 }
+
+// The connection strings and the resume token key read from the
+// environment are redaction values, and so are the passwords in them.
+func TestConnectionSecretsAreRedactionValues(t *testing.T) {
+	setTestEnv(t)
+	cfg, err := LoadBytes([]byte(`
+events: {backend: redis, url_env: DEX_TEST_REDIS_URL, token_key_env: DEX_TEST_EVENTS_KEY}
+message_store: {driver: postgres, dsn_env: DEX_TEST_MESSAGE_STORE_DSN}
+plugins: {p: {command: x}}
+agents: [{name: a, flow_type: A, runner: p}]
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := cfg.SecretValues()
+	for _, want := range []string{testEnv["DEX_TEST_REDIS_URL"], "pw-LEAKED-redis", testEnv["DEX_TEST_MESSAGE_STORE_DSN"], "pw-LEAKED-dsn", testEnv["DEX_TEST_EVENTS_KEY"]} {
+		if !slices.Contains(values, want) {
+			t.Errorf("SecretValues lack %q: %q", want, values)
+		}
+	}
+}

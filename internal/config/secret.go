@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -87,6 +88,27 @@ func (c *Config) SecretValues() []string {
 	add(c.Temporal.APIKey.Reveal())
 	for _, t := range c.HTTP.Auth.Tokens {
 		add(t.Value())
+	}
+	// The connection strings read from the environment, and the passwords
+	// in them alone (a driver's error may quote either).
+	addURL := func(name string) {
+		if name == "" {
+			return
+		}
+		v := os.Getenv(name)
+		add(v)
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				add(pw)
+			}
+		}
+	}
+	if m := c.MessageStore; m != nil {
+		addURL(m.DSNEnv)
+	}
+	addURL(c.Events.URLEnv)
+	if c.Events.TokenKeyEnv != "" {
+		add(os.Getenv(c.Events.TokenKeyEnv))
 	}
 	return out
 }

@@ -140,6 +140,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// No log line of the worker carries a secret value it knows of.
+	logger = slog.New(redact.Handler(logger.Handler(), redact.New(cfg.SecretValues()...)))
 	role := cmp.Or(opts.Role, RoleAll)
 	if err := checkRole(role, cfg, opts); err != nil {
 		return nil, err

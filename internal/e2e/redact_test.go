@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +51,28 @@ func TestSecretsInRunnerErrorsNeverReachTheSession(t *testing.T) {
 		}
 		if j := protojson.Format(e); strings.Contains(j, secret) {
 			t.Errorf("history event %d (%s) holds the secret", e.GetEventId(), e.GetEventType())
+		}
+	}
+	// Nor does the worker's log (at debug level), whichever component
+	// wrote the line.
+	logs, err := filepath.Glob(filepath.Join(s.Dir, "worker-*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no worker log: %v", err)
+	}
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			t.Errorf("%s is empty", name)
+		}
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the secret", name)
+		}
+		// The plugin's stderr line reached the log, redacted.
+		if !strings.Contains(string(b), "leak: calling upstream with token "+redact.Placeholder) {
+			t.Errorf("%s lacks the plugin's redacted stderr line", name)
 		}
 	}
 }

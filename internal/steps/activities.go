@@ -139,6 +139,23 @@ func (a *Activities) logger() *slog.Logger {
 	return a.Logger
 }
 
+// stepLogger is the logger of a Step's own lines: each carries the
+// session, the turn (when the Step knows it), the Step type, its execution
+// ID (the events' step_execution_id) and the attempt.
+func (a *Activities) stepLogger(ctx context.Context, turnID string) *slog.Logger {
+	l := a.logger()
+	if !activity.IsActivity(ctx) {
+		return l
+	}
+	info := activity.GetInfo(ctx)
+	l = l.With("session_id", info.WorkflowExecution.ID, "step", info.ActivityType.Name,
+		"step_execution_id", info.WorkflowExecution.RunID+"/"+info.ActivityID, "attempt", info.Attempt)
+	if turnID != "" {
+		l = l.With("turn_id", turnID)
+	}
+	return l
+}
+
 // MaxHeartbeatInterval is the longest time between two heartbeats of a
 // running Step (the spec's 20 seconds).
 const MaxHeartbeatInterval = 20 * time.Second
@@ -255,8 +272,8 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		// Retention deleted the oldest messages, and no compaction summary
 		// stands in for them: the model sees the conversation from the
 		// middle.
-		a.logger().Warn("the model input starts after messages retention deleted, with no summary of them; set a compaction policy on the agent",
-			"agent", in.Agent, "session_id", in.SessionID, "turn_id", in.TurnID, "first_sequence", tr.From)
+		a.stepLogger(ctx, in.TurnID).Warn("the model input starts after messages retention deleted, with no summary of them; set a compaction policy on the agent",
+			"agent", in.Agent, "first_sequence", tr.From)
 	}
 	policy, call := a.spendCall(ctx, in, false)
 	if refused, err := a.checkSpend(ctx, policy, call); err != nil {
@@ -340,7 +357,7 @@ func (a *Activities) offerMCPTools(ctx context.Context, in *session.TurnInput) (
 	host := slices.Clip(in.HostTools)
 	for _, t := range tools {
 		if slices.ContainsFunc(host, func(d pluginapi.ToolDefinition) bool { return d.Name == t.Name }) {
-			a.logger().Warn("mcp: a tool has the name of a built-in tool; it is left out", "agent", in.Agent, "tool", t.Name, "source", t.Ref)
+			a.stepLogger(ctx, in.TurnID).Warn("mcp: a tool has the name of a built-in tool; it is left out", "agent", in.Agent, "tool", t.Name, "source", t.Ref)
 			continue
 		}
 		host = append(host, t.Definition())
@@ -1000,8 +1017,8 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 			}
 		}
 		if err != nil {
-			a.logger().Warn("build_unfinished_turn_messages failed; storing only the note",
-				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", a.redact(fmt.Sprint(err)))
+			a.stepLogger(ctx, in.Turn.TurnID).Warn("build_unfinished_turn_messages failed; storing only the note",
+				"error", a.redact(fmt.Sprint(err)))
 		} else {
 			out.Messages = append(out.Messages, msgs...)
 			unfinished = true
@@ -1010,8 +1027,8 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 	if in.Note != "" && !(in.NoteOnlyWithoutUnfinished && unfinished) {
 		resp, err := r.BuildUserMessage(ctx, &pluginapi.BuildUserMessageRequest{Agent: in.Turn.Agent, Text: in.Note})
 		if err != nil || resp == nil || resp.Message.Role != pluginapi.RoleUser {
-			a.logger().Warn("build_user_message failed for the turn-failure note; storing it as plain text",
-				"session_id", in.Turn.SessionID, "turn_id", in.Turn.TurnID, "error", a.redact(fmt.Sprint(err)))
+			a.stepLogger(ctx, in.Turn.TurnID).Warn("build_user_message failed for the turn-failure note; storing it as plain text",
+				"error", a.redact(fmt.Sprint(err)))
 			out.Messages = append(out.Messages, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Note})
 		} else {
 			out.Messages = append(out.Messages, resp.Message)
@@ -1160,7 +1177,7 @@ func (w *writer) WriteEvent(eventType string, payload any) error {
 		return errors.New("event payload must be a JSON object")
 	}
 	if err := pluginapi.CheckEvent(eventType, b); err != nil {
-		w.a.logger().Debug("dropped a runner event", "session_id", w.session, "type", eventType, "reason", err)
+		w.a.stepLogger(w.ctx, w.turn).Debug("dropped a runner event", "type", eventType, "reason", err)
 		return err
 	}
 	w.publish(eventType, json.RawMessage(b))

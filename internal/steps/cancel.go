@@ -44,7 +44,7 @@ func (a *Activities) CancelToolTask(ctx context.Context, in session.PollInput) (
 	}); err != nil {
 		return out, a.finish(ctx, stepError("cancel_tool_task", err))
 	}
-	a.logger().Info("cancelled a tool task", "session_id", in.SessionID, "turn_id", in.TurnID,
+	a.stepLogger(ctx, in.TurnID).Info("cancelled a tool task",
 		"tool_call_id", in.ToolCall.ToolCallID, "task_id", in.ToolCall.TaskID)
 	out.Cancelled = true
 	return out, nil

@@ -68,8 +68,8 @@ func (a *Activities) compactionCutoff(ctx context.Context, r pluginapi.Runner, c
 	}
 	if through <= floor {
 		// Nothing more to summarize: the call goes ahead as it is.
-		a.logger().Warn("the model input is past the compaction threshold, but the runner found nothing more to summarize",
-			"session_id", in.SessionID, "turn_id", in.TurnID, "estimated_tokens", estimate, "context_window_tokens", p.ContextWindowTokens)
+		a.stepLogger(ctx, in.TurnID).Warn("the model input is past the compaction threshold, but the runner found nothing more to summarize",
+			"estimated_tokens", estimate, "context_window_tokens", p.ContextWindowTokens)
 		return 0, nil
 	}
 	return through, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -129,5 +130,40 @@ func TestRunnerEventsTheSessionAccepts(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("published:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A Step's own log lines carry its session, turn, Step type, execution ID
+// and attempt, and the runner's error text in them is redacted.
+func TestStepLogLinesCarryTheStepAndNoSecret(t *testing.T) {
+	var buf strings.Builder
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	a := &Activities{Runners: oneRunner{leakyRunner{modelErr: errors.New("provider refused key " + secret)}}, Redact: redact.New(secret).String,
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+	env.RegisterActivityWithOptions(a.RecordTurnFailure, activity.RegisterOptions{Name: "RecordTurnFailure"})
+	if _, err := env.ExecuteActivity("RecordTurnFailure", session.TurnFailureInput{
+		Turn: session.TurnInput{Agent: "a", SessionID: "s-1", TurnID: "turn-4"}, Note: "the turn failed",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	line := buf.String()
+	if !strings.Contains(line, "build_user_message failed") {
+		t.Fatalf("no log line: %q", line)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"session_id", "turn_id", "step", "step_execution_id", "attempt"} {
+		if rec[k] == nil || rec[k] == "" {
+			t.Errorf("the line has no %s: %s", k, line)
+		}
+	}
+	if rec["turn_id"] != "turn-4" || rec["step"] != "RecordTurnFailure" || rec["attempt"] != float64(1) {
+		t.Errorf("turn %v, step %v, attempt %v", rec["turn_id"], rec["step"], rec["attempt"])
+	}
+	if strings.Contains(line, secret) {
+		t.Errorf("the secret reached the log: %s", line)
 	}
 }

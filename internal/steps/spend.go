@@ -41,7 +41,7 @@ func (a *Activities) checkSpend(ctx context.Context, p *spend.Policy, c *spend.C
 	if err != nil || refused == nil {
 		return nil, err
 	}
-	a.logger().Info("spend limit reached", "agent", p.Agent, "session_id", c.SessionID, "turn_id", c.TurnID, "scope", refused.Scope, "counter", refused.Counter)
+	a.stepLogger(ctx, c.TurnID).Info("spend limit reached", "agent", p.Agent, "scope", refused.Scope, "counter", refused.Counter)
 	return &session.StepSpend{Refused: refused}, nil
 }
 
@@ -56,7 +56,7 @@ func (a *Activities) chargeSpend(ctx context.Context, p *spend.Policy, c *spend.
 	}
 	cost, priced := p.Prices.Cost(names, u)
 	if !priced {
-		a.logger().Warn("spend: no price for the model; the call is counted at the price table's highest prices", "agent", p.Agent, "models", names)
+		a.stepLogger(ctx, c.TurnID).Warn("spend: no price for the model; the call is counted at the price table's highest prices", "agent", p.Agent, "models", names)
 	}
 	cost, left := a.Limiter.Charge(ctx, p, c, spend.Of(u, cost))
 	return &session.StepSpend{CostMicros: cost, Left: left}

@@ -91,7 +91,7 @@ func (a *Activities) doStoreWork(ctx context.Context, sessionID string, w *sessi
 	if w.Sweep {
 		if _, err := st.SweepBlobs(ctx, sessionID, w.SweepKeep, time.Now().Add(-blobSweepMargin)); err != nil {
 			// Blobs left behind only cost space; the next sweep removes them.
-			a.logger().Warn("sweep blobs", "session_id", sessionID, "error", err)
+			a.stepLogger(ctx, "").Warn("sweep blobs", "error", err)
 		}
 	}
 	if a.Hooks.AfterStoreWork != nil {

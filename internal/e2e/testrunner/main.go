@@ -83,7 +83,8 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 		}
 		return strings.Repeat("x", n), nil
 	}, stepwise.WithEffect(pluginapi.EffectRead))
-	leak := stepwise.MustFunctionTool("leak", "Fails with a secret in its error.", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+	leak := stepwise.MustFunctionTool("leak", "Fails with a secret in its error, and in a line on stderr (which the worker logs).", func(ctx context.Context, tc stepwise.ToolCallContext, a gateArgs) (string, error) {
+		fmt.Fprintln(os.Stderr, "leak: calling upstream with token "+os.Getenv("DEX_TEST_SECRET"))
 		return "", &pluginapi.ToolExecutionError{Message: "upstream rejected token " + os.Getenv("DEX_TEST_SECRET")}
 	}, stepwise.WithEffect(pluginapi.EffectRead))
 	// asker asks which color before it takes any effect; with the answer
