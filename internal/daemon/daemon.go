@@ -20,6 +20,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -178,7 +179,14 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			}
 		}
 	}
-	c, err := dialWaiting(ctx, cfg.Temporal, opts.TemporalAddress, opts.DialWait, logger)
+	if cfg.Telemetry.Metrics.Prometheus != "" {
+		d.metrics = metrics.New(opts.Version)
+	}
+	sdkMetrics, err := d.metrics.TemporalHandler()
+	if err != nil {
+		return nil, err
+	}
+	c, err := dialWaiting(ctx, cfg.Temporal, opts.TemporalAddress, opts.DialWait, logger, sdkMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +206,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		if err := d.serveHTTP(cfg, opts, logger); err != nil {
 			return nil, err
 		}
+		d.watchWaiting(cfg, d.hasSearchAttribute(ctx, cfg.Temporal.Namespace))
 		ok = true
 		logger.Info("API started", "role", role, "namespace", cfg.Temporal.Namespace, "agents", len(cfg.Agents))
 		return d, nil
@@ -272,6 +281,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := d.serveHTTP(cfg, opts, logger); err != nil {
 		return nil, err
 	}
+	d.watchWaiting(cfg, searchAttrs)
 	ok = true
 	logger.Info("worker started", "role", role, "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace,
 		"agents", len(cfg.Agents), "active_step_search", searchAttrs, "events", cfg.Events.Backend)
@@ -507,7 +517,7 @@ func (d *Daemon) serveMetrics(cfg *config.Config, version string, logger *slog.L
 	if listen == "" {
 		return nil
 	}
-	m := metrics.New(version)
+	m := d.metrics
 	if b, ok := d.broker.(interface{ Stats() events.Stats }); ok {
 		m.CounterFunc("dex_events_published_total", "Live events this process stored in its event broker.", func() float64 { return float64(b.Stats().Published) })
 		m.CounterFunc("dex_events_dropped_total", "Live events this process could not store (Redis down or too slow).", func() float64 { return float64(b.Stats().Dropped) })
@@ -521,8 +531,35 @@ func (d *Daemon) serveMetrics(cfg *config.Config, version string, logger *slog.L
 	if err != nil {
 		return err
 	}
-	d.metrics, d.metricsSrv = m, srv
+	d.metricsSrv = srv
 	return nil
+}
+
+// watchWaiting registers dex_sessions_waiting: the running sessions of
+// the config's agents that wait for each kind, counted from the
+// ActiveStepTypes search attribute (none without it) when scraped, at most
+// every 15 seconds.
+func (d *Daemon) watchWaiting(cfg *config.Config, searchAttrs bool) {
+	if d.metrics == nil || !searchAttrs {
+		return
+	}
+	var flowTypes []string
+	for _, a := range cfg.Agents {
+		flowTypes = append(flowTypes, a.FlowType)
+	}
+	c, ns := d.client, cfg.Temporal.Namespace
+	d.metrics.SessionsWaiting(15*time.Second, func(ctx context.Context, kind string) (int64, error) {
+		q, err := client.SessionsQuery(client.ListSessionsOptions{FlowTypes: flowTypes, WaitingFor: []string{kind}})
+		if err != nil {
+			return 0, err
+		}
+		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns, Query: q})
+		if err != nil {
+			d.log.Debug("count the waiting sessions", "for", kind, "error", err)
+			return 0, err
+		}
+		return resp.GetCount(), nil
+	}, client.WaitingForKinds())
 }
 
 // MetricsAddress returns the address of /metrics, or "" when none is served.
@@ -725,14 +762,20 @@ func (s sessionSink) Publish(sessionID string, e session.Event, origin string, i
 // Dial connects a Temporal client as the config says. address, when not
 // empty, overrides the configured address.
 func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger) (temporalclient.Client, error) {
+	return dial(ctx, t, address, logger, nil)
+}
+
+// dial is Dial with the SDK's metrics going to mh (nil: none).
+func dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger, mh temporalclient.MetricsHandler) (temporalclient.Client, error) {
 	if address == "" {
 		address = t.Address
 	}
 	opts := temporalclient.Options{
-		HostPort:      address,
-		Namespace:     t.Namespace,
-		DataConverter: client.DataConverter(),
-		Logger:        log.NewStructuredLogger(logger.With("component", "temporal")),
+		HostPort:       address,
+		Namespace:      t.Namespace,
+		DataConverter:  client.DataConverter(),
+		Logger:         log.NewStructuredLogger(logger.With("component", "temporal")),
+		MetricsHandler: mh,
 	}
 	if t.TLS != nil {
 		tc, err := tlsConfig(t.TLS)
@@ -756,11 +799,11 @@ func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.L
 
 // dialWaiting dials, and while the frontend is unreachable keeps trying
 // for up to wait, logging each retry.
-func dialWaiting(ctx context.Context, t config.Temporal, address string, wait time.Duration, logger *slog.Logger) (temporalclient.Client, error) {
+func dialWaiting(ctx context.Context, t config.Temporal, address string, wait time.Duration, logger *slog.Logger, mh temporalclient.MetricsHandler) (temporalclient.Client, error) {
 	deadline := time.Now().Add(wait)
 	pause := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		c, err := Dial(ctx, t, address, logger)
+		c, err := dial(ctx, t, address, logger, mh)
 		if err == nil || time.Now().Add(pause).After(deadline) || !retryable(err) {
 			return c, err
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 )
@@ -68,6 +69,15 @@ telemetry:
 	if !strings.Contains(lastText(snap), "read_gate=succeeded") {
 		t.Fatalf("answer %q", lastText(snap))
 	}
+	// The list shows the session waiting for the user (visibility trails a
+	// little): the first scrape then counts it.
+	err := agenttest.WaitFor(ctx(t), "the session in the list", time.Minute, func() (bool, error) {
+		code, body := do(t, "GET", base+"/v1/sessions?waiting_for=user", tokenAll, "")
+		return code == 200 && strings.Contains(string(body), `"metrics-1"`), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// An open event stream counts while it is open.
 	closeStream := openStream(t, base+"/v1/sessions/metrics-1/events", tokenAll)
 	page := scrape(t, metricsAddr)
@@ -85,6 +95,8 @@ telemetry:
 		`dex_event_streams_open`:                                               1,
 		`dex_plugin_restarts_total`:                                            0,
 		`dex_events_dropped_total`:                                             0,
+		`dex_sessions_waiting{for="user"}`:                                     1,
+		`dex_sessions_waiting{for="approval"}`:                                 0,
 	} {
 		if v := sample(page, series); v < atLeast {
 			t.Errorf("%s = %v, want >= %v", series, v, atLeast)
@@ -96,8 +108,14 @@ telemetry:
 	if !strings.Contains(page, `dex_build_info{version=`) || !strings.Contains(page, "go_goroutines") {
 		t.Errorf("no build info or Go runtime metrics")
 	}
+	// The Temporal SDK's own metrics join the page.
+	if !regexp.MustCompile(`(?m)^temporal_workflow_task_execution_latency_seconds_count\{.*\} [1-9]`).MatchString(page) ||
+		!regexp.MustCompile(`(?m)^temporal_activity_execution_latency_seconds_count\{.*activity_type="RunModel".*\} [1-9]`).MatchString(page) {
+		t.Errorf("no Temporal SDK metrics:\n%s", grepLines(page, "temporal_"))
+	}
 	if t.Failed() || testing.Verbose() {
 		t.Logf("the dex_ series:\n%s", grepLines(page, "dex_"))
+		t.Logf("some temporal_ series:\n%s", grepLines(page, "temporal_activity_execution_latency_seconds_count"))
 	}
 }
 

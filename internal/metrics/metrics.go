@@ -21,12 +21,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	tempotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 )
@@ -278,4 +283,75 @@ func stepOutcome(ctx context.Context, err error) string {
 		return "cancelled"
 	}
 	return "failed"
+}
+
+// TemporalHandler returns a Temporal SDK metrics handler whose metrics
+// (temporal_request, temporal_workflow_task_execution_latency, ...) join
+// this registry, through an OpenTelemetry meter and its Prometheus
+// exporter. A nil *Metrics returns nil (the SDK then records nothing).
+func (m *Metrics) TemporalHandler() (client.MetricsHandler, error) {
+	if m == nil {
+		return nil, nil
+	}
+	exp, err := otelprom.New(otelprom.WithRegisterer(m.Registry), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	if err != nil {
+		return nil, fmt.Errorf("metrics: the Temporal SDK's exporter: %w", err)
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	return tempotel.NewMetricsHandler(tempotel.MetricsHandlerOptions{
+		Meter:                provider.Meter("temporal-sdk-go"),
+		UseMonotonicCounters: true,
+		OnError:              func(error) {}, // a metric the meter refuses is left out, never a panic
+	}), nil
+}
+
+// SessionsWaiting registers dex_sessions_waiting{for}: how many running
+// sessions wait for each kind (approval, question, timer, task, user), as
+// count returns them. A scrape counts again when the last count is older
+// than maxAge (so a scrape every few seconds costs the engine one count per
+// kind every maxAge); a kind count fails to is left out of that scrape.
+func (m *Metrics) SessionsWaiting(maxAge time.Duration, count func(ctx context.Context, kind string) (int64, error), kinds []string) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(&waitingCollector{
+		desc: prometheus.NewDesc("dex_sessions_waiting",
+			"Running sessions that wait for approval, question, timer, task or user, from the engine's visibility (the same in every process: take the max, not the sum).",
+			[]string{"for"}, nil),
+		maxAge: maxAge, count: count, kinds: kinds,
+	})
+}
+
+type waitingCollector struct {
+	desc   *prometheus.Desc
+	maxAge time.Duration
+	count  func(ctx context.Context, kind string) (int64, error)
+	kinds  []string
+
+	mu     sync.Mutex
+	at     time.Time
+	values map[string]int64
+}
+
+func (c *waitingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *waitingCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.values == nil || time.Since(c.at) >= c.maxAge {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		values := map[string]int64{}
+		for _, kind := range c.kinds {
+			if n, err := c.count(ctx, kind); err == nil {
+				values[kind] = n
+			}
+		}
+		cancel()
+		c.values, c.at = values, time.Now()
+	}
+	for _, kind := range c.kinds {
+		if n, ok := c.values[kind]; ok {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), kind)
+		}
+	}
 }
