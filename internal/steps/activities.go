@@ -144,7 +144,7 @@ func (a *Activities) logger() *slog.Logger {
 // ID (the events' step_execution_id) and the attempt.
 func (a *Activities) stepLogger(ctx context.Context, turnID string) *slog.Logger {
 	l := a.logger()
-	if !activity.IsActivity(ctx) {
+	if ctx == nil || !activity.IsActivity(ctx) {
 		return l
 	}
 	info := activity.GetInfo(ctx)
