@@ -76,11 +76,21 @@ func (p *RunnerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *
 // written to os.Stderr reach the worker's log, tagged with the plugin's
 // name; JSON lines in hashicorp/go-hclog's format keep their level and
 // fields.
+//
+// When the worker traces (telemetry.traces), it tells the plugin where the
+// spans go in its environment (OTEL_TRACES_EXPORTER and the variables
+// named by the EnvTraces* and EnvOTLP* constants). Serve then traces each
+// gRPC call under the worker's span, and sets the global tracer provider
+// and propagator, so spans a Runner starts from its methods' contexts, or
+// its HTTP client's instrumentation, join the turn's trace.
 func Serve(r Runner) {
+	traceOpts, stopTracing := serveTracing()
+	defer stopTracing()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{PluginName: &RunnerPlugin{Runner: r}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			opts = append(opts, traceOpts...)
 			return plugin.DefaultGRPCServer(append(opts, grpc.MaxRecvMsgSize(maxMessageSize), grpc.MaxSendMsgSize(maxMessageSize)))
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{

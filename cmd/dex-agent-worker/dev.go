@@ -28,6 +28,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		uiPort       int
 		httpAddr     string
 		apiToken     string
+		showTraces   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -68,7 +69,12 @@ func newDevCmd(g *globals) *cobra.Command {
 					logger.Warn("stop the dev server", "error", err)
 				}
 			}()
+			var traceConsole io.Writer
+			if showTraces {
+				traceConsole = cmd.ErrOrStderr()
+			}
 			d, err := daemon.Start(ctx, daemon.Options{
+				TraceConsole:     traceConsole,
 				Config:           cfg,
 				Logger:           logger,
 				MessageStorePath: filepath.Join(abs, "messages.db"),
@@ -95,6 +101,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
+	cmd.Flags().BoolVar(&showTraces, "trace", false, "print each turn's trace (its span tree) to stderr when the turn ends")
 	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token when the config declares no http.auth.tokens (default $DEX_API_TOKEN, else a new random one printed in the banner)")
 	return cmd
 }

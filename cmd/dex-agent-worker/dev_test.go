@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +24,8 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 )
 
-// devProcess runs `dex-agent-worker dev` and waits for its banner.
+// devProcess runs `dex-agent-worker dev` and waits for its banner. Its
+// stderr goes to devLog(cmd).
 func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan error) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"dev"}, args...)...)
@@ -35,6 +38,7 @@ func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan err
 		t.Fatal(err)
 	}
 	cmd.Stderr = logf
+	devLogs.Store(cmd, logf.Name())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +67,26 @@ func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan err
 	return cmd, done
 }
 
+var devLogs sync.Map // *exec.Cmd -> its stderr file
+
+// devLog returns what a devProcess wrote to stderr so far.
+func devLog(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	name, _ := devLogs.Load(cmd)
+	b, err := os.ReadFile(name.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // TestDevResumesSessionsAfterARestart runs the real binary: a session waits
 // for approval, dev stops on SIGINT, the operator adds an approval
 // deadline to the config, dev starts again on the same data dir, and the
 // approval completes the refund. The session keeps the settings it started
 // with (no deadline), so its history replays under the changed config.
+// The second dev runs with --trace: it prints the turn's span tree when
+// the turn ends, though the turn started in the first dev.
 func TestDevResumesSessionsAfterARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -140,7 +159,7 @@ agents:
 	// A config change while the session waits: sessions started from now
 	// on get a deadline; this one replays with its own settings.
 	writeConfig("    interrupt_deadline: 1h\n")
-	devProcess(t, bin, args...)
+	restarted, _ := devProcess(t, bin, append(args, "--trace")...)
 	waitSnap("the approval still pending after the restart", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if d := snap.PendingInterrupts[0].Deadline; d != "" {
 		t.Errorf("the pending approval got the new config's deadline %s; want the session's own (none)", d)
@@ -154,6 +173,16 @@ agents:
 	})
 	if got := snap.Messages[len(snap.Messages)-1].Text; !strings.HasPrefix(got, "Done. Refunded $47.50 of order 5") {
 		t.Errorf("final answer = %q", got)
+	}
+	err = agenttest.WaitFor(ctx, "the turn's trace on dev's stderr", time.Minute, func() (bool, error) {
+		return strings.Contains(devLog(t, restarted), "  invoke_agent orders"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := devLog(t, restarted); !regexp.MustCompile(`(?m)^      execute_tool refund_order .*tool_call.status=succeeded`).MatchString(log) ||
+		!regexp.MustCompile(`(?m)^  invoke_agent orders  (\d+h)?(\d+m)?[\d.]+m?s  turn.id=turn-1`).MatchString(log) {
+		t.Errorf("no turn tree with the refund on stderr:\n%s", log)
 	}
 
 	// A session started after the change gets the new deadline.

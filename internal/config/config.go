@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -122,6 +123,76 @@ type Events struct {
 // Telemetry configures what the worker reports about itself.
 type Telemetry struct {
 	Metrics TelemetryMetrics `yaml:"metrics,omitempty"`
+	Traces  TelemetryTraces  `yaml:"traces,omitempty"`
+	// CaptureContent puts tool arguments and results on the execute_tool
+	// spans. They can be sensitive and large: turn it on only where the
+	// tracing backend may keep them.
+	CaptureContent bool `yaml:"capture_content,omitempty"`
+}
+
+// TelemetryTraces configures the OpenTelemetry traces: one trace per turn.
+type TelemetryTraces struct {
+	// Exporter is otlp, file or none (default none).
+	Exporter string `yaml:"exporter,omitempty"`
+	// Endpoint is the OTLP collector's URL (otlp): http://host:port for
+	// plain text, https:// for TLS. Default http://localhost:4317 (grpc),
+	// http://localhost:4318 (http).
+	Endpoint string `yaml:"endpoint,omitempty"`
+	// Protocol is grpc (default) or http (OTLP/HTTP protobuf).
+	Protocol string `yaml:"protocol,omitempty"`
+	// HeadersEnv names the environment variable that holds the export's
+	// headers, as key=value pairs separated by commas (the
+	// OTEL_EXPORTER_OTLP_HEADERS format), such as a backend's API key.
+	HeadersEnv string `yaml:"headers_env,omitempty"`
+	// File is where the file exporter appends one JSON object per span,
+	// resolved against the config file's directory.
+	File string `yaml:"file,omitempty"`
+	// SampleRatio is the share of turns traced, in (0, 1]; default 1.
+	// Every worker of a turn makes the same decision (it follows from the
+	// trace ID).
+	SampleRatio float64 `yaml:"sample_ratio,omitempty"`
+}
+
+// The trace exporters.
+const (
+	TracesNone = "none"
+	TracesOTLP = "otlp"
+	TracesFile = "file"
+)
+
+// Headers returns the OTLP export headers from the variable HeadersEnv
+// names, read now; nil when HeadersEnv is empty.
+func (t *TelemetryTraces) Headers() (map[string]string, error) {
+	if t.HeadersEnv == "" {
+		return nil, nil
+	}
+	v, err := secretFromEnv("telemetry.traces.headers_env", t.HeadersEnv)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeaders(v.Reveal())
+}
+
+// ParseHeaders parses key=value pairs separated by commas, with the
+// values URL-decoded as OTEL_EXPORTER_OTLP_HEADERS has them. An error
+// names the pair by position, never its value.
+func ParseHeaders(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for i, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("config: telemetry.traces.headers_env: pair %d is not key=value", i+1)
+		}
+		if d, err := url.QueryUnescape(strings.TrimSpace(v)); err == nil {
+			v = d
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
 }
 
 // TelemetryMetrics configures the metrics.
@@ -836,6 +907,7 @@ func (c *Config) resolve(baseDir string) {
 	if m := c.MessageStore; m != nil {
 		m.Path = join(m.Path)
 	}
+	c.Telemetry.Traces.File = join(c.Telemetry.Traces.File)
 	for name, m := range c.MCPServers {
 		if strings.ContainsRune(m.Command, '/') || strings.ContainsRune(m.Command, filepath.Separator) {
 			m.Command = join(m.Command)

@@ -327,6 +327,22 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "traces.bad.yml",
+		errs: []string{
+			`2: telemetry.traces.endpoint: "collector:4317" is not an http:// or https:// URL (such as http://otel-collector:4317)`,
+			`2: telemetry.traces.protocol: unknown protocol "quic": want grpc or http`,
+			"2: telemetry.traces.sample_ratio: must be in (0, 1], got 2",
+			`2: telemetry.traces.headers_env: "bad-name" is not an environment variable name`,
+		},
+	},
+	{
+		filename: "traces_file.bad.yml",
+		errs: []string{
+			"2: telemetry.traces.file: is required with exporter file: the file the spans are appended to",
+			"2: telemetry.traces.endpoint: endpoint and headers_env are for the otlp exporter; this one is file",
+		},
+	},
+	{
 		filename: "events_memory.bad.yml",
 		errs: []string{
 			`3: events.url_env: is for backend "redis" (backend is "memory"; its limits are capacity_bytes, max_total_bytes and idle_ttl)`,
@@ -1166,5 +1182,16 @@ agents: [{name: a, flow_type: A, runner: p}]
 		if !slices.Contains(values, want) {
 			t.Errorf("SecretValues lack %q: %q", want, values)
 		}
+	}
+}
+
+func TestParseHeaders(t *testing.T) {
+	got, err := ParseHeaders("api-key=s3cr%3Dt, x-team = core ,,")
+	if err != nil || len(got) != 2 || got["api-key"] != "s3cr=t" || got["x-team"] != "core" {
+		t.Fatalf("ParseHeaders = %v, %v", got, err)
+	}
+	_, err = ParseHeaders("good=1,secret-value-without-key")
+	if err == nil || strings.Contains(err.Error(), "secret-value") || !strings.Contains(err.Error(), "pair 2") {
+		t.Fatalf("a bad pair: %v (it must name the pair, not quote it)", err)
 	}
 }

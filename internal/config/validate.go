@@ -131,6 +131,7 @@ func (c *Config) Validate() error {
 			p.add("telemetry.metrics.prometheus", "invalid address %q: want host:port, such as :9464 or 127.0.0.1:9464", l)
 		}
 	}
+	c.Telemetry.Traces.validate(&p, "telemetry.traces")
 	c.HTTP.validate(&p, "http", byName)
 	if c.MessageStore != nil {
 		c.MessageStore.validate(&p, "message_store")
@@ -657,5 +658,43 @@ func (l *SpendLimits) validate(p *problems, path string, priced bool) {
 		case b.b.CostUSD > 0 && !priced:
 			p.add(bp+".cost_usd", "needs prices: add a top-level prices table with the agent's models (or a default)")
 		}
+	}
+}
+
+func (t *TelemetryTraces) validate(p *problems, path string) {
+	switch t.Exporter {
+	case "", TracesNone:
+		if t.Endpoint != "" || t.File != "" || t.HeadersEnv != "" {
+			p.add(path+".exporter", "is %q, so endpoint, file and headers_env do nothing: set exporter to otlp or file", cmp.Or(t.Exporter, TracesNone))
+		}
+	case TracesOTLP:
+		if t.File != "" {
+			p.add(path+".file", "is for the file exporter; this one is otlp")
+		}
+		if e := t.Endpoint; e != "" {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.add(path+".endpoint", "%q is not an http:// or https:// URL (such as http://otel-collector:4317)", e)
+			}
+		}
+	case TracesFile:
+		if t.File == "" {
+			p.add(path+".file", "is required with exporter file: the file the spans are appended to")
+		}
+		if t.Endpoint != "" || t.HeadersEnv != "" {
+			p.add(path+".endpoint", "endpoint and headers_env are for the otlp exporter; this one is file")
+		}
+	default:
+		p.add(path+".exporter", "unknown exporter %q: want otlp, file or none", t.Exporter)
+	}
+	switch t.Protocol {
+	case "", "grpc", "http":
+	default:
+		p.add(path+".protocol", "unknown protocol %q: want grpc or http", t.Protocol)
+	}
+	if t.SampleRatio < 0 || t.SampleRatio > 1 {
+		p.add(path+".sample_ratio", "must be in (0, 1], got %g", t.SampleRatio)
+	}
+	if t.HeadersEnv != "" && !isEnvName(t.HeadersEnv) {
+		p.add(path+".headers_env", "%q is not an environment variable name", t.HeadersEnv)
 	}
 }

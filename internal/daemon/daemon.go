@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -41,6 +42,8 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/spend"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
+	"github.com/dex-agents/dex-agent-worker/internal/tracing"
+	"github.com/dex-agents/dex-agent-worker/internal/tracing/temporaltrace"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -77,6 +80,9 @@ type Options struct {
 	// not reachable yet (processes of a deployment start in any order); 0
 	// tries once.
 	DialWait time.Duration
+	// TraceConsole prints each turn's span tree there when the turn ends
+	// (dev --trace), whatever the config's trace exporter.
+	TraceConsole io.Writer
 }
 
 // The roles of a process.
@@ -131,6 +137,9 @@ type Daemon struct {
 	metricsSrv      *metrics.Server
 	addr            string
 	mcp             *mcpsource.Agents
+	tracer          *tracing.Tracer
+	traces          *temporaltrace.Tracing
+	traceExporter   string
 }
 
 // Start launches the plugins, configures the agents and starts the worker.
@@ -154,6 +163,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			d.Stop()
 		}
 	}()
+	if err := d.startTracing(ctx, cfg, opts, logger); err != nil {
+		return nil, err
+	}
 	if role != RoleAPI {
 		if err := d.launchPlugins(ctx, cfg); err != nil {
 			return nil, err
@@ -186,7 +198,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := dialWaiting(ctx, cfg.Temporal, opts.TemporalAddress, opts.DialWait, logger, sdkMetrics)
+	c, err := dialWaiting(ctx, cfg.Temporal, opts.TemporalAddress, opts.DialWait, logger, sdkMetrics, d.traces.Interceptors())
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +242,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
+		if d.traces != nil {
+			rt.Tracer = d.traces
+		}
 		rt.Options.Messages = messageOptions(a)
 		if len(a.BuiltInTools) > 0 {
 			rt.Options.BuiltInTools = append([]string(nil), a.BuiltInTools...)
@@ -259,6 +274,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		acts.MCP = d.mcp
 	}
 	acts.Metrics = d.metrics
+	acts.Tracer = d.tracer
 	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -304,7 +320,11 @@ func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		p := cfg.Plugins[name]
-		if err := d.host.Launch(ctx, runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env}); err != nil {
+		spec := runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env}
+		if d.tracer != nil {
+			spec.TraceEnv = traceEnv(cfg, name, d.traceExporter)
+		}
+		if err := d.host.Launch(ctx, spec); err != nil {
 			return err
 		}
 	}
@@ -492,6 +512,7 @@ func (d *Daemon) Stop() {
 	}
 	if d.host != nil {
 		d.host.Close()
+		d.host = nil
 	}
 	if d.mcp != nil {
 		d.mcp.Source.Close()
@@ -506,6 +527,15 @@ func (d *Daemon) Stop() {
 	if d.metricsSrv != nil {
 		d.metricsSrv.Close()
 		d.metricsSrv = nil
+	}
+	if d.tracer != nil {
+		// Last: the drained Steps' spans go out too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := d.tracer.Shutdown(ctx); err != nil {
+			d.log.Warn("export the last spans", "error", err)
+		}
+		cancel()
+		d.tracer = nil
 	}
 }
 
@@ -762,11 +792,12 @@ func (s sessionSink) Publish(sessionID string, e session.Event, origin string, i
 // Dial connects a Temporal client as the config says. address, when not
 // empty, overrides the configured address.
 func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger) (temporalclient.Client, error) {
-	return dial(ctx, t, address, logger, nil)
+	return dial(ctx, t, address, logger, nil, nil)
 }
 
-// dial is Dial with the SDK's metrics going to mh (nil: none).
-func dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger, mh temporalclient.MetricsHandler) (temporalclient.Client, error) {
+// dial is Dial with the SDK's metrics going to mh (nil: none) and the
+// client (and its workers) intercepted by ics (tracing).
+func dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger, mh temporalclient.MetricsHandler, ics []interceptor.ClientInterceptor) (temporalclient.Client, error) {
 	if address == "" {
 		address = t.Address
 	}
@@ -777,6 +808,7 @@ func dial(ctx context.Context, t config.Temporal, address string, logger *slog.L
 		Logger:         log.NewStructuredLogger(logger.With("component", "temporal")),
 		MetricsHandler: mh,
 	}
+	opts.Interceptors = ics
 	if t.TLS != nil {
 		tc, err := tlsConfig(t.TLS)
 		if err != nil {
@@ -799,11 +831,11 @@ func dial(ctx context.Context, t config.Temporal, address string, logger *slog.L
 
 // dialWaiting dials, and while the frontend is unreachable keeps trying
 // for up to wait, logging each retry.
-func dialWaiting(ctx context.Context, t config.Temporal, address string, wait time.Duration, logger *slog.Logger, mh temporalclient.MetricsHandler) (temporalclient.Client, error) {
+func dialWaiting(ctx context.Context, t config.Temporal, address string, wait time.Duration, logger *slog.Logger, mh temporalclient.MetricsHandler, ics []interceptor.ClientInterceptor) (temporalclient.Client, error) {
 	deadline := time.Now().Add(wait)
 	pause := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		c, err := dial(ctx, t, address, logger, mh)
+		c, err := dial(ctx, t, address, logger, mh, ics)
 		if err == nil || time.Now().Add(pause).After(deadline) || !retryable(err) {
 			return c, err
 		}

@@ -65,7 +65,7 @@ func TestDialWaitsForTheFrontend(t *testing.T) {
 	var logs strings.Builder
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	start := time.Now()
-	_, err := dialWaiting(context.Background(), config.Temporal{Namespace: "default"}, "127.0.0.1:1", 2*time.Second, logger, nil)
+	_, err := dialWaiting(context.Background(), config.Temporal{Namespace: "default"}, "127.0.0.1:1", 2*time.Second, logger, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "connect to Temporal at 127.0.0.1:1") {
 		t.Fatalf("dialWaiting = %v", err)
 	}
@@ -73,7 +73,7 @@ func TestDialWaitsForTheFrontend(t *testing.T) {
 		t.Fatalf("no retry logged in %s:\n%s", time.Since(start), logs.String())
 	}
 	logs.Reset()
-	if _, err := dialWaiting(context.Background(), config.Temporal{Namespace: "default"}, "127.0.0.1:1", 0, logger, nil); err == nil {
+	if _, err := dialWaiting(context.Background(), config.Temporal{Namespace: "default"}, "127.0.0.1:1", 0, logger, nil, nil); err == nil {
 		t.Fatal("dialWaiting with no wait succeeded")
 	}
 	if strings.Contains(logs.String(), "retrying") {

@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +22,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/tracing/otlptest"
 )
 
 // turnWaiter turns turn_completed events into a channel per session.
@@ -55,20 +56,28 @@ func benchStack(b *testing.B) *agenttest.Stack {
 // That is BuildUserMessage, RunModel, 4 x CallTool, RunModel.
 func BenchmarkSessionTurn(b *testing.B) {
 	s := benchStack(b)
-	// With metrics on (telemetry.metrics.prometheus), the same turn: their
-	// overhead is the ratio of the two ns/op.
-	for _, metricsOn := range []bool{false, true} {
-		b.Run(fmt.Sprintf("metrics=%v", metricsOn), func(b *testing.B) { benchSessionTurn(b, s, metricsOn) })
+	// The same turn with metrics on (telemetry.metrics.prometheus), and
+	// with metrics and traces (every span exported over OTLP/gRPC to a
+	// receiver in this process, plugin spans included): their overhead is
+	// the ratio of the ns/op to telemetry=none's.
+	receiver := otlptest.Start(b)
+	for _, telemetry := range []string{"none", "metrics", "metrics+traces"} {
+		b.Run("telemetry="+telemetry, func(b *testing.B) {
+			benchSessionTurn(b, s, strings.Contains(telemetry, "metrics"), strings.Contains(telemetry, "traces"), receiver)
+		})
 	}
 }
 
-func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn bool) {
+func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool, receiver *otlptest.Receiver) {
 	cfg, err := config.Load(s.ConfigPath)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if metricsOn {
 		cfg.Telemetry.Metrics.Prometheus = "127.0.0.1:0"
+	}
+	if tracesOn {
+		cfg.Telemetry.Traces = config.TelemetryTraces{Exporter: config.TracesOTLP, Endpoint: receiver.GRPCEndpoint()}
 	}
 	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
 	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -105,6 +114,19 @@ func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn bool) {
 	}
 	if got := lastText(snap); got != "done: noop=succeeded:ok; noop=succeeded:ok; noop=succeeded:ok; noop=succeeded:ok" {
 		b.Fatalf("last answer = %q", got)
+	}
+	if tracesOn {
+		// The spans were exported: the turns' roots reached the receiver.
+		d.Stop()
+		roots := 0
+		for _, sp := range receiver.Spans() {
+			if sp.ParentID == "" && sp.Attributes["gen_ai.conversation.id"] == id && strings.HasPrefix(sp.Name, "invoke_agent") {
+				roots++
+			}
+		}
+		if roots < b.N+1 {
+			b.Fatalf("%d turn roots exported, want %d", roots, b.N+1)
+		}
 	}
 }
 

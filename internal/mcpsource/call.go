@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // IdempotencyKeyMetaKey is the _meta key of every tools/call that carries
@@ -158,7 +160,7 @@ func (s *Source) CallWithAnswer(ctx context.Context, ref string, arguments json.
 		}
 	}
 	params := &mcp.CallToolParams{
-		Meta:      mcp.Meta{IdempotencyKeyMetaKey: idempotencyKey},
+		Meta:      traceMeta(ctx, mcp.Meta{IdempotencyKeyMetaKey: idempotencyKey}),
 		Name:      mcpName,
 		Arguments: args,
 	}
@@ -452,4 +454,18 @@ func (s *Source) pollUntilEnd(ctx context.Context, srv *server, conn *connection
 			task = next
 		}
 	}
+}
+
+// traceMeta adds the W3C traceparent (and tracestate) of ctx's span to
+// meta, so a traced MCP server continues the tool call's trace.
+func traceMeta(ctx context.Context, meta mcp.Meta) mcp.Meta {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	return meta
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func TestCallResultAndErrorMapping(t *testing.T) {
@@ -243,5 +244,28 @@ func TestCallThatNeverLeftAfterTheHandshakeIsNotSent(t *testing.T) {
 	}
 	if n := rec.callCount("write"); n != 0 {
 		t.Errorf("write was called %d times, want 0", n)
+	}
+}
+
+// TestCallCarriesTheTraceContextInMeta: a call made under a span sends its
+// W3C traceparent in _meta, so a traced MCP server continues the tool's
+// trace; a call outside any trace sends none.
+func TestCallCarriesTheTraceContextInMeta(t *testing.T) {
+	rec := &recorder{}
+	url := serveHTTP(t, newMCPServer(rec), rec, nil)
+	s := newSource(t, []Server{{Name: "a", URL: url}}, Options{})
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	if out := s.Call(ctx, "mcp:a/read", nil, "k1", nil); out.Kind != Succeeded {
+		t.Fatalf("Call = %+v", out)
+	}
+	if out := s.Call(context.Background(), "mcp:a/read", nil, "k2", nil); out.Kind != Succeeded {
+		t.Fatalf("Call = %+v", out)
+	}
+	want := []string{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""}
+	if got := rec.traceparentsSeen(); !slices.Equal(got, want) {
+		t.Errorf("traceparents the server got = %q, want %q", got, want)
 	}
 }

@@ -27,6 +27,9 @@ type recorder struct {
 	keys      []string
 	auth      []string
 	protocols []string
+	// traceparents are the _meta traceparent of each tools/call ("" for
+	// none).
+	traceparents []string
 }
 
 func (r *recorder) listCount() int {
@@ -39,6 +42,12 @@ func (r *recorder) callCount(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.calls[name]
+}
+
+func (r *recorder) traceparentsSeen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.traceparents...)
 }
 
 func (r *recorder) idempotencyKeys() []string {
@@ -69,6 +78,8 @@ func newMCPServer(rec *recorder, extra ...*mcp.Tool) *mcp.Server {
 				if k, ok := p.Meta[IdempotencyKeyMetaKey].(string); ok {
 					rec.keys = append(rec.keys, k)
 				}
+				tp, _ := p.Meta["traceparent"].(string)
+				rec.traceparents = append(rec.traceparents, tp)
 			}
 			rec.mu.Unlock()
 			return next(ctx, method, req)

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -80,6 +82,10 @@ type PluginSpec struct {
 	// Listed variables that are unset are left out; nothing else is passed
 	// (not even PATH) besides go-plugin's own handshake variables.
 	Env []string
+	// TraceEnv are NAME=value pairs the worker adds to say where the
+	// plugin's spans go (OTEL_*, DEX_TRACES_*): tracing settings, not
+	// secrets, so its logs are not redacted by them.
+	TraceEnv []string
 }
 
 func (s PluginSpec) validate() (checksum []byte, err error) {
@@ -155,6 +161,17 @@ type Host struct {
 	launches sync.WaitGroup // Launch calls in flight
 	reaping  sync.WaitGroup // processes being killed in the background
 	closed   bool
+	// tracer traces the gRPC calls to the plugins, nil: none.
+	tracer trace.TracerProvider
+}
+
+// SetTracerProvider traces the gRPC calls of plugins launched after it
+// with tp (otelgrpc), under the span of the caller's context, and passes
+// the trace context to the plugin in the call's metadata.
+func (h *Host) SetTracerProvider(tp trace.TracerProvider) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tracer = tp
 }
 
 // Restarts returns how many times the Host started a plugin process again
@@ -195,6 +212,7 @@ func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 	}
 	spec.Args = slices.Clone(spec.Args)
 	spec.Env = slices.Clone(spec.Env)
+	spec.TraceEnv = slices.Clone(spec.TraceEnv)
 
 	h.mu.Lock()
 	switch {
@@ -207,10 +225,12 @@ func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 	}
 	h.pending[spec.Name] = true
 	h.launches.Add(1)
+	tracer := h.tracer
 	h.mu.Unlock()
 	defer h.launches.Done()
 
 	inst := &instance{
+		tracer:   tracer,
 		spec:     spec,
 		checksum: checksum,
 		logger:   h.logger.With("plugin", spec.Name),

@@ -18,11 +18,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -36,6 +39,7 @@ type agentConfig struct {
 
 // instance manages the processes of one plugin, one at a time.
 type instance struct {
+	tracer   trace.TracerProvider // nil: calls are not traced
 	spec     PluginSpec
 	checksum []byte
 	logger   *slog.Logger
@@ -148,7 +152,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	env := i.spec.environ()
 	redact := newRedactor(env)
 	cmd := exec.Command(i.spec.Command, i.spec.Args...)
-	cmd.Env = env
+	cmd.Env = append(env, i.spec.TraceEnv...)
 	cmd.SysProcAttr = pluginProcAttr()
 	stderr := newTail()
 	stopping := new(atomic.Bool)
@@ -167,6 +171,10 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		SyncStderr:       outputLogger(i.logger, redact, "stderr"),
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(i.maxMessage()), grpc.MaxCallSendMsgSize(i.maxMessage()))},
+	}
+	if i.tracer != nil {
+		cfg.GRPCDialOptions = append(cfg.GRPCDialOptions, grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(tracing.ChildOnly(i.tracer)), otelgrpc.WithPropagators(tracing.Propagator))))
 	}
 	if i.checksum != nil {
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: i.checksum, Hash: sha256.New()}

@@ -3,6 +3,8 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -10,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 )
 
 // Limits are the timeouts and retry budgets of one Step type.
@@ -60,6 +63,25 @@ type Runtime struct {
 	// MaxUpdatesPerRun continues the session as new at a turn boundary once
 	// a run accepted this many updates (Temporal allows 2,000 per run).
 	MaxUpdatesPerRun int
+	// Tracer traces the turns (nil: none). It never shapes a command, so
+	// workers with and without tracing serve one session.
+	Tracer Tracer
+}
+
+// Tracer traces turns from workflow code (internal/tracing/temporaltrace).
+type Tracer interface {
+	// WithTurn returns ctx under which the Steps started join the turn's
+	// trace.
+	WithTurn(ctx workflow.Context, sessionID, firstRunID, turnID string) workflow.Context
+	// TurnEnded writes a turn's root span; it is called outside replay.
+	TurnEnded(t tracing.Turn)
+}
+
+// TurnMark is when the active turn started, for its trace's root; it
+// passes through continue-as-new.
+type TurnMark struct {
+	TurnID    string `json:"turn_id"`
+	StartedMs int64  `json:"started_ms"`
 }
 
 // EventSink receives the live events the session writes from workflow code.
@@ -81,6 +103,8 @@ type WorkflowInput struct {
 	// ActiveStepSearchMode is client.StartInput's.
 	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
 	Continued            *State `json:"continued,omitempty"`
+	// Turn is the active turn's start, carried through continue-as-new.
+	Turn *TurnMark `json:"trace_turn,omitempty"`
 }
 
 var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(client.SearchAttributeActiveStepTypes)
@@ -121,6 +145,8 @@ type loop struct {
 	// emits counts the run's Emit commands, replayed ones too, so an
 	// event has the same index on every worker (EventSink).
 	emits uint64
+	// turn is when the turn the last BuildUserMessage built started.
+	turn TurnMark
 }
 
 func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
@@ -129,6 +155,9 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 	opts, err := sessionOptions(ctx, rt, in.Continued)
 	if err != nil {
 		return err
+	}
+	if in.Turn != nil {
+		l.turn = *in.Turn
 	}
 	if in.Continued != nil {
 		l.st = in.Continued
@@ -177,7 +206,8 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 			l.emitPending()
 			workflow.GetLogger(ctx).Info("continuing as new inside a turn", "turn", l.st.ActiveTurnID,
 				"history_events", info.GetCurrentHistoryLength(), "history_bytes", info.GetCurrentHistorySize())
-			return workflow.NewContinueAsNewError(ctx, info.WorkflowType.Name, WorkflowInput{Continued: l.st})
+			turn := l.turn
+			return workflow.NewContinueAsNewError(ctx, info.WorkflowType.Name, WorkflowInput{Continued: l.st, Turn: &turn})
 		}
 		l.dispatch()
 		l.upsertSteps()
@@ -447,8 +477,14 @@ func (l *loop) exec(cmd Command) {
 			e.Step = run + "/" + step
 			l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
 		}
+		if l.rt.Tracer != nil && !workflow.IsReplaying(l.ctx) {
+			l.traceTurnEnd(c.Event)
+		}
 	case BuildUserMessage:
-		ctx := workflow.WithLocalActivityOptions(l.ctx, localOptions())
+		if l.turn.TurnID != c.Input.TurnID {
+			l.turn = TurnMark{TurnID: c.Input.TurnID, StartedMs: l.now()}
+		}
+		ctx := workflow.WithLocalActivityOptions(l.stepCtx(c.Input.TurnID), localOptions())
 		f := workflow.ExecuteLocalActivity(ctx, client.StepBuildUserMessage, c.Input)
 		turn := c.Input.TurnID
 		l.add(f, func(f workflow.Future) {
@@ -460,7 +496,7 @@ func (l *loop) exec(cmd Command) {
 			l.apply(UserMessageBuilt{TurnID: turn, Message: out.Message, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	case RunModel:
-		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, "")))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, "")))
 		f := workflow.ExecuteActivity(ctx, client.StepRunModel, c.Input)
 		turn := c.Input.TurnID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
@@ -472,7 +508,7 @@ func (l *loop) exec(cmd Command) {
 			l.apply(ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
 	case CompactContext:
-		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, "")))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.Turn.TurnID), activityOptions(c.Limits, "")))
 		f := workflow.ExecuteActivity(ctx, client.StepCompactContext, c.Input)
 		turn := c.Input.Turn.TurnID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
@@ -488,7 +524,7 @@ func (l *loop) exec(cmd Command) {
 		// A cancel reaches the Step only before its started marker; the
 		// workflow waits for the Step's own answer (a result, or not run).
 		opts.WaitForCancellation = true
-		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, opts))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), opts))
 		f := workflow.ExecuteActivity(ctx, c.Step, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
@@ -520,7 +556,7 @@ func (l *loop) exec(cmd Command) {
 			l.apply(TaskPollTimerFired{TurnID: turn, ToolCallID: call})
 		})
 	case RunPoll:
-		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID)))
+		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, c.ActivityID)))
 		f := workflow.ExecuteActivity(ctx, client.StepPollToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
@@ -552,7 +588,7 @@ func (l *loop) exec(cmd Command) {
 			}
 		}
 	case CancelTask:
-		ctx := workflow.WithActivityOptions(l.ctx, activityOptions(c.Limits, c.ActivityID))
+		ctx := workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, c.ActivityID))
 		f := workflow.ExecuteActivity(ctx, client.StepCancelToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.add(f, func(f workflow.Future) {
@@ -572,7 +608,7 @@ func (l *loop) exec(cmd Command) {
 			opts.ScheduleToCloseTimeout = time.Hour
 			opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}
 		}
-		ctx := workflow.WithLocalActivityOptions(l.ctx, opts)
+		ctx := workflow.WithLocalActivityOptions(l.stepCtx(c.Input.Turn.TurnID), opts)
 		step := client.StepRecordTurnFailure
 		if c.Step != "" {
 			step = c.Step
@@ -589,6 +625,50 @@ func (l *loop) exec(cmd Command) {
 			l.apply(TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	}
+}
+
+// stepCtx is the context a Step of turn starts with: under the turn's
+// trace when tracing is on.
+func (l *loop) stepCtx(turn string) workflow.Context {
+	if l.rt.Tracer == nil || turn == "" {
+		return l.ctx
+	}
+	return l.rt.Tracer.WithTurn(l.ctx, l.st.SessionID, workflow.GetInfo(l.ctx).FirstRunID, turn)
+}
+
+// The events that end a turn, and the outcome its root span records.
+var turnEnds = map[string]string{
+	EventTurnCompleted: "completed",
+	EventTurnFailed:    "failed",
+	EventTurnCancelled: "cancelled",
+	EventTurnSteered:   "steered",
+}
+
+// traceTurnEnd writes the root span of the turn e ends.
+func (l *loop) traceTurnEnd(e Event) {
+	outcome := turnEnds[e.Type]
+	if outcome == "" || e.TurnID == "" {
+		return
+	}
+	info := workflow.GetInfo(l.ctx)
+	end := workflow.Now(l.ctx)
+	start := info.WorkflowStartTime
+	if l.turn.TurnID == e.TurnID {
+		start = time.UnixMilli(l.turn.StartedMs)
+	}
+	t := tracing.Turn{
+		SessionID: l.st.SessionID, FirstRunID: info.FirstRunID, RunID: info.WorkflowExecution.RunID,
+		TurnID: e.TurnID, Agent: l.st.Options.Agent, Start: start, End: end, Outcome: outcome,
+	}
+	t.TurnNumber, _ = strconv.Atoi(strings.TrimPrefix(e.TurnID, "turn-"))
+	if outcome == "failed" {
+		var p turnFailedPayload
+		err := json.Unmarshal(e.Payload, &p) //workflowcheck:ignore
+		if err == nil {
+			t.Error = p.Error
+		}
+	}
+	l.rt.Tracer.TurnEnded(t)
 }
 
 func (l *loop) cancelTimer(interruptID string) {

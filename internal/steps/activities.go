@@ -22,6 +22,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/spend"
+	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -88,6 +89,8 @@ type Activities struct {
 	MCP MCPTools
 	// Metrics count model tokens and tool results; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Tracer writes the chat and execute_tool spans (nil: none).
+	Tracer *tracing.Tracer
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -232,8 +235,11 @@ func (a *Activities) buildUserMessage(ctx context.Context, in session.BuildUserM
 // RunModel makes one model call through the agent's runner.
 func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
 	defer a.begin()()
+	start := time.Now()
+	ctx = tracing.WithSession(ctx, in.SessionID)
 	out, err := a.runModel(ctx, in)
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	a.traceChat(ctx, in.TurnID, start, out, err)
 	return out, a.finish(ctx, err)
 }
 
@@ -539,12 +545,14 @@ func (a *Activities) CallSingleAttemptTool(ctx context.Context, in session.ToolI
 
 func (a *Activities) callTool(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
 	defer a.begin()()
+	ctx, endSpan := a.startToolSpan(tracing.WithSession(ctx, in.SessionID), in.TurnID, in.ToolCall)
 	out, err := a.runTool(ctx, in)
 	if out.Error != nil {
 		msg := a.redact(*out.Error)
 		out.Error = &msg
 	}
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	endSpan(out, err)
 	a.Metrics.ToolStep(in.Agent, string(in.ToolCall.Effect), toolResult(out, err))
 	return out, a.finish(ctx, err)
 }
@@ -832,12 +840,14 @@ func errText(err error) string {
 // poll; a poll must only read the task, or deliver an answer idempotently.
 func (a *Activities) PollToolTask(ctx context.Context, in session.PollInput) (session.ToolOutcome, error) {
 	defer a.begin()()
+	ctx, endSpan := a.startToolSpan(tracing.WithSession(ctx, in.SessionID), in.TurnID, in.ToolCall)
 	out, err := a.pollTask(ctx, in)
 	if out.Error != nil {
 		msg := a.redact(*out.Error)
 		out.Error = &msg
 	}
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	endSpan(out, err)
 	return out, a.finish(ctx, err)
 }
 

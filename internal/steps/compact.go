@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -97,8 +99,15 @@ func estimateStored(turn pluginapi.TurnContext) int64 {
 // through the cutoff, with RunModel's limits.
 func (a *Activities) CompactContext(ctx context.Context, in session.CompactInput) (session.CompactOutcome, error) {
 	defer a.begin()()
+	start := time.Now()
+	ctx = tracing.WithSession(ctx, in.Turn.SessionID)
 	out, err := a.compactContext(ctx, in)
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
+	if a.Tracer != nil && (err != nil || out.Text != "" || out.TextRef != "") {
+		c := tracing.Chat{Step: traceStep(ctx, in.Turn.TurnID), Start: start, Err: a.spanError(err)}
+		traceUsage(&c, out.Usage, nil)
+		a.Tracer.Chat(ctx, c)
+	}
 	return out, a.finish(ctx, err)
 }
 
