@@ -64,7 +64,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSessionListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSessionScopeRules$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
-	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./internal/chat/sse
+	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./httpclient/sse
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
 	$(GO) test -run='^$$' -fuzz='^FuzzToolName$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
 	$(GO) test -run='^$$' -fuzz='^FuzzServerAnswers$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource

@@ -1,4 +1,4 @@
-package chat
+package httpclient
 
 import (
 	"context"

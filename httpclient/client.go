@@ -1,4 +1,4 @@
-package chat
+package httpclient
 
 import (
 	"bytes"
@@ -9,25 +9,25 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
-	"github.com/dex-agents/dex-agent-worker/internal/chat/sse"
+	"github.com/dex-agents/dex-agent-worker/client"
 )
 
-// Client calls a worker's HTTP API (internal/httpapi/API.md). It sets no
-// timeouts of its own: bound each call with its ctx.
+// Client calls a worker's HTTP API (internal/httpapi/API.md). It is safe
+// for concurrent use, and sets no timeouts of its own: bound each call
+// with its ctx.
 type Client struct {
 	base  *url.URL
 	token string
 	hc    *http.Client
 }
 
-// NewClient returns a client of the API at baseURL, such as
+// New returns a client of the API at baseURL, such as
 // "http://127.0.0.1:8080" (http:// is assumed without a scheme), that
 // authenticates with token. A nil hc means a new http.Client.
-func NewClient(baseURL, token string, hc *http.Client) (*Client, error) {
+func New(baseURL, token string, hc *http.Client) (*Client, error) {
 	if !strings.Contains(baseURL, "://") {
 		baseURL = "http://" + baseURL
 	}
@@ -166,20 +166,11 @@ func (c *Client) CancelTurn(ctx context.Context, sessionID, turnID string) (bool
 // messages (the API answers 409 session_closed).
 var ErrSessionClosed = errors.New("the session is closed")
 
-// sessionClosed reports an API answer of 409 session_closed.
-func sessionClosed(err error) bool {
+// IsSessionClosed reports an API answer of 409 session_closed.
+func IsSessionClosed(err error) bool {
 	var apiErr *APIError
 	return errors.As(err, &apiErr) && apiErr.Code == "session_closed"
 }
-
-// closedError is ErrSessionClosed for one session, said plainly.
-type closedError struct{ id string }
-
-func (e closedError) Error() string {
-	return "session " + e.id + " is closed: it takes no new messages; start a new session to go on"
-}
-
-func (e closedError) Is(target error) bool { return target == ErrSessionClosed }
 
 func (c *Client) sendMessage(ctx context.Context, sessionID string, body sendMessageBody) (bool, error) {
 	var out struct {
@@ -245,13 +236,130 @@ func (c *Client) AnswerQuestion(ctx context.Context, sessionID, interruptID, ans
 
 // Snapshot returns the session's snapshot and the resume token to open its
 // event stream from; while a turn is active, the token replays that turn.
-func (c *Client) Snapshot(ctx context.Context, sessionID string) (Snapshot, string, error) {
+func (c *Client) Snapshot(ctx context.Context, sessionID string) (client.Snapshot, string, error) {
 	var out struct {
-		Snapshot    Snapshot `json:"snapshot"`
-		ResumeToken string   `json:"resume_token"`
+		Snapshot    client.Snapshot `json:"snapshot"`
+		ResumeToken string          `json:"resume_token"`
 	}
 	err := c.call(ctx, http.MethodGet, sessionPath(sessionID, "snapshot"), nil, nil, &out)
 	return out.Snapshot, out.ResumeToken, err
+}
+
+// ListSessionsOptions choose the sessions ListSessions lists (GET
+// /v1/sessions): running ones that wait for any of WaitingFor
+// (client.WaitingForApproval, ...), of one agent, closed ones too with
+// Status client.ListAll; PageToken continues a list.
+type ListSessionsOptions struct {
+	WaitingFor []string
+	Agent      string
+	Status     string
+	PageSize   int
+	PageToken  string
+}
+
+// ListSessions lists the sessions inside the token's scope, newest first,
+// from the engine's visibility store (which trails a session by a moment).
+func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (client.SessionsPage, error) {
+	q := url.Values{}
+	if len(o.WaitingFor) > 0 {
+		q.Set("waiting_for", strings.Join(o.WaitingFor, ","))
+	}
+	for k, v := range map[string]string{"agent": o.Agent, "status": o.Status, "page_token": o.PageToken} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if o.PageSize > 0 {
+		q.Set("page_size", strconv.Itoa(o.PageSize))
+	}
+	path := "/v1/sessions"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out client.SessionsPage
+	err := c.call(ctx, http.MethodGet, path, nil, nil, &out)
+	return out, err
+}
+
+// Messages returns a page of the session's stored messages, oldest first:
+// the newest page for beforeSequence 0, else the page before it (pass a
+// page's NextBeforeSequence). limit is 1 to 200; 0 means 50.
+func (c *Client) Messages(ctx context.Context, sessionID string, beforeSequence int64, limit int) (client.MessagesPage, error) {
+	q := url.Values{}
+	if beforeSequence > 0 {
+		q.Set("before_sequence", strconv.FormatInt(beforeSequence, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := sessionPath(sessionID, "messages")
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out client.MessagesPage
+	err := c.call(ctx, http.MethodGet, path, nil, nil, &out)
+	return out, err
+}
+
+// DeleteQueued deletes a queued message before its turn starts. It
+// returns false when the message is no longer queued.
+func (c *Client) DeleteQueued(ctx context.Context, sessionID, messageID string) (bool, error) {
+	var out struct {
+		Deleted bool `json:"deleted"`
+	}
+	err := c.call(ctx, http.MethodDelete, sessionPath(sessionID, "queued", messageID), nil, nil, &out)
+	return out.Deleted, err
+}
+
+// Close closes the session: the running turn and the queued messages
+// finish, then the session ends; later messages fail with
+// ErrSessionClosed.
+func (c *Client) Close(ctx context.Context, sessionID string) (bool, error) {
+	var out struct {
+		Accepted bool `json:"accepted"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "close"), nil, struct{}{}, &out)
+	return out.Accepted, err
+}
+
+// Terminate ends a running session at once, whatever it runs, with reason
+// in its history. It needs a token with operator: true (403 otherwise).
+func (c *Client) Terminate(ctx context.Context, sessionID, reason string) (bool, error) {
+	var out struct {
+		Terminated bool `json:"terminated"`
+	}
+	body := map[string]string{}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "terminate"), nil, body, &out)
+	return out.Terminated, err
+}
+
+// Live asks /healthz whether the process runs; nil means it does. It
+// needs no token.
+func (c *Client) Live(ctx context.Context) error { return c.probe(ctx, "/healthz") }
+
+// Ready asks /readyz whether the process takes work now (its engine
+// connection, and its event backend, answer); nil means ready. It needs no
+// token.
+func (c *Client) Ready(ctx context.Context) error { return c.probe(ctx, "/readyz") }
+
+func (c *Client) probe(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(path), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return parseError(resp.StatusCode, b)
+	}
+	return nil
 }
 
 func sessionPath(id string, rest ...string) string {
@@ -335,97 +443,3 @@ func parseError(status int, body []byte) *APIError {
 	}
 	return apiErr
 }
-
-// Delivered is an event with the resume token that continues after it.
-type Delivered struct {
-	ID    string
-	Event Event
-}
-
-// EventStream reads a session's event stream.
-type EventStream struct {
-	body io.ReadCloser
-	r    *sse.Reader
-	last atomic.Int64 // unix nanoseconds of the latest bytes read
-}
-
-// MalformedEventError reports a frame whose data is not an event. The
-// stream goes on: call Next again.
-type MalformedEventError struct {
-	ID  string
-	Err error
-}
-
-func (e *MalformedEventError) Error() string {
-	return fmt.Sprintf("malformed event (id %q): %v", e.ID, e.Err)
-}
-
-func (e *MalformedEventError) Unwrap() error { return e.Err }
-
-// Events opens the session's event stream after a resume token: resumeToken
-// is sent as ?resume_token= (the token of a snapshot) and lastEventID as the
-// Last-Event-ID header (the last event read, on a reconnect); the server
-// prefers the header. The error wraps ErrInvalidResumeToken for a 400.
-func (c *Client) Events(ctx context.Context, sessionID, resumeToken, lastEventID string) (*EventStream, error) {
-	u := c.url(sessionPath(sessionID, "events"))
-	if resumeToken != "" {
-		u += "?resume_token=" + url.QueryEscape(resumeToken)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := c.do(req)
-	if err != nil {
-		var apiErr *APIError
-		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidResumeToken, apiErr)
-		}
-		return nil, err
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
-		resp.Body.Close()
-		return nil, fmt.Errorf("the events route answered %q, not text/event-stream", ct)
-	}
-	s := &EventStream{body: resp.Body}
-	s.last.Store(time.Now().UnixNano())
-	s.r = sse.NewReader(activityReader{s})
-	return s, nil
-}
-
-type activityReader struct{ s *EventStream }
-
-func (a activityReader) Read(p []byte) (int, error) {
-	n, err := a.s.body.Read(p)
-	if n > 0 {
-		a.s.last.Store(time.Now().UnixNano())
-	}
-	return n, err
-}
-
-// LastActivity is when bytes last arrived, keep-alive comments included.
-func (s *EventStream) LastActivity() time.Time { return time.Unix(0, s.last.Load()) }
-
-// Next returns the next event. It returns io.EOF when the server ends the
-// stream, and a *MalformedEventError for a frame it skips.
-func (s *EventStream) Next() (Delivered, error) {
-	ev, err := s.r.Next()
-	if err != nil {
-		return Delivered{}, err
-	}
-	var e Event
-	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-		return Delivered{}, &MalformedEventError{ID: ev.ID, Err: err}
-	}
-	return Delivered{ID: ev.ID, Event: e}, nil
-}
-
-// LastEventID is the id of the latest frame read: reconnect with it.
-func (s *EventStream) LastEventID() string { return s.r.LastEventID() }
-
-// Close ends the stream.
-func (s *EventStream) Close() error { return s.body.Close() }

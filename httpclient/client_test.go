@@ -1,4 +1,4 @@
-package chat
+package httpclient
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestNewClient(t *testing.T) {
+func TestNew(t *testing.T) {
 	tests := []struct {
 		addr, token, want, err string
 	}{
@@ -24,19 +24,21 @@ func TestNewClient(t *testing.T) {
 		{addr: "http://x", err: "no API token"},
 	}
 	for _, tt := range tests {
-		c, err := NewClient(tt.addr, tt.token, nil)
+		c, err := New(tt.addr, tt.token, nil)
 		switch {
 		case tt.err != "":
 			if err == nil || err.Error() != tt.err {
-				t.Errorf("NewClient(%q) error = %v, want %q", tt.addr, err, tt.err)
+				t.Errorf("New(%q) error = %v, want %q", tt.addr, err, tt.err)
 			}
 		case err != nil:
-			t.Errorf("NewClient(%q): %v", tt.addr, err)
+			t.Errorf("New(%q): %v", tt.addr, err)
 		case c.BaseURL() != tt.want:
-			t.Errorf("NewClient(%q).BaseURL() = %q, want %q", tt.addr, c.BaseURL(), tt.want)
+			t.Errorf("New(%q).BaseURL() = %q, want %q", tt.addr, c.BaseURL(), tt.want)
 		}
 	}
 }
+
+const testToken = "test-token-0123456789"
 
 // recorder answers every request with status and body and records the last one.
 type recorder struct {
@@ -60,7 +62,7 @@ func (rec *recorder) server(t *testing.T) *Client {
 		io.WriteString(w, rec.body)
 	}))
 	t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL, testToken, nil)
+	c, err := New(srv.URL, testToken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func TestClientCalls(t *testing.T) {
 
 	rec.body = `{"snapshot":{"session_id":"s-1","state":{"status":"running_tools","active_turn_id":"turn-2","turn_count":2},"queued_message_count":0},"resume_token":"tok"}`
 	snap, tok, err := c.Snapshot(ctx, "s-1")
-	if err != nil || tok != "tok" || activeTurnID(snap) != "turn-2" || idle(snap) {
+	if err != nil || tok != "tok" || snap.State == nil || snap.State.ActiveTurnID != "turn-2" {
 		t.Errorf("Snapshot = %+v, %q, %v", snap, tok, err)
 	}
 }
@@ -219,8 +221,108 @@ func TestPayloadJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || string(back.Payload) != string(e.Payload) {
 		t.Errorf("unmarshal = %s, %v", back.Payload, err)
 	}
-	var p textPayload
+	var p struct{ Text string }
 	if err := back.Payload.Decode(&p); err != nil || p.Text != `a"b` {
 		t.Errorf("Decode = %+v, %v", p, err)
+	}
+}
+
+func TestClientTurnControl(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{status: 200, body: `{"accepted":true}`}
+	c := rec.server(t)
+	if ok, err := c.SendMessageMode(ctx, "s-1", "hi", SendModeQueue); !ok || err != nil || rec.req.URL.Path != "/v1/sessions/s-1/messages" ||
+		rec.reqBody != `{"text":"hi","mode":"queue"}` {
+		t.Errorf("SendMessageMode = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
+	}
+	if ok, err := c.Steer(ctx, "s-1", "stop that"); !ok || err != nil || rec.req.Method != "POST" ||
+		rec.req.URL.Path != "/v1/sessions/s-1/steer" || rec.reqBody != `{"text":"stop that"}` {
+		t.Errorf("Steer = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
+	}
+	rec.body = `{"accepted":false}`
+	if ok, err := c.CancelTurn(ctx, "s-1", "turn-3"); ok || err != nil || rec.req.URL.Path != "/v1/sessions/s-1/cancel" || rec.reqBody != `{"turn_id":"turn-3"}` {
+		t.Errorf("CancelTurn = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
+	}
+	rec.status, rec.body = 409, `{"error":{"code":"session_closed","message":"session s-1 was closed and takes no new messages"}}`
+	if _, err := c.CancelTurn(ctx, "s-1", "turn-3"); !IsSessionClosed(err) {
+		t.Errorf("CancelTurn on a closed session = %v", err)
+	}
+	rec.body = `{"error":{"code":"conflict","message":"x"}}`
+	if _, err := c.Steer(ctx, "s-1", "x"); err == nil || IsSessionClosed(err) {
+		t.Errorf("Steer on a conflict = %v", err)
+	}
+}
+
+func TestTurnTextKeepsTheHighestAttempt(t *testing.T) {
+	delta := func(step string, attempt int, text string) Event {
+		b, _ := json.Marshal(map[string]string{"text": text})
+		return Event{Type: EventTextDelta, StepExecutionID: step, Attempt: attempt, Payload: Payload(b)}
+	}
+	var tt TurnText
+	for _, e := range []Event{
+		delta("run/12", 1, "Looking up "),
+		delta("run/12", 1, "ord"), // the worker died here
+		delta("run/12", 2, "Looking up "),
+		{Type: EventToolCallStarted, Payload: Payload(`{}`)},
+		delta("run/12", 1, "late bytes of the dead attempt"),
+		delta("run/12", 2, "order 7."),
+		delta("run/25", 1, " Refunded."),
+	} {
+		tt.Add(e)
+	}
+	if got, want := tt.String(), "Looking up order 7. Refunded."; got != want {
+		t.Errorf("text = %q, want %q", got, want)
+	}
+}
+
+func TestTheOtherRoutes(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{status: 200, body: `{"sessions":[{"session_id":"s-1","flow_type":"OrdersAgent","waiting_for":["approval"],"active_step_types":["AwaitToolApproval"],"status":"running","started_at":"2026-12-01T10:00:00Z","run_id":"r"}],"next_page_token":"p2"}`}
+	c := rec.server(t)
+	page, err := c.ListSessions(ctx, ListSessionsOptions{WaitingFor: []string{"approval", "question"}, Agent: "orders", PageSize: 10, PageToken: "p1"})
+	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].WaitingFor[0] != "approval" || page.NextPageToken != "p2" {
+		t.Fatalf("ListSessions = %+v, %v", page, err)
+	}
+	if q := rec.req.URL.Query(); rec.req.URL.Path != "/v1/sessions" || q.Get("waiting_for") != "approval,question" ||
+		q.Get("agent") != "orders" || q.Get("page_size") != "10" || q.Get("page_token") != "p1" {
+		t.Errorf("list request: %s", rec.req.URL)
+	}
+	rec.body = `{"messages":[{"sequence":5,"role":"user","text":"hi"}],"first_sequence":1,"has_more":true,"next_before_sequence":5}`
+	msgs, err := c.Messages(ctx, "s-1", 9, 1)
+	if err != nil || len(msgs.Messages) != 1 || msgs.Messages[0].Text != "hi" || !msgs.HasMore || msgs.NextBeforeSequence != 5 {
+		t.Fatalf("Messages = %+v, %v", msgs, err)
+	}
+	if rec.req.URL.RequestURI() != "/v1/sessions/s-1/messages?before_sequence=9&limit=1" {
+		t.Errorf("messages request: %s", rec.req.URL.RequestURI())
+	}
+	rec.body = `{"deleted":true}`
+	if ok, err := c.DeleteQueued(ctx, "s-1", "msg-3"); !ok || err != nil || rec.req.Method != "DELETE" || rec.req.URL.Path != "/v1/sessions/s-1/queued/msg-3" {
+		t.Errorf("DeleteQueued = %v, %v; %s %s", ok, err, rec.req.Method, rec.req.URL.Path)
+	}
+	rec.body = `{"accepted":true}`
+	if ok, err := c.Close(ctx, "s-1"); !ok || err != nil || rec.req.URL.Path != "/v1/sessions/s-1/close" || rec.reqBody != `{}` {
+		t.Errorf("Close = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
+	}
+	rec.body = `{"terminated":true}`
+	if ok, err := c.Terminate(ctx, "s-1", "runaway"); !ok || err != nil || rec.req.URL.Path != "/v1/sessions/s-1/terminate" || rec.reqBody != `{"reason":"runaway"}` {
+		t.Errorf("Terminate = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
+	}
+	rec.status, rec.body = 403, `{"error":{"code":"forbidden","message":"terminate needs an operator token"}}`
+	if _, err := c.Terminate(ctx, "s-1", ""); err == nil || err.Error() != "terminate needs an operator token" {
+		t.Errorf("Terminate without operator: %v", err)
+	}
+	rec.status, rec.body = 503, `{"error":{"code":"unavailable","message":"Temporal is not reachable"}}`
+	if err := c.Ready(ctx); err == nil || err.Error() != "Temporal is not reachable" {
+		t.Errorf("Ready on 503: %v", err)
+	}
+	if rec.req.URL.Path != "/readyz" || rec.req.Header.Get("Authorization") != "" {
+		t.Errorf("readyz request: %s %v", rec.req.URL.Path, rec.req.Header)
+	}
+	rec.status, rec.body = 200, `{"status":"ready"}`
+	if err := c.Ready(ctx); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+	if err := c.Live(ctx); err != nil || rec.req.URL.Path != "/healthz" {
+		t.Errorf("Live: %v (%s)", err, rec.req.URL.Path)
 	}
 }

@@ -557,32 +557,6 @@ func TestSessionHelpListsTurnControl(t *testing.T) {
 	}
 }
 
-func TestClientTurnControl(t *testing.T) {
-	ctx := context.Background()
-	rec := &recorder{status: 200, body: `{"accepted":true}`}
-	c := rec.server(t)
-	if ok, err := c.SendMessageMode(ctx, "s-1", "hi", SendModeQueue); !ok || err != nil || rec.req.URL.Path != "/v1/sessions/s-1/messages" ||
-		rec.reqBody != `{"text":"hi","mode":"queue"}` {
-		t.Errorf("SendMessageMode = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
-	}
-	if ok, err := c.Steer(ctx, "s-1", "stop that"); !ok || err != nil || rec.req.Method != "POST" ||
-		rec.req.URL.Path != "/v1/sessions/s-1/steer" || rec.reqBody != `{"text":"stop that"}` {
-		t.Errorf("Steer = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
-	}
-	rec.body = `{"accepted":false}`
-	if ok, err := c.CancelTurn(ctx, "s-1", "turn-3"); ok || err != nil || rec.req.URL.Path != "/v1/sessions/s-1/cancel" || rec.reqBody != `{"turn_id":"turn-3"}` {
-		t.Errorf("CancelTurn = %v, %v; %s %s", ok, err, rec.req.URL.Path, rec.reqBody)
-	}
-	rec.status, rec.body = 409, `{"error":{"code":"session_closed","message":"session s-1 was closed and takes no new messages"}}`
-	if _, err := c.CancelTurn(ctx, "s-1", "turn-3"); !sessionClosed(err) {
-		t.Errorf("CancelTurn on a closed session = %v", err)
-	}
-	rec.body = `{"error":{"code":"conflict","message":"x"}}`
-	if _, err := c.Steer(ctx, "s-1", "x"); err == nil || sessionClosed(err) {
-		t.Errorf("Steer on a conflict = %v", err)
-	}
-}
-
 // TestInterruptContext sends this process SIGINT: outside Run it ends the
 // context; during Run, while no turn runs, it ends the chat and the
 // context.

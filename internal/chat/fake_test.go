@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dex-agents/dex-agent-worker/internal/chat/sse"
+	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 

@@ -1,10 +1,8 @@
 package chat
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -35,6 +33,75 @@ func activeTurnID(s Snapshot) string {
 	return s.State.ActiveTurnID
 }
 
+// The HTTP client's types and constants, under their old names here.
+type (
+	Client              = httpclient.Client
+	APIError            = httpclient.APIError
+	StartRequest        = httpclient.StartRequest
+	Resolution          = httpclient.Resolution
+	Agent               = httpclient.Agent
+	Event               = httpclient.Event
+	Payload             = httpclient.Payload
+	Delivered           = httpclient.Delivered
+	EventStream         = httpclient.EventStream
+	MalformedEventError = httpclient.MalformedEventError
+)
+
+// NewClient is httpclient.New.
+var NewClient = httpclient.New
+
+var (
+	ErrInvalidResumeToken = httpclient.ErrInvalidResumeToken
+	ErrSessionClosed      = httpclient.ErrSessionClosed
+)
+
+// sessionClosed reports an API answer of 409 session_closed.
+func sessionClosed(err error) bool { return httpclient.IsSessionClosed(err) }
+
+// closedError is ErrSessionClosed for one session, said plainly.
+type closedError struct{ id string }
+
+func (e closedError) Error() string {
+	return "session " + e.id + " is closed: it takes no new messages; start a new session to go on"
+}
+
+func (e closedError) Is(target error) bool { return target == ErrSessionClosed }
+
+// Event types.
+const (
+	EventTurnStarted        = httpclient.EventTurnStarted
+	EventTurnCompleted      = httpclient.EventTurnCompleted
+	EventTurnFailed         = httpclient.EventTurnFailed
+	EventTextDelta          = httpclient.EventTextDelta
+	EventReasoningDelta     = httpclient.EventReasoningDelta
+	EventToolCallDeferred   = httpclient.EventToolCallDeferred
+	EventToolCallStarted    = httpclient.EventToolCallStarted
+	EventToolCallFinished   = httpclient.EventToolCallFinished
+	EventInterruptRaised    = httpclient.EventInterruptRaised
+	EventInterruptResolved  = httpclient.EventInterruptResolved
+	EventUsageRecorded      = httpclient.EventUsageRecorded
+	EventCompactionStarted  = httpclient.EventCompactionStarted
+	EventCompactionFinished = httpclient.EventCompactionFinished
+	EventSpendLimitReached  = httpclient.EventSpendLimitReached
+	EventTurnSteered        = httpclient.EventTurnSteered
+	EventTurnCancelled      = httpclient.EventTurnCancelled
+)
+
+// Send modes of a message (Client.SendMessageMode).
+const (
+	SendModeQueue        = httpclient.SendModeQueue
+	SendModeSteer        = httpclient.SendModeSteer
+	SendModeInterrupt    = httpclient.SendModeInterrupt
+	SendModeRejectIfBusy = httpclient.SendModeRejectIfBusy
+)
+
+// Cancellation reasons of a call that a steer or a cancel stopped before
+// it ran (interrupt_resolved, ToolCall.CancellationReason).
+const (
+	CancellationSteered       = httpclient.CancellationSteered
+	CancellationTurnCancelled = httpclient.CancellationTurnCancelled
+)
+
 // InterruptKindQuestion is the kind of an ask_user question.
 const InterruptKindQuestion = client.InterruptKindQuestion
 
@@ -61,88 +128,6 @@ func subUsage(u, o Usage) Usage {
 		ReasoningTokens: -o.ReasoningTokens, TotalTokens: -o.TotalTokens, ModelCalls: -o.ModelCalls,
 	})
 }
-
-// Event is one live event of a session, as the event stream carries it.
-type Event struct {
-	SessionID string `json:"session_id"`
-	Type      string `json:"type"`
-	TurnID    string `json:"turn_id,omitempty"`
-	// StepExecutionID is shared by every attempt of one Step execution.
-	StepExecutionID string `json:"step_execution_id,omitempty"`
-	// Attempt is the one-based Step attempt; 0 for the session's own events.
-	Attempt int `json:"attempt"`
-	// Payload is the event's JSON object. On the wire it is JSON text (a
-	// string holding JSON); an object is accepted too.
-	Payload Payload `json:"payload"`
-}
-
-// Payload is an event payload: a JSON object.
-type Payload json.RawMessage
-
-// UnmarshalJSON accepts a JSON string that holds JSON, or JSON itself.
-func (p *Payload) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		b = []byte(s)
-	}
-	*p = append((*p)[:0], b...)
-	return nil
-}
-
-// MarshalJSON writes the payload as JSON text, as the server does.
-func (p Payload) MarshalJSON() ([]byte, error) {
-	if len(p) == 0 {
-		return []byte(`""`), nil
-	}
-	return json.Marshal(string(p))
-}
-
-// Decode unmarshals the payload into v.
-func (p Payload) Decode(v any) error { return json.Unmarshal(p, v) }
-
-// Event types.
-const (
-	EventTurnStarted       = "turn_started"
-	EventTurnCompleted     = "turn_completed"
-	EventTurnFailed        = "turn_failed"
-	EventTextDelta         = "text_delta"
-	EventReasoningDelta    = "reasoning_delta"
-	EventToolCallDeferred  = "tool_call_deferred"
-	EventToolCallStarted   = "tool_call_started"
-	EventToolCallFinished  = "tool_call_finished"
-	EventInterruptRaised   = "interrupt_raised"
-	EventInterruptResolved = "interrupt_resolved"
-	EventUsageRecorded     = "usage_recorded"
-	EventCompactionStarted = "compaction_started"
-	// EventCompactionFinished says a summary now replaces the older
-	// messages in the model's input.
-	EventCompactionFinished = "compaction_finished"
-	EventSpendLimitReached  = "spend_limit_reached"
-	// EventTurnSteered ends a steered turn; the next turn starts with the
-	// steered messages.
-	EventTurnSteered = "turn_steered"
-	// EventTurnCancelled ends a turn that cancel_turn stopped.
-	EventTurnCancelled = "turn_cancelled"
-)
-
-// Send modes of a message (Client.SendMessageMode).
-const (
-	SendModeQueue        = client.SendModeQueue
-	SendModeSteer        = client.SendModeSteer
-	SendModeInterrupt    = client.SendModeInterrupt
-	SendModeRejectIfBusy = client.SendModeRejectIfBusy
-)
-
-// Cancellation reasons of a call that a steer or a cancel stopped before
-// it ran (interrupt_resolved, ToolCall.CancellationReason).
-const (
-	CancellationSteered       = "steered"
-	CancellationTurnCancelled = "turn_cancelled"
-)
 
 type turnSteeredPayload struct {
 	SteeredMessageCount int `json:"steered_message_count"`

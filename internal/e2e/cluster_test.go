@@ -21,7 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/internal/chat/sse"
+	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
 	"github.com/dex-agents/dex-agent-worker/internal/events/redistest"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript/pgtest"

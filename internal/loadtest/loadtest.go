@@ -27,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dex-agents/dex-agent-worker/internal/chat/sse"
+	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
 )
 
 // Options configure a run.
