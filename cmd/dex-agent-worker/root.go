@@ -76,6 +76,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newEngineCmd(g),
 		newLoadtestCmd(g),
 		newConfigCmd(g),
+		newPluginCmd(g),
 		newSessionCmd(g),
 		newChatCmd(g),
 		&cobra.Command{
