@@ -25,14 +25,17 @@ func readmeQuickstart(t *testing.T) (mainGo, dexYAML string) {
 		t.Fatal("README.md has no plugin quickstart section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	block := func(lang string) string {
-		m := regexp.MustCompile("(?s)\n```" + lang + "\n(.*?)```\n").FindStringSubmatch(section)
-		if m == nil {
-			t.Fatalf("the quickstart has no %s block", lang)
-		}
-		return m[1]
+	return firstBlock(t, section, "go"), firstBlock(t, section, "yaml")
+}
+
+// firstBlock returns the first fenced code block of lang in a Markdown text.
+func firstBlock(t *testing.T, text, lang string) string {
+	t.Helper()
+	m := regexp.MustCompile("(?s)\n```" + lang + "\n(.*?)```\n").FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no %s block", lang)
 	}
-	return block("go"), block("yaml")
+	return m[1]
 }
 
 // TestPluginQuickstart follows the README's plugin quickstart as a plugin
@@ -45,6 +48,39 @@ func TestPluginQuickstart(t *testing.T) {
 		t.Skip("builds a plugin in a new module")
 	}
 	mainGo, dexYAML := readmeQuickstart(t)
+	dir := buildInNewModule(t, "example.com/myrunner", mainGo, "myrunner")
+
+	cfgPath := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfgPath, []byte(dexYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(t, "config", "validate", "--config", cfgPath)
+	if code != 0 || stderr != "" || !strings.Contains(stdout, "every plugin started and accepted its agents' runner_config") {
+		t.Fatalf("config validate: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// The same config on a worker: a session counts the words.
+	stack := agenttest.NewStack(t, strings.ReplaceAll(dexYAML, "./bin/myrunner", filepath.Join(dir, "bin", "myrunner")))
+	stack.StartWorker()
+	stdout, stderr, code = runCLI(t, "session", "start", "--address", stack.Address(), "--config", stack.ConfigPath,
+		"--agent", "counter", "--message", "one two three")
+	if code != 0 {
+		t.Fatalf("session start: exit %d\n%s", code, stderr)
+	}
+	id := strings.TrimSpace(stdout)
+	final := stack.WaitForSnapshot("the answer", id, func(s client.Snapshot) bool {
+		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	})
+	if got := final.Messages[len(final.Messages)-1].Text; got != "Hello! Your message has 3 words." {
+		t.Errorf("answer = %q", got)
+	}
+}
+
+// buildInNewModule builds mainGo as a plugin author would, in a module of
+// its own that requires this repository through a replace directive, into
+// DIR/bin/BINARY, and returns DIR.
+func buildInNewModule(t *testing.T, module, mainGo, binary string) string {
+	t.Helper()
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -74,32 +110,8 @@ func TestPluginQuickstart(t *testing.T) {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	goCmd("mod", "init", "example.com/myrunner")
+	goCmd("mod", "init", module)
 	goCmd("mod", "edit", "-replace", "github.com/dex-agents/dex-agent-worker="+repo)
-	goCmd("build", "-o", filepath.Join("bin", "myrunner"), ".")
-
-	cfgPath := filepath.Join(dir, "dex.yaml")
-	if err := os.WriteFile(cfgPath, []byte(dexYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stdout, stderr, code := runCLI(t, "config", "validate", "--config", cfgPath)
-	if code != 0 || stderr != "" || !strings.Contains(stdout, "every plugin started and accepted its agents' runner_config") {
-		t.Fatalf("config validate: exit %d\n%s%s", code, stdout, stderr)
-	}
-
-	// The same config on a worker: a session counts the words.
-	stack := agenttest.NewStack(t, strings.ReplaceAll(dexYAML, "./bin/myrunner", filepath.Join(dir, "bin", "myrunner")))
-	stack.StartWorker()
-	stdout, stderr, code = runCLI(t, "session", "start", "--address", stack.Address(), "--config", stack.ConfigPath,
-		"--agent", "counter", "--message", "one two three")
-	if code != 0 {
-		t.Fatalf("session start: exit %d\n%s", code, stderr)
-	}
-	id := strings.TrimSpace(stdout)
-	final := stack.WaitForSnapshot("the answer", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
-	})
-	if got := final.Messages[len(final.Messages)-1].Text; got != "Hello! Your message has 3 words." {
-		t.Errorf("answer = %q", got)
-	}
+	goCmd("build", "-o", filepath.Join("bin", binary), ".")
+	return dir
 }
