@@ -55,6 +55,7 @@ test-peers:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
+	$(GO) test -run='^$$' -fuzz='^FuzzParseHeaders$$' -fuzztime=$(FUZZTIME) ./internal/config
 	$(GO) test -run='^$$' -fuzz='^FuzzToolArguments$$' -fuzztime=$(FUZZTIME) ./plugins/stepwise
 	$(GO) test -run='^$$' -fuzz='^FuzzRunModelStepResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
 	$(GO) test -run='^$$' -fuzz='^FuzzExecuteToolResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi

@@ -80,3 +80,26 @@ func FuzzLoadBytes(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHeaders feeds OTEL-style header lists: ParseHeaders never
+// panics, every key it returns is trimmed and non-empty, and an error never
+// quotes the input (it may hold an API key).
+func FuzzParseHeaders(f *testing.F) {
+	for _, s := range []string{"", "a=b", "api-key=s3cr%3Dt, x = y ,,", "novalue", "=x", "a=%zz", "k=v=w"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := ParseHeaders(s)
+		if err != nil {
+			if len(s) > 8 && strings.Contains(err.Error(), s) {
+				t.Fatalf("the error quotes the input: %v", err)
+			}
+			return
+		}
+		for k := range h {
+			if k == "" || strings.TrimSpace(k) != k {
+				t.Fatalf("key %q from %q", k, s)
+			}
+		}
+	})
+}
