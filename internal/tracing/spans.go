@@ -3,7 +3,9 @@ package tracing
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -184,11 +186,18 @@ func (t *Tracer) StartTool(ctx context.Context, c Tool) (sctx context.Context, e
 	}
 }
 
+// clip bounds content on a span, cutting at a rune boundary: OTLP carries
+// strings as protobuf strings, and one invalid UTF-8 value fails the
+// export of its whole batch.
 func clip(s string) string {
-	if len(s) > maxContentAttributeLen {
-		return s[:maxContentAttributeLen] + "…"
+	if len(s) <= maxContentAttributeLen {
+		return strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return s
+	cut := maxContentAttributeLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
 }
 
 // Turn is a turn that ended, for its invoke_agent root.

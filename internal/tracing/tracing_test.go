@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -346,5 +347,19 @@ func TestEndpoint(t *testing.T) {
 		if _, err := Endpoint("grpc", bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("Endpoint(%q): %v", bad, err)
 		}
+	}
+}
+
+func TestClipKeepsContentValidUTF8(t *testing.T) {
+	long := "a" + strings.Repeat("é", maxContentAttributeLen) // 2 bytes each after one: the cut falls inside a rune
+	got := clip(long)
+	if !utf8.ValidString(got) || len(got) > maxContentAttributeLen+len("…") || !strings.HasSuffix(got, "…") {
+		t.Errorf("clip of %d bytes: valid %v, %d bytes", len(long), utf8.ValidString(got), len(got))
+	}
+	if got := clip("ok \xff bad"); got != "ok \uFFFD bad" {
+		t.Errorf("clip of invalid UTF-8 = %q", got)
+	}
+	if got := clip("short"); got != "short" {
+		t.Errorf("clip = %q", got)
 	}
 }
