@@ -1,19 +1,19 @@
 package chat
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
 
 // scriptControl plays a session with turn control. "refund order 7" waits
@@ -131,39 +131,20 @@ func (f *fakeAPI) scriptControl() {
 	f.onCancel = func(f *fakeAPI, turnID string) bool { return end(turnID, CancellationTurnCancelled, "") }
 }
 
-// syncBuffer is a bytes.Buffer that a running chat writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // liveChat is a chat running on f, fed line by line and Ctrl-C by Ctrl-C.
 type liveChat struct {
 	t          *testing.T
 	f          *fakeAPI
 	in         *io.PipeWriter
 	ints       chan os.Signal
-	out, notes *syncBuffer
+	out, notes *testpeer.SyncBuffer
 	done       chan error
 }
 
 func startChat(t *testing.T, f *fakeAPI, interactive bool) *liveChat {
 	t.Helper()
 	pr, pw := io.Pipe()
-	l := &liveChat{t: t, f: f, in: pw, ints: make(chan os.Signal, 1), out: &syncBuffer{}, notes: &syncBuffer{}, done: make(chan error, 1)}
+	l := &liveChat{t: t, f: f, in: pw, ints: make(chan os.Signal, 1), out: &testpeer.SyncBuffer{}, notes: &testpeer.SyncBuffer{}, done: make(chan error, 1)}
 	s := &Session{
 		Client: f.client(t), ID: "s-1", In: pr, Out: l.out, Notes: l.notes, Interactive: interactive, Interrupts: l.ints,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, IdleTimeout: 5 * time.Second, PollInterval: 10 * time.Second,

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,12 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
 
 // selfSigned writes a new self-signed certificate for 127.0.0.1 and
@@ -69,34 +69,16 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, roots *x509
 	return certFile, keyFile, roots
 }
 
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startHTTP serves only the daemon's HTTP API (no engine, no worker: the
 // routes that need neither answer) for the config in yaml, relative paths
 // resolved against dir.
-func startHTTP(t *testing.T, yaml, dir string) (*Daemon, *syncBuffer) {
+func startHTTP(t *testing.T, yaml, dir string) (*Daemon, *testpeer.SyncBuffer) {
 	t.Helper()
 	cfg, err := config.LoadBytes([]byte(yaml), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testpeer.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	d := &Daemon{log: logger, broker: events.NewMemoryBroker(events.MemoryOptions{})}
 	if err := d.serveHTTP(cfg, Options{}, logger); err != nil {

@@ -1,32 +1,14 @@
 package devserver
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
-
-// syncBuffer is a bytes.Buffer for a logger that several goroutines use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDataDirModes checks that a new data dir is 0700 and that the SQLite
 // database, its WAL and shared-memory files, the lock and every other file
@@ -72,7 +54,7 @@ func TestDataDirModes(t *testing.T) {
 		if err := os.Chmod(loose, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		var logs syncBuffer
+		var logs testpeer.SyncBuffer
 		s := startTestServer(t, Options{DataDir: loose, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		_ = s.Stop()
 		want := `level=WARN msg="the data dir is open to other users; it holds every session's conversation" data_dir=` + loose + ` mode=-rwxr-xr-x fix="chmod 700 ` + loose + `"`

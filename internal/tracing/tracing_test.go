@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -21,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
 
 func newTestTracer(t *testing.T, o Options) (*Tracer, *tracetest.InMemoryExporter) {
@@ -195,26 +195,8 @@ func (panicky) OnEnd(sdktrace.ReadOnlySpan)                     { panic("process
 func (panicky) Shutdown(context.Context) error                  { return nil }
 func (panicky) ForceFlush(context.Context) error                { return nil }
 
-// syncBuffer is a log sink for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestATracingFailureNeverFailsTheStep(t *testing.T) {
-	var logs syncBuffer
+	var logs testpeer.SyncBuffer
 	tr, _ := newTestTracer(t, Options{processor: panicky{}, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ctx := context.Background()
 	tr.Chat(ctx, Chat{Start: time.Now(), ModelCalls: 1})
@@ -286,7 +268,7 @@ func TestTheFileExporterWritesJSONLines(t *testing.T) {
 }
 
 func TestTheConsoleExporterPrintsATurnsTree(t *testing.T) {
-	var out syncBuffer
+	var out testpeer.SyncBuffer
 	tr, err := New(context.Background(), Options{Exporter: ExporterConsole, Writer: &out})
 	if err != nil {
 		t.Fatal(err)
