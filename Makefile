@@ -45,13 +45,15 @@ test-unit:
 # Installs the real peers the tests run against: Debian's Chromium and
 # playwright-core for the web page, aimock for the model providers,
 # PostgreSQL 15 for the message store, server-everything for the MCP sources,
-# redis-server 7.0 for the Redis Streams events and the cluster test.
+# redis-server 7.0 for the Redis Streams events and the cluster test, the
+# AI SDK (npm package ai) for the UI message stream tests.
 test-peers:
 	bash internal/webui/browsertest/install.sh
 	bash plugins/stepwise/model/testdata/aimock/install.sh
 	bash internal/transcript/pgtest/install.sh
 	bash internal/mcpsource/testdata/install.sh
 	bash internal/events/redistest/install.sh
+	bash internal/e2e/testdata/aisdk/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config

@@ -101,6 +101,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", sess + "/snapshot", "", 200},
 		{"GET", sess + "/messages?limit=5", "", 200},
 		{"GET", sess + "/events", "", 200},
+		{"POST", base + "/v1/ui/sessions/" + id + "/chat", `{"messages":[{"id":"ui-1","role":"user","parts":[{"type":"text","text":"from useChat"}]}]}`, 200},
 	}
 	for _, r := range routes {
 		name := r.method + " " + strings.ReplaceAll(strings.TrimPrefix(r.url, base), id, "{id}")

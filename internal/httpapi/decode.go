@@ -47,6 +47,27 @@ func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 	return decodeJSON(body, v)
 }
 
+// decodeLenientBodyLimit decodes a body whose shape another project owns
+// (the AI SDK's chat request): fields the server does not read are
+// ignored, the rest as decodeBodyLimit.
+func decodeLenientBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return errorf(http.StatusUnsupportedMediaType, "bad_request", "Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", limit)
+		}
+		return errorf(http.StatusBadRequest, "bad_request", "read the body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return errorf(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
 // decodeJSON is the strict decoder of request bodies.
 func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))

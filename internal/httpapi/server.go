@@ -188,6 +188,8 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
+	s.mux.HandleFunc("POST /v1/ui/sessions/{id}/chat", s.sessionAs(s.uiChat))
+	s.mux.HandleFunc("GET /v1/ui/sessions/{id}/stream", s.sessionAs(s.uiStream))
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})

@@ -168,6 +168,11 @@ func (s *Server) failEvents(w http.ResponseWriter, r *http.Request, id string, e
 
 // readBatch long-polls the broker, ending early on shutdown.
 func (s *Server) readBatch(r *http.Request, id, token string) ([]events.Delivered, error) {
+	return s.readBatchMax(r, id, token, 256)
+}
+
+// readBatchMax is readBatch taking up to max events.
+func (s *Server) readBatchMax(r *http.Request, id, token string, max int) ([]events.Delivered, error) {
 	ctx := r.Context()
 	stop := make(chan struct{})
 	defer close(stop)
@@ -180,7 +185,7 @@ func (s *Server) readBatch(r *http.Request, id, token string) ([]events.Delivere
 		case <-stop:
 		}
 	}()
-	batch, err := s.opts.Broker.Read(ctx, id, token, 256, s.opts.KeepAlive)
+	batch, err := s.opts.Broker.Read(ctx, id, token, max, s.opts.KeepAlive)
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -263,7 +263,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 	}
 	return &stepwise.AgentDefinition{
 		Name:  agent,
-		Model: slowStream{stepwise.NewScriptedModelClient(script), log, agent},
+		Model: slowStream{stepwise.NewScriptedModelClient(script), log, agent, cfg.StateDir},
 		Tools: []*stepwise.Tool{
 			gated("read_gate", "read", pluginapi.EffectRead),
 			gated("idem_gate", "wrote", pluginapi.EffectIdempotentWrite),
@@ -282,12 +282,38 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 // whose message has the token slowstream streams until its context ends.
 type slowStream struct {
 	*stepwise.ScriptedModelClient
-	log   *probe.InvocationLog
-	agent string
+	log      *probe.InvocationLog
+	agent    string
+	stateDir string
+}
+
+// gatedOutput waits at its gate after the first text delta.
+type gatedOutput struct {
+	stepwise.ModelOutput
+	ctx    context.Context
+	gate   probe.FileGate
+	passed bool
+}
+
+func (o *gatedOutput) WriteTextDelta(text string) {
+	o.ModelOutput.WriteTextDelta(text)
+	if !o.passed {
+		o.passed = true
+		_ = o.gate.WaitIfArmed(o.ctx)
+	}
 }
 
 func (m slowStream) CallModel(ctx context.Context, req *stepwise.ModelRequest, out stepwise.ModelOutput) (*stepwise.ModelResponse, error) {
 	texts := stepwise.UserTexts(req)
+	if len(texts) > 0 && len(stepwise.ToolResults(req)) == 0 {
+		// streamgate:NAME streams the reply's first words, then stops at the
+		// gate model-NAME when the test armed it (a kill mid-stream).
+		for _, tok := range strings.Fields(texts[len(texts)-1]) {
+			if name, ok := strings.CutPrefix(tok, "streamgate:"); ok {
+				out = &gatedOutput{ModelOutput: out, ctx: ctx, gate: probe.FileGate{Dir: m.stateDir, Name: "model-" + name}}
+			}
+		}
+	}
 	if len(texts) == 0 || len(stepwise.ToolResults(req)) > 0 || !slices.Contains(strings.Fields(texts[len(texts)-1]), "slowstream") {
 		return m.ScriptedModelClient.CallModel(ctx, req, out)
 	}

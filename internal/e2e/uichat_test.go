@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
+	"github.com/dex-agents/dex-agent-worker/internal/events/redistest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript/pgtest"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+// uiMessage is an AI SDK UI message as the AI SDK's chat client built it.
+type uiMessage struct {
+	ID    string   `json:"id"`
+	Role  string   `json:"role"`
+	Parts []uiPart `json:"parts"`
+}
+
+type uiPart struct {
+	Type             string          `json:"type"`
+	Text             string          `json:"text"`
+	State            string          `json:"state"`
+	ToolCallID       string          `json:"toolCallId"`
+	Input            json.RawMessage `json:"input"`
+	Output           json.RawMessage `json:"output"`
+	ErrorText        string          `json:"errorText"`
+	ProviderMetadata json.RawMessage `json:"providerMetadata"`
+	Approval         *struct {
+		ID       string `json:"id"`
+		Approved *bool  `json:"approved"`
+	} `json:"approval"`
+	Data json.RawMessage `json:"data"`
+}
+
+// uiStepResult is one line chat.mjs prints after a step.
+type uiStepResult struct {
+	Step     string      `json:"step"`
+	Status   string      `json:"status"`
+	Errors   []string    `json:"errors"`
+	Messages []uiMessage `json:"messages"`
+	Text     *string     `json:"text"`
+}
+
+// aisdkDir holds chat.mjs and the installed AI SDK.
+func aisdkDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("testdata/aisdk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		testpeer.Missing(t, "Node.js", "apt-get install nodejs")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai", "package.json")); err != nil {
+		testpeer.Missing(t, "the AI SDK (npm package ai)", "bash internal/e2e/testdata/aisdk/install.sh (make test-peers)")
+	}
+	return dir
+}
+
+// runChat runs chat.mjs with steps; onText sees each text line as it comes.
+func runChat(t *testing.T, dir, base, token, id string, env []string, onText func(string), steps ...string) []uiStepResult {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx(t), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "node", append([]string{filepath.Join(dir, "chat.mjs"), base, token, id}, steps...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var results []uiStepResult
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r uiStepResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("chat.mjs printed %q: %v", sc.Text(), err)
+		}
+		if r.Text != nil {
+			if onText != nil {
+				onText(*r.Text)
+			}
+			continue
+		}
+		results = append(results, r)
+	}
+	_, _ = io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat.mjs %v: %v\n%s", steps, err, stderr.String())
+	}
+	if len(results) != len(steps) {
+		t.Fatalf("chat.mjs ran %d of %d steps\n%s", len(results), len(steps), stderr.String())
+	}
+	for _, r := range results {
+		if len(r.Errors) > 0 || r.Status != "ready" {
+			t.Fatalf("step %s: status %s, errors %q", r.Step, r.Status, r.Errors)
+		}
+	}
+	return results
+}
+
+// uiText is the text of a UI message's text parts, without the parts a
+// retried model call superseded.
+func uiText(m uiMessage) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == "text" && !strings.Contains(string(p.ProviderMetadata), `"superseded":true`) {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func uiToolParts(m uiMessage) map[string]uiPart {
+	out := map[string]uiPart{}
+	for _, p := range m.Parts {
+		if strings.HasPrefix(p.Type, "tool-") {
+			out[p.ToolCallID] = p
+		}
+	}
+	return out
+}
+
+func uiStack(t *testing.T, configYAML string) (*agenttest.Stack, string) {
+	t.Helper()
+	port := agenttest.FreePort(t)
+	s := agenttest.NewStack(t, configYAML+fmt.Sprintf(`
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens:
+      - {name: all, token: %s}
+`, port, tokenAll))
+	s.StartWorker()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	c, err := httpclient.New(base, tokenAll, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agenttest.WaitFor(ctx(t), "the API ready", time.Minute, func() (bool, error) { return c.Ready(ctx(t)) == nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	return s, base
+}
+
+// TestUseChatDrivesAnOrdersTurnWithAnApproval drives the orders demo with
+// the AI SDK's own chat client (AbstractChat, what useChat wraps, with
+// DefaultChatTransport): "refund order 7" streams until the refund's
+// approval request; a new chat resumes the paused turn (as after a page
+// reload) and gets the same message; addToolApprovalResponse answers it,
+// the automatic request resolves the interrupt, and the turn finishes in
+// the same assistant message. The message matches the session's
+// transcript and tool call records.
+func TestUseChatDrivesAnOrdersTurnWithAnApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	dir := aisdkDir(t)
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	_, base := uiStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+      request_return_label: {effect: idempotent_write}
+`, plugin))
+	c, err := httpclient.New(base, tokenAll, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.StartSession(ctx(t), httpclient.StartRequest{Agent: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No turn runs: the resume route answers 204, as useChat expects.
+	if code := uiStreamStatus(t, base, id); code != http.StatusNoContent {
+		t.Fatalf("GET stream with no turn running: %d, want 204", code)
+	}
+	res := runChat(t, dir, base, tokenAll, id, nil, nil, "send:refund order 7", "resume", "approve")
+	paused, resumed, done := res[0].Messages, res[1].Messages, res[2].Messages
+	if len(paused) != 2 || paused[0].Role != "user" || paused[1].Role != "assistant" {
+		t.Fatalf("after the send: %+v", paused)
+	}
+	msg := paused[1]
+	var refund uiPart
+	for _, p := range msg.Parts {
+		if p.Type == "tool-refund_order" {
+			refund = p
+		}
+	}
+	if refund.State != "approval-requested" || refund.Approval == nil || refund.Approval.ID == "" {
+		t.Fatalf("the refund's tool part %+v; want approval-requested with an approval ID", refund)
+	}
+	// The reload's resumed stream rebuilds the same message.
+	if len(resumed) != 2 {
+		t.Fatalf("after the resume: %d messages", len(resumed))
+	}
+	if a, b := mustJSON(t, resumed[1]), mustJSON(t, msg); a != b {
+		t.Errorf("the resumed message differs:\n%s\nwant\n%s", a, b)
+	}
+	if len(done) != 2 || done[1].ID != msg.ID {
+		t.Fatalf("after the approval: %d messages; want the assistant message %s continued", len(done), msg.ID)
+	}
+	final := done[1]
+
+	// The session's records.
+	snap, _, err := c.Snapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State == nil || snap.State.ActiveTurnID != "" {
+		t.Fatalf("the turn still runs: %+v", snap.State)
+	}
+	page, err := c.Messages(ctx(t), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	tools := map[string]pluginapi.Message{}
+	for _, m := range page.Messages {
+		switch {
+		case m.Role == pluginapi.RoleAssistant:
+			want.WriteString(m.Text)
+		case m.Role == pluginapi.RoleTool:
+			tools[m.ToolCallID] = m.Message
+		}
+	}
+	if got := uiText(final); got != want.String() || got == "" {
+		t.Errorf("the UI message's text %q; the transcript's %q", got, want.String())
+	}
+	parts := uiToolParts(final)
+	if len(parts) != len(tools) || len(tools) < 2 {
+		t.Errorf("tool parts %v; the transcript's tool results %v", parts, tools)
+	}
+	for callID, m := range tools {
+		p, ok := parts[callID]
+		if !ok {
+			t.Errorf("no tool part for %s (%s)", callID, m.ToolName)
+			continue
+		}
+		var output string
+		_ = json.Unmarshal(p.Output, &output)
+		if p.Type != "tool-"+m.ToolName || p.State != "output-available" || output == "" || !strings.Contains(m.Text, output) {
+			t.Errorf("tool part %s: %s %s output %q; the transcript has %s %q", callID, p.Type, p.State, output, m.ToolName, m.Text)
+		}
+		if !json.Valid(p.Input) || string(p.Input) == "{}" {
+			t.Errorf("tool part %s has input %s", callID, p.Input)
+		}
+	}
+	if p := parts[refund.ToolCallID]; p.Approval == nil || p.Approval.Approved == nil || !*p.Approval.Approved {
+		t.Errorf("the refund's part lost its approval: %+v", p.Approval)
+	}
+	var usage bool
+	for _, p := range final.Parts {
+		usage = usage || p.Type == "data-dex-usage"
+	}
+	if !usage {
+		t.Error("no data-dex-usage part")
+	}
+	if code := uiStreamStatus(t, base, id); code != http.StatusNoContent {
+		t.Errorf("GET stream after the turn: %d, want 204", code)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("the UI message:\n%s\ntranscript: %+v", mustJSON(t, final), page.Messages)
+	}
+}
+
+// TestUseChatShowsARetriedModelCallsTextOnce runs the production topology
+// (engine, a worker and an API process on Redis and PostgreSQL) and kills
+// the worker while a model call streams, once the call's first words are
+// in the AI SDK's message; a second worker's attempt streams the text
+// again, and the message, through the API process that stayed up, holds
+// it once.
+func TestUseChatShowsARetriedModelCallsTextOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	dir := aisdkDir(t)
+	redisSrv := redistest.Start(t)
+	pg := pgtest.Start(t)
+	dsn := pg.CreateDatabase(t, "")
+	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	work := t.TempDir()
+	state := filepath.Join(work, "state")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	temporalPort := agenttest.FreePort(t)
+	cfgPath := filepath.Join(work, "dex.yaml")
+	if err := os.WriteFile(cfgPath, []byte(clusterConfig(t, plugin, state, temporalPort)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := readDeployEnv(t)
+	c := &cluster{t: t, bin: bin, dir: work, config: cfgPath, redis: redisSrv, dsn: dsn, env: []string{
+		names.RedisURL + "=" + redisSrv.URL(),
+		names.TokenKey + "=ui-test-events-key-0123456789abcdef",
+		names.DSN + "=" + dsn,
+		names.APIToken + "=" + clusterToken,
+	}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
+		for _, p := range c.procs {
+			if p.alive() {
+				p.kill()
+			}
+		}
+	})
+	c.startEngine(temporalPort)
+	w1 := c.run("worker-1", "worker")
+	api := c.run("api", "api")
+	gate := agenttest.FileGate{Dir: state, Name: "model-k"}
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := c.api(api, "POST", "/v1/sessions", `{"agent":"test","session_id":"ui-retry"}`); code != 201 {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	var texts []string
+	res := runChat(t, dir, "http://"+api.addr, clusterToken, "ui-retry", nil, func(text string) {
+		if text == "" {
+			return
+		}
+		texts = append(texts, text)
+		if len(texts) > 1 {
+			return
+		}
+		// The first words are on the screen while the call waits at the
+		// gate: kill the worker in the call, and let a second one retry it.
+		reached(t, gate)
+		w1.kill()
+		if err := gate.Release(); err != nil {
+			t.Error(err)
+		}
+		c.run("worker-2", "worker")
+	}, "send:streamgate:k")
+	msgs := res[0].Messages
+	want := "echo: streamgate:k"
+	if len(msgs) != 2 || uiText(msgs[1]) != want {
+		t.Fatalf("the UI message's text %q, want %q; texts seen %q", uiText(msgs[len(msgs)-1]), want, texts)
+	}
+	for _, p := range msgs[1].Parts {
+		if p.Type == "text" && p.Text != want {
+			t.Errorf("text part %q (%s): the retry's text is not shown once", p.Text, p.ProviderMetadata)
+		}
+	}
+	if len(texts) == 0 || texts[0] == want || !strings.HasPrefix(want, texts[0]) {
+		t.Errorf("texts seen %q: want a partial text before the kill", texts)
+	}
+}
+
+func uiStreamStatus(t *testing.T, base, id string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx(t), http.MethodGet, base+"/v1/ui/sessions/"+id+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+tokenAll)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

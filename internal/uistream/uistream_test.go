@@ -1,0 +1,365 @@
+package uistream
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
+)
+
+type fakeSession struct {
+	calls map[string]pluginapi.ToolCall
+	plan  *pluginapi.Plan
+}
+
+func (f fakeSession) ToolCall(id string) (pluginapi.ToolCall, bool) {
+	c, ok := f.calls[id]
+	return c, ok
+}
+
+func (f fakeSession) Plan() *pluginapi.Plan { return f.plan }
+
+func ev(typ, turn, exec string, attempt int, payload string) events.Event {
+	return events.Event{Type: typ, TurnID: turn, StepExecutionID: exec, Attempt: attempt, Payload: json.RawMessage(payload)}
+}
+
+func text(exec string, attempt int, s string) events.Event {
+	b, _ := json.Marshal(map[string]string{"text": s})
+	return ev("text_delta", "t1", exec, attempt, string(b))
+}
+
+func reasoning(exec string, attempt int, s string) events.Event {
+	b, _ := json.Marshal(map[string]string{"text": s})
+	return ev("reasoning_delta", "t1", exec, attempt, string(b))
+}
+
+var (
+	started   = ev("turn_started", "t1", "", 0, `{"sequence":1}`)
+	usage     = ev("usage_recorded", "t1", "", 1, `{"recorded":{"model_calls":1},"session":{"model_calls":1}}`)
+	completed = ev("turn_completed", "t1", "", 1, `{"message_count":2}`)
+)
+
+func deferred(id, name string) events.Event {
+	return ev("tool_call_deferred", "t1", "t1/"+id, 1, fmt.Sprintf(`{"tool_call_id":%q,"tool_name":%q,"effect":"read","requires_approval":false}`, id, name))
+}
+
+func finished(id, name, status string) events.Event {
+	return ev("tool_call_finished", "t1", "t1/"+id, 1, fmt.Sprintf(`{"tool_call_id":%q,"tool_name":%q,"status":%q}`, id, name, status))
+}
+
+func raisedApproval(id, name string) events.Event {
+	return ev("interrupt_raised", "t1", "t1/"+id, 1, fmt.Sprintf(`{"interrupt_id":%q,"tool_call_id":%q,"tool_name":%q,"deadline":"","kind":"approval","question":"","choices":[],"allows_free_text":false}`, id, id, name))
+}
+
+// render writes chunks compactly: type, then the fields that matter.
+func render(chunks []Chunk) string {
+	var b []string
+	for _, c := range chunks {
+		s := c.Type
+		switch {
+		case strings.HasSuffix(c.Type, "-delta"):
+			s += " " + c.ID + " " + c.Delta
+		case strings.HasSuffix(c.Type, "-start") && c.ID != "":
+			s += " " + c.ID
+		case strings.HasSuffix(c.Type, "-end"):
+			s += " " + c.ID
+			if c.ProviderMetadata != nil {
+				s += " superseded"
+			}
+		case c.Type == "start":
+			s += " " + c.MessageID
+		case c.Type == "tool-input-available":
+			s += " " + c.ToolCallID + " " + c.ToolName + " " + string(c.Input)
+		case c.Type == "tool-output-available":
+			s += " " + c.ToolCallID + " " + string(c.Output)
+		case c.Type == "tool-output-error":
+			s += " " + c.ToolCallID + " " + c.ErrorText
+		case c.Type == "tool-output-denied":
+			s += " " + c.ToolCallID
+		case c.Type == "tool-approval-request":
+			s += " " + c.ApprovalID + " " + c.ToolCallID
+		case c.Type == "finish":
+			s += " " + c.FinishReason
+		case c.Type == "error":
+			s += " " + c.ErrorText
+		case c.Type == "abort":
+			s += " " + c.Reason
+		case strings.HasPrefix(c.Type, "data-"):
+			d, _ := json.Marshal(c.Data)
+			s += " " + c.ID + " " + string(d)
+		}
+		b = append(b, s)
+	}
+	return strings.Join(b, "\n")
+}
+
+func TestTranslate(t *testing.T) {
+	sess := fakeSession{calls: map[string]pluginapi.ToolCall{
+		"c1": {ToolCallID: "c1", ToolName: "lookup_order", Arguments: `{"order_id":7}`, Status: pluginapi.ToolCallSucceeded, Output: "order 7: shipped"},
+		"c2": {ToolCallID: "c2", ToolName: "refund_order", Arguments: `{"order_id":7}`, Status: pluginapi.ToolCallRejected},
+		"c3": {ToolCallID: "c3", ToolName: "flaky", Arguments: `not json`, Status: pluginapi.ToolCallFailed, Error: "boom"},
+		"c4": {ToolCallID: "c4", ToolName: "write", Arguments: `{}`, Status: pluginapi.ToolCallOutcomeUnknown, Error: "the worker died"},
+	}}
+	tests := []struct {
+		name   string
+		opts   Options
+		events []events.Event
+		want   string
+	}{{
+		name:   "a text turn",
+		events: []events.Event{started, text("m1", 1, "Hel"), text("m1", 1, "lo"), usage, completed},
+		want: `start t1
+start-step
+text-start t1-text-1
+text-delta t1-text-1 Hel
+text-delta t1-text-1 lo
+text-end t1-text-1
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name: "tools, then a second model call in a second step",
+		events: []events.Event{started, reasoning("m1", 1, "think"), text("m1", 1, "Looking."), usage,
+			deferred("c1", "lookup_order"), finished("c1", "lookup_order", "succeeded"),
+			text("m2", 1, "Shipped."), usage, completed},
+		want: `start t1
+start-step
+reasoning-start t1-reasoning-1
+reasoning-delta t1-reasoning-1 think
+text-start t1-text-2
+text-delta t1-text-2 Looking.
+reasoning-end t1-reasoning-1
+text-end t1-text-2
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+tool-input-available c1 lookup_order {"order_id":7}
+tool-output-available c1 "order 7: shipped"
+finish-step
+start-step
+text-start t1-text-3
+text-delta t1-text-3 Shipped.
+text-end t1-text-3
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "a model call with tool calls only opens its step at its usage",
+		events: []events.Event{started, usage, deferred("c1", "lookup_order"), finished("c1", "lookup_order", "succeeded"), usage, completed},
+		want: `start t1
+start-step
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+tool-input-available c1 lookup_order {"order_id":7}
+tool-output-available c1 "order 7: shipped"
+finish-step
+start-step
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "an approval pauses the stream",
+		events: []events.Event{started, usage, deferred("c2", "refund_order"), raisedApproval("c2", "refund_order")},
+		want: `start t1
+start-step
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+tool-input-available c2 refund_order {"order_id":7}
+tool-approval-request c2 c2`,
+	}, {
+		name: "the continuation after a rejection",
+		opts: Options{Turn: "t1", Continuing: true},
+		events: []events.Event{ev("interrupt_resolved", "t1", "t1/c2", 1, `{"interrupt_id":"c2","approved":false,"kind":"approval"}`),
+			finished("c2", "refund_order", "rejected"), text("m2", 1, "Not refunded."), usage, completed},
+		want: `start t1
+tool-output-denied c2
+finish-step
+start-step
+text-start t1-text-1
+text-delta t1-text-1 Not refunded.
+text-end t1-text-1
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "failed and outcome-unknown calls, arguments that are not JSON",
+		events: []events.Event{started, usage, deferred("c3", "flaky"), finished("c3", "flaky", "failed"), deferred("c4", "write"), finished("c4", "write", "outcome_unknown")},
+		want: `start t1
+start-step
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+tool-input-available c3 flaky "not json"
+tool-output-error c3 boom
+tool-input-available c4 write {}
+tool-output-error c4 outcome unknown: the worker died`,
+	}, {
+		name:   "a retry that repeats the text sends only what the client lacks",
+		events: []events.Event{started, text("m1", 1, "Hello "), text("m1", 1, "wor"), text("m1", 2, "Hello "), text("m1", 2, "world"), text("m1", 1, "ld!!"), usage, completed},
+		want: `start t1
+start-step
+text-start t1-text-1
+text-delta t1-text-1 Hello 
+text-delta t1-text-1 wor
+text-delta t1-text-1 ld
+text-end t1-text-1
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "v6: a retry that writes other text supersedes the stale part",
+		events: []events.Event{started, text("m1", 1, "Hello wor"), text("m1", 2, "Hi "), text("m1", 2, "there"), usage, completed},
+		want: `start t1
+start-step
+text-start t1-text-1
+text-delta t1-text-1 Hello wor
+text-end t1-text-1 superseded
+text-start t1-text-2
+text-delta t1-text-2 Hi 
+text-delta t1-text-2 there
+text-end t1-text-2
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "v7: a retry that writes other text resets the step",
+		opts:   Options{V7: true},
+		events: []events.Event{started, reasoning("m1", 1, "plan"), text("m1", 1, "Hello wor"), reasoning("m1", 2, "plan"), text("m1", 2, "Hi"), usage, completed},
+		want: `start t1
+start-step
+reasoning-start t1-reasoning-1
+reasoning-delta t1-reasoning-1 plan
+text-start t1-text-2
+text-delta t1-text-2 Hello wor
+reset-step
+reasoning-start t1-reasoning-3
+reasoning-delta t1-reasoning-3 plan
+text-start t1-text-4
+text-delta t1-text-4 Hi
+reasoning-end t1-reasoning-3
+text-end t1-text-4
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "a retry that ends shorter than what was sent is replaced at the call's end",
+		events: []events.Event{started, text("m1", 1, "Hello wor"), text("m1", 2, "Hello"), usage, completed},
+		want: `start t1
+start-step
+text-start t1-text-1
+text-delta t1-text-1 Hello wor
+text-end t1-text-1 superseded
+text-start t1-text-2
+text-delta t1-text-2 Hello
+text-end t1-text-2
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name: "a question is a data part, updated when answered",
+		events: []events.Event{started, usage, deferred("q1", "ask_user"),
+			ev("interrupt_raised", "t1", "t1/q1", 1, `{"interrupt_id":"q1","tool_call_id":"q1","tool_name":"ask_user","deadline":"","kind":"question","question":"Which?","choices":["3","7"],"allows_free_text":false}`),
+			ev("interrupt_resolved", "t1", "t1/q1", 1, `{"interrupt_id":"q1","approved":true,"kind":"question","answered":true}`)},
+		want: `start t1
+start-step
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+tool-input-available q1 ask_user {}
+data-dex-question q1 {"interrupt_id":"q1","tool_call_id":"q1","tool_name":"ask_user","question":"Which?","choices":["3","7"],"allows_free_text":false,"status":"pending"}
+data-dex-question q1 {"interrupt_id":"q1","tool_call_id":"q1","tool_name":"ask_user","question":"Which?","choices":["3","7"],"allows_free_text":false,"status":"answered"}`,
+	}, {
+		name:   "a failed turn",
+		events: []events.Event{started, text("m1", 1, "Hm"), ev("turn_failed", "t1", "", 1, `{"error":"the model failed"}`)},
+		want: `start t1
+start-step
+text-start t1-text-1
+text-delta t1-text-1 Hm
+text-end t1-text-1
+finish-step
+error the model failed
+finish error`,
+	}, {
+		name:   "cancelled and steered turns",
+		events: []events.Event{started, ev("turn_cancelled", "t1", "", 0, `{"message_count":1}`), completed},
+		want: `start t1
+abort turn_cancelled`,
+	}, {
+		name: "a message sent while a turn runs follows the next turn",
+		opts: Options{SkipTurn: "t0"},
+		events: []events.Event{ev("text_delta", "t0", "m0", 1, `{"text":"old"}`), ev("turn_completed", "t0", "", 1, `{}`),
+			ev("turn_started", "t0", "", 0, `{}`), started, text("m1", 1, "new"), ev("text_delta", "t9", "m9", 1, `{"text":"other"}`), usage, completed},
+		want: `start t1
+start-step
+text-start t1-text-1
+text-delta t1-text-1 new
+text-end t1-text-1
+data-dex-usage usage {"recorded":{"model_calls":1},"session":{"model_calls":1}}
+finish-step
+finish stop`,
+	}, {
+		name:   "a plan update carries the tasks",
+		events: []events.Event{started, ev("plan_updated", "t1", "", 1, `{"revision":2,"status":"active","task_count":1}`)},
+		want: `start t1
+data-dex-plan plan {"revision":2,"status":"active","task_count":1,"tasks":[{"content":"refund 7","status":"pending"}]}`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := sess
+			s.plan = &pluginapi.Plan{Revision: 2, Status: "active", Tasks: []pluginapi.PlanTask{{Content: "refund 7", Status: "pending"}}}
+			tr := New(tt.opts, s)
+			var got []Chunk
+			for _, e := range tt.events {
+				got = append(got, tr.Add(e)...)
+			}
+			if g := render(got); g != tt.want {
+				t.Errorf("chunks:\n%s\nwant:\n%s", g, tt.want)
+			}
+			for _, c := range got {
+				if _, err := json.Marshal(c); err != nil {
+					t.Errorf("chunk %s does not marshal: %v", c.Type, err)
+				}
+			}
+		})
+	}
+}
+
+func TestPauseAndPendingApprovals(t *testing.T) {
+	tr := New(Options{}, fakeSession{})
+	tr.Add(started)
+	tr.Add(text("m1", 1, "I will refund."))
+	if got := render(tr.Pause()); got != "text-end t1-text-1\nfinish tool-calls" {
+		t.Errorf("Pause = %q", got)
+	}
+	if !tr.Ended() || tr.Add(text("m1", 1, " more")) != nil || tr.Pause() != nil {
+		t.Error("the translator goes on after Pause")
+	}
+
+	tr = New(Options{}, fakeSession{})
+	tr.Add(started)
+	tr.Add(raisedApproval("a", "refund_order"))
+	tr.Add(raisedApproval("b", "refund_order"))
+	if n := len(tr.PendingApprovals()); n != 2 {
+		t.Errorf("%d pending approvals, want 2", n)
+	}
+	tr.Add(ev("interrupt_resolved", "t1", "t1/a", 1, `{"interrupt_id":"a","approved":true,"kind":"approval"}`))
+	if got := tr.PendingApprovals(); len(got) != 1 || got[0] != "b" {
+		t.Errorf("pending %v, want [b]", got)
+	}
+	if tr.RequestApproval("b", "b", "refund_order") != nil {
+		t.Error("an approval was requested twice")
+	}
+}
+
+func TestContinuingStreamSendsWhatSettledBefore(t *testing.T) {
+	calls := []pluginapi.ToolCall{
+		{ToolCallID: "c1", ToolName: "lookup_order", Status: pluginapi.ToolCallSucceeded, Output: "ok"},
+		{ToolCallID: "c2", ToolName: "refund_order", Status: client_awaiting},
+	}
+	tr := New(Options{Turn: "t1", Continuing: true}, fakeSession{})
+	got := render(tr.Settled(calls))
+	if got != "start t1\ntool-output-available c1 \"ok\"" {
+		t.Errorf("Settled = %q", got)
+	}
+	// A continuing stream never creates tool parts the client holds.
+	if got := render(tr.Add(finished("c2", "refund_order", "succeeded"))); got != `tool-output-available c2 ""` {
+		t.Errorf("output = %q", got)
+	}
+}
+
+const client_awaiting = pluginapi.ToolCallStatus("awaiting_approval")
