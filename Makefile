@@ -46,7 +46,8 @@ test-unit:
 # playwright-core for the web page, aimock for the model providers,
 # PostgreSQL 15 for the message store, server-everything for the MCP sources,
 # redis-server 7.0 for the Redis Streams events and the cluster test, the
-# AI SDK (npm package ai) for the UI message stream tests.
+# AI SDK (npm package ai) for the UI message stream tests, and the built
+# examples/useChat page for its browser test.
 test-peers:
 	bash internal/webui/browsertest/install.sh
 	bash plugins/stepwise/model/testdata/aimock/install.sh
@@ -54,6 +55,7 @@ test-peers:
 	bash internal/mcpsource/testdata/install.sh
 	bash internal/events/redistest/install.sh
 	bash internal/e2e/testdata/aisdk/install.sh
+	bash examples/useChat/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config

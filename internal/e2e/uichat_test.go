@@ -223,6 +223,10 @@ agents:
 	if a, b := mustJSON(t, resumed[1]), mustJSON(t, msg); a != b {
 		t.Errorf("the resumed message differs:\n%s\nwant\n%s", a, b)
 	}
+	// At the pause the message holds every text the model wrote so far.
+	if at, end := uiText(msg), uiText(done[len(done)-1]); at == "" || !strings.HasPrefix(end, at) || at == end {
+		t.Errorf("text at the approval %q; at the end %q", at, end)
+	}
 	if len(done) != 2 || done[1].ID != msg.ID {
 		t.Fatalf("after the approval: %d messages; want the assistant message %s continued", len(done), msg.ID)
 	}
@@ -286,7 +290,7 @@ agents:
 		t.Errorf("GET stream after the turn: %d, want 204", code)
 	}
 	if t.Failed() || testing.Verbose() {
-		t.Logf("the UI message:\n%s\ntranscript: %+v", mustJSON(t, final), page.Messages)
+		t.Logf("the UI message at the approval:\n%s\nat the end:\n%s\ntranscript: %+v", mustJSON(t, msg), mustJSON(t, final), page.Messages)
 	}
 }
 
@@ -395,4 +399,53 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestUseChatExamplePage builds nothing itself: examples/useChat/install.sh
+// (make test-peers) builds the page, and this test serves it with the
+// example's server.mjs in front of a worker running the orders demo, then
+// drives it in headless Chromium: a refund with its approval through the
+// React useChat hook.
+func TestUseChatExamplePage(t *testing.T) {
+	stack, base, token, node := ordersWebStack(t, "")
+	example, err := filepath.Abs("../../examples/useChat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(example, "dist", "app.js")); err != nil {
+		testpeer.Missing(t, "the built useChat example (examples/useChat/dist/app.js)", "bash examples/useChat/install.sh (make test-peers)")
+	}
+	port := agenttest.FreePort(t)
+	srv := exec.Command(node, "server.mjs")
+	srv.Dir = example
+	srv.Env = append(os.Environ(), "DEX_API="+base, fmt.Sprintf("PORT=%d", port))
+	var out strings.Builder
+	srv.Stdout, srv.Stderr = &out, &out
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		if t.Failed() {
+			t.Logf("server.mjs:\n%s", out.String())
+		}
+	})
+	page := fmt.Sprintf("http://127.0.0.1:%d", port)
+	err = agenttest.WaitFor(ctx(t), "the example's server", 30*time.Second, func() (bool, error) {
+		resp, err := http.Get(page + "/app.js")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runBrowserScript(t, node, "usechat.test.mjs", page, token, filepath.Join(t.TempDir(), "usechat.png"), "-approval")
+	orders, b := demoOrders(t, stack)
+	if o := orders["7"]; len(o.Refunds) != 1 || o.RefundedCents != 6250 {
+		t.Fatalf("want one refund of order 7; store:\n%s", b)
+	}
 }

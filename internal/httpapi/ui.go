@@ -304,8 +304,9 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok 
 	// did not answer.
 	check := len(first) > 0
 	for {
+		behind := false
 		if check {
-			paused, err := s.uiPause(r.Context(), view, tr)
+			paused, more, err := s.uiPause(r.Context(), view, tr, token)
 			if err != nil {
 				return
 			}
@@ -313,7 +314,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok 
 				_ = write(paused, true)
 				return
 			}
-			check = false
+			behind = more
 		}
 		select {
 		case <-s.shutdown:
@@ -354,10 +355,9 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok 
 		if write(out, tr.Ended()) != nil || tr.Ended() {
 			return
 		}
-		// Whether the turn now waits for a person is asked once the reader
-		// has caught up with the session (a full batch means more events
-		// wait).
-		check = relevant && len(batch) < uiBatch
+		// Whether the turn now waits for a person is asked again after
+		// events that can change it, or when the stream was behind.
+		check = relevant || behind
 	}
 }
 
@@ -366,17 +366,29 @@ const uiBatch = 256
 
 // uiPause returns the chunks that end a stream whose turn now waits for a
 // person's approval with nothing else running (every tool call of the turn
-// is settled or waits for a person, a timer or a task), or nil.
-func (s *Server) uiPause(ctx context.Context, view *sessionView, tr *uistream.Translator) ([]uistream.Chunk, error) {
+// is settled or waits for a person, a timer or a task), or nil. The
+// session's state is ahead of the stream's reader: behind reports that
+// events after token exist (published before the snapshot was taken or
+// since), so the stream reads them before it may pause.
+func (s *Server) uiPause(ctx context.Context, view *sessionView, tr *uistream.Translator, token string) (_ []uistream.Chunk, behind bool, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.UpdateTimeout)
 	defer cancel()
 	snap, err := view.refresh(ctx)
 	if err != nil {
 		s.log.Warn("UI stream: the session's snapshot failed", "session_id", view.id, "error", err)
-		return nil, err
+		return nil, false, err
 	}
 	if snap.State == nil || tr.Turn() == "" || snap.State.ActiveTurnID != tr.Turn() {
-		return nil, nil
+		return nil, false, nil
+	}
+	// Every event of the state the snapshot shows was published before the
+	// snapshot could show it.
+	more, err := s.opts.Broker.Read(ctx, view.id, token, 1, time.Millisecond)
+	if err != nil && !events.Rejected(err) {
+		return nil, false, err
+	}
+	if len(more) > 0 {
+		return nil, true, nil
 	}
 	var approvals []client.Interrupt
 	for _, in := range snap.PendingInterrupts {
@@ -385,18 +397,18 @@ func (s *Server) uiPause(ctx context.Context, view *sessionView, tr *uistream.Tr
 		}
 	}
 	if len(approvals) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	for _, c := range snap.ToolCalls {
 		if c.Status == pluginapi.ToolCallApproved {
-			return nil, nil // a call still runs: its output comes first
+			return nil, false, nil // a call still runs: its output comes first
 		}
 	}
 	var out []uistream.Chunk
 	for _, in := range approvals {
 		out = append(out, tr.RequestApproval(in.InterruptID, in.ToolCallID, in.ToolName)...)
 	}
-	return append(out, tr.Pause()...), nil
+	return append(out, tr.Pause()...), false, nil
 }
 
 // sessionView is what a UI stream knows of its session: the latest
