@@ -67,6 +67,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRedisToken$$' -fuzztime=$(FUZZTIME) ./internal/events
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
+	$(GO) test -run='^$$' -fuzz='^FuzzUIChatRequest$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
+	$(GO) test -run='^$$' -fuzz='^FuzzTranslate$$' -fuzztime=$(FUZZTIME) ./internal/uistream
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSessionListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSessionScopeRules$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./httpclient/sse

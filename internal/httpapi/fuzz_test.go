@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +44,44 @@ func FuzzParseListQuery(f *testing.F) {
 		req, err := parseListQuery(q)
 		if err == nil && (req.Limit < 0 || req.Limit > 200 || req.BeforeSequence < 0) {
 			t.Fatalf("accepted %q as %+v", raw, req)
+		}
+	})
+}
+
+// FuzzUIChatRequest feeds bodies to the useChat route's reader: it never
+// panics, answers a 400 for what it refuses, and what it accepts is a
+// non-blank user text or approvals that each name an interrupt.
+func FuzzUIChatRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"s","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"refund order 7"}]}],"trigger":"submit-message"}`,
+		`{"messages":[{"role":"assistant","parts":[{"type":"tool-refund_order","toolCallId":"c1","state":"approval-responded","approval":{"id":"c1","approved":true}}]}]}`,
+		`{"messages":[{"role":"assistant","parts":[{"type":"tool-x","state":"approval-responded","approval":{"id":"c1"}}]}]}`,
+		`{"messages":[{"role":"user","parts":[{"type":"file","url":"data:,x"}]}]}`,
+		`{"messages":[]}`, `{"trigger":"regenerate-message","messages":[{"role":"user"}]}`, `{"messages":{}}`, `[]`, "\xff", ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req UIChatRequest
+		if json.Unmarshal(body, &req) != nil {
+			return
+		}
+		text, approvals, err := parseUIChat(req)
+		var ae *apiError
+		switch {
+		case err != nil:
+			if !errors.As(err, &ae) || ae.status != 400 {
+				t.Fatalf("error %v is not a 400", err)
+			}
+		case (text == "") == (len(approvals) == 0):
+			t.Fatalf("accepted %q as text %q and %d approvals", body, text, len(approvals))
+		case text != "" && strings.TrimSpace(text) == "":
+			t.Fatalf("accepted the blank text %q", text)
+		}
+		for _, a := range approvals {
+			if a.interruptID == "" {
+				t.Fatalf("an approval without an interrupt ID from %q", body)
+			}
 		}
 	})
 }

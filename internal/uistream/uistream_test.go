@@ -363,3 +363,63 @@ func TestContinuingStreamSendsWhatSettledBefore(t *testing.T) {
 }
 
 const client_awaiting = pluginapi.ToolCallStatus("awaiting_approval")
+
+// FuzzTranslate feeds event sequences (types, step executions, attempts
+// and payloads chosen by the input, any payload bytes) to the translator:
+// it never panics, every delta and end names an open part of its kind,
+// nothing follows the turn's end, and a v6 stream never gets reset-step.
+// (The text a client ends up with is checked by TestTranslate's cases.)
+func FuzzTranslate(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 'a', 0, 2, 1, 'b', 1, 2, 'a', 3, 0, 0, 7}, false)
+	f.Add([]byte{0, 1, 1, 'x', 0, 1, 2, 'y', 2, 1, 1, 'z', 3, 0, 0, 4, 5, 6, 7}, true)
+	f.Fuzz(func(t *testing.T, in []byte, v7 bool) {
+		tr := New(Options{Turn: "t1", V7: v7}, fakeSession{calls: map[string]pluginapi.ToolCall{}})
+		types := []string{"text_delta", "reasoning_delta", "text_delta", "usage_recorded", "tool_call_deferred", "tool_call_finished", "interrupt_raised", "turn_completed"}
+		open := map[string]string{} // part ID -> kind
+		ended := false
+		for i := 0; i+3 < len(in); i += 4 {
+			typ := types[int(in[i])%len(types)]
+			exec := fmt.Sprintf("m%d", in[i+1]%3)
+			attempt := int(in[i+2]%3) + 1
+			var payload string
+			switch typ {
+			case "text_delta", "reasoning_delta":
+				payload = fmt.Sprintf(`{"text":%q}`, string(rune('a'+in[i+3]%4)))
+			case "tool_call_deferred", "tool_call_finished", "interrupt_raised":
+				payload = fmt.Sprintf(`{"tool_call_id":"c%d","interrupt_id":"c%d","tool_name":"x","status":"succeeded","kind":"approval"}`, in[i+3]%2, in[i+3]%2)
+			default:
+				payload = string(in[i+3 : i+4]) // not JSON: must not matter
+			}
+			chunks := tr.Add(ev(typ, "t1", exec, attempt, payload))
+			if ended && len(chunks) > 0 {
+				t.Fatalf("chunks after the end: %s", render(chunks))
+			}
+			for _, c := range chunks {
+				kind, suffix, _ := strings.Cut(c.Type, "-")
+				switch {
+				case c.Type == "reset-step":
+					if !v7 {
+						t.Fatal("reset-step to a v6 client")
+					}
+					for id := range open {
+						delete(open, id) // the client dropped the step's parts
+					}
+				case (kind == "text" || kind == "reasoning") && suffix == "start":
+					open[c.ID] = kind
+				case (kind == "text" || kind == "reasoning") && (suffix == "delta" || suffix == "end"):
+					if open[c.ID] != kind {
+						t.Fatalf("%s for part %s, which is not open (%v)", c.Type, c.ID, open)
+					}
+					if suffix == "end" {
+						delete(open, c.ID)
+					}
+				case c.Type == "finish":
+					ended = true
+				}
+				if _, err := json.Marshal(c); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+}
