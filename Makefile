@@ -56,6 +56,7 @@ test-peers:
 	bash internal/events/redistest/install.sh
 	bash internal/e2e/testdata/aisdk/install.sh
 	bash examples/useChat/install.sh
+	bash examples/runner-ts/install.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config

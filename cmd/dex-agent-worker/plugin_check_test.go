@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 )
 
 // TestPluginCheck runs `plugin check` on the Go runners of this
@@ -85,5 +89,80 @@ agents:
 	_, stderr, code = runCLI(t, "plugin", "check", "--config", cfg, "--agent", "nobody")
 	if code != 2 || !strings.Contains(stderr, `has no agent "nobody" (it has: orders, test, broken)`) {
 		t.Errorf("unknown agent: exit %d, %s", code, stderr)
+	}
+}
+
+// TestPluginCheckTSRunner runs `plugin check` on the TypeScript runner of
+// examples/runner-ts, a plugin that speaks the go-plugin handshake without
+// go-plugin (node dist/main.js); its model call goes to aimock, which asks
+// for a lookup_order call.
+func TestPluginCheckTSRunner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts plugins")
+	}
+	const install = "bash examples/runner-ts/install.sh (make test-peers)"
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testpeer.Missing(t, "node (for the TypeScript runner)", install)
+	}
+	tsDir, err := filepath.Abs(filepath.Join("..", "..", "examples", "runner-ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"node_modules/@grpc/grpc-js/package.json", "dist/main.js"} {
+		if _, err := os.Stat(filepath.Join(tsDir, p)); err != nil {
+			testpeer.Missing(t, "the TypeScript runner's "+p, install)
+		}
+	}
+	mock := aimocktest.Start(t, filepath.Join(tsDir, "testdata", "aimock"))
+	t.Setenv("DEX_TS_CHECK_KEY", "sk-ts-check")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  ts:
+    command: %s
+    args: [%s]
+    env: [DEX_TS_CHECK_KEY]
+agents:
+  - name: orders
+    flow_type: OrdersTS
+    runner: ts
+    runner_config:
+      store_path: %s
+      model: {base_url: "%s/v1", name: gpt-ts-check, api_key_env: DEX_TS_CHECK_KEY}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+`, node, filepath.Join(tsDir, "dist", "main.js"), filepath.Join(dir, "orders.json"), mock.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "[ts-check] look up order 3")
+	if code != 0 {
+		t.Fatalf("ts: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "tool_deferral", "events", "error_mapping", "alive"} {
+		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
+			t.Errorf("ts: %s did not pass:\n%s", check, out)
+		}
+	}
+	if !strings.Contains(out, `name "dex-runner-ts"`) || !strings.Contains(out, "tools offered: lookup_order, refund_order") ||
+		!strings.Contains(out, `"unfinished_turn_messages":true`) || !strings.Contains(out, "asked for 1 tool call(s)") ||
+		!strings.Contains(out, `model "gpt-ts-check" from "openai"`) || !strings.Contains(out, "unknown tool dex_plugin_check_no_such_tool") ||
+		!strings.Contains(out, "plugin ts passes for agent orders") {
+		t.Errorf("ts report:\n%s", out)
+	}
+	// The check made one model call, through the plugin, with the key
+	// the config granted.
+	reqs := mock.Requests("/v1/chat/completions")
+	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer sk-ts-check" {
+		t.Fatalf("aimock got %d requests: %v", len(reqs), reqs)
+	}
+	var body struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &body); err != nil || body.Model != "gpt-ts-check" {
+		t.Errorf("model request: %v %s", err, reqs[0].Body)
 	}
 }

@@ -1,0 +1,613 @@
+// The Runner service of proto/dex/runner/v1/runner.proto.
+//
+// Every call derives what it needs from its request: the transcript, the
+// run state and the tool call records come with each RunModelStep, so a call
+// repeated after a crash or a retry does the same thing. The only state the
+// process keeps is each agent's parsed runner_config, which the host sends
+// again (Configure) after every restart.
+
+import * as grpc from "@grpc/grpc-js";
+import { createOpenAI } from "@ai-sdk/openai";
+import { APICallError, RetryError, jsonSchema, streamText, tool } from "ai";
+import type { AssistantModelMessage, LanguageModelUsage, ModelMessage, ToolSet } from "ai";
+
+import { AgentConfig, ConfigError, ownTools, parseConfig, runTool } from "./agent";
+import {
+  FrameworkMessage,
+  Message,
+  ModelCallLimitToolResultFormat,
+  ToolCallRecord,
+  assistantMessage,
+  isFinal,
+  rebuild,
+  resultOf,
+  toolCallsOf,
+  toolResultMessage,
+  userMessage,
+} from "./conversation";
+import { logger } from "./log";
+import { Store } from "./store";
+
+export const pluginName = "dex-runner-ts";
+export const pluginVersion = "0.1.0";
+
+// ---------------------------------------------------------------------------
+// The proto's messages this file reads (proto-loader with keepCase: the
+// proto's own field names).
+
+interface ToolPolicy {
+  effect: string;
+  requires_approval?: boolean;
+}
+
+interface PolicySet {
+  policies?: Record<string, ToolPolicy & { _requires_approval?: string }>;
+  default_effect?: string;
+}
+
+interface ToolDefinition {
+  name: string;
+  description: string;
+  input_schema: string;
+  effect: string;
+}
+
+interface TurnContext {
+  agent: string;
+  session_id: string;
+  turn_id: string;
+  attempt: number;
+  messages: Message[];
+  run_state: string;
+  tool_calls: ToolCallRecord[];
+  policies?: PolicySet | null;
+  host_tools: ToolDefinition[];
+  session_settings_json: string;
+  context_summary?: { text: string; last_sequence: number } | null;
+  plan?: { revision: number; status: string; tasks: { content: string; status: string }[] } | null;
+  interaction_mode: string;
+}
+
+interface DeferredToolCall {
+  tool_call_id: string;
+  tool_name: string;
+  arguments: string;
+  policy: ToolPolicy;
+  tool_source_reference: string;
+}
+
+interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_input_tokens: number;
+  reasoning_tokens: number;
+  total_tokens?: number;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/** Failure is a call's gRPC error status. */
+export class Failure extends Error {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// Provider answers that retrying cannot fix (the proto's FAILED_PRECONDITION).
+const permanentHTTP = new Set([400, 401, 403, 404, 422]);
+
+let shuttingDown = false;
+
+/** beginShutdown makes the calls that fail from now on answer UNAVAILABLE
+ * (the plugin is going away: the host retries them). */
+export function beginShutdown(): void {
+  shuttingDown = true;
+}
+
+function toStatus(err: unknown, what: string): grpc.ServiceError {
+  let code = grpc.status.UNKNOWN;
+  let message = err instanceof Error ? err.message : String(err);
+  if (err instanceof Failure) {
+    code = err.code;
+  } else {
+    let cause: unknown = err;
+    if (RetryError.isInstance(cause)) {
+      cause = cause.lastError;
+    }
+    if (APICallError.isInstance(cause)) {
+      const status = cause.statusCode;
+      message = `${what}: the model provider answered ${status ?? "without a status"}: ${cause.message}`;
+      if (status !== undefined && permanentHTTP.has(status)) {
+        code = grpc.status.FAILED_PRECONDITION;
+      }
+    } else {
+      message = `${what}: ${message}`;
+    }
+    if (shuttingDown && code !== grpc.status.FAILED_PRECONDITION) {
+      code = grpc.status.UNAVAILABLE;
+      message = `${message} (the plugin is shutting down)`;
+    }
+  }
+  const e = new Error(message) as grpc.ServiceError;
+  e.code = code;
+  e.details = message;
+  e.metadata = new grpc.Metadata();
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// Agents
+
+interface Agent {
+  cfg: AgentConfig;
+  store: Store;
+}
+
+const agents = new Map<string, Agent>();
+
+function agentOf(name: string): Agent {
+  const a = agents.get(name);
+  if (!a) {
+    throw new Failure(grpc.status.UNKNOWN, `agent ${JSON.stringify(name)} is not configured in this runner`);
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// Policies: pluginapi.PolicySet.Resolve, and the Stepwise runner's order
+// (a host tool: its definition's effect; an own tool: the explicit
+// policy, else the tool's own effect; an unknown tool: unclassified
+// without approval, so it fails in its tool Step at once).
+
+const effects = new Set(["read", "idempotent_write", "non_idempotent_write", "unclassified"]);
+
+function explicitPolicy(set: PolicySet | null | undefined, name: string): ToolPolicy | undefined {
+  const p = set?.policies?.[name];
+  if (!p) {
+    return undefined;
+  }
+  const out: ToolPolicy = { effect: p.effect };
+  if (p.requires_approval !== undefined && p.requires_approval !== null) {
+    out.requires_approval = p.requires_approval;
+  }
+  return out;
+}
+
+export function resolvePolicy(set: PolicySet | null | undefined, name: string, frameworkEffect: string): ToolPolicy {
+  const p = explicitPolicy(set, name);
+  if (p) {
+    return p;
+  }
+  if (effects.has(frameworkEffect)) {
+    return { effect: frameworkEffect };
+  }
+  if (set?.default_effect && effects.has(set.default_effect)) {
+    return { effect: set.default_effect };
+  }
+  return { effect: "unclassified" };
+}
+
+function policyOf(turn: TurnContext, name: string): ToolPolicy {
+  const host = turn.host_tools.find((h) => h.name === name);
+  if (host) {
+    return resolvePolicy(turn.policies, name, host.effect);
+  }
+  const own = ownTools.find((t) => t.name === name);
+  if (!own) {
+    return { effect: "unclassified", requires_approval: false };
+  }
+  return resolvePolicy(turn.policies, name, own.effect);
+}
+
+/** offeredTools are the model's tools, declared without execute functions
+ * so that streamText hands their calls back: the agent's own, then the
+ * tools the session runs (whose names win). A planning turn offers only
+ * write_todos. */
+function offeredTools(turn: TurnContext): ToolSet {
+  const tools: ToolSet = {};
+  const planning = turn.interaction_mode === "planning";
+  if (!planning) {
+    for (const t of ownTools) {
+      tools[t.name] = tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema) });
+    }
+  }
+  for (const h of turn.host_tools) {
+    if (planning && h.name !== "write_todos") {
+      continue;
+    }
+    let schema: Record<string, unknown> = { type: "object" };
+    if (h.input_schema) {
+      try {
+        schema = JSON.parse(h.input_schema) as Record<string, unknown>;
+      } catch {
+        throw new Failure(grpc.status.UNKNOWN, `host tool ${h.name}: input_schema is not JSON`);
+      }
+    }
+    tools[h.name] = tool({ description: h.description, inputSchema: jsonSchema(schema) });
+  }
+  return tools;
+}
+
+// ---------------------------------------------------------------------------
+// The run state: the turn's model call count and the calls awaiting
+// results (whose results the next model call stores).
+
+interface RunState {
+  model_calls: number;
+  pending: string[];
+}
+
+function parseRunState(s: string): RunState {
+  if (!s) {
+    return { model_calls: 0, pending: [] };
+  }
+  try {
+    const v = JSON.parse(s) as Partial<RunState>;
+    return { model_calls: Number(v.model_calls ?? 0), pending: Array.isArray(v.pending) ? v.pending.map(String) : [] };
+  } catch (err) {
+    throw new Failure(grpc.status.UNKNOWN, `run state is not this runner's: ${(err as Error).message}`);
+  }
+}
+
+function instructionsOf(cfg: AgentConfig, turn: TurnContext): string {
+  let system = cfg.instructions;
+  if (turn.context_summary?.text) {
+    system += "\n\nA summary of the earlier conversation:\n" + turn.context_summary.text;
+  }
+  const plan = turn.plan;
+  if (plan && plan.tasks?.length) {
+    system += `\n\nThe session's plan (revision ${plan.revision}, ${plan.status}):\n` + plan.tasks.map((t) => `- [${t.status}] ${t.content}`).join("\n");
+  }
+  return system;
+}
+
+function usageOf(u: LanguageModelUsage | undefined): Usage {
+  const out: Usage = {
+    input_tokens: u?.inputTokens ?? 0,
+    output_tokens: u?.outputTokens ?? 0,
+    cached_input_tokens: u?.inputTokenDetails?.cacheReadTokens ?? 0,
+    reasoning_tokens: u?.outputTokenDetails?.reasoningTokens ?? 0,
+  };
+  if (u?.totalTokens !== undefined) {
+    out.total_tokens = u.totalTokens;
+  }
+  return out;
+}
+
+/** fixToolCallIDs gives every tool call of the response an ID the session
+ * takes (non-empty, no "/", unique within the turn), in the stored message
+ * too. Providers' IDs pass unchanged. */
+function fixToolCallIDs(msg: AssistantModelMessage, turn: TurnContext): void {
+  if (typeof msg.content === "string") {
+    return;
+  }
+  const used = new Set(turn.tool_calls.map((c) => c.tool_call_id));
+  let n = 0;
+  for (const part of msg.content) {
+    if (part.type !== "tool-call" || part.providerExecuted) {
+      continue;
+    }
+    if (!part.toolCallId || part.toolCallId.includes("/") || used.has(part.toolCallId)) {
+      do {
+        n++;
+        part.toolCallId = `${turn.turn_id}-call-${n}`;
+      } while (used.has(part.toolCallId));
+    }
+    used.add(part.toolCallId);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Live frames
+
+/** LiveWriter batches text and reasoning deltas into frames: one frame at
+ * most every 50 ms or 64 characters per kind. Live frames are best effort. */
+class LiveWriter {
+  private kind: "text_delta" | "reasoning_delta" | "" = "";
+  private buf = "";
+  private timer: NodeJS.Timeout | undefined;
+  frames = 0;
+
+  constructor(private readonly call: grpc.ServerWritableStream<unknown, unknown>) {}
+
+  write(kind: "text_delta" | "reasoning_delta", text: string): void {
+    if (!text) {
+      return;
+    }
+    if (kind !== this.kind) {
+      this.flush();
+      this.kind = kind;
+    }
+    this.buf += text;
+    if (this.buf.length >= 64) {
+      this.flush();
+    } else if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), 50);
+    }
+  }
+
+  flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.buf && this.kind && !this.call.cancelled) {
+      this.call.write({ [this.kind]: { text: this.buf } });
+      this.frames++;
+    }
+    this.buf = "";
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The calls
+
+type Unary<Req, Res> = grpc.handleUnaryCall<Req, Res>;
+
+function unary<Req, Res>(method: string, f: (req: Req) => Res | Promise<Res>): Unary<Req, Res> {
+  return (call, callback) => {
+    Promise.resolve()
+      .then(() => f(call.request))
+      .then(
+        (res) => callback(null, res),
+        (err: unknown) => {
+          const st = toStatus(err, method);
+          logger.warn(method + " failed", { error: st.details, code: grpc.status[st.code] });
+          callback(st);
+        },
+      );
+  };
+}
+
+function streaming<Req>(method: string, f: (call: grpc.ServerWritableStream<Req, unknown>) => Promise<unknown>): grpc.handleServerStreamingCall<Req, unknown> {
+  return (call) => {
+    f(call).then(
+      (outcome) => {
+        if (!call.cancelled) {
+          call.write({ outcome });
+        }
+        call.end();
+      },
+      (err: unknown) => {
+        const st = toStatus(err, method);
+        if (!call.cancelled) {
+          logger.warn(method + " failed", { error: st.details, code: grpc.status[st.code] });
+        }
+        call.emit("error", st);
+      },
+    );
+  };
+}
+
+function notImplemented(method: string, capability: string) {
+  const err = new Failure(grpc.status.UNIMPLEMENTED, `runner does not implement ${method} (capability ${capability})`);
+  return {
+    unary: unary(method, () => {
+      throw err;
+    }),
+    streaming: streaming(method, async () => {
+      throw err;
+    }),
+  };
+}
+
+async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext }, unknown>): Promise<unknown> {
+  const turn = call.request.turn;
+  if (!turn) {
+    throw new Failure(grpc.status.UNKNOWN, "RunModelStep: the request has no turn");
+  }
+  const { cfg } = agentOf(turn.agent);
+  const st = parseRunState(turn.run_state);
+  const messages: ModelMessage[] = rebuild(turn.messages, st.pending);
+  const newMessages: FrameworkMessage[] = [];
+  // The results of the last response's calls, from their final records.
+  const names = new Map<string, string>();
+  for (const m of messages) {
+    for (const c of toolCallsOf(m)) {
+      names.set(c.toolCallId, c.toolName);
+    }
+  }
+  for (const id of st.pending) {
+    const { message, item } = resultOf(turn.tool_calls, id, names.get(id) ?? "");
+    newMessages.push(message);
+    messages.push(item);
+  }
+  const limitReached = st.model_calls >= cfg.maxModelCallsPerTurn;
+  const provider = createOpenAI({ baseURL: cfg.model.baseURL, apiKey: process.env[cfg.model.apiKeyEnv] ?? "", name: "openai" });
+  const model = cfg.model.api === "chat" ? provider.chat(cfg.model.name) : provider.responses(cfg.model.name);
+  const abort = new AbortController();
+  call.on("cancelled", () => abort.abort(new Error("the host cancelled the call")));
+
+  const live = new LiveWriter(call);
+  const result = streamText({
+    model,
+    system: instructionsOf(cfg, turn),
+    messages,
+    tools: limitReached ? {} : offeredTools(turn),
+    // One step: the calls of tools without execute functions come back.
+    // The session's Step retries a failed call, so the SDK does not.
+    maxRetries: 0,
+    abortSignal: abort.signal,
+    // The Responses API would refer to earlier items by ID (item_reference),
+    // which only a provider that stored them resolves: send them whole.
+    providerOptions: cfg.model.api === "responses" ? { openai: { store: false } } : undefined,
+    // The error reaches the loop below as an error part; without this the
+    // SDK would also print it to stderr, not as a log line.
+    onError: () => undefined,
+  });
+  let streamError: unknown;
+  for await (const part of result.fullStream) {
+    switch (part.type) {
+      case "text-delta":
+        live.write("text_delta", part.text);
+        break;
+      case "reasoning-delta":
+        live.write("reasoning_delta", part.text);
+        break;
+      case "error":
+        streamError ??= part.error;
+        break;
+      case "abort":
+        streamError ??= new Failure(grpc.status.CANCELLED, "the model call was cancelled");
+        break;
+    }
+  }
+  live.flush();
+  if (streamError !== undefined) {
+    throw streamError;
+  }
+  const [response, usage, finishReason, rawFinishReason] = await Promise.all([result.response, result.usage, result.finishReason, result.rawFinishReason]);
+  const metadata = {
+    request_model: cfg.model.name,
+    response_model: response.modelId ?? "",
+    provider_name: "openai",
+    response_id: response.id ?? "",
+    finish_reasons: [rawFinishReason ?? finishReason].filter((r): r is string => !!r),
+  };
+  let answers = response.messages.filter((m): m is AssistantModelMessage => m.role === "assistant");
+  if (answers.length === 0) {
+    answers = [{ role: "assistant", content: [{ type: "text", text: "" }] }];
+  }
+  const calls: DeferredToolCall[] = [];
+  for (const msg of answers) {
+    fixToolCallIDs(msg, turn);
+    newMessages.push(assistantMessage(msg));
+    if (typeof msg.content === "string") {
+      continue;
+    }
+    for (const part of msg.content) {
+      if (part.type !== "tool-call" || part.providerExecuted) {
+        continue;
+      }
+      calls.push({
+        tool_call_id: part.toolCallId,
+        tool_name: part.toolName,
+        arguments: typeof part.input === "string" ? part.input : JSON.stringify(part.input ?? {}),
+        policy: policyOf(turn, part.toolName),
+        tool_source_reference: "",
+      });
+    }
+  }
+  const u = usageOf(usage);
+  logger.info("model call", {
+    session_id: turn.session_id,
+    turn_id: turn.turn_id,
+    attempt: turn.attempt,
+    model: cfg.model.name,
+    tool_calls: calls.length,
+    live_frames: live.frames,
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+  });
+  if (calls.length === 0) {
+    return { turn_completed: { new_messages: newMessages, usage: u, metadata } };
+  }
+  if (limitReached) {
+    const text = ModelCallLimitToolResultFormat.replace("%d", String(cfg.maxModelCallsPerTurn));
+    for (const c of calls) {
+      newMessages.push(toolResultMessage(c.tool_call_id, c.tool_name, "failed", text).message);
+    }
+    return { turn_completed: { new_messages: newMessages, usage: u, metadata } };
+  }
+  const next: RunState = { model_calls: st.model_calls + 1, pending: calls.map((c) => c.tool_call_id) };
+  return {
+    tool_calls_requested: { run_state: JSON.stringify(next), tool_calls: calls, new_messages: newMessages, usage: u, metadata },
+  };
+}
+
+interface ExecuteToolRequest {
+  agent: string;
+  session_id: string;
+  turn_id: string;
+  tool_call: ToolCallRecord;
+  idempotency_key: string;
+  attempt: number;
+}
+
+async function executeDeferredToolCall(call: grpc.ServerWritableStream<ExecuteToolRequest, unknown>): Promise<unknown> {
+  const req = call.request;
+  const { store } = agentOf(req.agent);
+  const tc = req.tool_call;
+  if (!tc) {
+    throw new Failure(grpc.status.UNKNOWN, "ExecuteDeferredToolCall: the request has no tool_call");
+  }
+  const out = runTool(store, tc.tool_name, tc.arguments, req.idempotency_key);
+  logger.info("tool call", {
+    session_id: req.session_id,
+    turn_id: req.turn_id,
+    tool: tc.tool_name,
+    tool_call_id: tc.tool_call_id,
+    attempt: req.attempt,
+    outcome: "result" in out ? "result" : "error",
+  });
+  return "result" in out ? { result: { output: out.result } } : { error: { message: out.error } };
+}
+
+function buildUnfinishedTurnMessages(req: { turn: TurnContext }): { messages: FrameworkMessage[] } {
+  const turn = req.turn;
+  const st = parseRunState(turn.run_state);
+  const messages: FrameworkMessage[] = [];
+  for (const id of st.pending) {
+    const rec = turn.tool_calls.find((c) => c.tool_call_id === id);
+    if (rec && isFinal(rec.status)) {
+      messages.push(resultOf(turn.tool_calls, id, rec.tool_name).message);
+    }
+  }
+  return { messages };
+}
+
+function configure(req: { agent: string; runner_config: string; protocol_version: number }) {
+  const cfg = parseConfig(req.runner_config, process.env);
+  let store: Store;
+  try {
+    store = Store.open(cfg.storePath);
+  } catch (err) {
+    throw new ConfigError(`runner_config.store_path ${cfg.storePath}: ${(err as Error).message}`);
+  }
+  agents.set(req.agent, { cfg, store });
+  logger.info("agent configured", { agent: req.agent, model: cfg.model.name, base_url: cfg.model.baseURL, api: cfg.model.api, store_path: cfg.storePath });
+  return { tools: ownTools.map((t) => t.name), setting_choices: [] };
+}
+
+/** runnerService is the implementation of dex.runner.v1.Runner. */
+export function runnerService(): grpc.UntypedServiceImplementation {
+  const poll = notImplemented("PollToolTask", "tool_task_polling");
+  const cancel = notImplemented("CancelToolTask", "tool_task_cancelling");
+  const estimate = notImplemented("EstimateInputTokens", "input_token_estimation");
+  const cutoff = notImplemented("SelectCompactionCutoff", "compaction");
+  const summarize = notImplemented("SummarizeContext", "compaction");
+  return {
+    Info: unary("Info", () => ({
+      name: pluginName,
+      version: pluginVersion,
+      protocol_versions: [1],
+      // Only what this file implements. No transcript_cache: the host
+      // sends the whole transcript with every call.
+      capabilities: {
+        unfinished_turn_messages: true,
+        tool_task_polling: false,
+        tool_task_cancelling: false,
+        input_token_estimation: false,
+        compaction: false,
+        transcript_cache: false,
+      },
+    })),
+    Configure: unary("Configure", configure),
+    BuildUserMessage: unary("BuildUserMessage", (req: { agent: string; text: string }) => {
+      agentOf(req.agent);
+      return { message: userMessage(req.text) };
+    }),
+    RunModelStep: streaming("RunModelStep", runModelStep),
+    ExecuteDeferredToolCall: streaming("ExecuteDeferredToolCall", executeDeferredToolCall),
+    BuildUnfinishedTurnMessages: unary("BuildUnfinishedTurnMessages", buildUnfinishedTurnMessages),
+    PollToolTask: poll.streaming,
+    CancelToolTask: cancel.unary,
+    EstimateInputTokens: estimate.unary,
+    SelectCompactionCutoff: cutoff.unary,
+    SummarizeContext: summarize.streaming,
+  };
+}
