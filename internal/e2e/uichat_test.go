@@ -297,9 +297,14 @@ agents:
 // TestUseChatShowsARetriedModelCallsTextOnce runs the production topology
 // (engine, a worker and an API process on Redis and PostgreSQL) and kills
 // the worker while a model call streams, once the call's first words are
-// in the AI SDK's message; a second worker's attempt streams the text
-// again, and the message, through the API process that stayed up, holds
-// it once.
+// in the AI SDK's message; the next worker's attempt streams the text
+// again, through the API process that stayed up:
+//   - the retry writes the same text: the message holds it once;
+//   - the retry writes other text (draftgate): an AI SDK 6 client keeps the
+//     first attempt's words in a part marked superseded, and its answer
+//     text is the retry's;
+//   - the same with AI SDK 7, which asked for the v7 chunks: reset-step
+//     leaves only the retry's text.
 func TestUseChatShowsARetriedModelCallsTextOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -338,45 +343,89 @@ func TestUseChatShowsARetriedModelCallsTextOnce(t *testing.T) {
 		}
 	})
 	c.startEngine(temporalPort)
-	w1 := c.run("worker-1", "worker")
+	worker := c.run("worker-1", "worker")
 	api := c.run("api", "api")
-	gate := agenttest.FileGate{Dir: state, Name: "model-k"}
-	if err := gate.Arm(); err != nil {
+	hc, err := httpclient.New("http://"+api.addr, clusterToken, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := c.api(api, "POST", "/v1/sessions", `{"agent":"test","session_id":"ui-retry"}`); code != 201 {
-		t.Fatalf("start: %d %s", code, body)
-	}
-	var texts []string
-	res := runChat(t, dir, "http://"+api.addr, clusterToken, "ui-retry", nil, func(text string) {
-		if text == "" {
-			return
-		}
-		texts = append(texts, text)
-		if len(texts) > 1 {
-			return
-		}
-		// The first words are on the screen while the call waits at the
-		// gate: kill the worker in the call, and let a second one retry it.
-		reached(t, gate)
-		w1.kill()
-		if err := gate.Release(); err != nil {
-			t.Error(err)
-		}
-		c.run("worker-2", "worker")
-	}, "send:streamgate:k")
-	msgs := res[0].Messages
-	want := "echo: streamgate:k"
-	if len(msgs) != 2 || uiText(msgs[1]) != want {
-		t.Fatalf("the UI message's text %q, want %q; texts seen %q", uiText(msgs[len(msgs)-1]), want, texts)
-	}
-	for _, p := range msgs[1].Parts {
-		if p.Type == "text" && p.Text != want {
-			t.Errorf("text part %q (%s): the retry's text is not shown once", p.Text, p.ProviderMetadata)
-		}
-	}
-	if len(texts) == 0 || texts[0] == want || !strings.HasPrefix(want, texts[0]) {
-		t.Errorf("texts seen %q: want a partial text before the kill", texts)
+	workers := 1
+	for _, tc := range []struct {
+		name, message string
+		env           []string
+		same          bool // the retry writes the first attempt's text again
+	}{
+		{"same text, AI SDK 6", "streamgate:k1", nil, true},
+		{"other text, AI SDK 6", "draftgate:k2", nil, false},
+		{"other text, AI SDK 7 with the v7 chunks", "draftgate:k3", []string{"DEX_AI_PACKAGE=ai7", "DEX_UI_CHUNKS=v7"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := agenttest.FileGate{Dir: state, Name: "model-" + strings.SplitN(tc.message, ":", 2)[1]}
+			if err := gate.Arm(); err != nil {
+				t.Fatal(err)
+			}
+			id, err := hc.StartSession(ctx(t), httpclient.StartRequest{Agent: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			res := runChat(t, dir, "http://"+api.addr, clusterToken, id, tc.env, func(text string) {
+				if text == "" {
+					return
+				}
+				texts = append(texts, text)
+				if len(texts) > 1 {
+					return
+				}
+				// The first words are on the screen while the call waits at
+				// the gate: kill the worker in the call, let the next retry it.
+				reached(t, gate)
+				worker.kill()
+				if err := gate.Release(); err != nil {
+					t.Error(err)
+				}
+				workers++
+				worker = c.run(fmt.Sprintf("worker-%d", workers), "worker")
+			}, "send:"+tc.message)
+			if len(texts) == 0 {
+				t.Fatal("the client saw no text")
+			}
+			page, err := hc.Messages(ctx(t), id, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := page.Messages[len(page.Messages)-1].Text
+			msgs := res[0].Messages
+			if len(msgs) != 2 || uiText(msgs[1]) != want || want == "" {
+				t.Fatalf("the UI message's text %q, the transcript's %q; texts seen %q", uiText(msgs[len(msgs)-1]), want, texts)
+			}
+			var parts, superseded []string
+			for _, p := range msgs[1].Parts {
+				if p.Type != "text" {
+					continue
+				}
+				if strings.Contains(string(p.ProviderMetadata), `"superseded":true`) {
+					superseded = append(superseded, p.Text)
+				} else {
+					parts = append(parts, p.Text)
+				}
+			}
+			first := texts[0]
+			switch {
+			case tc.same:
+				if !strings.HasPrefix(want, first) || first == want || len(superseded) != 0 || len(parts) != 1 {
+					t.Errorf("first text %q, parts %q, superseded %q: want the answer %q once", first, parts, superseded, want)
+				}
+			case tc.env == nil:
+				if strings.HasPrefix(want, first) || len(superseded) != 1 || superseded[0] != first || len(parts) != 1 {
+					t.Errorf("first text %q, parts %q, superseded %q: want the first attempt's text superseded and the answer %q", first, parts, superseded, want)
+				}
+			default:
+				if strings.HasPrefix(want, first) || len(superseded) != 0 || len(parts) != 1 || parts[0] != want {
+					t.Errorf("first text %q, parts %q, superseded %q: want reset-step to leave only %q", first, parts, superseded, want)
+				}
+			}
+		})
 	}
 }
 

@@ -213,6 +213,10 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 					}
 					return stepwise.ScriptedReply{}, err
 				}
+			case strings.HasPrefix(tok, "draftgate:") && len(results) == 0:
+				// Each call writes another text (the model calls so far are in
+				// it), so a retried call streams something else.
+				return stepwise.ScriptedReply{Text: fmt.Sprintf("draft %d of the answer", log.Count("model", agent))}, nil
 			case strings.HasPrefix(tok, "ask:"):
 				parts := strings.SplitN(tok, ":", 3)
 				args := map[string]any{"question": strings.ReplaceAll(parts[1], "_", " ")}
@@ -306,10 +310,15 @@ func (o *gatedOutput) WriteTextDelta(text string) {
 func (m slowStream) CallModel(ctx context.Context, req *stepwise.ModelRequest, out stepwise.ModelOutput) (*stepwise.ModelResponse, error) {
 	texts := stepwise.UserTexts(req)
 	if len(texts) > 0 && len(stepwise.ToolResults(req)) == 0 {
-		// streamgate:NAME streams the reply's first words, then stops at the
-		// gate model-NAME when the test armed it (a kill mid-stream).
+		// streamgate:NAME and draftgate:NAME stream the reply's first words,
+		// then stop at the gate model-NAME when the test armed it (a kill
+		// mid-stream).
 		for _, tok := range strings.Fields(texts[len(texts)-1]) {
-			if name, ok := strings.CutPrefix(tok, "streamgate:"); ok {
+			name, ok := strings.CutPrefix(tok, "streamgate:")
+			if !ok {
+				name, ok = strings.CutPrefix(tok, "draftgate:")
+			}
+			if ok {
 				out = &gatedOutput{ModelOutput: out, ctx: ctx, gate: probe.FileGate{Dir: m.stateDir, Name: "model-" + name}}
 			}
 		}

@@ -12,11 +12,10 @@
 //   resume         a new chat (as after a page reload) resumes the stream
 // Every step prints one JSON line: {"step", "status", "messages", "error"};
 // text changes print {"text": ...} lines while a stream runs.
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-} from "ai";
+// DEX_AI_PACKAGE=ai7 runs AI SDK 7 (the package is installed as ai7).
+const { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } = await import(
+  process.env.DEX_AI_PACKAGE || "ai"
+);
 
 const [base, token, sessionId, ...steps] = process.argv.slice(2);
 const chunks = process.env.DEX_UI_CHUNKS;
