@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -78,7 +80,20 @@ func (c *grpcClient) fail(ctx context.Context, method string, err error) error {
 		}
 		return &PermanentError{Err: &rpcError{code: st.Code(), msg: st.Message(), cause: err}}
 	}
-	return &rpcError{code: st.Code(), msg: st.Message(), cause: err}
+	return RetryAfter(&rpcError{code: st.Code(), msg: st.Message(), cause: err}, retryDelay(st))
+}
+
+// retryDelay is the delay of a status's google.rpc.RetryInfo detail, which
+// a runner in any language may attach; 0 without one.
+func retryDelay(st *status.Status) time.Duration {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+			if err := ri.GetRetryDelay().CheckValid(); err == nil {
+				return ri.GetRetryDelay().AsDuration()
+			}
+		}
+	}
+	return 0
 }
 
 // Describe is Info with what InfoResponse has no field for: the runner's

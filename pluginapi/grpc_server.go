@@ -14,10 +14,13 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi/internal/runnerpb"
 )
@@ -50,11 +53,28 @@ func call[T any](method string, f func() (T, error)) (resp T, err error) {
 		}
 	}()
 	resp, err = f()
-	var perm *PermanentError
-	if err != nil && errors.As(err, &perm) {
+	var (
+		perm  *PermanentError
+		retry *RetryAfterError
+	)
+	switch {
+	case err == nil:
+	case errors.As(err, &perm):
 		err = status.Error(codes.FailedPrecondition, err.Error())
+	case errors.As(err, &retry):
+		err = retryAfterStatus(err.Error(), retry.Delay)
 	}
 	return resp, err
+}
+
+// retryAfterStatus is the status of a RetryAfterError: RESOURCE_EXHAUSTED
+// with a google.rpc.RetryInfo detail.
+func retryAfterStatus(msg string, d time.Duration) error {
+	st := status.New(codes.ResourceExhausted, msg)
+	if with, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)}); err == nil {
+		st = with
+	}
+	return st.Err()
 }
 
 func (s *grpcServer) Info(ctx context.Context, _ *runnerpb.InfoRequest) (*runnerpb.InfoResponse, error) {

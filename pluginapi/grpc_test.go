@@ -11,9 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi/internal/runnerpb"
 )
@@ -801,4 +803,71 @@ func TestLiveStream(t *testing.T) {
 			t.Errorf("%d sends, want 1", sent)
 		}
 	})
+}
+
+// TestRetryAfterCrossesTheWire: a Go runner's RetryAfter error reaches the
+// host with its delay (a RESOURCE_EXHAUSTED status with RetryInfo), and so
+// does the RetryInfo of a runner in another language on any status; a
+// permanent error stays permanent without a delay.
+func TestRetryAfterCrossesTheWire(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		err       error
+		wantDelay time.Duration
+		permanent bool
+	}{
+		{"retry after", RetryAfter(errors.New("openai responses: HTTP 429: rate limited"), 7*time.Second), 7 * time.Second, false},
+		{"cut to the most", RetryAfter(errors.New("quota"), 30*time.Hour), MaxRetryAfter, false},
+		{"a plain error", errors.New("HTTP 500"), 0, false},
+		{"permanent wins", Permanent(RetryAfter(errors.New("HTTP 400"), time.Second)), 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &mockRunner{RunModelStepF: func(context.Context, *RunModelStepRequest) (*RunModelStepResponse, error) { return nil, tt.err }}
+			c, _ := connect(t, m)
+			_, err := c.RunModelStep(testContext(t), &RunModelStepRequest{})
+			var ra *RetryAfterError
+			var perm *PermanentError
+			gotDelay := time.Duration(0)
+			if errors.As(err, &ra) {
+				gotDelay = ra.Delay
+			}
+			if gotDelay != tt.wantDelay || errors.As(err, &perm) != tt.permanent || !strings.Contains(err.Error(), tt.err.Error()) {
+				t.Errorf("error %v: delay %v permanent %v; want %v %v", err, gotDelay, errors.As(err, &perm), tt.wantDelay, tt.permanent)
+			}
+		})
+	}
+	t.Run("another language's RetryInfo", func(t *testing.T) {
+		st, err := status.New(codes.Unknown, "rate limited").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, server := plugin.TestGRPCConn(t, func(s *grpc.Server) {
+			runnerpb.RegisterRunnerServer(s, &failingServer{err: st.Err()})
+		})
+		t.Cleanup(func() {
+			_ = conn.Close()
+			server.Stop()
+		})
+		c := newGRPCClient(t.Context(), runnerpb.NewRunnerClient(conn))
+		_, err = c.RunModelStep(testContext(t), &RunModelStepRequest{})
+		var ra *RetryAfterError
+		if !errors.As(err, &ra) || ra.Delay != 1500*time.Millisecond {
+			t.Errorf("error %v, want a RetryAfterError of 1.5s", err)
+		}
+	})
+	if RetryAfter(nil, time.Second) != nil {
+		t.Error("RetryAfter(nil) is not nil")
+	}
+	if e := errors.New("x"); RetryAfter(e, 0) != e {
+		t.Error("RetryAfter with no delay changed the error")
+	}
+}
+
+type failingServer struct {
+	runnerpb.UnimplementedRunnerServer
+	err error
+}
+
+func (s *failingServer) RunModelStep(*runnerpb.RunModelStepRequest, runnerpb.Runner_RunModelStepServer) error {
+	return s.err
 }

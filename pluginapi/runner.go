@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // ProtocolVersion is the runner wire protocol this package speaks. It changes
@@ -512,4 +513,30 @@ func Permanent(err error) error {
 		return nil
 	}
 	return &PermanentError{Err: err}
+}
+
+// MaxRetryAfter bounds the delay a RetryAfterError asks for.
+const MaxRetryAfter = time.Hour
+
+// RetryAfterError is a failure that says when to try again, such as a
+// model provider's 429 or 503 with Retry-After: the session's next attempt
+// of the Step waits Delay (Temporal's NextRetryDelay) instead of its retry
+// policy's backoff. The Step's timeouts and attempts still bound it. Wrap
+// the cause with RetryAfter.
+type RetryAfterError struct {
+	Err   error
+	Delay time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter marks err as retryable after d (cut to MaxRetryAfter); nil
+// stays nil, and a d of zero or less leaves err as it is.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil || d <= 0 {
+		return err
+	}
+	return &RetryAfterError{Err: err, Delay: min(d, MaxRetryAfter)}
 }

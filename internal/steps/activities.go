@@ -123,15 +123,16 @@ func (a *Activities) finish(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	msg, typ, nonRetryable := err.Error(), "", false
+	msg, typ, nonRetryable, delay := err.Error(), "", false, time.Duration(0)
 	if app, ok := err.(*temporal.ApplicationError); ok {
 		// This package builds its application errors without a cause, so
 		// the message is the whole text.
-		msg, typ, nonRetryable = app.Message(), app.Type(), app.NonRetryable()
+		msg, typ, nonRetryable, delay = app.Message(), app.Type(), app.NonRetryable(), app.NextRetryDelay()
 	}
 	return temporal.NewApplicationErrorWithOptions(a.redact(msg), typ, temporal.ApplicationErrorOptions{
-		NonRetryable: nonRetryable,
-		Details:      []any{session.StepFailure{Attempt: int(activity.GetInfo(ctx).Attempt)}},
+		NonRetryable:   nonRetryable,
+		NextRetryDelay: delay,
+		Details:        []any{session.StepFailure{Attempt: int(activity.GetInfo(ctx).Attempt)}},
 	})
 }
 
@@ -392,13 +393,25 @@ func hostCalls(req *pluginapi.ToolCallsRequested, offered map[string]mcpsource.T
 // the runner marked permanent; the engine does not retry it.
 const PermanentErrorType = "PermanentRunnerError"
 
+// RetryAfterErrorType is the application error type of a Step failure
+// whose runner said when to retry (a provider's Retry-After).
+const RetryAfterErrorType = "RetryAfterRunnerError"
+
 // stepError wraps a runner failure; a permanent one fails the Step without
-// its remaining attempts.
+// its remaining attempts, and one that says when to retry sets the next
+// attempt's delay (NextRetryDelay) in place of the retry policy's backoff.
 func stepError(call string, err error) error {
-	var perm *pluginapi.PermanentError
-	if errors.As(err, &perm) || errors.Is(err, runnerhost.ErrMessageTooLarge) {
+	var (
+		perm  *pluginapi.PermanentError
+		retry *pluginapi.RetryAfterError
+	)
+	switch {
+	case errors.As(err, &perm) || errors.Is(err, runnerhost.ErrMessageTooLarge):
 		// A message past the gRPC limit would be as large on every retry.
 		return temporal.NewNonRetryableApplicationError(call+": "+err.Error(), PermanentErrorType, nil)
+	case errors.As(err, &retry):
+		return temporal.NewApplicationErrorWithOptions(call+": "+err.Error(), RetryAfterErrorType,
+			temporal.ApplicationErrorOptions{NextRetryDelay: retry.Delay})
 	}
 	return fmt.Errorf("%s: %w", call, err)
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
@@ -54,13 +56,13 @@ func (e callError) wrap(err error) error {
 	var an *anthropic.Error
 	switch {
 	case errors.As(err, &oa):
-		return e.status(oa.StatusCode, oa.Type, oa.Code, oa.Message, oa.RawJSON())
+		return retryAfter(e.status(oa.StatusCode, oa.Type, oa.Code, oa.Message, oa.RawJSON()), oa.Response, time.Now())
 	case errors.As(err, &an):
 		if an.Response != nil && an.Response.StatusCode == http.StatusOK {
 			// An error event in an open stream (overloaded, api_error...).
 			return e.streamError(string(an.Type()), an.Message, an.RawJSON())
 		}
-		return e.status(an.StatusCode, string(an.Type()), "", an.Message, an.RawJSON())
+		return retryAfter(e.status(an.StatusCode, string(an.Type()), "", an.Message, an.RawJSON()), an.Response, time.Now())
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%s: the stream broke mid-answer: %s", e.prefix(), e.scrub(err.Error()))
 	case errors.Is(err, context.DeadlineExceeded):
@@ -116,6 +118,51 @@ func (e callError) streamError(typ, message, raw string) error {
 		return pluginapi.Permanent(err)
 	}
 	return err
+}
+
+// retryAfter marks a retryable error with the delay its response asked
+// for (RetryAfterDelay), so the session's next attempt waits that long; a
+// permanent error, or a response without the headers, is left as it is.
+func retryAfter(err error, resp *http.Response, now time.Time) error {
+	var perm *pluginapi.PermanentError
+	if resp == nil || errors.As(err, &perm) {
+		return err
+	}
+	if d, ok := RetryAfterDelay(resp.Header, now); ok {
+		return pluginapi.RetryAfter(err, d)
+	}
+	return err
+}
+
+// RetryAfterDelay reads how long a provider asked to wait before a retry:
+// retry-after-ms (milliseconds, which OpenAI sends), else Retry-After in
+// seconds or as an HTTP date. False when neither is there or parses to a
+// positive delay.
+func RetryAfterDelay(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(pluginapi.MaxRetryAfter/time.Millisecond) {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs > 0 && secs < pluginapi.MaxRetryAfter.Seconds() {
+			return time.Duration(secs * float64(time.Second)), true
+		}
+		if secs >= pluginapi.MaxRetryAfter.Seconds() {
+			return pluginapi.MaxRetryAfter, true
+		}
+		return 0, false
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		if d := at.Sub(now); d > 0 {
+			return min(d, pluginapi.MaxRetryAfter), true
+		}
+	}
+	return 0, false
 }
 
 // truncated is the error of a stream that ended before the response did.

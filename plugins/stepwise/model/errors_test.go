@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,7 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 )
 
@@ -125,6 +128,77 @@ func TestStreamFaults(t *testing.T) {
 		_, _, err := call(t, mustNew(t, cfg, keyEnv), &stepwise.ModelRequest{Items: []stepwise.ModelItem{user("hi")}})
 		if err == nil || isPermanent(err) || !strings.Contains(err.Error(), "connection refused") {
 			t.Errorf("%s refused: %v", cfg.Provider, err)
+		}
+	}
+}
+
+// TestRetryAfter: a 429 or 503 whose response says when to retry
+// (Retry-After in seconds or as a date, or OpenAI's retry-after-ms) comes
+// back as a pluginapi.RetryAfterError with that delay from every provider,
+// so the session's Step waits it out; a permanent status keeps no delay.
+func TestRetryAfter(t *testing.T) {
+	var header, value atomic.Value
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(header.Load().(string), value.Load().(string))
+		w.WriteHeader(int(status.Load()))
+		fmt.Fprint(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+	}))
+	defer srv.Close()
+	for _, cfg := range providerConfigs(srv.URL) {
+		c := mustNew(t, cfg, keyEnv)
+		for _, tt := range []struct {
+			code          int
+			header, value string
+			want          time.Duration
+		}{
+			{429, "Retry-After", "7", 7 * time.Second},
+			{503, "Retry-After-Ms", "1500", 1500 * time.Millisecond},
+			{429, "X-Other", "1", 0},
+			{400, "Retry-After", "7", 0},
+		} {
+			status.Store(int32(tt.code))
+			header.Store(tt.header)
+			value.Store(tt.value)
+			_, _, err := call(t, c, &stepwise.ModelRequest{Items: []stepwise.ModelItem{user("hi")}})
+			var ra *pluginapi.RetryAfterError
+			got := time.Duration(0)
+			if errors.As(err, &ra) {
+				got = ra.Delay
+			}
+			if got != tt.want || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("HTTP %d", tt.code)) {
+				t.Errorf("%s %d %s: %s: delay %v, want %v (%v)", cfg.Provider, tt.code, tt.header, tt.value, got, tt.want, err)
+			}
+		}
+	}
+}
+
+func TestRetryAfterDelay(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		header map[string]string
+		want   time.Duration
+		ok     bool
+	}{
+		{map[string]string{"Retry-After": "2"}, 2 * time.Second, true},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond, true},
+		{map[string]string{"Retry-After": "Wed, 02 Dec 2026 12:00:30 GMT"}, 30 * time.Second, true},
+		{map[string]string{"Retry-After": "Wed, 02 Dec 2026 11:59:00 GMT"}, 0, false},
+		{map[string]string{"Retry-After": "999999"}, pluginapi.MaxRetryAfter, true},
+		{map[string]string{"Retry-After": "-1"}, 0, false},
+		{map[string]string{"Retry-After": "soon"}, 0, false},
+		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond, true},
+		{map[string]string{"Retry-After-Ms": "x", "Retry-After": "9"}, 9 * time.Second, true},
+		{map[string]string{}, 0, false},
+	} {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		got, ok := RetryAfterDelay(h, now)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%v: %v %v, want %v %v", tt.header, got, ok, tt.want, tt.ok)
 		}
 	}
 }
