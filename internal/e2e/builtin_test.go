@@ -61,15 +61,17 @@ func TestAskUserAnsweredOverHTTP(t *testing.T) {
 			t.Errorf("answer %q = %v, %v; want false", a, ok, err)
 		}
 	}
+	// A body with neither answer nor decline: the client cannot send it.
 	url := base + "/v1/sessions/" + id + "/questions/" + in.InterruptID
 	if code, body := do(t, "POST", url, tokenAll, `{}`); code != 400 {
 		t.Errorf("no answer: %d %s", code, body)
 	}
-	if code, body := do(t, "POST", url, tokenAll, `{"answer":" 8 "}`); code != 200 || strings.TrimSpace(string(body)) != `{"answered":true}` {
-		t.Fatalf("answer over HTTP: %d %s", code, body)
+	c := apiClient(t, base, tokenAll)
+	if ok, err := c.AnswerQuestion(ctx(t), id, in.InterruptID, " 8 ", false); err != nil || !ok {
+		t.Fatalf("answer over HTTP: %v %v", ok, err)
 	}
-	if code, body := do(t, "POST", url, tokenAll, `{"answer":"4"}`); code != 200 || strings.TrimSpace(string(body)) != `{"answered":false}` {
-		t.Errorf("second answer: %d %s", code, body)
+	if ok, err := c.AnswerQuestion(ctx(t), id, in.InterruptID, "4", false); err != nil || ok {
+		t.Errorf("second answer: %v %v; want false", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	wantAnswer(t, snap, `done: ask_user=succeeded:{"answer":"8","status":"answered"}`)
@@ -92,9 +94,8 @@ func TestAskUserDeclinedAndInvalid(t *testing.T) {
 	if !snap.PendingInterrupts[0].AllowsFreeText {
 		t.Errorf("a question without choices takes free text: %+v", snap.PendingInterrupts[0])
 	}
-	url := base + "/v1/sessions/" + id + "/questions/" + snap.PendingInterrupts[0].InterruptID
-	if code, body := do(t, "POST", url, tokenAll, `{"decline":true}`); code != 200 || strings.TrimSpace(string(body)) != `{"answered":true}` {
-		t.Fatalf("decline: %d %s", code, body)
+	if ok, err := apiClient(t, base, tokenAll).AnswerQuestion(ctx(t), id, snap.PendingInterrupts[0].InterruptID, "", true); err != nil || !ok {
+		t.Fatalf("decline: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	wantAnswer(t, snap, "done: ask_user=rejected:The user declined to answer.")
@@ -223,7 +224,8 @@ func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
 		t.Fatalf("the tool's question: %+v", in)
 	}
 	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
-	// The browser form leaves out what only the Steps use.
+	// The browser form leaves out what only the Steps use: a check of the
+	// JSON on the wire, which a decoded snapshot cannot make.
 	if code, body := do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, ""); code != 200 || strings.Contains(string(body), "asked-door") || strings.Contains(string(body), "input_continuation") {
 		t.Errorf("browser snapshot: %d %s", code, body)
 	}
@@ -324,8 +326,9 @@ func TestWriteTodosKeepsThePlan(t *testing.T) {
 	if p == nil || p.Revision != 1 || p.Status != "active" || len(p.Tasks) != 2 || p.Tasks[0].Content != "Pack the books" || p.Tasks[1].Status != "pending" {
 		t.Fatalf("snapshot plan = %+v", p)
 	}
-	if code, body := do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, ""); code != 200 || !strings.Contains(string(body), `"plan":{"revision":1,"status":"active","tasks":[{"content":"Pack the books","status":"pending"}`) {
-		t.Errorf("HTTP snapshot: %d %s", code, body)
+	hs, _, err := apiClient(t, base, tokenAll).Snapshot(ctx(t), id)
+	if hp := hs.Plan; err != nil || hp == nil || hp.Revision != 1 || hp.Status != "active" || len(hp.Tasks) == 0 || hp.Tasks[0] != (pluginapi.PlanTask{Content: "Pack the books", Status: "pending"}) {
+		t.Errorf("HTTP snapshot: plan %+v, %v", hp, err)
 	}
 	if n := s.Log().Count("tool", "write_todos"); n != 0 {
 		t.Errorf("a tool Step ran write_todos %d times", n)
@@ -347,8 +350,9 @@ func TestPlanModeOverHTTP(t *testing.T) {
 	s.StartWorker()
 	id := start(t, s, "")
 	sess := base + "/v1/sessions/" + id
-	if code, body := do(t, "POST", sess+"/messages", tokenAll, `{"text":"todo:Pack,Move call:noop:x","plan_mode":true}`); code != 200 || !strings.Contains(string(body), `"accepted":true`) {
-		t.Fatalf("plan_mode message: %d %s", code, body)
+	c := apiClient(t, base, tokenAll)
+	if ok, err := c.SendPlanningMessage(ctx(t), id, "todo:Pack,Move call:noop:x"); err != nil || !ok {
+		t.Fatalf("plan_mode message: %v %v", ok, err)
 	}
 	snap := s.WaitForSnapshot("the draft", id, idleAfter(1))
 	wantAnswer(t, snap, `done: write_todos=succeeded:{"revision":1,"status":"updated","task_count":2}; noop=rejected:The tool call was not run: a planning turn can only call write_todos.`)
@@ -358,10 +362,16 @@ func TestPlanModeOverHTTP(t *testing.T) {
 	if n := s.Log().Count("tool", "noop"); n != 0 {
 		t.Errorf("noop ran %d times in a planning turn", n)
 	}
-	for _, c := range []struct{ body, want string }{{`{}`, "400"}, {`{"revision":2}`, `"executed":false`}, {`{"revision":1}`, `"executed":true`}} {
-		code, body := do(t, "POST", sess+"/plan/execute", tokenAll, c.body)
-		if got := fmt.Sprint(code) + " " + string(body); !strings.Contains(got, c.want) {
-			t.Errorf("execute %s: %s, want %s", c.body, got, c.want)
+	// A body without a revision: the client always sends one.
+	if code, body := do(t, "POST", sess+"/plan/execute", tokenAll, `{}`); code != 400 {
+		t.Errorf("execute {}: %d %s, want 400", code, body)
+	}
+	for _, r := range []struct {
+		revision int
+		want     bool
+	}{{2, false}, {1, true}} {
+		if ok, err := c.ExecutePlan(ctx(t), id, r.revision); err != nil || ok != r.want {
+			t.Errorf("execute revision %d: %v %v, want %v", r.revision, ok, err, r.want)
 		}
 	}
 	snap = s.WaitForSnapshot("the executing turn", id, idleAfter(2))

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -180,12 +183,15 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	id := start(t, s, "call:approve_write:c")
 	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	url := base + "/v1/sessions/" + id
-	if code, body := do(t, "POST", url+"/close", tokenAll, ``); code != 200 || strings.TrimSpace(string(body)) != `{"accepted":true}` {
-		t.Fatalf("close: %d %s", code, body)
+	c := apiClient(t, base, tokenAll)
+	if ok, err := c.Close(ctx(t), id); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
 	}
-	if code, body := do(t, "POST", url+"/messages", tokenAll, `{"text":"more"}`); code != 409 || !strings.Contains(string(body), "session_closed") {
-		t.Errorf("a message after close: %d %s; want 409 session_closed", code, body)
+	var apiErr *httpclient.APIError
+	if ok, err := c.SendMessage(ctx(t), id, "more"); !errors.As(err, &apiErr) || apiErr.StatusCode != 409 || apiErr.Code != "session_closed" {
+		t.Errorf("a message after close: %v %v; want 409 session_closed", ok, err)
 	}
+	// An authorization check: raw.
 	if code, body := do(t, "POST", url+"/terminate", tokenAll, `{}`); code != 403 {
 		t.Errorf("terminate with an app token: %d %s; want 403", code, body)
 	}
@@ -196,16 +202,17 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	// An operator token terminates another session at once.
 	other := start(t, s, "call:approve_write:t")
 	s.WaitForSnapshot("another pending approval", other, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if code, body := do(t, "POST", base+"/v1/sessions/"+other+"/terminate", tokenOps, `{"reason":"test"}`); code != 200 || strings.TrimSpace(string(body)) != `{"terminated":true}` {
-		t.Errorf("terminate with the operator token: %d %s", code, body)
+	if ok, err := apiClient(t, base, tokenOps).Terminate(ctx(t), other, "test"); err != nil || !ok {
+		t.Errorf("terminate with the operator token: %v %v", ok, err)
 	}
 	d, err := s.Client.DescribeWorkflowExecution(ctx(t), other, "")
 	if err != nil || d.GetWorkflowExecutionInfo().GetStatus().String() != "Terminated" {
 		t.Errorf("the terminated session: %v %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
 	}
-	code, body := do(t, "GET", url+"/snapshot", tokenAll, ``)
-	if code != 200 || !strings.Contains(string(body), `"status":"closed"`) || !strings.Contains(string(body), "done: approve_write=succeeded") {
-		t.Errorf("the closed session's snapshot: %d %s", code, body)
+	closed, _, err := c.Snapshot(ctx(t), id)
+	if err != nil || closed.State == nil || closed.State.Status != client.StatusClosed ||
+		!slices.ContainsFunc(closed.Messages, func(m client.Message) bool { return strings.Contains(m.Text, "done: approve_write=succeeded") }) {
+		t.Errorf("the closed session's snapshot: %+v, %v", closed, err)
 	}
 }
 
@@ -334,6 +341,7 @@ func TestAgentsSayWhatTheyOffer(t *testing.T) {
 	cfg, base := builtInConfig(t, "    plan_mode_enabled: true\n")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
+	// httpclient.Agent has no plan_mode_enabled nor built_in_tools: raw.
 	code, body := do(t, "GET", base+"/v1/agents", tokenAll, "")
 	if code != 200 || !strings.Contains(string(body), `"plan_mode_enabled":true`) || !strings.Contains(string(body), `"built_in_tools":["ask_user","durable_wait","write_todos"]`) {
 		t.Errorf("GET /v1/agents: %d %s", code, body)

@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
 
 const (
@@ -51,8 +52,8 @@ http:
 	return s, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
-// listPage is GET /v1/sessions?query with token; it fails the test on an
-// answer other than 200.
+// listPage is GET /v1/sessions?query with token, sent raw; it fails the
+// test on an answer other than 200.
 func listPage(t *testing.T, base, token, query string) client.SessionsPage {
 	t.Helper()
 	code, body := do(t, "GET", base+"/v1/sessions?"+query, token, "")
@@ -66,6 +67,16 @@ func listPage(t *testing.T, base, token, query string) client.SessionsPage {
 	return page
 }
 
+// listSessions is c.ListSessions(o); it fails the test on an error.
+func listSessions(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOptions) client.SessionsPage {
+	t.Helper()
+	page, err := c.ListSessions(ctx(t), o)
+	if err != nil {
+		t.Fatalf("ListSessions(%+v): %v", o, err)
+	}
+	return page
+}
+
 func pageIDs(p client.SessionsPage) []string {
 	ids := []string{}
 	for _, s := range p.Sessions {
@@ -75,23 +86,29 @@ func pageIDs(p client.SessionsPage) []string {
 	return ids
 }
 
-// expectList polls GET /v1/sessions?query until it lists exactly want
-// (any order; visibility trails the sessions) and returns the last page.
-func expectList(t *testing.T, base, token, query string, want ...string) client.SessionsPage {
+// expectPage polls list until it lists exactly want (any order;
+// visibility trails the sessions) and returns the last page.
+func expectPage(t *testing.T, what string, list func() client.SessionsPage, want ...string) client.SessionsPage {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
 	if want == nil {
 		want = []string{}
 	}
 	var page client.SessionsPage
-	err := agenttest.WaitFor(context.Background(), "GET /v1/sessions?"+query, 30*time.Second, func() (bool, error) {
-		page = listPage(t, base, token, query)
+	err := agenttest.WaitFor(context.Background(), what, 30*time.Second, func() (bool, error) {
+		page = list()
 		return slices.Equal(pageIDs(page), want) && page.NextPageToken == "", nil
 	})
 	if err != nil {
 		t.Fatalf("%v: got %v (next page %q), want %v", err, pageIDs(page), page.NextPageToken, want)
 	}
 	return page
+}
+
+// expectList polls c.ListSessions(o) until it lists exactly want.
+func expectList(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOptions, want ...string) client.SessionsPage {
+	t.Helper()
+	return expectPage(t, fmt.Sprintf("ListSessions(%+v)", o), func() client.SessionsPage { return listSessions(t, c, o) }, want...)
 }
 
 // TestListSessionsWaitingForAPerson: one session waits for an approval,
@@ -120,36 +137,42 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	s.WaitForSnapshot("a pending question", question, pendingQuestion)
 	s.WaitForSnapshot("the answer", idle, idleWithAnswer)
 
-	page := expectList(t, base, tokenU1, "waiting_for=approval", approval)
+	u1, all := apiClient(t, base, tokenU1), apiClient(t, base, tokenAll)
+	type opts = httpclient.ListSessionsOptions
+	person := []string{client.WaitingForApproval, client.WaitingForQuestion}
+	page := expectList(t, u1, opts{WaitingFor: []string{client.WaitingForApproval}}, approval)
 	if got := page.Sessions[0]; got.Agent != "test" || got.FlowType != flowType || !slices.Equal(got.WaitingFor, []string{"approval"}) ||
 		got.Status != "running" || got.StartedAt.IsZero() || !slices.Contains(got.ActiveStepTypes, client.StepAwaitToolApproval) {
 		t.Errorf("the approval session: %+v", got)
 	}
-	page = expectList(t, base, tokenU1, "waiting_for=question", question)
+	page = expectList(t, u1, opts{WaitingFor: []string{client.WaitingForQuestion}}, question)
 	if got := page.Sessions[0]; !slices.Equal(got.WaitingFor, []string{"question"}) || got.Agent != "test" {
 		t.Errorf("the question session: %+v", got)
 	}
 	// Every session waiting for a person, across agents, in one call.
-	expectList(t, base, tokenU1, "waiting_for=approval,question", approval, question)
-	expectList(t, base, tokenAll, "waiting_for=approval,question", approval, question, outside)
-	expectList(t, base, tokenAll, "waiting_for=approval&waiting_for=question&agent=test", approval, question, outside)
-	page = expectList(t, base, tokenU1, "waiting_for=user", idle)
+	expectList(t, u1, opts{WaitingFor: person}, approval, question)
+	expectList(t, all, opts{WaitingFor: person}, approval, question, outside)
+	// waiting_for repeated is a form of the query the client does not send.
+	expectPage(t, "GET /v1/sessions?waiting_for=approval&waiting_for=question&agent=test", func() client.SessionsPage {
+		return listPage(t, base, tokenAll, "waiting_for=approval&waiting_for=question&agent=test")
+	}, approval, question, outside)
+	page = expectList(t, u1, opts{WaitingFor: []string{client.WaitingForUser}}, idle)
 	if got := page.Sessions[0]; got.Agent != "other" || !slices.Equal(got.WaitingFor, []string{"user"}) {
 		t.Errorf("the idle session: %+v", got)
 	}
-	expectList(t, base, tokenU1, "", approval, question, idle)
-	expectList(t, base, tokenU1, "agent=other", idle)
-	expectList(t, base, tokenU1, "agent=test", approval, question)
-	expectList(t, base, tokenU1, "waiting_for=timer,task")
+	expectList(t, u1, opts{}, approval, question, idle)
+	expectList(t, u1, opts{Agent: "other"}, idle)
+	expectList(t, u1, opts{Agent: "test"}, approval, question)
+	expectList(t, u1, opts{WaitingFor: []string{client.WaitingForTimer, client.WaitingForTask}})
 
 	// Pages of one walk the whole list, each session once.
 	var walked []string
-	query := "waiting_for=approval,question&page_size=1"
+	o := opts{WaitingFor: person, PageSize: 1}
 	for pages := 0; ; pages++ {
 		if pages > 4 {
 			t.Fatalf("more than 4 pages of 1 for 2 sessions: %v", walked)
 		}
-		p := listPage(t, base, tokenU1, query)
+		p := listSessions(t, u1, o)
 		if len(p.Sessions) > 1 {
 			t.Fatalf("a page of 1 has %d sessions", len(p.Sessions))
 		}
@@ -157,31 +180,35 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 		if p.NextPageToken == "" {
 			break
 		}
-		query = "waiting_for=approval,question&page_size=1&page_token=" + url.QueryEscape(p.NextPageToken)
+		o.PageToken = p.NextPageToken
 	}
 	if slices.Sort(walked); !slices.Equal(walked, []string{approval, question}) {
 		t.Errorf("pages of 1 listed %v", walked)
 	}
 	// A page token continues its own list only.
-	first := listPage(t, base, tokenU1, "waiting_for=approval,question&page_size=1")
+	first := listSessions(t, u1, opts{WaitingFor: person, PageSize: 1})
 	if first.NextPageToken == "" {
 		t.Fatal("the first page of 1 has no next page")
 	}
-	for _, q := range []string{"waiting_for=user&page_token=", "waiting_for=approval,question&agent=test&page_token="} {
-		if code, body := do(t, "GET", base+"/v1/sessions?"+q+url.QueryEscape(first.NextPageToken), tokenU1, ""); code != 400 || !strings.Contains(string(body), "another list") {
-			t.Errorf("%s<a token of another list>: %d %s", q, code, body)
+	var apiErr *httpclient.APIError
+	for _, o := range []opts{{WaitingFor: []string{client.WaitingForUser}}, {WaitingFor: person, Agent: "test"}} {
+		o.PageToken = first.NextPageToken
+		if _, err := u1.ListSessions(ctx(t), o); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "another list") {
+			t.Errorf("%+v with a token of another list: %v", o, err)
 		}
 	}
-	if code, body := do(t, "GET", base+"/v1/sessions?waiting_for=approval,question&page_token="+url.QueryEscape(first.NextPageToken), tokenAll, ""); code != 400 {
-		t.Errorf("another token's page token: %d %s", code, body)
+	if _, err := all.ListSessions(ctx(t), opts{WaitingFor: person, PageToken: first.NextPageToken}); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Errorf("another token's page token: %v", err)
 	}
 
 	// Tokens of another prefix or agent see none of them.
-	expectList(t, base, tokenAcme, "waiting_for=approval,question")
-	expectList(t, base, tokenAcme, "")
-	expectList(t, base, tokenU2, "")
-	expectList(t, base, tokenOther, "waiting_for=approval,question")
-	expectList(t, base, tokenOther, "", idle)
+	acme, other := apiClient(t, base, tokenAcme), apiClient(t, base, tokenOther)
+	expectList(t, acme, opts{WaitingFor: person})
+	expectList(t, acme, opts{})
+	expectList(t, apiClient(t, base, tokenU2), opts{})
+	expectList(t, other, opts{WaitingFor: person})
+	expectList(t, other, opts{}, idle)
+	// An authorization check: raw.
 	if code, body := do(t, "GET", base+"/v1/sessions?agent=test", tokenOther, ""); code != 403 || !strings.Contains(string(body), `"code":"forbidden"`) {
 		t.Errorf("another agent's list: %d %s", code, body)
 	}
@@ -193,21 +220,25 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	startAs(flowType, `b\s"-1`, "hello")
 	startAs(flowType, `b\s"x`, "hello") // outside
 	startAs(flowType, `b\s-1`, "hello") // outside
-	expectList(t, base, tokenQuote, "", "o'k-1")
-	expectList(t, base, tokenSlash, "waiting_for=user", `b\s"-1`)
+	expectList(t, apiClient(t, base, tokenQuote), opts{}, "o'k-1")
+	expectList(t, apiClient(t, base, tokenSlash), opts{WaitingFor: []string{client.WaitingForUser}}, `b\s"-1`)
 
 	// Bad queries are 400s that say what is allowed.
-	for q, want := range map[string]string{
-		"waiting_for=approval,coffee": `waiting_for \"coffee\": want one or more of approval, question, timer, task, user`,
-		"agent=nobody":                `unknown agent \"nobody\"`,
-		"page_size=101":               "page_size must be an integer from 1 to 100",
-		"page_token=bm90LWEtdG9rZW4":  "page_token",
-		"status=closed":               `status \"closed\"`,
+	for _, c := range []struct {
+		opts opts
+		want string
+	}{
+		{opts{WaitingFor: []string{client.WaitingForApproval, "coffee"}}, `waiting_for "coffee": want one or more of approval, question, timer, task, user`},
+		{opts{Agent: "nobody"}, `unknown agent "nobody"`},
+		{opts{PageSize: 101}, "page_size must be an integer from 1 to 100"},
+		{opts{PageToken: "bm90LWEtdG9rZW4"}, "page_token"},
+		{opts{Status: "closed"}, `status "closed"`},
 	} {
-		if code, body := do(t, "GET", base+"/v1/sessions?"+q, tokenU1, ""); code != 400 || !strings.Contains(string(body), want) {
-			t.Errorf("%s: %d %s, want 400 with %s", q, code, body, want)
+		if _, err := u1.ListSessions(ctx(t), c.opts); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, c.want) {
+			t.Errorf("%+v: %v, want 400 with %s", c.opts, err, c.want)
 		}
 	}
+	// An authorization check: raw.
 	if code, _ := do(t, "GET", base+"/v1/sessions", "", ""); code != 401 {
 		t.Errorf("no token: %d", code)
 	}
@@ -216,13 +247,13 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	if err := s.Client.TerminateWorkflow(ctx(t), question, "", "list test"); err != nil {
 		t.Fatal(err)
 	}
-	expectList(t, base, tokenU1, "", approval, idle)
-	page = expectList(t, base, tokenU1, "status=all&agent=test", approval, question)
+	expectList(t, u1, opts{}, approval, idle)
+	page = expectList(t, u1, opts{Status: client.ListAll, Agent: "test"}, approval, question)
 	for _, got := range page.Sessions {
 		if got.SessionID == question && (got.Status != "terminated" || len(got.WaitingFor) != 0 || got.ClosedAt == nil) {
 			t.Errorf("the terminated session: %+v", got)
 		}
 	}
 	// What a session waits for holds while it runs: a closed one is not listed.
-	expectList(t, base, tokenU1, "status=all&waiting_for=question")
+	expectList(t, u1, opts{Status: client.ListAll, WaitingFor: []string{client.WaitingForQuestion}})
 }

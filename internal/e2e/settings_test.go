@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 )
 
@@ -114,6 +116,8 @@ func TestAStartWithBadSettingsFailsTheSession(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), client.InvalidStartSessionSettingsReason+": they must be one JSON object, not an array") {
 		t.Fatalf("the session ended with %v", err)
 	}
+	// httpclient.StartRequest has neither active_step_search_mode nor
+	// session_settings: these two starts stay raw.
 	if code, body := do(t, "POST", base+"/v1/sessions", tokenAll, `{"agent":"test","active_step_search_mode":"all"}`); code != 400 || !strings.Contains(string(body), `active_step_search_mode \"all\": want`) {
 		t.Errorf("unknown search mode: %d %s", code, body)
 	}
@@ -122,19 +126,16 @@ func TestAStartWithBadSettingsFailsTheSession(t *testing.T) {
 		t.Errorf("start over HTTP with a string: %d %s", code, body)
 	}
 	id := start(t, s, "hello")
-	code, body = do(t, "PUT", base+"/v1/sessions/"+id+"/settings", tokenAll, `{"session_settings":null}`)
-	if code != 400 || !strings.Contains(string(body), "must be one JSON object") {
-		t.Errorf("PUT null: %d %s", code, body)
+	c := apiClient(t, base, tokenAll)
+	var apiErr *httpclient.APIError
+	if ok, err := c.UpdateSettings(ctx(t), id, json.RawMessage(`null`)); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "must be one JSON object") {
+		t.Errorf("PUT null: %v, %v", ok, err)
 	}
-	code, body = do(t, "PUT", base+"/v1/sessions/"+id+"/settings", tokenAll, `{"session_settings":{"model":"fast"}}`)
-	if code != 200 || strings.TrimSpace(string(body)) != `{"updated":true}` {
-		t.Errorf("PUT: %d %s", code, body)
+	if ok, err := c.UpdateSettings(ctx(t), id, json.RawMessage(`{"model":"fast"}`)); err != nil || !ok {
+		t.Errorf("PUT: %v, %v", ok, err)
 	}
-	var hs struct {
-		Snapshot client.Snapshot `json:"snapshot"`
-	}
-	code, body = do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, "")
-	if err := json.Unmarshal(body, &hs); code != 200 || err != nil || string(hs.Snapshot.SessionSettings) != `{"model":"fast"}` {
-		t.Errorf("snapshot settings: %d %s", code, hs.Snapshot.SessionSettings)
+	hs, _, err := c.Snapshot(ctx(t), id)
+	if err != nil || string(hs.SessionSettings) != `{"model":"fast"}` {
+		t.Errorf("snapshot settings: %v %s", err, hs.SessionSettings)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
 
 // spendConfig is the test config with spend limits on the test agent (and
@@ -98,17 +99,17 @@ func TestSpendLimitReachedMidSession(t *testing.T) {
 		t.Errorf("user messages = %q: every message is kept", users)
 	}
 	failed := 0
-	frames := eventsOf(t, base, id, func(f sseFrame) bool {
-		if f.data["type"] == "turn_failed" {
+	events := sessionEvents(t, apiClient(t, base, tokenAll), id, func(e httpclient.Event) bool {
+		if e.Type == httpclient.EventTurnFailed {
 			failed++
 		}
 		return failed == 2
 	})
-	reached := find(frames, "spend_limit_reached", nil, t)
+	reached := findEvents(t, events, httpclient.EventSpendLimitReached, nil)
 	if len(reached) != 2 {
 		t.Fatalf("%d spend_limit_reached events, want 2 (turns 4 and 5)", len(reached))
 	}
-	p := payloadOf(t, reached[0])
+	p := eventPayload(t, reached[0])
 	if p["scope"] != "session" || p["counter"] != "model_calls" || p["used"] != float64(3) || p["limit"] != float64(3) || !strings.HasPrefix(fmt.Sprint(p["reason"]), "spend limit reached: ") {
 		t.Errorf("spend_limit_reached payload = %v", p)
 	}
@@ -127,9 +128,8 @@ func TestSpendPerDayAcrossSessions(t *testing.T) {
 	s.StartWorker()
 	startAs := func(token, id string) {
 		t.Helper()
-		code, body := do(t, "POST", base+"/v1/sessions", token, fmt.Sprintf(`{"agent":"test","session_id":%q,"initial_message":"hi"}`, id))
-		if code != 201 && code != 200 {
-			t.Fatalf("start %s: %d %s", id, code, body)
+		if _, err := apiClient(t, base, token).StartSession(ctx(t), httpclient.StartRequest{Agent: "test", SessionID: id, InitialMessage: "hi"}); err != nil {
+			t.Fatalf("start %s: %v", id, err)
 		}
 	}
 	startAs(tokenAcme, "acme-1")

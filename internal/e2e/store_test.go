@@ -16,6 +16,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -77,25 +78,22 @@ func TestLargeContentTravelsByReference(t *testing.T) {
 	id := start(t, s, "hello")
 	s.WaitForSnapshot("the first answer", id, idleWithAnswer)
 	sess := base + "/v1/sessions/" + id
+	c := apiClient(t, base, tokenAll)
 
 	big := strings.Repeat("<", 1536<<10)
-	body, _ := json.Marshal(map[string]string{"text": big})
-	if code, resp := do(t, "POST", sess+"/messages", tokenAll, string(body)); code != 200 || !strings.Contains(string(resp), `"accepted":true`) {
-		t.Fatalf("send 1.5 MiB: %d %s", code, resp)
+	if ok, err := c.SendMessage(ctx(t), id, big); err != nil || !ok {
+		t.Fatalf("send 1.5 MiB: %v %v", ok, err)
 	}
 	snap := s.WaitForSnapshot("the echo of 1.5 MiB", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
 	last := snap.Messages[len(snap.Messages)-1]
 	if !last.TextTruncated || len(last.Text) > 4<<10 {
 		t.Errorf("the workflow's snapshot holds %d bytes of the answer (truncated %v); want a preview", len(last.Text), last.TextTruncated)
 	}
-	code, resp := do(t, "GET", sess+"/snapshot", tokenAll, "")
-	var hs struct {
-		Snapshot client.Snapshot `json:"snapshot"`
+	hs, _, err := c.Snapshot(ctx(t), id)
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
 	}
-	if err := json.Unmarshal(resp, &hs); code != 200 || err != nil {
-		t.Fatalf("snapshot: %d %v", code, err)
-	}
-	if got := hs.Snapshot.Messages[len(hs.Snapshot.Messages)-1]; got.Text != "echo: "+big || got.TextTruncated {
+	if got := hs.Messages[len(hs.Messages)-1]; got.Text != "echo: "+big || got.TextTruncated {
 		t.Errorf("the HTTP snapshot's answer is %d bytes (truncated %v), want the whole echo", len(got.Text), got.TextTruncated)
 	}
 
@@ -120,8 +118,9 @@ func TestLargeContentTravelsByReference(t *testing.T) {
 		t.Errorf("the largest payload in the history is %d bytes, at %s; large content must travel by reference", n, where)
 	}
 
+	// The body limit is the wire's: sent raw, to see the 413 and its text.
 	huge, _ := json.Marshal(map[string]string{"text": strings.Repeat("a", 8704<<10)})
-	code, resp = do(t, "POST", sess+"/messages", tokenAll, string(huge))
+	code, resp := do(t, "POST", sess+"/messages", tokenAll, string(huge))
 	if code != 413 || !strings.Contains(string(resp), "may be at most 8388608") {
 		t.Errorf("send 8.5 MiB: %d %s; want 413 naming the limit", code, resp)
 	}
@@ -353,18 +352,15 @@ func TestLongTextsStartAndContinueSessions(t *testing.T) {
 		t.Errorf("the model did not see the whole texts: %d messages", len(stored))
 	}
 
-	body, _ := json.Marshal(map[string]string{"agent": "test", "initial_message": second})
-	code, resp := do(t, "POST", base+"/v1/sessions", tokenAll, string(body))
-	var created struct {
-		SessionID string `json:"session_id"`
+	created, err := apiClient(t, base, tokenAll).StartSession(ctx(t), httpclient.StartRequest{Agent: "test", InitialMessage: second})
+	if err != nil {
+		t.Fatalf("start over HTTP with 300 KB: %v", err)
 	}
-	if err := json.Unmarshal(resp, &created); code != 201 || err != nil {
-		t.Fatalf("start over HTTP with 300 KB: %d %s", code, resp)
-	}
-	s.WaitForSnapshot("the answer over HTTP", created.SessionID, idleWithAnswer)
-	if stored, err := s.StoredMessages(created.SessionID); err != nil || len(stored) != 2 || stored[1].Text != "echo: "+second {
+	s.WaitForSnapshot("the answer over HTTP", created, idleWithAnswer)
+	if stored, err := s.StoredMessages(created); err != nil || len(stored) != 2 || stored[1].Text != "echo: "+second {
 		t.Errorf("the HTTP session's transcript: %d messages, %v", len(stored), err)
 	}
+	// The body limit is the wire's: sent raw, to see the 413 and its text.
 	huge, _ := json.Marshal(map[string]string{"agent": "test", "initial_message": strings.Repeat("a", 8704<<10)})
 	if code, resp := do(t, "POST", base+"/v1/sessions", tokenAll, string(huge)); code != 413 || !strings.Contains(string(resp), "may be at most 8388608") {
 		t.Errorf("start with 8.5 MiB: %d %s; want 413 naming the limit", code, resp)
