@@ -595,6 +595,14 @@ type RunModelLimit struct {
 	HeartbeatTimeout       time.Duration `yaml:"heartbeat_timeout"`         // default 2m
 	MaximumAttempts        int32         `yaml:"maximum_attempts"`          // default 3
 	ScheduleToCloseTimeout time.Duration `yaml:"schedule_to_close_timeout"` // all attempts; default 30m
+	// FirstChunkTimeout, ChunkGapTimeout and CallTimeout bound what one
+	// model call streams (its runner's text, reasoning, events and
+	// heartbeats): the first chunk within FirstChunkTimeout, no gap longer
+	// than ChunkGapTimeout, the whole call within CallTimeout. A call past
+	// one fails its attempt, which is retried. Unset: no bound.
+	FirstChunkTimeout time.Duration `yaml:"first_chunk_timeout,omitempty"`
+	ChunkGapTimeout   time.Duration `yaml:"chunk_gap_timeout,omitempty"`
+	CallTimeout       time.Duration `yaml:"call_timeout,omitempty"`
 }
 
 // Effect is the effect class of a tool. It decides the tool step's retries

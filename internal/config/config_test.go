@@ -176,6 +176,15 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "model_liveness.bad.yml",
+		errs: []string{
+			`10: agents[0].run_model_limit.first_chunk_timeout: must be at least 1s (or unset for no bound), got 500ms`,
+			`11: agents[0].run_model_limit.chunk_gap_timeout: 2m is longer than start_to_close_timeout (1m), so it could never fire`,
+			`17: agents[1].run_model_limit.first_chunk_timeout: 45s is longer than call_timeout (40s), so it could never fire`,
+			`18: agents[1].run_model_limit.chunk_gap_timeout: must be > 0, got -1s`,
+		},
+	},
+	{
 		filename: "bad_durations.bad.yml",
 		errs: []string{
 			`7: agents[0].interrupt_deadline: duration 90 has no unit: write it like 90s, 15m or 24h`,
@@ -847,7 +856,7 @@ func TestValidate(t *testing.T) {
 	cfg.Temporal.TLS = &TLS{}
 	cfg.Agents[0].ToolPolicies = nil
 	cfg.Agents[0].InterruptDeadline = 0
-	cfg.Agents[0].RunModelLimit = RunModelLimit{time.Minute, 2 * time.Second, 1, time.Minute}
+	cfg.Agents[0].RunModelLimit = RunModelLimit{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 2 * time.Second, MaximumAttempts: 1, ScheduleToCloseTimeout: time.Minute}
 	cfg.Agents[0].ToolLimit.MaximumAttempts = 1
 	cfg.Agents[0].MessageWindowSize, cfg.Agents[0].MessageChunkSize, cfg.Agents[0].MessageChunkMaxBytes = 1, 1, 1024
 	cfg.Agents[0].RetainedMessageLimit = MessageLimit{Unlimited: true}

@@ -553,7 +553,27 @@ func (l *RunModelLimit) validate(p *problems, path string) {
 		p.add(path+".schedule_to_close_timeout", "%s must be >= start_to_close_timeout (%s)",
 			formatDuration(l.ScheduleToCloseTimeout), formatDuration(l.StartToCloseTimeout))
 	}
+	// The model call's own bounds: off when unset, else at least
+	// MinChunkTimeout (the plugins heartbeat twice a second at most), and
+	// inside the attempt's start_to_close_timeout.
+	for _, b := range []struct {
+		key string
+		d   time.Duration
+	}{{"first_chunk_timeout", l.FirstChunkTimeout}, {"chunk_gap_timeout", l.ChunkGapTimeout}, {"call_timeout", l.CallTimeout}} {
+		switch {
+		case b.d < 0 || (b.d > 0 && b.d < MinChunkTimeout):
+			p.add(path+"."+b.key, "must be at least %s (or unset for no bound), got %s", formatDuration(MinChunkTimeout), formatDuration(b.d))
+		case b.d > 0 && startOK && b.d > l.StartToCloseTimeout:
+			p.add(path+"."+b.key, "%s is longer than start_to_close_timeout (%s), so it could never fire", formatDuration(b.d), formatDuration(l.StartToCloseTimeout))
+		case b.key != "call_timeout" && b.d > 0 && l.CallTimeout > 0 && b.d > l.CallTimeout:
+			p.add(path+"."+b.key, "%s is longer than call_timeout (%s), so it could never fire", formatDuration(b.d), formatDuration(l.CallTimeout))
+		}
+	}
 }
+
+// MinChunkTimeout is the smallest first_chunk_timeout, chunk_gap_timeout
+// and call_timeout.
+const MinChunkTimeout = time.Second
 
 // pluginHint suggests the plugin a mistyped runner meant, or lists them.
 func pluginHint(runner string, names []string) string {

@@ -275,6 +275,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	acts.Metrics = d.metrics
 	acts.Tracer = d.tracer
+	acts.Liveness = modelLiveness(cfg)
 	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -752,6 +753,16 @@ func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) sessi
 		},
 		Events: sink,
 	}
+}
+
+// modelLiveness gives each agent's bounds on a model call's stream.
+func modelLiveness(cfg *config.Config) func(agent string) steps.ModelLiveness {
+	m := map[string]steps.ModelLiveness{}
+	for _, a := range cfg.Agents {
+		l := a.RunModelLimit
+		m[a.Name] = steps.ModelLiveness{FirstChunk: l.FirstChunkTimeout, Gap: l.ChunkGapTimeout, Call: l.CallTimeout}
+	}
+	return func(agent string) steps.ModelLiveness { return m[agent] }
 }
 
 func pluginOf(cfg *config.Config) map[string]string {

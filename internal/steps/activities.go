@@ -91,6 +91,10 @@ type Activities struct {
 	Metrics *metrics.Metrics
 	// Tracer writes the chat and execute_tool spans (nil: none).
 	Tracer *tracing.Tracer
+	// Liveness gives an agent's bounds on what a model call streams
+	// (run_model_limit's first_chunk_timeout, chunk_gap_timeout,
+	// call_timeout); nil or zero bounds: none.
+	Liveness func(agent string) ModelLiveness
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -446,9 +450,19 @@ func outcomeMessages(resp *pluginapi.RunModelStepResponse) []pluginapi.Framework
 // callModel hands the runner the turn with the session's transcript.
 func (a *Activities) callModel(ctx context.Context, r pluginapi.Runner, caps pluginapi.Capabilities, in session.TurnInput, attempt int, w pluginapi.EventWriter) (*pluginapi.RunModelStepResponse, error) {
 	var resp *pluginapi.RunModelStepResponse
+	var lim ModelLiveness
+	if a.Liveness != nil {
+		lim = a.Liveness(in.Agent)
+	}
 	err := a.withTranscript(ctx, caps, in, attempt, func(turn pluginapi.TurnContext) error {
+		callCtx, events, stop := watchModelCall(ctx, lim, w)
+		defer stop()
 		var err error
-		resp, err = r.RunModelStep(ctx, &pluginapi.RunModelStepRequest{Turn: turn, Events: w})
+		resp, err = r.RunModelStep(callCtx, &pluginapi.RunModelStepRequest{Turn: turn, Events: events})
+		if cause := context.Cause(callCtx); err != nil && ctx.Err() == nil && errors.Is(cause, ErrModelCallStalled) {
+			// Retryable: the next attempt makes the call again.
+			return cause
+		}
 		return err
 	})
 	return resp, err

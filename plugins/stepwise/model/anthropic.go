@@ -298,6 +298,10 @@ func (c *anthropicClient) CallModel(ctx context.Context, req *stepwise.ModelRequ
 	)
 	for stream.Next() {
 		ev := stream.Current()
+		if t := string(ev.Type); t == "content_block_delta" || t == "content_block_start" {
+			// A chunk of the answer (not the message's start or end).
+			b.Pulse()
+		}
 		if err := msg.Accumulate(ev); err != nil {
 			return nil, cerr.wrap(fmt.Errorf("malformed stream: %w", err))
 		}

@@ -51,6 +51,33 @@ type batcher struct {
 	stop    func() bool // the pending timer
 	closed  bool
 	written int // events written, for tests
+	beats   int // heartbeats written, for tests
+	lastOut time.Time
+}
+
+// PulseEvery is how often a stream that writes no text still heartbeats
+// (Pulse): a host bounds the gaps between a call's chunks
+// (run_model_limit.chunk_gap_timeout, at least 1 s), and a stream of tool
+// call arguments or encrypted reasoning writes nothing else.
+const PulseEvery = 500 * time.Millisecond
+
+// Pulse records that the provider's stream delivered an event: when
+// nothing was written for PulseEvery, the output (if it takes heartbeats,
+// as a runner's event writer does) gets one.
+func (b *batcher) Pulse() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.out.(interface{ Heartbeat() })
+	if b.closed || !ok {
+		return
+	}
+	now := b.clock.Now()
+	if !b.lastOut.IsZero() && now.Sub(b.lastOut) < PulseEvery {
+		return
+	}
+	b.lastOut = now
+	b.beats++
+	h.Heartbeat()
 }
 
 func newBatcher(out stepwise.ModelOutput, c clock) *batcher {
@@ -117,6 +144,7 @@ func (b *batcher) flushLocked() {
 	s := b.buf.String()
 	b.buf.Reset()
 	b.written++
+	b.lastOut = b.clock.Now()
 	if b.kind == textDelta {
 		b.out.WriteTextDelta(s)
 	} else {

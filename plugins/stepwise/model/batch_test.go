@@ -158,3 +158,39 @@ func TestSentenceCut(t *testing.T) {
 		}
 	}
 }
+
+type beatRecorder struct {
+	recorder
+	beats int
+}
+
+func (r *beatRecorder) Heartbeat() { r.beats++ }
+
+// TestBatcherPulse: stream events that write nothing heartbeat at most
+// every PulseEvery; a text write counts as liveness too; an output without
+// heartbeats gets none.
+func TestBatcherPulse(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(0, 0)}
+	rec := &beatRecorder{}
+	b := newBatcher(rec, clk)
+	for range 10 { // 10 events over 900 ms
+		b.Pulse()
+		clk.Advance(100 * time.Millisecond)
+	}
+	if rec.beats != 2 {
+		t.Errorf("%d heartbeats over 900 ms of silent events, want 2 (at 0 and 500 ms)", rec.beats)
+	}
+	b.Text("Done.") // a sentence end writes at once
+	b.Pulse()
+	if rec.beats != 2 || len(rec.events) != 1 {
+		t.Errorf("a pulse right after a write heartbeated: %d beats, %d events", rec.beats, len(rec.events))
+	}
+	b.Close()
+	clk.Advance(time.Second)
+	b.Pulse()
+	if rec.beats != 2 {
+		t.Error("a heartbeat after Close")
+	}
+	plain := newBatcher(&recorder{}, clk)
+	plain.Pulse() // no Heartbeat method: nothing, no panic
+}

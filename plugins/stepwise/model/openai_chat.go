@@ -196,6 +196,10 @@ func (c *chatClient) CallModel(ctx context.Context, req *stepwise.ModelRequest, 
 	)
 	for stream.Next() {
 		chunk := stream.Current()
+		if len(chunk.Choices) > 0 {
+			// A chunk of the answer (not a usage-only chunk).
+			b.Pulse()
+		}
 		if chunk.ID != "" {
 			id = chunk.ID
 		}

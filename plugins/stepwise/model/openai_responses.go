@@ -164,6 +164,10 @@ func (c *responsesClient) CallModel(ctx context.Context, req *stepwise.ModelRequ
 	)
 	for stream.Next() {
 		ev := stream.Current()
+		if strings.HasSuffix(ev.Type, ".delta") {
+			// A chunk of the answer (not response.created and the like).
+			b.Pulse()
+		}
 		switch ev.Type {
 		case "response.output_text.delta":
 			b.Text(ev.Delta)
