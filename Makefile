@@ -70,6 +70,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzUIChatRequest$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzTranslate$$' -fuzztime=$(FUZZTIME) ./internal/uistream
+	$(GO) test -run='^$$' -fuzz='^FuzzDecide$$' -fuzztime=$(FUZZTIME) ./internal/approvalrules
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSessionListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSessionScopeRules$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
 	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./httpclient/sse

@@ -190,6 +190,15 @@ type ToolCall struct {
 	// until the poll that hands it over (PollToolTaskRequest.PendingAnswer)
 	// succeeds. Only the session's Steps use it.
 	TaskAnswerPending *QuestionAnswer `json:"task_answer_pending,omitempty"`
+	// ApprovalRule and ApprovalDecision name the agent's approval rule that
+	// decided the call's approval (allow, require_approval or deny), and
+	// ShadowApprovalRule and ShadowApprovalDecision the shadow rule's,
+	// recorded without effect. Empty: no rule matched. Only the session
+	// reads them; runners see the decision as RequiresApproval and Status.
+	ApprovalRule           string `json:"approval_rule,omitempty"`
+	ApprovalDecision       string `json:"approval_decision,omitempty"`
+	ShadowApprovalRule     string `json:"shadow_approval_rule,omitempty"`
+	ShadowApprovalDecision string `json:"shadow_approval_decision,omitempty"`
 }
 
 // Usage counts tokens. In an outcome it covers that one model call; in a

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dex-agents/dex-agent-worker/internal/approvalrules"
 )
 
 // Config is the resolved configuration of a dex-agent-worker daemon. Load
@@ -455,6 +457,10 @@ type Agent struct {
 	RunnerConfig      map[string]any        `yaml:"runner_config,omitempty" redact:"env"`
 	DefaultToolEffect Effect                `yaml:"default_tool_effect"` // default unclassified
 	ToolPolicies      map[string]ToolPolicy `yaml:"tool_policies,omitempty"`
+	// ApprovalRules decide a call's approval before its policy does: the
+	// first enforcing rule whose tool and when match (package
+	// approvalrules).
+	ApprovalRules []ApprovalRule `yaml:"approval_rules,omitempty"`
 	// InterruptDeadline bounds how long an approval or a question waits;
 	// zero means no deadline.
 	InterruptDeadline time.Duration `yaml:"interrupt_deadline,omitempty"`
@@ -587,6 +593,28 @@ func (p ToolPolicy) ApprovalRequired() bool {
 		return *p.RequiresApproval
 	}
 	return p.Effect.DefaultApproval()
+}
+
+// ApprovalRule is one of an agent's approval rules: when the call is of
+// Tool ("*" for any) and When (a CEL expression over args, effect, tool,
+// settings and token; empty for always) holds, Decision (allow,
+// require_approval, deny) decides, with Reason (required for deny: the
+// model sees it). A Shadow rule's decision is recorded, not enforced.
+type ApprovalRule struct {
+	Tool     string `yaml:"tool"`
+	When     string `yaml:"when,omitempty"`
+	Decision string `yaml:"decision"`
+	Reason   string `yaml:"reason,omitempty"`
+	Shadow   bool   `yaml:"shadow,omitempty"`
+}
+
+// Rules returns the agent's approval rules for package approvalrules.
+func (a *Agent) Rules() []approvalrules.Rule {
+	out := make([]approvalrules.Rule, len(a.ApprovalRules))
+	for i, r := range a.ApprovalRules {
+		out[i] = approvalrules.Rule{Tool: r.Tool, When: r.When, Decision: r.Decision, Reason: r.Reason, Shadow: r.Shadow}
+	}
+	return out
 }
 
 // RunModelLimit holds the timeouts and retry budget of the RunModel step.

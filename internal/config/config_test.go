@@ -176,6 +176,16 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "approval_rules.bad.yml",
+		errs: []string{
+			`8: agents[0].approval_rules[0].when: does not compile: ERROR: <input>:1:1: undeclared reference to 'amount_cents' | amount_cents <= 2000 | ^`,
+			`10: agents[0].approval_rules[1].when: is a int expression; it must be a bool`,
+			`12: agents[0].approval_rules[2].reason: is required with decision deny: the model sees it as the call's rejection`,
+			`13: agents[0].approval_rules[3].tool: is required: a tool name, or "*" for every tool`,
+			`13: agents[0].approval_rules[3].decision: unknown decision "sometimes" (want allow, require_approval or deny)`,
+		},
+	},
+	{
 		filename: "model_liveness.bad.yml",
 		errs: []string{
 			`10: agents[0].run_model_limit.first_chunk_timeout: must be at least 1s (or unset for no bound), got 500ms`,

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dex-agents/dex-agent-worker/internal/approvalrules"
 )
 
 var (
@@ -455,6 +457,11 @@ func (a *Agent) validate(p *problems, path string) {
 	}
 	if a.InterruptDeadline < 0 {
 		p.add(path+".interrupt_deadline", "must be > 0 (leave it out for no deadline), got %s", formatDuration(a.InterruptDeadline))
+	}
+	if _, errs := approvalrules.Compile(a.Rules()); errs != nil {
+		for _, e := range errs {
+			p.add(fmt.Sprintf("%s.approval_rules[%d].%s", path, e.Index, e.Field), "%v", e.Err)
+		}
 	}
 	a.RunModelLimit.validate(p, path+".run_model_limit")
 	a.ToolLimit.validate(p, path+".tool_limit")

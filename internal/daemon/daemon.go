@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/approvalrules"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
@@ -276,6 +277,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	acts.Metrics = d.metrics
 	acts.Tracer = d.tracer
 	acts.Liveness = modelLiveness(cfg)
+	rules, err := approvalRules(cfg)
+	if err != nil {
+		return nil, err
+	}
+	acts.ApprovalRules = rules
 	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -753,6 +759,20 @@ func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) sessi
 		},
 		Events: sink,
 	}
+}
+
+// approvalRules compiles each agent's approval rules (config validation
+// compiled them once already).
+func approvalRules(cfg *config.Config) (func(agent string) *approvalrules.Set, error) {
+	m := map[string]*approvalrules.Set{}
+	for _, a := range cfg.Agents {
+		set, errs := approvalrules.Compile(a.Rules())
+		if errs != nil {
+			return nil, fmt.Errorf("agent %s: approval_rules[%d].%s: %v", a.Name, errs[0].Index, errs[0].Field, errs[0].Err)
+		}
+		m[a.Name] = set
+	}
+	return func(agent string) *approvalrules.Set { return m[agent] }, nil
 }
 
 // modelLiveness gives each agent's bounds on a model call's stream.

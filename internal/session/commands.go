@@ -219,6 +219,12 @@ type toolCallDeferredPayload struct {
 	ToolName         string `json:"tool_name"`
 	Effect           string `json:"effect"`
 	RequiresApproval bool   `json:"requires_approval"`
+	// The approval rule that decided the call and its decision, and the
+	// shadow rule's, when rules matched (beyond the spec).
+	ApprovalRule           string `json:"approval_rule,omitempty"`
+	ApprovalDecision       string `json:"approval_decision,omitempty"`
+	ShadowApprovalRule     string `json:"shadow_approval_rule,omitempty"`
+	ShadowApprovalDecision string `json:"shadow_approval_decision,omitempty"`
 }
 
 type toolCallFinishedPayload struct {

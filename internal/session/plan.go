@@ -158,6 +158,25 @@ func (s *State) refuseInPlanning(rec pluginapi.ToolCall, attempt int) []Command 
 	}
 }
 
+// denyByRule rejects a call an approval rule denied: it never runs, and
+// the model sees the rule's reason as its result.
+func (s *State) denyByRule(rec pluginapi.ToolCall, d *RuleDecision, attempt int) []Command {
+	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
+	rec.RequiresApproval = false
+	rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, d.Reason
+	s.ToolCalls = append(s.ToolCalls, rec)
+	return []Command{
+		Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect),
+			ApprovalRule: rec.ApprovalRule, ApprovalDecision: rec.ApprovalDecision,
+			ShadowApprovalRule: rec.ShadowApprovalRule, ShadowApprovalDecision: rec.ShadowApprovalDecision,
+		}).forStep(step)},
+		Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+		}).forStep(step)},
+	}
+}
+
 // executePlan applies execute_plan: accepted only while the session waits
 // for a user message with nothing queued, and its plan has the revision
 // and is a draft or active.

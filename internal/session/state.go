@@ -391,6 +391,39 @@ type ModelOutcome struct {
 	// HostCalls are the calls of ToolCallsRequested that the worker runs
 	// itself, in sessions of HostToolsVersion.
 	HostCalls []HostCall `json:"host_calls,omitempty"`
+	// RuleDecisions are what the agent's approval rules decided about the
+	// calls of ToolCallsRequested. They are decided by the Step, so they
+	// are in history: a rule change never replays differently.
+	RuleDecisions []RuleDecision `json:"rule_decisions,omitempty"`
+}
+
+// RuleDecision is what an agent's approval rules decided about one call:
+// the enforcing rule's decision (allow, require_approval, deny) and the
+// shadow rule's (recorded, never enforced). Empty fields: no rule matched.
+type RuleDecision struct {
+	ToolCallID     string `json:"tool_call_id"`
+	Rule           string `json:"rule,omitempty"`
+	Decision       string `json:"decision,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+	ShadowRule     string `json:"shadow_rule,omitempty"`
+	ShadowDecision string `json:"shadow_decision,omitempty"`
+}
+
+// The decisions of approval rules (package approvalrules).
+const (
+	RuleAllow           = "allow"
+	RuleRequireApproval = "require_approval"
+	RuleDeny            = "deny"
+)
+
+// ruleDecision returns the rules' decision about a call, or nil.
+func ruleDecision(out ModelOutcome, id string) *RuleDecision {
+	for i := range out.RuleDecisions {
+		if out.RuleDecisions[i].ToolCallID == id {
+			return &out.RuleDecisions[i]
+		}
+	}
+	return nil
 }
 
 // hostCall returns the host's decision about a call, or nil when the
@@ -490,8 +523,25 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs, todos)...)
 			continue
 		}
+		// The agent's approval rules decide before the policy; the effect,
+		// and so the retries, stay the policy's.
+		if d := ruleDecision(out, call.ToolCallID); d != nil {
+			rec.ApprovalRule, rec.ApprovalDecision = d.Rule, d.Decision
+			rec.ShadowApprovalRule, rec.ShadowApprovalDecision = d.ShadowRule, d.ShadowDecision
+			switch d.Decision {
+			case RuleAllow:
+				rec.RequiresApproval = false
+			case RuleRequireApproval:
+				rec.RequiresApproval = true
+			case RuleDeny:
+				cmds = append(cmds, s.denyByRule(rec, d, attempt)...)
+				continue
+			}
+		}
 		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
+			ApprovalRule: rec.ApprovalRule, ApprovalDecision: rec.ApprovalDecision,
+			ShadowApprovalRule: rec.ShadowApprovalRule, ShadowApprovalDecision: rec.ShadowApprovalDecision,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))})
 		if rec.RequiresApproval {
 			rec.Status = client.ToolCallAwaitingApproval

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/dex-agents/dex-agent-worker/internal/approvalrules"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/metrics"
@@ -95,6 +96,8 @@ type Activities struct {
 	// (run_model_limit's first_chunk_timeout, chunk_gap_timeout,
 	// call_timeout); nil or zero bounds: none.
 	Liveness func(agent string) ModelLiveness
+	// ApprovalRules gives an agent's compiled approval rules (nil: none).
+	ApprovalRules func(agent string) *approvalrules.Set
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -309,6 +312,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		UnfinishedCapable:  caps.UnfinishedTurnMessages,
 		HostCalls:          hostCalls(resp.ToolCallsRequested, offered),
 	}
+	out.RuleDecisions = a.ruleDecisions(ctx, in, resp.ToolCallsRequested, out.HostCalls)
 	if tc := resp.TurnCompleted; tc != nil {
 		out.Spend = a.chargeSpend(ctx, policy, call, tc.Usage, tc.Metadata)
 		a.countUsage(in.Agent, tc.Usage, tc.Metadata)
@@ -376,6 +380,44 @@ func (a *Activities) offerMCPTools(ctx context.Context, in *session.TurnInput) (
 	}
 	in.HostTools = host
 	return offered, nil
+}
+
+// ruleDecisions runs the agent's approval rules on the calls of req, with
+// each call's effect as the session will authorize it.
+func (a *Activities) ruleDecisions(ctx context.Context, in session.TurnInput, req *pluginapi.ToolCallsRequested, host []session.HostCall) []session.RuleDecision {
+	if req == nil || a.ApprovalRules == nil {
+		return nil
+	}
+	rules := a.ApprovalRules(in.Agent)
+	if rules.Empty() {
+		return nil
+	}
+	token := in.Spend.APIToken
+	var out []session.RuleDecision
+	for _, c := range req.ToolCalls {
+		annotated := pluginapi.Effect("")
+		for _, h := range host {
+			if h.ToolCallID == c.ToolCallID {
+				annotated = h.Effect
+			}
+		}
+		policy := session.AuthorizeHostPolicy(in.Policies, c.ToolName, annotated, c.Policy)
+		o := rules.Decide(approvalrules.Input{Tool: c.ToolName, Arguments: c.Arguments, Effect: string(policy.Effect), Settings: in.Settings, Token: token})
+		if o.Enforced == nil && o.Shadow == nil {
+			continue
+		}
+		d := session.RuleDecision{ToolCallID: c.ToolCallID}
+		if e := o.Enforced; e != nil {
+			d.Rule, d.Decision, d.Reason = e.Rule, e.Decision, e.Reason
+		}
+		if sh := o.Shadow; sh != nil {
+			d.ShadowRule, d.ShadowDecision = sh.Rule, sh.Decision
+		}
+		a.stepLogger(ctx, in.TurnID).Info("approval rule decided", "tool", c.ToolName, "tool_call_id", c.ToolCallID,
+			"rule", d.Rule, "decision", d.Decision, "shadow_rule", d.ShadowRule, "shadow_decision", d.ShadowDecision)
+		out = append(out, d)
+	}
+	return out
 }
 
 // hostCalls are the worker's decisions about the calls of req that name an

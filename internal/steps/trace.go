@@ -71,6 +71,7 @@ func (a *Activities) startToolSpan(ctx context.Context, turnID string, call plug
 	ctx, end := a.Tracer.StartTool(ctx, tracing.Tool{
 		Step: traceStep(ctx, turnID), Name: call.ToolName, CallID: call.ToolCallID,
 		Effect: string(call.Effect), Arguments: a.redact(call.Arguments),
+		ApprovalRule: call.ApprovalRule, ApprovalDecision: call.ApprovalDecision, ShadowApprovalDecision: call.ShadowApprovalDecision,
 	})
 	return ctx, func(out session.ToolOutcome, err error) {
 		var result string

@@ -15,41 +15,46 @@ import (
 // The attribute keys: the GenAI semantic conventions' (v1.41.0,
 // Development) and the worker's own dex.* ones.
 const (
-	KeyOperationName       = "gen_ai.operation.name"
-	KeyProviderName        = "gen_ai.provider.name"
-	KeyAgentName           = "gen_ai.agent.name"
-	KeyConversationID      = "gen_ai.conversation.id"
-	KeyRequestModel        = "gen_ai.request.model"
-	KeyResponseModel       = "gen_ai.response.model"
-	KeyResponseID          = "gen_ai.response.id"
-	KeyFinishReasons       = "gen_ai.response.finish_reasons"
-	KeyInputTokens         = "gen_ai.usage.input_tokens"
-	KeyOutputTokens        = "gen_ai.usage.output_tokens"
-	KeyCacheReadTokens     = "gen_ai.usage.cache_read.input_tokens"
-	KeyReasoningTokens     = "gen_ai.usage.reasoning.output_tokens"
-	KeyToolName            = "gen_ai.tool.name"
-	KeyToolCallID          = "gen_ai.tool.call.id"
-	KeyToolType            = "gen_ai.tool.type"
-	KeyToolArguments       = "gen_ai.tool.call.arguments"
-	KeyToolResult          = "gen_ai.tool.call.result"
-	KeyErrorType           = "error.type"
-	KeySessionID           = "session.id"
-	KeyFlowID              = "dex.flow.id"
-	KeyRunID               = "dex.run.id"
-	KeyTurnID              = "dex.agent.turn.id"
-	KeyTurnOutcome         = "dex.agent.turn.outcome"
-	KeyStepType            = "dex.step.type"
-	KeyStepExecutionID     = "dex.step.execution_id"
-	KeyStepAttempt         = "dex.step.attempt"
-	KeyToolEffect          = "dex.agent.tool.effect"
-	KeyToolCallStatus      = "dex.agent.tool_call.status"
-	KeyRequestedToolCalls  = "dex.agent.requested_tool_call.ids"
-	KeyModelCalls          = "dex.agent.model_calls"
-	OperationInvokeAgent   = "invoke_agent"
-	OperationChat          = "chat"
-	OperationExecuteTool   = "execute_tool"
-	toolTypeFunction       = "function"
-	maxContentAttributeLen = 64 << 10
+	KeyOperationName   = "gen_ai.operation.name"
+	KeyProviderName    = "gen_ai.provider.name"
+	KeyAgentName       = "gen_ai.agent.name"
+	KeyConversationID  = "gen_ai.conversation.id"
+	KeyRequestModel    = "gen_ai.request.model"
+	KeyResponseModel   = "gen_ai.response.model"
+	KeyResponseID      = "gen_ai.response.id"
+	KeyFinishReasons   = "gen_ai.response.finish_reasons"
+	KeyInputTokens     = "gen_ai.usage.input_tokens"
+	KeyOutputTokens    = "gen_ai.usage.output_tokens"
+	KeyCacheReadTokens = "gen_ai.usage.cache_read.input_tokens"
+	KeyReasoningTokens = "gen_ai.usage.reasoning.output_tokens"
+	KeyToolName        = "gen_ai.tool.name"
+	KeyToolCallID      = "gen_ai.tool.call.id"
+	KeyToolType        = "gen_ai.tool.type"
+	KeyToolArguments   = "gen_ai.tool.call.arguments"
+	KeyToolResult      = "gen_ai.tool.call.result"
+	KeyErrorType       = "error.type"
+	KeySessionID       = "session.id"
+	KeyFlowID          = "dex.flow.id"
+	KeyRunID           = "dex.run.id"
+	KeyTurnID          = "dex.agent.turn.id"
+	KeyTurnOutcome     = "dex.agent.turn.outcome"
+	KeyStepType        = "dex.step.type"
+	KeyStepExecutionID = "dex.step.execution_id"
+	KeyStepAttempt     = "dex.step.attempt"
+	KeyToolEffect      = "dex.agent.tool.effect"
+	// The approval rule that decided a call, its decision, and the shadow
+	// rule's decision (approval_rules).
+	KeyApprovalRule           = "dex.agent.approval.rule"
+	KeyApprovalDecision       = "dex.agent.approval.decision"
+	KeyShadowApprovalDecision = "dex.agent.approval.shadow_decision"
+	KeyToolCallStatus         = "dex.agent.tool_call.status"
+	KeyRequestedToolCalls     = "dex.agent.requested_tool_call.ids"
+	KeyModelCalls             = "dex.agent.model_calls"
+	OperationInvokeAgent      = "invoke_agent"
+	OperationChat             = "chat"
+	OperationExecuteTool      = "execute_tool"
+	toolTypeFunction          = "function"
+	maxContentAttributeLen    = 64 << 10
 )
 
 // Step names the Step attempt a span belongs to.
@@ -144,6 +149,10 @@ func (t *Tracer) Chat(ctx context.Context, c Chat) {
 type Tool struct {
 	Step
 	Name, CallID, Effect string
+	// ApprovalRule and ApprovalDecision name the approval rule that
+	// decided the call (empty: none), and ShadowApprovalDecision the shadow
+	// rule's decision.
+	ApprovalRule, ApprovalDecision, ShadowApprovalDecision string
 	// Arguments go on the span with CaptureContent.
 	Arguments string
 }
@@ -169,6 +178,12 @@ func (t *Tracer) StartTool(ctx context.Context, c Tool) (sctx context.Context, e
 		attribute.String(KeyToolCallID, c.CallID),
 		attribute.String(KeyToolType, toolTypeFunction),
 		attribute.String(KeyToolEffect, c.Effect))
+	if c.ApprovalRule != "" {
+		attrs = append(attrs, attribute.String(KeyApprovalRule, c.ApprovalRule), attribute.String(KeyApprovalDecision, c.ApprovalDecision))
+	}
+	if c.ShadowApprovalDecision != "" {
+		attrs = append(attrs, attribute.String(KeyShadowApprovalDecision, c.ShadowApprovalDecision))
+	}
 	if t.capture && c.Arguments != "" {
 		attrs = append(attrs, attribute.String(KeyToolArguments, clip(c.Arguments)))
 	}

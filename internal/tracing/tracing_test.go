@@ -132,7 +132,8 @@ func TestChatAndToolSpans(t *testing.T) {
 				CachedTokens: 100, RequestedToolCalls: []string{"call_1"}})
 			tr.Chat(ctx, Chat{Step: step, Start: start, ModelCalls: 3, InputTokens: 999})
 			tr.Chat(ctx, Chat{Step: step, Start: start, Err: errors.New("provider said 500")})
-			tctx, end := tr.StartTool(ctx, Tool{Step: step, Name: "refund_order", CallID: "call_1", Effect: "non_idempotent_write", Arguments: `{"order_id":"7"}`})
+			tctx, end := tr.StartTool(ctx, Tool{Step: step, Name: "refund_order", CallID: "call_1", Effect: "non_idempotent_write", Arguments: `{"order_id":"7"}`,
+				ApprovalRule: "approval_rules[0]", ApprovalDecision: "allow", ShadowApprovalDecision: "deny"})
 			if got := trace.SpanContextFromContext(tctx); got.TraceID() != parent.TraceID() || got.SpanID() == parent.SpanID() {
 				t.Errorf("the tool's context carries %v, want a span of the turn's trace", got)
 			}
@@ -172,6 +173,7 @@ func TestChatAndToolSpans(t *testing.T) {
 			a = attrMap(tool.Attributes)
 			if tool.Name != "execute_tool refund_order" || tool.SpanKind != trace.SpanKindInternal || a[KeyToolName] != "refund_order" ||
 				a[KeyToolCallID] != "call_1" || a[KeyToolEffect] != "non_idempotent_write" || a[KeyToolCallStatus] != "failed" ||
+				a[KeyApprovalRule] != "approval_rules[0]" || a[KeyApprovalDecision] != "allow" || a[KeyShadowApprovalDecision] != "deny" ||
 				a[KeyErrorType] != "ToolExecutionError" || tool.Status.Code != codes.Error {
 				t.Errorf("tool: %v %+v", a, tool.Status)
 			}
