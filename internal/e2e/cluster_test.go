@@ -399,15 +399,12 @@ func checkSequence(t *testing.T, frames []frame, first uint64) {
 	}
 }
 
-// TestClusterFollowsASessionAcrossProcesses runs the production topology
-// as processes: the engine, two worker processes and two API processes on
-// real Redis and PostgreSQL. A browser-like client on API 2 follows a
-// session started on API 1 through a worker kill, its own API process's
-// kill and a Redis restart.
-func TestClusterFollowsASessionAcrossProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
+// startCluster starts the engine of a cluster of the testrunner agent on
+// real Redis and PostgreSQL (the processes are the test's to run) and
+// returns it with the runner's state directory. Everything stops at
+// cleanup; a failed test's process logs are dumped.
+func startCluster(t *testing.T) (*cluster, string) {
+	t.Helper()
 	redisSrv := redistest.Start(t)
 	pg := pgtest.Start(t)
 	dsn := pg.CreateDatabase(t, "")
@@ -441,6 +438,20 @@ func TestClusterFollowsASessionAcrossProcesses(t *testing.T) {
 		}
 	})
 	c.startEngine(temporalPort)
+	return c, state
+}
+
+// TestClusterFollowsASessionAcrossProcesses runs the production topology
+// as processes: the engine, two worker processes and two API processes on
+// real Redis and PostgreSQL. A browser-like client on API 2 follows a
+// session started on API 1 through a worker kill, its own API process's
+// kill and a Redis restart.
+func TestClusterFollowsASessionAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	c, state := startCluster(t)
+	dsn := c.dsn
 	w1 := c.run("worker-1", "worker")
 	w2 := c.run("worker-2", "worker")
 	a1 := c.run("api-1", "api")
@@ -516,7 +527,7 @@ func TestClusterFollowsASessionAcrossProcesses(t *testing.T) {
 	// reloads the snapshot and follows the new stream, which starts again
 	// at sequence 1.
 	before := len(frames)
-	redisSrv.Restart(t)
+	c.redis.Restart(t)
 	err = agenttest.WaitFor(context.Background(), "the client to reset to the snapshot", 90*time.Second, func() (bool, error) {
 		_, resets, _ := f.snapshot()
 		return resets >= 1, nil

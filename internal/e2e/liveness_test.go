@@ -10,7 +10,6 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 )
 
 // TestStalledModelStreamIsRetried: the model provider (aimock) stalls a
@@ -23,26 +22,10 @@ func TestStalledModelStreamIsRetried(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", "liveness.json"))
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
-	t.Setenv("OPENAI_API_KEY", "sk-aimock-liveness-test")
 	port := agenttest.FreePort(t)
-	s := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  stepwise: {command: %s, env: [OPENAI_API_KEY]}
-agents:
-  - name: chat
-    flow_type: ChatAgent
-    runner: stepwise
-    runner_config:
-      instructions: You answer briefly.
-      model: {provider: openai-chat, name: gpt-4.1-mini, api_base: "%s/v1", api_key_env: OPENAI_API_KEY}
-    run_model_limit: {first_chunk_timeout: 2s, chunk_gap_timeout: 2s, call_timeout: 1m, start_to_close_timeout: 2m, heartbeat_timeout: 30s}
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens: [{name: all, token: %s}]
-`, plugin, srv.URL, port, tokenAll))
+	s, _ := stepwiseAimockStack(t, "liveness.json", "openai-chat", "gpt-4.1-mini",
+		"    run_model_limit: {first_chunk_timeout: 2s, chunk_gap_timeout: 2s, call_timeout: 1m, start_to_close_timeout: 2m, heartbeat_timeout: 30s}\n",
+		fmt.Sprintf("http:\n  listen: 127.0.0.1:%d\n  auth:\n    tokens: [{name: all, token: %s}]\n", port, tokenAll))
 	s.StartWorker()
 	c, err := httpclient.New(fmt.Sprintf("http://127.0.0.1:%d", port), tokenAll, nil)
 	if err != nil {

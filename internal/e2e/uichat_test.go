@@ -16,9 +16,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
-	"github.com/dex-agents/dex-agent-worker/internal/events/redistest"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
-	"github.com/dex-agents/dex-agent-worker/internal/transcript/pgtest"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -310,39 +308,7 @@ func TestUseChatShowsARetriedModelCallsTextOnce(t *testing.T) {
 		t.Skip("integration test")
 	}
 	dir := aisdkDir(t)
-	redisSrv := redistest.Start(t)
-	pg := pgtest.Start(t)
-	dsn := pg.CreateDatabase(t, "")
-	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	work := t.TempDir()
-	state := filepath.Join(work, "state")
-	if err := os.Mkdir(state, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	temporalPort := agenttest.FreePort(t)
-	cfgPath := filepath.Join(work, "dex.yaml")
-	if err := os.WriteFile(cfgPath, []byte(clusterConfig(t, plugin, state, temporalPort)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	names := readDeployEnv(t)
-	c := &cluster{t: t, bin: bin, dir: work, config: cfgPath, redis: redisSrv, dsn: dsn, env: []string{
-		names.RedisURL + "=" + redisSrv.URL(),
-		names.TokenKey + "=ui-test-events-key-0123456789abcdef",
-		names.DSN + "=" + dsn,
-		names.APIToken + "=" + clusterToken,
-	}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.dumpLogs()
-		}
-		for _, p := range c.procs {
-			if p.alive() {
-				p.kill()
-			}
-		}
-	})
-	c.startEngine(temporalPort)
+	c, state := startCluster(t)
 	worker := c.run("worker-1", "worker")
 	api := c.run("api", "api")
 	hc, err := httpclient.New("http://"+api.addr, clusterToken, nil)

@@ -33,34 +33,36 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 
 // decodeBodyLimit is decodeBody with a route's own size limit.
 func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	body, err := readJSONBody(w, r, limit)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v)
+}
+
+// readJSONBody reads a JSON request body of at most limit bytes.
+func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return errorf(http.StatusUnsupportedMediaType, "bad_request", "Content-Type must be application/json")
+		return nil, errorf(http.StatusUnsupportedMediaType, "bad_request", "Content-Type must be application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", limit)
+			return nil, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", limit)
 		}
-		return errorf(http.StatusBadRequest, "bad_request", "read the body: %v", err)
+		return nil, errorf(http.StatusBadRequest, "bad_request", "read the body: %v", err)
 	}
-	return decodeJSON(body, v)
+	return body, nil
 }
 
 // decodeLenientBodyLimit decodes a body whose shape another project owns
 // (the AI SDK's chat request): fields the server does not read are
 // ignored, the rest as decodeBodyLimit.
 func decodeLenientBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return errorf(http.StatusUnsupportedMediaType, "bad_request", "Content-Type must be application/json")
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readJSONBody(w, r, limit)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", limit)
-		}
-		return errorf(http.StatusBadRequest, "bad_request", "read the body: %v", err)
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return errorf(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
