@@ -83,6 +83,11 @@ func TestApprovalRulesDecideCalls(t *testing.T) {
 	s.WaitForSnapshot("the shadowed read", id, func(sn client.Snapshot) bool {
 		return idleWithAnswer(sn) && strings.Contains(lastText(sn), "read_gate=succeeded:read sh")
 	})
+	if *updateHistories {
+		// Rule decisions in RunModel outcomes (allow, deny, require, shadow)
+		// for the replay test of internal/session.
+		recordHistory(t, s, id, "rules_turns.json")
+	}
 	before, err := s.Sessions.GetAgentSnapshot(ctx(t), id)
 	if err != nil {
 		t.Fatal(err)

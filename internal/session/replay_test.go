@@ -48,6 +48,11 @@ import (
 //     host_source), one whose question was answered through tasks/update,
 //     one whose question could not be asked, and one cancel_turn abandoned
 //     (CancelToolTask sending tasks/cancel), then close_session.
+//   - rules_turns.json: approval_rules decisions in RunModel outcomes: a
+//     write allowed without its approval, a write denied with the rule's
+//     reason, a read a rule made wait (approved), and a shadow decision
+//     recorded on a read that ran. The rules are the worker's config,
+//     which the workflow never reads.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
