@@ -71,7 +71,8 @@ type Outcome struct {
 
 // Set is a compiled rule list.
 type Set struct {
-	rules []compiled
+	rules     []compiled
+	hasShadow bool
 }
 
 type compiled struct {
@@ -147,6 +148,7 @@ func Compile(rules []Rule) (*Set, []*Error) {
 			c.prg = prg
 		}
 		s.rules = append(s.rules, c)
+		s.hasShadow = s.hasShadow || r.Shadow
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -196,22 +198,11 @@ func (s *Set) Decide(in Input) Outcome {
 		} else {
 			out.Enforced = d
 		}
-		if out.Enforced != nil && (out.Shadow != nil || !s.hasShadowAfter(r)) {
-			break
+		if out.Enforced != nil && (out.Shadow != nil || !s.hasShadow) {
+			break // both decided
 		}
 	}
 	return out
-}
-
-// hasShadowAfter is a cheap stop rule: a set with no shadow rules stops at
-// the first enforcing match.
-func (s *Set) hasShadowAfter(compiled) bool {
-	for _, r := range s.rules {
-		if r.Shadow {
-			return true
-		}
-	}
-	return false
 }
 
 // match is the rule's decision when it matches, nil when it does not. A

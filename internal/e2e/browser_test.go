@@ -74,6 +74,14 @@ func ordersWebStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, bas
 		t.Skip("integration test")
 	}
 	node = requireBrowser(t)
+	stack, base, token = ordersHTTPStack(t, agentYAML)
+	return stack, base, token, node
+}
+
+// ordersHTTPStack is ordersWebStack without the browser: the stack, the
+// API's base URL and a token.
+func ordersHTTPStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, base, token string) {
+	t.Helper()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	port := agenttest.FreePort(t)
 	token = randomToken(t)
@@ -97,7 +105,7 @@ http:
 	stack.StartWorker()
 	base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitForPage(t, base)
-	return stack, base, token, node
+	return stack, base, token
 }
 
 // demoOrder is an order of the demo's store, as the tests read it.

@@ -125,24 +125,11 @@ func tsReadOrder(t *testing.T, s *agenttest.Stack, id string) tsOrder {
 	return o
 }
 
-// tsChatMessage is one message of a Chat Completions request.
-type tsChatMessage struct {
-	Role       string `json:"role"`
-	Content    any    `json:"content"`
-	ToolCallID string `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
 type tsChatRequest struct {
-	Model    string          `json:"model"`
-	Stream   bool            `json:"stream"`
-	Messages []tsChatMessage `json:"messages"`
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	// The messages have the shape aimock's journal normalizes them to.
+	Messages []aimocktest.JournalMessage `json:"messages"`
 	Tools    []struct {
 		Function struct {
 			Name string `json:"name"`

@@ -138,28 +138,6 @@ func uiToolParts(m uiMessage) map[string]uiPart {
 	return out
 }
 
-func uiStack(t *testing.T, configYAML string) (*agenttest.Stack, string) {
-	t.Helper()
-	port := agenttest.FreePort(t)
-	s := agenttest.NewStack(t, configYAML+fmt.Sprintf(`
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens:
-      - {name: all, token: %s}
-`, port, tokenAll))
-	s.StartWorker()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	c, err := httpclient.New(base, tokenAll, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agenttest.WaitFor(ctx(t), "the API ready", time.Minute, func() (bool, error) { return c.Ready(ctx(t)) == nil, nil }); err != nil {
-		t.Fatal(err)
-	}
-	return s, base
-}
-
 // TestUseChatDrivesAnOrdersTurnWithAnApproval drives the orders demo with
 // the AI SDK's own chat client (AbstractChat, what useChat wraps, with
 // DefaultChatTransport): "refund order 7" streams until the refund's
@@ -173,21 +151,8 @@ func TestUseChatDrivesAnOrdersTurnWithAnApproval(t *testing.T) {
 		t.Skip("integration test")
 	}
 	dir := aisdkDir(t)
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	_, base := uiStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-      request_return_label: {effect: idempotent_write}
-`, plugin))
-	c, err := httpclient.New(base, tokenAll, nil)
+	_, base, token := ordersHTTPStack(t, "")
+	c, err := httpclient.New(base, token, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +161,10 @@ agents:
 		t.Fatal(err)
 	}
 	// No turn runs: the resume route answers 204, as useChat expects.
-	if code := uiStreamStatus(t, base, id); code != http.StatusNoContent {
+	if code := uiStreamStatus(t, base, token, id); code != http.StatusNoContent {
 		t.Fatalf("GET stream with no turn running: %d, want 204", code)
 	}
-	res := runChat(t, dir, base, tokenAll, id, nil, nil, "send:refund order 7", "resume", "approve")
+	res := runChat(t, dir, base, token, id, nil, nil, "send:refund order 7", "resume", "approve")
 	paused, resumed, done := res[0].Messages, res[1].Messages, res[2].Messages
 	if len(paused) != 2 || paused[0].Role != "user" || paused[1].Role != "assistant" {
 		t.Fatalf("after the send: %+v", paused)
@@ -284,7 +249,7 @@ agents:
 	if !usage {
 		t.Error("no data-dex-usage part")
 	}
-	if code := uiStreamStatus(t, base, id); code != http.StatusNoContent {
+	if code := uiStreamStatus(t, base, token, id); code != http.StatusNoContent {
 		t.Errorf("GET stream after the turn: %d, want 204", code)
 	}
 	if t.Failed() || testing.Verbose() {
@@ -395,10 +360,10 @@ func TestUseChatShowsARetriedModelCallsTextOnce(t *testing.T) {
 	}
 }
 
-func uiStreamStatus(t *testing.T, base, id string) int {
+func uiStreamStatus(t *testing.T, base, token, id string) int {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx(t), http.MethodGet, base+"/v1/ui/sessions/"+id+"/stream", nil)
-	req.Header.Set("Authorization", "Bearer "+tokenAll)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
