@@ -307,6 +307,22 @@ func (s *AgentSessionClient) AnswerQuestion(ctx context.Context, sessionID strin
 // update calls an update and waits for its result; an empty updateID lets
 // the SDK pick a new one.
 func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, updateID string, arg any) (bool, error) {
+	var ok bool
+	err := s.updateInto(ctx, sessionID, name, updateID, arg, &ok)
+	return ok, err
+}
+
+// ExtendInterrupt moves a pending interrupt's deadline seconds later. It
+// answers Extended false for an interrupt that is not pending, and fails
+// with an application error of InterruptNotExtendedErrorType (the message
+// says why) when the agent's limits refuse the extension.
+func (s *AgentSessionClient) ExtendInterrupt(ctx context.Context, sessionID string, req ExtendInterruptRequest) (ExtendInterruptResult, error) {
+	var out ExtendInterruptResult
+	err := s.updateInto(ctx, sessionID, UpdateExtendInterrupt, "", req, &out)
+	return out, err
+}
+
+func (s *AgentSessionClient) updateInto(ctx context.Context, sessionID, name, updateID string, arg, out any) error {
 	h, err := s.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		UpdateID:     updateID,
 		WorkflowID:   sessionID,
@@ -316,16 +332,15 @@ func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, update
 	})
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return false, fmt.Errorf("%s on session %s: the session is not running (it was closed or ended, or does not exist): %w", name, sessionID, err)
+		return fmt.Errorf("%s on session %s: the session is not running (it was closed or ended, or does not exist): %w", name, sessionID, err)
 	}
 	if err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+		return fmt.Errorf("%s on session %s: %w", name, sessionID, err)
 	}
-	var ok bool
-	if err := h.Get(ctx, &ok); err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", name, sessionID, closedError(err))
+	if err := h.Get(ctx, out); err != nil {
+		return fmt.Errorf("%s on session %s: %w", name, sessionID, closedError(err))
 	}
-	return ok, nil
+	return nil
 }
 
 // GetAgentSnapshot returns the snapshot a UI renders. Closed sessions are

@@ -18,6 +18,10 @@ const (
 	// UpdateResolveInterrupt approves or rejects a pending interrupt:
 	// ResolveInterruptRequest -> bool.
 	UpdateResolveInterrupt = "resolve_interrupt"
+	// UpdateExtendInterrupt moves a pending interrupt's deadline later,
+	// within the agent's max_interrupt_deadline: ExtendInterruptRequest ->
+	// ExtendInterruptResult.
+	UpdateExtendInterrupt = "extend_interrupt"
 	// UpdateAnswerQuestion answers a pending question:
 	// AnswerQuestionRequest -> bool.
 	UpdateAnswerQuestion = "answer_question"
@@ -202,7 +206,36 @@ type ResolveInterruptRequest struct {
 	InterruptID      string `json:"interrupt_id"`
 	Approved         bool   `json:"approved"`
 	RejectionMessage string `json:"rejection_message,omitempty"`
+	// Digest is the approval's Interrupt.Digest as shown to the user. When
+	// set, the session refuses the request unless it matches the call it
+	// waits on (ApprovalDigestErrorType); workers that require digests
+	// refuse approvals without one.
+	Digest string `json:"digest,omitempty"`
 }
+
+// ExtendInterruptRequest is the input of extend_interrupt.
+type ExtendInterruptRequest struct {
+	InterruptID     string `json:"interrupt_id"`
+	ExtendBySeconds int64  `json:"extend_by_seconds"`
+}
+
+// ExtendInterruptResult is the answer of extend_interrupt: Extended is
+// false for an interrupt that is not pending; Deadline is the new one.
+// A request the agent's limits refuse (no deadline, no
+// max_interrupt_deadline, past it) fails with InterruptNotExtendedErrorType.
+type ExtendInterruptResult struct {
+	Extended bool   `json:"extended"`
+	Deadline string `json:"deadline,omitempty"`
+}
+
+// Application error types of refused approval requests.
+const (
+	// ApprovalDigestErrorType refuses a resolve_interrupt whose digest does
+	// not match the approval's call, or that lacks one where required.
+	ApprovalDigestErrorType = "ApprovalDigestMismatch"
+	// InterruptNotExtendedErrorType refuses an extend_interrupt.
+	InterruptNotExtendedErrorType = "InterruptNotExtended"
+)
 
 // ListMessagesRequest is the input of list_agent_messages. A zero
 // BeforeSequence asks for the newest page.
@@ -280,6 +313,10 @@ type Interrupt struct {
 	Kind string `json:"kind"`
 	// Deadline is an RFC 3339 UTC time, or empty without a deadline.
 	Deadline string `json:"deadline,omitempty"`
+	// Digest binds an approval to its call, tool and arguments; send it
+	// back in ResolveInterruptRequest.Digest. Empty when the worker has no
+	// approval_digest key, and for questions.
+	Digest string `json:"digest,omitempty"`
 	// Question, Choices and AllowsFreeText are set for a question: answer
 	// it with answer_question (one of Choices, or any text when
 	// AllowsFreeText), or decline it with resolve_interrupt(approved=false).

@@ -54,7 +54,8 @@ func (c *Client) BaseURL() string { return c.base.String() }
 type APIError struct {
 	StatusCode int
 	// Code is unauthorized, forbidden, not_found, bad_request, conflict,
-	// payload_too_large, unavailable or internal.
+	// digest_mismatch, not_extended, payload_too_large, unavailable or
+	// internal.
 	Code    string
 	Message string
 }
@@ -206,6 +207,26 @@ type Resolution struct {
 	Approved bool `json:"approved"`
 	// RejectionMessage tells the model why, when not approved.
 	RejectionMessage string `json:"rejection_message,omitempty"`
+	// Digest is the interrupt's digest (snapshot or interrupt_raised), so
+	// the session approves only the call the user saw; a mismatch fails
+	// with 409 digest_mismatch.
+	Digest string `json:"digest,omitempty"`
+}
+
+// Extension is extend_interrupt's answer.
+type Extension struct {
+	// Extended is false when the interrupt is not pending.
+	Extended bool `json:"extended"`
+	// Deadline is the new deadline (RFC 3339 UTC).
+	Deadline string `json:"deadline,omitempty"`
+}
+
+// ExtendInterrupt moves a pending interrupt's deadline seconds later,
+// within the agent's max_interrupt_deadline (past it: 409 not_extended).
+func (c *Client) ExtendInterrupt(ctx context.Context, sessionID, interruptID string, seconds int64) (Extension, error) {
+	var out Extension
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "interrupts", interruptID, "extend"), nil, map[string]int64{"extend_by_seconds": seconds}, &out)
+	return out, err
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns false

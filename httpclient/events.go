@@ -71,6 +71,11 @@ const (
 	EventToolCallFinished  = "tool_call_finished"
 	EventInterruptRaised   = "interrupt_raised"
 	EventInterruptResolved = "interrupt_resolved"
+	// EventInterruptExpiring warns that an interrupt's deadline passes
+	// soon (the agent's interrupt_expiring_lead); EventInterruptExtended
+	// says extend_interrupt moved it.
+	EventInterruptExpiring = "interrupt_expiring"
+	EventInterruptExtended = "interrupt_extended"
 	EventUsageRecorded     = "usage_recorded"
 	EventCompactionStarted = "compaction_started"
 	// EventCompactionFinished says a summary now replaces the older

@@ -456,13 +456,20 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 		f.update(func(s *Snapshot) {
 			f.addMessage(s, RoleAssistant, proposal, "", "")
 			f.setCall(s, ToolCall{ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: refundArgs, Effect: "non_idempotent_write", RequiresApproval: true, Status: "awaiting_approval"})
-			s.PendingInterrupts = []Interrupt{{InterruptID: "call_3_0", ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: refundArgs, Kind: "approval"}}
+			s.PendingInterrupts = []Interrupt{{InterruptID: "call_3_0", ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: refundArgs, Kind: "approval", Digest: fakeDigest("call_3_0")}}
 			s.State.Status = StatusRunningTools
 		})
 		f.publish(EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_3_0", "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
-		f.publish(EventInterruptRaised, "", 0, map[string]any{"interrupt_id": "call_3_0", "tool_call_id": "call_3_0", "tool_name": "refund_order", "kind": "approval"})
+		f.publish(EventInterruptRaised, "", 0, map[string]any{"interrupt_id": "call_3_0", "tool_call_id": "call_3_0", "tool_name": "refund_order", "kind": "approval", "digest": fakeDigest("call_3_0")})
 	}
 	f.onResolve = func(f *fakeAPI, id string, r Resolution) bool {
+		if r.Digest != fakeDigest(id) {
+			// A worker that signs approvals refuses it (409 there).
+			f.mu.Lock()
+			f.requests = append(f.requests, "resolve without the digest "+id)
+			f.mu.Unlock()
+			return false
+		}
 		pending := false
 		turn := ""
 		f.update(func(s *Snapshot) {
@@ -507,3 +514,6 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 		return true
 	}
 }
+
+// fakeDigest is the approval digest the fake session shows and wants back.
+func fakeDigest(interruptID string) string { return "v1.fake-digest-of-" + interruptID }

@@ -71,7 +71,9 @@ type call struct {
 
 type prompt struct {
 	interruptID, toolCallID, toolName, args, turnID string
-	shown                                           bool
+	// digest is the approval's, sent back when it is answered.
+	digest string
+	shown  bool
 	// A question's (kind "question"): asked, not approved.
 	question bool
 	text     string
@@ -359,7 +361,7 @@ func (c *loop) answer(ctx context.Context, text string) error {
 	if p.question {
 		return c.answerQuestion(ctx, p, text)
 	}
-	res := Resolution{}
+	res := Resolution{Digest: p.digest}
 	if c.reason {
 		c.reason = false
 		res.RejectionMessage = strings.TrimSpace(text)
@@ -494,6 +496,15 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 		var p interruptResolvedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.interruptResolved(p)
+		}
+	case EventInterruptExpiring:
+		var p interruptExpiringPayload
+		if e.Payload.Decode(&p) == nil && p.InterruptID != "" {
+			what := "the approval of " + p.ToolName
+			if p.Kind == InterruptKindQuestion {
+				what = "the question of " + p.ToolName
+			}
+			c.note(fmt.Sprintf("(%s expires in %ds)", what, p.SecondsLeft))
 		}
 	case EventUsageRecorded:
 		var p usageRecordedPayload
@@ -709,7 +720,7 @@ func (c *loop) interruptRaised(ctx context.Context, turnID string, p interruptRa
 	}
 	c.asked[p.InterruptID] = true
 	c.callOfIn[p.InterruptID] = p.ToolCallID
-	pr := &prompt{interruptID: p.InterruptID, toolCallID: p.ToolCallID, toolName: p.ToolName, turnID: turnID,
+	pr := &prompt{interruptID: p.InterruptID, toolCallID: p.ToolCallID, toolName: p.ToolName, turnID: turnID, digest: p.Digest,
 		question: p.Kind == InterruptKindQuestion, text: p.Question, choices: p.Choices, free: p.AllowsFreeText}
 	if k := c.calls[p.ToolCallID]; k != nil && k.args != "" {
 		pr.args = k.args
@@ -796,7 +807,7 @@ func (c *loop) reconcile(snap Snapshot, prompts bool) {
 			}
 			c.asked[in.InterruptID] = true
 			c.callOfIn[in.InterruptID] = in.ToolCallID
-			c.prompts = append(c.prompts, &prompt{interruptID: in.InterruptID, toolCallID: in.ToolCallID,
+			c.prompts = append(c.prompts, &prompt{interruptID: in.InterruptID, toolCallID: in.ToolCallID, digest: in.Digest,
 				toolName: in.ToolName, args: compact(in.Arguments), turnID: active,
 				question: in.Kind == InterruptKindQuestion, text: in.Question, choices: in.Choices, free: in.AllowsFreeText})
 		}

@@ -79,6 +79,7 @@ const (
 	EventToolCallFinished   = httpclient.EventToolCallFinished
 	EventInterruptRaised    = httpclient.EventInterruptRaised
 	EventInterruptResolved  = httpclient.EventInterruptResolved
+	EventInterruptExpiring  = httpclient.EventInterruptExpiring
 	EventUsageRecorded      = httpclient.EventUsageRecorded
 	EventCompactionStarted  = httpclient.EventCompactionStarted
 	EventCompactionFinished = httpclient.EventCompactionFinished
@@ -165,6 +166,14 @@ type interruptRaisedPayload struct {
 	Question       string   `json:"question"`
 	Choices        []string `json:"choices"`
 	AllowsFreeText bool     `json:"allows_free_text"`
+	Digest         string   `json:"digest"`
+}
+
+type interruptExpiringPayload struct {
+	InterruptID string `json:"interrupt_id"`
+	ToolName    string `json:"tool_name"`
+	Kind        string `json:"kind"`
+	SecondsLeft int64  `json:"seconds_left"`
 }
 
 type interruptResolvedPayload struct {

@@ -50,10 +50,48 @@ type Config struct {
 	// by model name (the name the runner asks for, else the one the
 	// provider reports), and "default" for any other model.
 	Prices map[string]Price `yaml:"prices,omitempty"`
+	// ApprovalDigest, when set, signs every approval interrupt with an
+	// HMAC over the session, the call, the tool and its arguments, and
+	// refuses a resolve_interrupt whose digest does not match.
+	ApprovalDigest *ApprovalDigest `yaml:"approval_digest,omitempty"`
 
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
 	fromEnv map[string]bool
+}
+
+// ApprovalDigest configures approval digests (package approvaldigest).
+type ApprovalDigest struct {
+	// KeyEnv names the environment variable that holds the signing key
+	// (at least 16 bytes). Every worker of the deployment needs the same
+	// key: any of them may answer a session's query or update.
+	KeyEnv string `yaml:"key_env"`
+	// PreviousKeyEnvs name keys that still verify, while a rotation lets
+	// the approvals they signed be resolved.
+	PreviousKeyEnvs []string `yaml:"previous_key_envs,omitempty"`
+	// Required refuses a resolve_interrupt of an approval without a
+	// digest. Leave it off while clients that do not send one remain.
+	Required bool `yaml:"required,omitempty"`
+}
+
+// Keys returns the signing key and then the previous ones, read now.
+func (a *ApprovalDigest) Keys() ([][]byte, error) {
+	var keys [][]byte
+	for i, name := range append([]string{a.KeyEnv}, a.PreviousKeyEnvs...) {
+		path := "approval_digest.key_env"
+		if i > 0 {
+			path = fmt.Sprintf("approval_digest.previous_key_envs[%d]", i-1)
+		}
+		k, err := secretFromEnv(path, name)
+		if err != nil {
+			return nil, err
+		}
+		if len(k) < 16 {
+			return nil, fmt.Errorf("config: %s: the key in %s is %d bytes; it must be at least 16 (try: openssl rand -hex 32)", path, name, len(k))
+		}
+		keys = append(keys, []byte(k))
+	}
+	return keys, nil
 }
 
 // Temporal says how the worker reaches the Temporal frontend.
@@ -464,7 +502,14 @@ type Agent struct {
 	// InterruptDeadline bounds how long an approval or a question waits;
 	// zero means no deadline.
 	InterruptDeadline time.Duration `yaml:"interrupt_deadline,omitempty"`
-	RunModelLimit     RunModelLimit `yaml:"run_model_limit"`
+	// InterruptExpiringLead, when set, writes interrupt_expiring this long
+	// before an interrupt's deadline passes (less than interrupt_deadline).
+	InterruptExpiringLead time.Duration `yaml:"interrupt_expiring_lead,omitempty"`
+	// MaxInterruptDeadline, when set, lets extend_interrupt move a deadline
+	// up to this long after the interrupt was raised (at least
+	// interrupt_deadline); without it deadlines cannot be extended.
+	MaxInterruptDeadline time.Duration `yaml:"max_interrupt_deadline,omitempty"`
+	RunModelLimit        RunModelLimit `yaml:"run_model_limit"`
 	// ToolLimit bounds the tool Steps (CallTool, CallSingleAttemptTool).
 	ToolLimit ToolLimit `yaml:"tool_limit"`
 	// MessageWindowSize is how many of the newest messages a session keeps

@@ -36,6 +36,7 @@ var testEnv = map[string]string{
 	"DEX_TEST_REDIS_URL":         "redis://:pw-LEAKED-redis@redis.internal:6379/0",
 	"DEX_TEST_EVENTS_KEY":        "ek-LEAKED-events-key-0123456789",
 	"DEX_TEST_SHORT_KEY":         "short",
+	"DEX_TEST_APPROVAL_OLD_KEY":  "ak-LEAKED-old-approval-key-0123",
 	"DEX_TEST_BAD_REDIS_URL":     "http://redis.internal",
 }
 
@@ -183,6 +184,18 @@ var expectedErrors = []struct {
 			`12: agents[0].approval_rules[2].reason: is required with decision deny: the model sees it as the call's rejection`,
 			`13: agents[0].approval_rules[3].tool: is required: a tool name, or "*" for every tool`,
 			`13: agents[0].approval_rules[3].decision: unknown decision "sometimes" (want allow, require_approval or deny)`,
+		},
+	},
+	{
+		filename: "interrupts.bad.yml",
+		errs: []string{
+			`2: approval_digest.key_env: the key in DEX_TEST_SHORT_KEY is 5 bytes; it must be at least 16 (try: openssl rand -hex 32)`,
+			`3: approval_digest.previous_key_envs[0]: environment variable DEX_TEST_UNSET_KEY is not set`,
+			`3: approval_digest.previous_key_envs[1]: invalid environment variable name "bad-name": want a letter or _, then letters, digits or _`,
+			`12: agents[0].interrupt_expiring_lead: 2h must be less than interrupt_deadline 1h`,
+			`13: agents[0].max_interrupt_deadline: 30m must be at least interrupt_deadline 1h`,
+			`18: agents[1].interrupt_expiring_lead: needs interrupt_deadline: without a deadline nothing expires`,
+			`19: agents[1].max_interrupt_deadline: needs interrupt_deadline: without a deadline there is nothing to extend`,
 		},
 	},
 	{

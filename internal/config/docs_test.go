@@ -120,6 +120,7 @@ func TestDocSnippetsLoad(t *testing.T) {
 	t.Setenv("SUPPORT_APP_TOKEN", "readme-example-token-0123456789")
 	t.Setenv("BILLING_HOOK_TOKEN", "readme-example-hook-token")
 	t.Setenv("TICKETS_TOKEN", "readme-example-tickets-token")
+	t.Setenv("DEX_APPROVAL_KEY", "readme-example-approval-key-0123456789")
 	known := topLevelKeys()
 	configs := 0
 	for _, b := range markdownBlocks(t, "../../README.md", "yaml") {

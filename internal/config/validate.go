@@ -77,6 +77,25 @@ func (c *Config) Validate() error {
 		c.MCPServers[name].validate(&p, path)
 	}
 
+	if d := c.ApprovalDigest; d != nil {
+		for i, name := range append([]string{d.KeyEnv}, d.PreviousKeyEnvs...) {
+			kp := "approval_digest.key_env"
+			if i > 0 {
+				kp = indexPath("approval_digest.previous_key_envs", i-1)
+			}
+			switch v := os.Getenv(name); {
+			case name == "":
+				p.add(kp, "is required: the environment variable that holds the approval digest key")
+			case !isEnvName(name):
+				p.add(kp, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
+			case v == "":
+				p.add(kp, "environment variable %s is not set", name)
+			case len(v) < 16:
+				p.add(kp, "the key in %s is %d bytes; it must be at least 16 (try: openssl rand -hex 32)", name, len(v))
+			}
+		}
+	}
+
 	if len(c.Agents) == 0 {
 		p.add("agents", "at least one agent is required")
 	}
@@ -457,6 +476,22 @@ func (a *Agent) validate(p *problems, path string) {
 	}
 	if a.InterruptDeadline < 0 {
 		p.add(path+".interrupt_deadline", "must be > 0 (leave it out for no deadline), got %s", formatDuration(a.InterruptDeadline))
+	}
+	switch {
+	case a.InterruptExpiringLead < 0:
+		p.add(path+".interrupt_expiring_lead", "must be > 0 (leave it out for no warning), got %s", formatDuration(a.InterruptExpiringLead))
+	case a.InterruptExpiringLead > 0 && a.InterruptDeadline <= 0:
+		p.add(path+".interrupt_expiring_lead", "needs interrupt_deadline: without a deadline nothing expires")
+	case a.InterruptExpiringLead > 0 && a.InterruptExpiringLead >= a.InterruptDeadline:
+		p.add(path+".interrupt_expiring_lead", "%s must be less than interrupt_deadline %s", formatDuration(a.InterruptExpiringLead), formatDuration(a.InterruptDeadline))
+	}
+	switch {
+	case a.MaxInterruptDeadline < 0:
+		p.add(path+".max_interrupt_deadline", "must be > 0 (leave it out to refuse extensions), got %s", formatDuration(a.MaxInterruptDeadline))
+	case a.MaxInterruptDeadline > 0 && a.InterruptDeadline <= 0:
+		p.add(path+".max_interrupt_deadline", "needs interrupt_deadline: without a deadline there is nothing to extend")
+	case a.MaxInterruptDeadline > 0 && a.MaxInterruptDeadline < a.InterruptDeadline:
+		p.add(path+".max_interrupt_deadline", "%s must be at least interrupt_deadline %s", formatDuration(a.MaxInterruptDeadline), formatDuration(a.InterruptDeadline))
 	}
 	if _, errs := approvalrules.Compile(a.Rules()); errs != nil {
 		for _, e := range errs {

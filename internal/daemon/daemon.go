@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
 	"github.com/dex-agents/dex-agent-worker/internal/approvalrules"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
@@ -225,6 +226,16 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, nil
 	}
 	searchAttrs := d.hasSearchAttribute(ctx, cfg.Temporal.Namespace)
+	var approvals *approvaldigest.Signer
+	if ad := cfg.ApprovalDigest; ad != nil {
+		keys, err := ad.Keys()
+		if err != nil {
+			return nil, err
+		}
+		if approvals, err = approvaldigest.NewSigner(ad.Required, keys...); err != nil {
+			return nil, err
+		}
+	}
 
 	var interceptors []interceptor.WorkerInterceptor
 	if d.metrics != nil {
@@ -243,6 +254,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
+		rt.Approvals = approvals
 		if d.traces != nil {
 			rt.Tracer = d.traces
 		}
@@ -750,12 +762,14 @@ func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) sessi
 	}
 	return session.Runtime{
 		Options: session.Options{
-			Agent:               a.Name,
-			Policies:            policies,
-			InterruptDeadlineMs: a.InterruptDeadline.Milliseconds(),
-			SearchAttributes:    searchAttrs,
-			RunModel:            rm,
-			Tool:                tool,
+			Agent:                   a.Name,
+			Policies:                policies,
+			InterruptDeadlineMs:     a.InterruptDeadline.Milliseconds(),
+			InterruptExpiringLeadMs: a.InterruptExpiringLead.Milliseconds(),
+			MaxInterruptDeadlineMs:  a.MaxInterruptDeadline.Milliseconds(),
+			SearchAttributes:        searchAttrs,
+			RunModel:                rm,
+			Tool:                    tool,
 		},
 		Events: sink,
 	}

@@ -85,7 +85,11 @@ func ordersHTTPStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, ba
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	port := agenttest.FreePort(t)
 	token = randomToken(t)
+	// Approvals carry digests, and the page, the chat endpoint and the AI
+	// SDK must send them back: the worker refuses approvals without one.
+	t.Setenv("DEX_E2E_APPROVAL_KEY", "browser-approval-digest-key-0123456789")
 	stack = agenttest.NewStack(t, fmt.Sprintf(`
+approval_digest: {key_env: DEX_E2E_APPROVAL_KEY, required: true}
 plugins:
   orders: {command: %s}
 agents:

@@ -177,6 +177,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("GET /v1/sessions", s.authed(s.listSessions))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}/extend", s.session(s.extendInterrupt))
 	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
@@ -629,6 +630,10 @@ func updateError(id, retry string, err error) error {
 		exhausted *serviceerror.ResourceExhausted
 	)
 	switch {
+	case errors.As(err, &app) && app.Type() == client.ApprovalDigestErrorType:
+		return &apiError{status: http.StatusConflict, code: "digest_mismatch", msg: app.Message(), mayStillApply: &no}
+	case errors.As(err, &app) && app.Type() == client.InterruptNotExtendedErrorType:
+		return &apiError{status: http.StatusConflict, code: "not_extended", msg: app.Message(), mayStillApply: &no}
 	case errors.As(err, &app):
 		// An update validator's rejection: the input was refused.
 		return &apiError{status: http.StatusBadRequest, code: "bad_request", msg: app.Message(), mayStillApply: &no}
@@ -773,6 +778,37 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, id strin
 type ResolveRequest struct {
 	Approved         *bool  `json:"approved"`
 	RejectionMessage string `json:"rejection_message,omitempty"`
+	// Digest is the interrupt's digest as the snapshot or the
+	// interrupt_raised event gave it; a mismatch is 409 digest_mismatch.
+	Digest string `json:"digest,omitempty"`
+}
+
+// ExtendRequest is the body of POST .../interrupts/{interrupt_id}/extend.
+type ExtendRequest struct {
+	ExtendBySeconds int64 `json:"extend_by_seconds"`
+}
+
+// extendInterrupt moves a pending interrupt's deadline: 200 {"extended":
+// bool, "deadline": ...}, 409 not_extended when the agent's limits refuse
+// it (no deadline, no max_interrupt_deadline, past the maximum).
+func (s *Server) extendInterrupt(w http.ResponseWriter, r *http.Request, id string) {
+	var req ExtendRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.ExtendBySeconds <= 0 {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"extend_by_seconds" must be a positive number of seconds`))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
+	defer cancel()
+	out, err := s.sessions.ExtendInterrupt(ctx, id, client.ExtendInterruptRequest{InterruptID: r.PathValue("interrupt_id"), ExtendBySeconds: req.ExtendBySeconds})
+	if err != nil {
+		s.failUpdate(w, r, id, "a retry extends the deadline again: read the deadline from the snapshot first", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id string) {
@@ -788,7 +824,7 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
 	ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{
-		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage,
+		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage, Digest: req.Digest,
 	})
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once; a repeat answers resolved: false)", err)

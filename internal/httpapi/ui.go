@@ -75,6 +75,7 @@ var UIStreamHeaders = map[string]string{
 // uiApproval is one approval response a request carries.
 type uiApproval struct {
 	interruptID string
+	digest      string
 	approved    bool
 	reason      string
 }
@@ -116,7 +117,8 @@ func parseUIChat(req UIChatRequest) (text string, approvals []uiApproval, err er
 			if p.Approval == nil || p.Approval.ID == "" || p.Approval.Approved == nil {
 				return "", nil, errorf(http.StatusBadRequest, "bad_request", "messages[%d].parts[%d]: an approval-responded part needs approval.id and approval.approved", len(req.Messages)-1, i)
 			}
-			approvals = append(approvals, uiApproval{interruptID: p.Approval.ID, approved: *p.Approval.Approved, reason: p.Approval.Reason})
+			interruptID, digest := uistream.ParseApprovalID(p.Approval.ID)
+			approvals = append(approvals, uiApproval{interruptID: interruptID, digest: digest, approved: *p.Approval.Approved, reason: p.Approval.Reason})
 		}
 		if len(approvals) == 0 {
 			return "", nil, errorf(http.StatusBadRequest, "bad_request", "the last message is the assistant's and answers no approval (no part in state approval-responded): send a user message")
@@ -188,7 +190,7 @@ func (s *Server) uiChat(w http.ResponseWriter, r *http.Request, id string, tok *
 		opts.SkipTurn = active
 	} else {
 		for _, a := range approvals {
-			ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: a.interruptID, Approved: a.approved, RejectionMessage: a.reason})
+			ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: a.interruptID, Approved: a.approved, RejectionMessage: a.reason, Digest: a.digest})
 			if err != nil {
 				s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once)", err)
 				return
@@ -406,7 +408,7 @@ func (s *Server) uiPause(ctx context.Context, view *sessionView, tr *uistream.Tr
 	}
 	var out []uistream.Chunk
 	for _, in := range approvals {
-		out = append(out, tr.RequestApproval(in.InterruptID, in.ToolCallID, in.ToolName)...)
+		out = append(out, tr.RequestApproval(in.InterruptID, in.ToolCallID, in.ToolName, in.Digest)...)
 	}
 	return append(out, tr.Pause()...), false, nil
 }

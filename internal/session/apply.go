@@ -298,7 +298,7 @@ func (s *State) resume(nowMs int64) []Command {
 		}
 		for _, in := range s.Interrupts {
 			if in.DeadlineUnixMs > 0 {
-				cmds = append(cmds, deadlineTimer(in, nowMs))
+				cmds = append(cmds, s.deadlineTimer(in, nowMs))
 			}
 		}
 		for _, w := range s.Waits {
@@ -515,6 +515,8 @@ func (s *State) runningTools(in Input) Result {
 		return s.resolveInterrupt(in)
 	case DeadlineTimerFired:
 		return s.deadlineTimerFired(in)
+	case ExtendInterrupt:
+		return s.extendInterrupt(in)
 	case AnswerQuestion:
 		return s.answerQuestion(in)
 	case WaitTimerFired:

@@ -235,6 +235,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 			Question: a.Question, Choices: a.Choices, AllowsFreeText: free}
 		if s.Options.InterruptDeadlineMs > 0 {
 			in.DeadlineUnixMs = nowMs + s.Options.InterruptDeadlineMs
+			in.RaisedUnixMs = nowMs
 		}
 		s.Interrupts = append(s.Interrupts, in)
 		s.ToolCalls = append(s.ToolCalls, rec)
@@ -247,7 +248,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 			Kind: string(in.Kind), Question: in.Question, Choices: choices, AllowsFreeText: in.AllowsFreeText,
 		}).forStep(step)})
 		if in.DeadlineUnixMs > 0 {
-			cmds = append(cmds, deadlineTimer(in, nowMs))
+			cmds = append(cmds, s.deadlineTimer(in, nowMs))
 		}
 		return cmds
 	case BuiltInDurableWait:

@@ -245,6 +245,9 @@ type interruptRaisedPayload struct {
 	Question       string   `json:"question"`
 	Choices        []string `json:"choices"`
 	AllowsFreeText bool     `json:"allows_free_text"`
+	// Digest binds an approval to its call (package approvaldigest); the
+	// workflow glue sets it on the live event, outside the history.
+	Digest string `json:"digest,omitempty"`
 }
 
 // interruptResolvedPayload has every field of the spec's

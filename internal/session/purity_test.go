@@ -10,7 +10,7 @@ import (
 
 // pureFiles hold the state machine; they must stay deterministic without
 // help from the workflow SDK.
-var pureFiles = []string{"apply.go", "state.go", "commands.go", "snapshot.go", "timefmt.go", "steps.go", "policy.go", "texts.go", "window.go", "compaction.go"}
+var pureFiles = []string{"apply.go", "state.go", "commands.go", "snapshot.go", "timefmt.go", "steps.go", "policy.go", "texts.go", "window.go", "compaction.go", "interrupts.go"}
 
 func TestPureFilesImportNoClockEngineOrRandomness(t *testing.T) {
 	forbidden := map[string]bool{

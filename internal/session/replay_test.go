@@ -53,6 +53,13 @@ import (
 //     reason, a read a rule made wait (approved), and a shadow decision
 //     recorded on a read that ran. The rules are the worker's config,
 //     which the workflow never reads.
+//   - deadline_turns.json: an approval with a 20 s deadline whose timer
+//     first fired at the interrupt_expiring warning (15 s lead), then
+//     extend_interrupt moved the deadline a minute (cancelling the timer
+//     and arming one for the new warning), and the approval, with its
+//     digest, came after the first deadline. The refused resolves (wrong
+//     or missing digests) and extensions are not in it: validators refused
+//     them.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -84,6 +91,9 @@ var changedSettings = []struct {
 }{
 	{"as recorded", func(*Options) {}},
 	{"a new approval deadline", func(o *Options) { o.InterruptDeadlineMs = time.Hour.Milliseconds() }},
+	{"another warning lead and extension maximum", func(o *Options) {
+		o.InterruptExpiringLeadMs, o.MaxInterruptDeadlineMs = time.Minute.Milliseconds(), 0
+	}},
 	{"the search attribute missing", func(o *Options) { o.SearchAttributes = false }},
 	{"every tool a read", func(o *Options) {
 		o.Policies = pluginapi.PolicySet{DefaultEffect: pluginapi.EffectRead}

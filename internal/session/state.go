@@ -28,6 +28,13 @@ type Options struct {
 	Policies pluginapi.PolicySet `json:"policies"`
 	// InterruptDeadlineMs is the approval deadline in milliseconds (0: none).
 	InterruptDeadlineMs int64 `json:"interrupt_deadline_ms,omitempty"`
+	// InterruptExpiringLeadMs, when set, writes interrupt_expiring this
+	// long before an interrupt's deadline passes.
+	InterruptExpiringLeadMs int64 `json:"interrupt_expiring_lead_ms,omitempty"`
+	// MaxInterruptDeadlineMs, when set, lets extend_interrupt move a
+	// deadline up to this long after the interrupt was raised; 0 refuses
+	// extensions.
+	MaxInterruptDeadlineMs int64 `json:"max_interrupt_deadline_ms,omitempty"`
 	// SearchAttributes says whether the session upserts the ActiveStepTypes
 	// search attribute.
 	SearchAttributes bool `json:"search_attributes,omitempty"`
@@ -152,6 +159,10 @@ type Interrupt struct {
 	ToolName       string        `json:"tool_name"`
 	Kind           InterruptKind `json:"kind"`
 	DeadlineUnixMs int64         `json:"deadline_unix_ms,omitempty"`
+	// RaisedUnixMs is when it was raised (0 in states of older workers);
+	// Warned is set once interrupt_expiring was written for the deadline.
+	RaisedUnixMs int64 `json:"raised_unix_ms,omitempty"`
+	Warned       bool  `json:"warned,omitempty"`
 	// Question, Choices and AllowsFreeText are a question's.
 	Question       string   `json:"question,omitempty"`
 	Choices        []string `json:"choices,omitempty"`
@@ -548,6 +559,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: InterruptApproval}
 			if s.Options.InterruptDeadlineMs > 0 {
 				in.DeadlineUnixMs = nowMs + s.Options.InterruptDeadlineMs
+				in.RaisedUnixMs = nowMs
 			}
 			s.Interrupts = append(s.Interrupts, in)
 			s.ToolCalls = append(s.ToolCalls, rec)
@@ -556,7 +568,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 				Deadline: formatDeadline(in.DeadlineUnixMs), Kind: string(in.Kind), Choices: []string{},
 			}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 			if in.DeadlineUnixMs > 0 {
-				cmds = append(cmds, deadlineTimer(in, nowMs))
+				cmds = append(cmds, s.deadlineTimer(in, nowMs))
 			}
 			continue
 		}
@@ -570,18 +582,6 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		cmds = append(cmds, s.toModel()...)
 	}
 	return cmds
-}
-
-// deadlineTimer arms the timer of an interrupt's deadline: the time left,
-// rounded up to whole seconds and at least one, as the spec's
-// AwaitToolApproval waits.
-func deadlineTimer(in Interrupt, nowMs int64) StartTimer {
-	ms := in.DeadlineUnixMs - nowMs
-	secs := (ms + 999) / 1000
-	if secs < 1 {
-		secs = 1
-	}
-	return StartTimer{InterruptID: in.InterruptID, DelayMs: secs * 1000}
 }
 
 // checkToolCalls returns why a ToolCallsRequested must fail the turn, or "".
@@ -808,7 +808,7 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 }
 
 // deadlineTimerFired applies an approval deadline. A timer that fired
-// early is armed again.
+// early (or at the warning, see expiring) is armed again.
 func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
 	i := s.findInterrupt(t.InterruptID)
 	if i < 0 {
@@ -819,7 +819,7 @@ func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
 		return Result{}
 	}
 	if t.NowMs < in.DeadlineUnixMs {
-		return applied([]Command{deadlineTimer(in, t.NowMs)})
+		return applied(s.expiring(i, t.NowMs))
 	}
 	c := s.findCall(in.ToolCallID)
 	if in.Kind == InterruptQuestion {

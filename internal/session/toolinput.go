@@ -69,6 +69,7 @@ func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Com
 		Question: question, Choices: choices, AllowsFreeText: len(choices) == 0 || q.AllowsFreeText}
 	if s.Options.InterruptDeadlineMs > 0 {
 		in.DeadlineUnixMs = nowMs + s.Options.InterruptDeadlineMs
+		in.RaisedUnixMs = nowMs
 	}
 	s.Interrupts = append(s.Interrupts, in)
 	cmds := []Command{Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, max(attempt, 1), interruptRaisedPayload{
@@ -76,7 +77,7 @@ func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Com
 		Kind: string(in.Kind), Question: in.Question, Choices: nonNil(in.Choices), AllowsFreeText: in.AllowsFreeText,
 	}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))}}
 	if in.DeadlineUnixMs > 0 {
-		cmds = append(cmds, deadlineTimer(in, nowMs))
+		cmds = append(cmds, s.deadlineTimer(in, nowMs))
 	}
 	return cmds
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
 	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 )
 
@@ -66,6 +68,12 @@ type Runtime struct {
 	// Tracer traces the turns (nil: none). It never shapes a command, so
 	// workers with and without tracing serve one session.
 	Tracer Tracer
+	// Approvals signs approval interrupts and checks the digest a
+	// resolve_interrupt carries (nil: approvals carry no digest). It is
+	// used only outside the history: on the snapshot query, the live
+	// interrupt_raised event and the update's validator, which the engine
+	// does not run on replay; so a changed key changes no replay.
+	Approvals *approvaldigest.Signer
 }
 
 // Tracer traces turns from workflow code (internal/tracing/temporaltrace).
@@ -252,7 +260,13 @@ func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options
 
 func (l *loop) registerHandlers() error {
 	if err := workflow.SetQueryHandler(l.ctx, client.QueryAgentSnapshot, func() (client.Snapshot, error) {
-		return l.st.Snapshot(), nil
+		snap := l.st.Snapshot()
+		if l.rt.Approvals != nil {
+			for i, in := range snap.PendingInterrupts {
+				snap.PendingInterrupts[i].Digest = l.approvalDigest(in.InterruptID)
+			}
+		}
+		return snap, nil
 	}); err != nil {
 		return err
 	}
@@ -332,7 +346,27 @@ func (l *loop) registerHandlers() error {
 	); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandler(l.ctx, client.UpdateResolveInterrupt,
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateExtendInterrupt,
+		func(ctx workflow.Context, req client.ExtendInterruptRequest) (client.ExtendInterruptResult, error) {
+			l.updates++
+			ok := l.apply(ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
+			out := client.ExtendInterruptResult{Extended: ok}
+			if ok {
+				out.Deadline = l.st.InterruptDeadline(req.InterruptID)
+			}
+			return out, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.ExtendInterruptRequest) error {
+			refusal, _ := l.st.CheckExtend(ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
+			if refusal != "" {
+				return temporal.NewApplicationError("extend_interrupt: "+refusal, client.InterruptNotExtendedErrorType)
+			}
+			return nil
+		}},
+	); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateResolveInterrupt,
 		func(ctx workflow.Context, req client.ResolveInterruptRequest) (bool, error) {
 			l.updates++
 			return l.apply(ResolveInterrupt{
@@ -340,7 +374,46 @@ func (l *loop) registerHandlers() error {
 				NowMs: workflow.Now(ctx).UnixMilli(),
 			}), nil
 		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.ResolveInterruptRequest) error {
+			return l.checkDigest(req)
+		}},
 	)
+}
+
+// approvalDigest signs a pending approval interrupt; "" for a question or
+// an interrupt that is not pending.
+func (l *loop) approvalDigest(interruptID string) string {
+	sub, ok := l.st.ApprovalSubject(interruptID)
+	if !ok {
+		return ""
+	}
+	return l.rt.Approvals.Sign(approvaldigest.Subject(sub)) //workflowcheck:ignore (an HMAC: deterministic; used only by queries, live events and validators)
+}
+
+// checkDigest refuses a resolve_interrupt of an approval whose digest is
+// not the call's the session holds (or, when the operator requires
+// digests, one without any). It runs in the update's validator, so a
+// refused request leaves no trace in the history.
+func (l *loop) checkDigest(req client.ResolveInterruptRequest) error {
+	if l.rt.Approvals == nil {
+		return nil
+	}
+	sub, ok := l.st.ApprovalSubject(req.InterruptID)
+	if !ok {
+		return nil // a question, or not pending: the handler answers
+	}
+	matches := req.Digest != "" && l.rt.Approvals.Verify(approvaldigest.Subject(sub), req.Digest) //workflowcheck:ignore (an HMAC, in a validator, which replay does not run)
+	switch {
+	case req.Digest == "" && l.rt.Approvals.Required:
+		return temporal.NewApplicationError(fmt.Sprintf(
+			"resolve_interrupt: approval %s needs its digest (this worker requires approval digests): send the digest of the interrupt shown to the user", req.InterruptID),
+			client.ApprovalDigestErrorType)
+	case req.Digest != "" && !matches:
+		return temporal.NewApplicationError(fmt.Sprintf(
+			"resolve_interrupt: the digest does not match approval %s: the approval shown was for another call, tool or arguments than %s now waits on; show the interrupt again and resolve that one", req.InterruptID, sub.ToolName),
+			client.ApprovalDigestErrorType)
+	}
+	return nil
 }
 
 func (l *loop) anyReady() bool {
@@ -475,6 +548,9 @@ func (l *loop) exec(cmd Command) {
 			}
 			run := workflow.GetInfo(l.ctx).WorkflowExecution.RunID
 			e.Step = run + "/" + step
+			if l.rt.Approvals != nil && e.Type == EventInterruptRaised {
+				e.Payload = l.signRaised(e.Payload)
+			}
 			l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
 		}
 		if l.rt.Tracer != nil && !workflow.IsReplaying(l.ctx) {
@@ -801,4 +877,21 @@ func errorText(err error) string {
 		return "the step was cancelled"
 	}
 	return err.Error()
+}
+
+// signRaised adds the digest to an approval's interrupt_raised payload.
+func (l *loop) signRaised(raw json.RawMessage) json.RawMessage {
+	var p interruptRaisedPayload
+	err := json.Unmarshal(raw, &p) //workflowcheck:ignore (a fixed struct; outside replay)
+	if err != nil || p.Kind != string(InterruptApproval) {
+		return raw
+	}
+	if p.Digest = l.approvalDigest(p.InterruptID); p.Digest == "" {
+		return raw
+	}
+	b, err := json.Marshal(p) //workflowcheck:ignore (a fixed struct; outside replay)
+	if err != nil {
+		return raw
+	}
+	return b
 }

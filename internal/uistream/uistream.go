@@ -290,7 +290,11 @@ func (t *Translator) Pause() []Chunk {
 // RequestApproval requests an approval the session holds pending that this
 // stream has not requested (one raised before the stream began): it
 // creates the call's tool part when the stream has not.
-func (t *Translator) RequestApproval(interruptID, toolCallID, toolName string) []Chunk {
+//
+// digest, the approval's digest when the worker signs approvals, rides in
+// the approvalId (see ApprovalID), which the AI SDK sends back unchanged in
+// the approval response, so the session checks what the user saw.
+func (t *Translator) RequestApproval(interruptID, toolCallID, toolName, digest string) []Chunk {
 	if t.ended || t.requested[interruptID] {
 		return nil
 	}
@@ -300,7 +304,29 @@ func (t *Translator) RequestApproval(interruptID, toolCallID, toolName string) [
 		out = append(out, t.input(toolCallID, toolName)...)
 	}
 	t.requested[interruptID], t.pending[interruptID] = true, true
-	return append(out, Chunk{Type: "tool-approval-request", ApprovalID: interruptID, ToolCallID: toolCallID})
+	return append(out, Chunk{Type: "tool-approval-request", ApprovalID: ApprovalID(interruptID, digest), ToolCallID: toolCallID})
+}
+
+// ApprovalID is the approvalId of an approval request: the interrupt ID,
+// and "#" and the digest when there is one.
+func ApprovalID(interruptID, digest string) string {
+	if digest == "" {
+		return interruptID
+	}
+	return interruptID + "#" + digest
+}
+
+// digestLen is the length of an approvaldigest digest ("v1." and 43
+// base64url characters).
+const digestLen = 3 + 43
+
+// ParseApprovalID splits an approvalId into the interrupt ID and the
+// digest ("" when it carries none).
+func ParseApprovalID(id string) (interruptID, digest string) {
+	if i := len(id) - digestLen - 1; i > 0 && id[i] == '#' && strings.HasPrefix(id[i+1:], "v1.") {
+		return id[:i], id[i+1:]
+	}
+	return id, ""
 }
 
 // Settled sends the outputs of calls the session settled before the
@@ -526,6 +552,7 @@ func (t *Translator) raised(e events.Event) []Chunk {
 		Question       string   `json:"question"`
 		Choices        []string `json:"choices"`
 		AllowsFreeText bool     `json:"allows_free_text"`
+		Digest         string   `json:"digest"`
 	}
 	if json.Unmarshal(e.Payload, &p) != nil || p.InterruptID == "" {
 		return nil
@@ -539,7 +566,7 @@ func (t *Translator) raised(e events.Event) []Chunk {
 		t.questions[p.InterruptID] = q
 		return []Chunk{{Type: DataQuestion, ID: p.InterruptID, Data: *q}}
 	}
-	return t.RequestApproval(p.InterruptID, p.ToolCallID, p.ToolName)
+	return t.RequestApproval(p.InterruptID, p.ToolCallID, p.ToolName, p.Digest)
 }
 
 func (t *Translator) resolved(e events.Event) []Chunk {

@@ -341,7 +341,7 @@ func TestPauseAndPendingApprovals(t *testing.T) {
 	if got := tr.PendingApprovals(); len(got) != 1 || got[0] != "b" {
 		t.Errorf("pending %v, want [b]", got)
 	}
-	if tr.RequestApproval("b", "b", "refund_order") != nil {
+	if tr.RequestApproval("b", "b", "refund_order", "") != nil {
 		t.Error("an approval was requested twice")
 	}
 }
@@ -422,4 +422,28 @@ func FuzzTranslate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestApprovalIDCarriesTheDigest(t *testing.T) {
+	digest := "v1." + strings.Repeat("A", 43)
+	for _, c := range []struct{ interrupt, digest string }{
+		{"call_1", digest}, {"call_1", ""}, {"a#b", digest}, {"toolu_01#v1.short", ""}, {"x", "v1.-_"},
+	} {
+		id := ApprovalID(c.interrupt, c.digest)
+		in, d := ParseApprovalID(id)
+		wantIn, wantD := c.interrupt, c.digest
+		if len(c.digest) != len(digest) {
+			// Not a digest's shape: the whole ID is the interrupt's.
+			wantIn, wantD = id, ""
+		}
+		if in != wantIn || d != wantD {
+			t.Errorf("ParseApprovalID(%q) = %q, %q; want %q, %q", id, in, d, wantIn, wantD)
+		}
+	}
+	tr := New(Options{}, fakeSession{calls: map[string]pluginapi.ToolCall{}})
+	chunks := tr.RequestApproval("c1", "c1", "refund_order", digest)
+	last := chunks[len(chunks)-1]
+	if last.Type != "tool-approval-request" || last.ApprovalID != "c1#"+digest {
+		t.Fatalf("approval request = %+v", last)
+	}
 }

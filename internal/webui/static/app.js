@@ -919,6 +919,12 @@
         if (p.kind === 'question') noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_answer' });
         scheduleReload(s);
         break;
+      case 'interrupt_extended': {
+        const it = s.interrupts.get(p.interrupt_id);
+        if (it && p.deadline) { it.deadline = p.deadline; scheduleRender(); }
+        scheduleReload(s);
+        break;
+      }
       case 'interrupt_resolved': {
         const it = s.interrupts.get(p.interrupt_id);
         s.resolved.add(p.interrupt_id);
@@ -1116,6 +1122,8 @@
     try {
       const body = { approved };
       if (!approved && reason) body.rejection_message = reason;
+      // The digest binds the approval to the call shown (a 409 otherwise).
+      if (it.digest) body.digest = it.digest;
       const res = await api('POST', sessionPath(s.id, `/interrupts/${encodeURIComponent(it.interrupt_id)}`), body);
       if (res.resolved === false) {
         toast('This request is no longer pending.', 'info');
