@@ -54,10 +54,32 @@ type Config struct {
 	// HMAC over the session, the call, the tool and its arguments, and
 	// refuses a resolve_interrupt whose digest does not match.
 	ApprovalDigest *ApprovalDigest `yaml:"approval_digest,omitempty"`
+	// ModelQueues are Temporal task queues for model calls, by name: an
+	// agent whose run_model_limit names one runs its RunModel and
+	// CompactContext Steps there, so the queue's rate limit, which the
+	// Temporal server enforces for every worker polling it, bounds the
+	// calls to one provider or model across the whole deployment.
+	ModelQueues map[string]ModelQueue `yaml:"model_queues,omitempty"`
 
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
 	fromEnv map[string]bool
+}
+
+// ModelQueue is one task queue of model calls.
+type ModelQueue struct {
+	// ActivitiesPerSecond is the queue's rate limit: model call attempts
+	// per second started by all workers together (below 1 for one every
+	// few seconds). Zero: none.
+	ActivitiesPerSecond float64 `yaml:"activities_per_second,omitempty"`
+	// MaxConcurrentPerWorker bounds the model calls one worker runs from
+	// the queue at once. Zero: the SDK's default (1000).
+	MaxConcurrentPerWorker int `yaml:"max_concurrent_per_worker,omitempty"`
+}
+
+// ModelTaskQueue is the Temporal task queue of the model queue name.
+func (c *Config) ModelTaskQueue(name string) string {
+	return c.Temporal.TaskQueue + "-model-" + name
 }
 
 // ApprovalDigest configures approval digests (package approvaldigest).
@@ -676,6 +698,11 @@ type RunModelLimit struct {
 	FirstChunkTimeout time.Duration `yaml:"first_chunk_timeout,omitempty"`
 	ChunkGapTimeout   time.Duration `yaml:"chunk_gap_timeout,omitempty"`
 	CallTimeout       time.Duration `yaml:"call_timeout,omitempty"`
+	// Queue names the model_queues entry whose task queue runs the agent's
+	// model calls (the RunModel and CompactContext Steps). A session keeps
+	// the queue it started with; keep a queue in the config while sessions
+	// that use it run. Empty: the worker's task queue.
+	Queue string `yaml:"queue,omitempty"`
 }
 
 // Effect is the effect class of a tool. It decides the tool step's retries

@@ -194,8 +194,12 @@ var expectedErrors = []struct {
 			`3: approval_digest.previous_key_envs[1]: invalid environment variable name "bad-name": want a letter or _, then letters, digits or _`,
 			`12: agents[0].interrupt_expiring_lead: 2h must be less than interrupt_deadline 1h`,
 			`13: agents[0].max_interrupt_deadline: 30m must be at least interrupt_deadline 1h`,
-			`18: agents[1].interrupt_expiring_lead: needs interrupt_deadline: without a deadline nothing expires`,
-			`19: agents[1].max_interrupt_deadline: needs interrupt_deadline: without a deadline there is nothing to extend`,
+			`14: agents[0].run_model_limit.queue: unknown model queue "opena" (did you mean "openai"?)`,
+			`19: agents[1].interrupt_expiring_lead: needs interrupt_deadline: without a deadline nothing expires`,
+			`20: agents[1].max_interrupt_deadline: needs interrupt_deadline: without a deadline there is nothing to extend`,
+			`22: model_queues.openai.activities_per_second: must be > 0 (leave it out for no limit), got -1`,
+			`22: model_queues.openai.max_concurrent_per_worker: must be > 0 (leave it out for the default), got -2`,
+			`23: model_queues["bad name"]: invalid model queue name "bad name": want letters, digits, "_" and "-" (it names a task queue)`,
 		},
 	},
 	{
@@ -566,6 +570,7 @@ func TestFullConfig(t *testing.T) {
 		HeartbeatTimeout:       90 * time.Second,
 		MaximumAttempts:        5,
 		ScheduleToCloseTimeout: 90 * time.Minute,
+		Queue:                  "openai",
 	}
 	if diff := cmp.Diff(wantLimit, support.RunModelLimit); diff != "" {
 		t.Errorf("run_model_limit (-want +got):\n%s", diff)

@@ -96,6 +96,24 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	queues := make([]string, 0, len(c.ModelQueues))
+	for name := range c.ModelQueues {
+		queues = append(queues, name)
+	}
+	slices.Sort(queues)
+	for _, name := range queues {
+		qp, q := keyPath("model_queues", name), c.ModelQueues[name]
+		if !mcpServerNameRE.MatchString(name) {
+			p.add(qp, `invalid model queue name %q: want letters, digits, "_" and "-" (it names a task queue)`, name)
+		}
+		if q.ActivitiesPerSecond < 0 {
+			p.add(qp+".activities_per_second", "must be > 0 (leave it out for no limit), got %v", q.ActivitiesPerSecond)
+		}
+		if q.MaxConcurrentPerWorker < 0 {
+			p.add(qp+".max_concurrent_per_worker", "must be > 0 (leave it out for the default), got %d", q.MaxConcurrentPerWorker)
+		}
+	}
+
 	if len(c.Agents) == 0 {
 		p.add("agents", "at least one agent is required")
 	}
@@ -128,6 +146,11 @@ func (c *Config) Validate() error {
 			}
 		}
 		a.validate(&p, path)
+		if q := a.RunModelLimit.Queue; q != "" {
+			if _, ok := c.ModelQueues[q]; !ok {
+				p.add(path+".run_model_limit.queue", "unknown model queue %q%s", q, listHint("model_queues", q, queues))
+			}
+		}
 		if a.ResourceAndPromptTools && len(a.MCP) == 0 {
 			p.add(path+".resource_and_prompt_tools", "needs MCP servers: name them in mcp")
 		}

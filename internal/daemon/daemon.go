@@ -16,7 +16,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -130,6 +132,7 @@ type Daemon struct {
 	host            *runnerhost.Host
 	client          temporalclient.Client
 	worker          worker.Worker
+	modelWorkers    []worker.Worker
 	broker          events.Broker
 	role            string
 	api             *httpapi.Server
@@ -255,6 +258,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
 		rt.Approvals = approvals
+		if q := a.RunModelLimit.Queue; q != "" {
+			rt.Options.ModelTaskQueue = cfg.ModelTaskQueue(q)
+		}
 		if d.traces != nil {
 			rt.Tracer = d.traces
 		}
@@ -313,6 +319,35 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("start the Temporal worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
 	}
 	d.worker = w
+	// One more worker per model queue, running only the model Steps; the
+	// engine enforces the queue's rate limit across every worker.
+	queues := make([]string, 0, len(cfg.ModelQueues))
+	for name := range cfg.ModelQueues {
+		queues = append(queues, name)
+	}
+	slices.Sort(queues)
+	for _, name := range queues {
+		q := cfg.ModelQueues[name]
+		tq := cfg.ModelTaskQueue(name)
+		mw := worker.New(c, tq, worker.Options{
+			Interceptors:                       interceptors,
+			DisableRegistrationAliasing:        true,
+			DefaultHeartbeatThrottleInterval:   500 * time.Millisecond,
+			MaxHeartbeatThrottleInterval:       time.Second,
+			WorkerStopTimeout:                  cfg.ShutdownTimeout,
+			TaskQueueActivitiesPerSecond:       q.ActivitiesPerSecond,
+			MaxConcurrentActivityExecutionSize: q.MaxConcurrentPerWorker,
+			DisableWorkflowWorker:              true,
+		})
+		mw.RegisterActivityWithOptions(acts.RunModel, activity.RegisterOptions{Name: client.StepRunModel})
+		mw.RegisterActivityWithOptions(acts.CompactContext, activity.RegisterOptions{Name: client.StepCompactContext})
+		if err := mw.Start(); err != nil {
+			return nil, fmt.Errorf("start the Temporal worker of model queue %s (task queue %s): %w", name, tq, err)
+		}
+		d.modelWorkers = append(d.modelWorkers, mw)
+		logger.Info("model queue started", "queue", name, "task_queue", tq, "activities_per_second", q.ActivitiesPerSecond,
+			"max_concurrent_per_worker", q.MaxConcurrentPerWorker)
+	}
 	if err := d.serveHTTP(cfg, opts, logger); err != nil {
 		return nil, err
 	}
@@ -503,8 +538,16 @@ func (d *Daemon) Stop() {
 			d.log.Info("stopping: waiting for running steps to finish; send the signal again to stop now",
 				"running_steps", n, "shutdown_timeout", d.shutdownTimeout)
 		}
+		// The workers drain together: each stops polling at once and waits
+		// for its running Steps.
+		var wg sync.WaitGroup
+		for _, mw := range d.modelWorkers {
+			wg.Add(1)
+			go func() { defer wg.Done(); mw.Stop() }()
+		}
 		d.worker.Stop()
-		d.worker = nil
+		wg.Wait()
+		d.worker, d.modelWorkers = nil, nil
 		d.log.Info("worker stopped", "steps_cut_short", d.acts.Running())
 	}
 	if d.http != nil {

@@ -41,6 +41,10 @@ type Options struct {
 	// RunModel and Tool are the timeouts and retry budgets of the Steps.
 	RunModel Limits `json:"run_model"`
 	Tool     Limits `json:"tool"`
+	// ModelTaskQueue, when set, is the task queue of the model calls (the
+	// RunModel and CompactContext Steps): a model queue whose rate limit
+	// the engine enforces for every worker. Empty: the workflow's queue.
+	ModelTaskQueue string `json:"model_task_queue,omitempty"`
 	// Messages says where the session keeps its messages.
 	Messages MessageOptions `json:"messages"`
 	// Compaction, when set, summarizes the oldest messages before a model

@@ -573,7 +573,7 @@ func (l *loop) exec(cmd Command) {
 		})
 	case RunModel:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, "")))
-		f := workflow.ExecuteActivity(ctx, client.StepRunModel, c.Input)
+		f := workflow.ExecuteActivity(l.modelQueue(ctx), client.StepRunModel, c.Input)
 		turn := c.Input.TurnID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ModelOutcome
@@ -585,7 +585,7 @@ func (l *loop) exec(cmd Command) {
 		})
 	case CompactContext:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.Turn.TurnID), activityOptions(c.Limits, "")))
-		f := workflow.ExecuteActivity(ctx, client.StepCompactContext, c.Input)
+		f := workflow.ExecuteActivity(l.modelQueue(ctx), client.StepCompactContext, c.Input)
 		turn := c.Input.Turn.TurnID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out CompactOutcome
@@ -781,6 +781,17 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// modelQueue puts a model call on the session's model task queue, if it
+// has one.
+func (l *loop) modelQueue(ctx workflow.Context) workflow.Context {
+	if q := l.st.Options.ModelTaskQueue; q != "" {
+		opts := workflow.GetActivityOptions(ctx)
+		opts.TaskQueue = q
+		return workflow.WithActivityOptions(ctx, opts)
+	}
+	return ctx
 }
 
 func activityOptions(lim Limits, id string) workflow.ActivityOptions {
