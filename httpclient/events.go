@@ -76,6 +76,9 @@ const (
 	// says extend_interrupt moved it.
 	EventInterruptExpiring = "interrupt_expiring"
 	EventInterruptExtended = "interrupt_extended"
+	// EventTurnRecovering says a Step of the turn runs again (a later
+	// attempt, after a crash or a failure).
+	EventTurnRecovering    = "turn_recovering"
 	EventUsageRecorded     = "usage_recorded"
 	EventCompactionStarted = "compaction_started"
 	// EventCompactionFinished says a summary now replaces the older

@@ -23,7 +23,7 @@ var RunnerEventTypes = []string{EventTextDelta, EventReasoningDelta, EventToolCa
 // sessionEventTypes are the standard types only the session writes.
 var sessionEventTypes = []string{
 	"turn_started", "turn_completed", "turn_failed", "turn_steered", "turn_cancelled",
-	"tool_call_deferred", "interrupt_raised", "interrupt_resolved", "interrupt_expiring", "interrupt_extended", "timer_started",
+	"tool_call_deferred", "interrupt_raised", "interrupt_resolved", "interrupt_expiring", "interrupt_extended", "turn_recovering", "timer_started",
 	"plan_updated", "plan_execution_started", "tool_task_started", "usage_recorded",
 	"compaction_started", "compaction_finished",
 }

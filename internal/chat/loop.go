@@ -497,6 +497,19 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 		if e.Payload.Decode(&p) == nil {
 			c.interruptResolved(p)
 		}
+	case EventTurnRecovering:
+		var p struct {
+			Step     string `json:"step"`
+			Attempt  int    `json:"attempt"`
+			ToolName string `json:"tool_name"`
+		}
+		if e.Payload.Decode(&p) == nil && p.Step != "" {
+			what := "the model call"
+			if p.ToolName != "" {
+				what = p.ToolName
+			}
+			c.note(fmt.Sprintf("(retrying %s: attempt %d)", what, p.Attempt))
+		}
 	case EventInterruptExpiring:
 		var p interruptExpiringPayload
 		if e.Payload.Decode(&p) == nil && p.InterruptID != "" {

@@ -80,6 +80,7 @@ const (
 	EventInterruptRaised    = httpclient.EventInterruptRaised
 	EventInterruptResolved  = httpclient.EventInterruptResolved
 	EventInterruptExpiring  = httpclient.EventInterruptExpiring
+	EventTurnRecovering     = httpclient.EventTurnRecovering
 	EventUsageRecorded      = httpclient.EventUsageRecorded
 	EventCompactionStarted  = httpclient.EventCompactionStarted
 	EventCompactionFinished = httpclient.EventCompactionFinished

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
@@ -149,6 +151,16 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 	read := findEvents(t, events, httpclient.EventToolCallFinished, func(p map[string]any) bool { return p["tool_name"] == "read_gate" })
 	if len(read) != 1 || read[0].Attempt != 2 {
 		t.Errorf("read_gate tool_call_finished = %s; want one, with attempt 2", eventsString(read))
+	}
+	// The second attempt said first that the turn recovers, and that the
+	// killed attempt had reached the tool.
+	recovering := findEvents(t, events, httpclient.EventTurnRecovering, nil)
+	if len(recovering) != 1 || recovering[0].Attempt != 2 {
+		t.Fatalf("turn_recovering = %s; want one, of attempt 2", eventsString(recovering))
+	}
+	wantRecovering := map[string]any{"step": "CallTool", "attempt": float64(2), "tool_call_id": eventPayload(t, read[0])["tool_call_id"], "tool_name": "read_gate", "previous_attempt_reached_tool": true}
+	if diff := cmp.Diff(wantRecovering, eventPayload(t, recovering[0])); diff != "" {
+		t.Errorf("turn_recovering payload (-want +got):\n%s", diff)
 	}
 	h, err := s.StepHistory(id)
 	if err != nil {

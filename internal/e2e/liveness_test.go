@@ -58,12 +58,16 @@ func TestStalledModelStreamIsRetried(t *testing.T) {
 			var text httpclient.TurnText
 			var raw strings.Builder
 			attempts := map[int]bool{}
+			var recovering []httpclient.Event
 			for {
 				d, err := es.Next()
 				if err != nil {
 					t.Fatalf("events: %v", err)
 				}
 				text.Add(d.Event)
+				if d.Event.Type == httpclient.EventTurnRecovering {
+					recovering = append(recovering, d.Event)
+				}
 				if d.Event.Type == httpclient.EventTextDelta {
 					var p struct{ Text string }
 					_ = d.Event.Payload.Decode(&p)
@@ -79,6 +83,10 @@ func TestStalledModelStreamIsRetried(t *testing.T) {
 			}
 			snap := s.WaitForSnapshot("the answer", id, idleWithAnswer)
 			wantAnswer(t, snap, tc.answer)
+			// The retried attempt announced itself before its text.
+			if len(recovering) != 1 || recovering[0].Attempt != 2 || eventPayload(t, recovering[0])["step"] != "RunModel" {
+				t.Errorf("turn_recovering events %s; want one of RunModel attempt 2", eventsString(recovering))
+			}
 			if got := text.String(); got != tc.answer {
 				t.Errorf("the turn's text by the attempt rule %q, want %q", got, tc.answer)
 			}

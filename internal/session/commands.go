@@ -112,6 +112,11 @@ const (
 	EventUsageRecorded      = "usage_recorded"
 	EventCompactionStarted  = "compaction_started"
 	EventCompactionFinished = "compaction_finished"
+	// EventTurnRecovering is written by a Step's attempt after the first
+	// (its worker crashed or was stopped, the attempt timed out, or it
+	// failed and is retried), before it does anything: a retry of the
+	// turn's Step is under way.
+	EventTurnRecovering = "turn_recovering"
 	// EventMCPToolProgress is written by the tool Step of an MCP call for
 	// each progress notification of its server.
 	EventMCPToolProgress = "mcp.tool_progress"
@@ -119,6 +124,18 @@ const (
 	// a poll sees its status (or status message) change.
 	EventMCPTaskStatus = "mcp.task_status"
 )
+
+// TurnRecoveringPayload is the payload of turn_recovering. Step is the
+// Step's type (RunModel, CallTool, CompactContext); ToolCallID and ToolName
+// are a tool Step's; PreviousAttemptReachedTool says an earlier attempt of a
+// tool Step had called the tool (a read or an idempotent write runs again).
+type TurnRecoveringPayload struct {
+	Step                       string `json:"step"`
+	Attempt                    int    `json:"attempt"`
+	ToolCallID                 string `json:"tool_call_id,omitempty"`
+	ToolName                   string `json:"tool_name,omitempty"`
+	PreviousAttemptReachedTool bool   `json:"previous_attempt_reached_tool,omitempty"`
+}
 
 // MCPTaskStatusPayload is the payload of mcp.task_status.
 type MCPTaskStatusPayload struct {

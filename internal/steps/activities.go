@@ -260,6 +260,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	w := a.writer(ctx, in.SessionID, in.TurnID, nil)
 	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
+	w.recovering(session.TurnRecoveringPayload{Step: info.ActivityType.Name})
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
 	var stored *session.StoreResult
@@ -692,6 +693,8 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	}
 	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
 	defer w.close()
+	w.recovering(session.TurnRecoveringPayload{Step: info.ActivityType.Name, ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName,
+		PreviousAttemptReachedTool: hb.Started})
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
 	// A plugin that died while idle fails the next call before it reaches
@@ -1229,6 +1232,15 @@ func (w *writer) publish(typ string, payload any) {
 		SessionID: w.session, Type: typ, TurnID: w.turn, StepExecutionID: w.stepID, Attempt: w.attempt, Payload: b,
 		Origin: w.origin, Index: w.count,
 	})
+}
+
+// recovering writes turn_recovering when the Step runs an attempt after
+// its first.
+func (w *writer) recovering(p session.TurnRecoveringPayload) {
+	if w.attempt > 1 {
+		p.Attempt = w.attempt
+		w.publish(session.EventTurnRecovering, p)
+	}
 }
 
 func (w *writer) WriteTextDelta(text string) {

@@ -125,6 +125,7 @@ func (a *Activities) compactContext(ctx context.Context, in session.CompactInput
 	w := a.writer(ctx, t.SessionID, t.TurnID, nil)
 	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
+	w.recovering(session.TurnRecoveringPayload{Step: info.ActivityType.Name})
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
 	tr := t.Transcript
