@@ -62,6 +62,12 @@
 // Configure reports each agent's tool names, so the worker can warn about
 // tool_policies that name a tool the agent does not have.
 //
+// Before every model call the runner repairs the input it sends
+// (RepairItems): each tool call has exactly one result, a call whose result
+// is missing (its Step was interrupted) appears as outcome unknown, and an
+// extra result is left out, so providers that refuse dangling tool calls
+// keep working after any crash. The stored messages are not changed.
+//
 // ScriptedModelClient answers from a deterministic function of the request,
 // so agents run without a model key in demos and tests; the package example
 // runs a whole turn with one.

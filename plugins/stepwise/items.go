@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -24,6 +25,16 @@ func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem,
 	return pairItems(decoded, pending), nil
 }
 
+// RepairItems returns items as a provider accepts them after any crash:
+// every tool call of a model output has exactly one result before the next
+// output or user text. A call without one gets the outcome-unknown result
+// (it is never run again), a second result of a call and a result without
+// a call are left out. The runner repairs every model call's input with it;
+// the stored messages stay as they are.
+func RepairItems(items []ModelItem) []ModelItem {
+	return pairItems(items, nil)
+}
+
 // pairItems is itemsFromMessages over decoded items.
 func pairItems(decoded []ModelItem, pending []string) []ModelItem {
 	items := make([]ModelItem, 0, len(decoded))
@@ -38,12 +49,13 @@ func pairItems(decoded []ModelItem, pending []string) []ModelItem {
 	for _, it := range decoded {
 		switch it.Kind {
 		case ItemToolResult:
-			for i, call := range open {
-				if call.ID == it.ToolCallID {
-					open = append(open[:i:i], open[i+1:]...)
-					break
-				}
+			i := slices.IndexFunc(open, func(c ModelToolCall) bool { return c.ID == it.ToolCallID })
+			if i < 0 {
+				// A second result of its call, or one without a call:
+				// providers refuse both.
+				continue
 			}
+			open = append(open[:i:i], open[i+1:]...)
 		default:
 			closeOpen()
 		}

@@ -136,7 +136,7 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	if err != nil {
 		return nil, pluginapi.Permanent(err)
 	}
-	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: items, Settings: m.Settings}
+	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: RepairItems(items), Settings: m.Settings}
 	if !limitReached {
 		mreq.Tools = offeredTools(c, turn)
 	}
@@ -213,7 +213,7 @@ func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnCont
 	if err != nil {
 		return 0, err
 	}
-	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: items, Settings: m.Settings, Tools: offeredTools(c, turn)}
+	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: RepairItems(items), Settings: m.Settings, Tools: offeredTools(c, turn)}
 	return m.Client.EstimateInputTokens(req), nil
 }
 

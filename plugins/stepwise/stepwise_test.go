@@ -254,6 +254,27 @@ func TestOrphanedCallsGetOutcomeUnknown(t *testing.T) {
 	}
 }
 
+func TestRepairItemsDropsExtraResults(t *testing.T) {
+	items := []ModelItem{
+		{Kind: ItemUserText, Text: "hi"},
+		{Kind: ItemToolResult, ToolCallID: "early"}, // before any call
+		{Kind: ItemModelOutput, Output: &ModelOutputItem{ToolCalls: []ModelToolCall{{ID: "c1", Name: "lookup"}, {ID: "c2", Name: "lookup"}}}},
+		{Kind: ItemToolResult, ToolCallID: "c2", Text: "two"},
+		{Kind: ItemToolResult, ToolCallID: "c2", Text: "two again"},
+		{Kind: ItemToolResult, ToolCallID: "c9", Text: "no such call"},
+		{Kind: ItemModelOutput, Output: &ModelOutputItem{Text: "done"}},
+		{Kind: ItemToolResult, ToolCallID: "c1", Text: "late: its turn moved on"},
+	}
+	var got []string
+	for _, it := range RepairItems(items) {
+		got = append(got, string(it.Kind)+":"+it.ToolCallID+":"+it.Text)
+	}
+	want := []string{"user_text::hi", "model_output::", "tool_result:c2:two", "tool_result:c1:" + pluginapi.OutcomeUnknownToolResult, "model_output::"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("repaired (-want +got):\n%s", diff)
+	}
+}
+
 func TestUnknownToolAndConfigErrors(t *testing.T) {
 	ctx := context.Background()
 	r, _ := newTestRunner(t, 0, lookupThenAnswer)

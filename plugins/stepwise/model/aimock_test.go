@@ -403,3 +403,53 @@ type summaryEvents struct{ *recorder }
 
 func (summaryEvents) WriteEvent(string, any) error { return nil }
 func (summaryEvents) Heartbeat()                   {}
+
+// TestAimockRepairedTranscript: a transcript broken by a crash (a call
+// without its result, a result given twice, a result without a call) is
+// repaired before the provider call: the server sees exactly one result
+// per call, the missing one as outcome unknown, and answers. (The real
+// APIs refuse the transcript as it was: a function call or tool_use
+// without its result, a result without its call.)
+func TestAimockRepairedTranscript(t *testing.T) {
+	for _, tc := range aimockCases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := aimocktest.Start(t, fixturesDir())
+			c := mustNew(t, tc.cfg(srv), aimockEnv)
+			items := []stepwise.ModelItem{user("look up orders 3 and 4")}
+			tools := []pluginapi.ToolDefinition{lookupTool}
+			resp, _, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: items, Tools: tools})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Output.ToolCalls) != 2 {
+				t.Fatalf("tool calls = %+v", resp.Output.ToolCalls)
+			}
+			broken := append(items, output(resp.Output),
+				result("call_a", "lookup_order", `{"id":"3","item":"monitor arm"}`),
+				result("call_a", "lookup_order", `{"id":"3","item":"monitor arm"}`),
+				result("call_zz", "lookup_order", `{"id":"9"}`))
+			// call_b's result is missing: its Step's worker died.
+			resp2, _, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: stepwise.RepairItems(broken), Tools: tools})
+			if err != nil {
+				t.Fatalf("the repaired transcript was refused: %v", err)
+			}
+			if resp2.Output.Text == "" {
+				t.Fatalf("answer = %+v", resp2.Output)
+			}
+			j := srv.Journal(t)
+			if len(j) != 2 {
+				t.Fatalf("journal = %+v", j)
+			}
+			var results []string
+			for _, m := range j[1].Body.Messages {
+				if m.Role == "tool" {
+					results = append(results, fmt.Sprintf("%s=%v", m.ToolCallID, m.Content))
+				}
+			}
+			want := []string{`call_a={"id":"3","item":"monitor arm"}`, "call_b=" + pluginapi.OutcomeUnknownToolResult}
+			if !slices.Equal(results, want) {
+				t.Errorf("the server saw tool results %q, want %q", results, want)
+			}
+		})
+	}
+}
