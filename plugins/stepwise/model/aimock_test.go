@@ -145,19 +145,7 @@ func assertRequestShape(t *testing.T, provider string, body []byte) {
 func TestAimockParallelToolCallsAndReasoningReplay(t *testing.T) {
 	for _, tc := range aimockCases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := aimocktest.Start(t, fixturesDir())
-			c := mustNew(t, tc.cfg(srv), aimockEnv)
-			items := []stepwise.ModelItem{user("look up orders 3 and 4")}
-			tools := []pluginapi.ToolDefinition{lookupTool}
-			resp, rec, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: items, Tools: tools})
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls := resp.Output.ToolCalls
-			if len(calls) != 2 || calls[0].ID != "call_a" || calls[1].ID != "call_b" || calls[0].Name != "lookup_order" ||
-				calls[0].Arguments != `{"order_id":"3"}` || calls[1].Arguments != `{"order_id":"4"}` {
-				t.Fatalf("tool calls = %+v", calls)
-			}
+			srv, c, items, tools, resp, rec := twoLookups(t, tc)
 			if got := rec.joined(true); !strings.Contains(got, "I need both orders") {
 				t.Errorf("reasoning deltas = %q", got)
 			}
@@ -413,17 +401,7 @@ func (summaryEvents) Heartbeat()                   {}
 func TestAimockRepairedTranscript(t *testing.T) {
 	for _, tc := range aimockCases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := aimocktest.Start(t, fixturesDir())
-			c := mustNew(t, tc.cfg(srv), aimockEnv)
-			items := []stepwise.ModelItem{user("look up orders 3 and 4")}
-			tools := []pluginapi.ToolDefinition{lookupTool}
-			resp, _, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: items, Tools: tools})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(resp.Output.ToolCalls) != 2 {
-				t.Fatalf("tool calls = %+v", resp.Output.ToolCalls)
-			}
+			srv, c, items, tools, resp, _ := twoLookups(t, tc)
 			broken := append(items, output(resp.Output),
 				result("call_a", "lookup_order", `{"id":"3","item":"monitor arm"}`),
 				result("call_a", "lookup_order", `{"id":"3","item":"monitor arm"}`),
@@ -452,4 +430,24 @@ func TestAimockRepairedTranscript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoLookups asks tc's provider, through aimock, to look up orders 3 and 4
+// and checks it answers with the two parallel calls call_a and call_b.
+func twoLookups(t *testing.T, tc aimockCase) (*aimocktest.Server, stepwise.ModelClient, []stepwise.ModelItem, []pluginapi.ToolDefinition, *stepwise.ModelResponse, *recorder) {
+	t.Helper()
+	srv := aimocktest.Start(t, fixturesDir())
+	c := mustNew(t, tc.cfg(srv), aimockEnv)
+	items := []stepwise.ModelItem{user("look up orders 3 and 4")}
+	tools := []pluginapi.ToolDefinition{lookupTool}
+	resp, rec, err := call(t, c, &stepwise.ModelRequest{Instructions: "You look orders up.", Items: items, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := resp.Output.ToolCalls
+	if len(calls) != 2 || calls[0].ID != "call_a" || calls[1].ID != "call_b" || calls[0].Name != "lookup_order" ||
+		calls[0].Arguments != `{"order_id":"3"}` || calls[1].Arguments != `{"order_id":"4"}` {
+		t.Fatalf("tool calls = %+v", calls)
+	}
+	return srv, c, items, tools, resp, rec
 }
