@@ -244,7 +244,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.metrics != nil {
 		interceptors = append(interceptors, metrics.ActivityInterceptor(d.metrics))
 	}
-	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{
+	workerOpts := worker.Options{
 		Interceptors:                     interceptors,
 		DisableRegistrationAliasing:      true,
 		DefaultHeartbeatThrottleInterval: 500 * time.Millisecond,
@@ -252,7 +252,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		// through a heartbeat's answer.
 		MaxHeartbeatThrottleInterval: time.Second,
 		WorkerStopTimeout:            cfg.ShutdownTimeout,
-	})
+	}
+	w := worker.New(c, cfg.Temporal.TaskQueue, workerOpts)
 	d.shutdownTimeout = cfg.ShutdownTimeout
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
@@ -329,16 +330,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	for _, name := range queues {
 		q := cfg.ModelQueues[name]
 		tq := cfg.ModelTaskQueue(name)
-		mw := worker.New(c, tq, worker.Options{
-			Interceptors:                       interceptors,
-			DisableRegistrationAliasing:        true,
-			DefaultHeartbeatThrottleInterval:   500 * time.Millisecond,
-			MaxHeartbeatThrottleInterval:       time.Second,
-			WorkerStopTimeout:                  cfg.ShutdownTimeout,
-			TaskQueueActivitiesPerSecond:       q.ActivitiesPerSecond,
-			MaxConcurrentActivityExecutionSize: q.MaxConcurrentPerWorker,
-			DisableWorkflowWorker:              true,
-		})
+		mo := workerOpts
+		mo.TaskQueueActivitiesPerSecond = q.ActivitiesPerSecond
+		mo.MaxConcurrentActivityExecutionSize = q.MaxConcurrentPerWorker
+		mo.DisableWorkflowWorker = true
+		mw := worker.New(c, tq, mo)
 		mw.RegisterActivityWithOptions(acts.RunModel, activity.RegisterOptions{Name: client.StepRunModel})
 		mw.RegisterActivityWithOptions(acts.CompactContext, activity.RegisterOptions{Name: client.StepCompactContext})
 		if err := mw.Start(); err != nil {

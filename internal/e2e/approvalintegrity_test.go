@@ -65,7 +65,7 @@ func TestApprovalIntegrity(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := func(id string) client.Interrupt {
-		snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+		s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 		snap, _, err := c.Snapshot(ctx(t), id)
 		if err != nil || len(snap.PendingInterrupts) != 1 {
 			t.Fatalf("snapshot of %s over HTTP: %v %+v", id, err, snap.PendingInterrupts)

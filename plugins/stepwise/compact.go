@@ -120,7 +120,7 @@ func (r *Runner) SummarizeContext(ctx context.Context, req *pluginapi.SummarizeC
 	if err != nil {
 		return nil, pluginapi.Permanent(err)
 	}
-	items, err := itemsFromMessages(req.Messages, nil)
+	items, err := itemsFromMessages(req.Messages)
 	if err != nil {
 		return nil, err
 	}

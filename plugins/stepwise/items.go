@@ -9,11 +9,9 @@ import (
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
-// itemsFromMessages rebuilds model input from stored messages. Every tool
-// call is paired with a result: one stored without a result gets the
-// outcome-unknown text, so an orphaned call never reaches a provider. IDs in
-// pending are the calls whose results the caller adds next.
-func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem, error) {
+// itemsFromMessages rebuilds model input from stored messages, repaired
+// (RepairItems): an orphaned call never reaches a provider.
+func itemsFromMessages(msgs []pluginapi.Message) ([]ModelItem, error) {
 	decoded := make([]ModelItem, len(msgs))
 	for i, m := range msgs {
 		it, err := itemOf(m)
@@ -22,7 +20,7 @@ func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem,
 		}
 		decoded[i] = it
 	}
-	return pairItems(decoded, pending), nil
+	return RepairItems(decoded), nil
 }
 
 // RepairItems returns items as a provider accepts them after any crash:
@@ -31,12 +29,7 @@ func itemsFromMessages(msgs []pluginapi.Message, pending []string) ([]ModelItem,
 // (it is never run again), a second result of a call and a result without
 // a call are left out. The runner repairs every model call's input with it;
 // the stored messages stay as they are.
-func RepairItems(items []ModelItem) []ModelItem {
-	return pairItems(items, nil)
-}
-
-// pairItems is itemsFromMessages over decoded items.
-func pairItems(decoded []ModelItem, pending []string) []ModelItem {
+func RepairItems(decoded []ModelItem) []ModelItem {
 	items := make([]ModelItem, 0, len(decoded))
 	var open []ModelToolCall // calls of the last model output without a result yet
 	closeOpen := func() {
@@ -64,25 +57,8 @@ func pairItems(decoded []ModelItem, pending []string) []ModelItem {
 			open = append(open, it.Output.ToolCalls...)
 		}
 	}
-	// Calls awaiting their results from the final records stay open.
-	var still []ModelToolCall
-	for _, call := range open {
-		if !contains(pending, call.ID) {
-			still = append(still, call)
-		}
-	}
-	open = still
 	closeOpen()
 	return items
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // itemOf decodes a stored message's framework item. Stepwise stores no

@@ -116,14 +116,16 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	if err != nil {
 		return nil, err
 	}
-	items := withSummary(turn, pairItems(decoded, st.Pending))
+	items := withSummary(turn, decoded)
 	var newMessages []pluginapi.FrameworkMessage
 	for _, id := range st.Pending {
 		msg, item := toolResultMessage(turn, id)
 		newMessages = append(newMessages, msg)
 		items = append(items, item)
 	}
-	items = withPlan(turn, items)
+	// One pass pairs every call with its result, the pending ones just
+	// added included.
+	items = withPlan(turn, RepairItems(items))
 	instructions, err := c.renderInstructions(InstructionContext{
 		Agent: turn.Agent, SessionID: turn.SessionID, TurnID: turn.TurnID, Attempt: turn.Attempt,
 		ModelCalls: st.ModelCalls, MessageCount: len(turn.Messages),
@@ -136,7 +138,7 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	if err != nil {
 		return nil, pluginapi.Permanent(err)
 	}
-	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: RepairItems(items), Settings: m.Settings}
+	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: items, Settings: m.Settings}
 	if !limitReached {
 		mreq.Tools = offeredTools(c, turn)
 	}
@@ -208,12 +210,12 @@ func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnCont
 	if err != nil {
 		return 0, err
 	}
-	items := withPlan(turn, withSummary(turn, pairItems(decoded, nil)))
+	items := withPlan(turn, withSummary(turn, RepairItems(decoded)))
 	m, err := c.def.model(turn.SessionSettings)
 	if err != nil {
 		return 0, err
 	}
-	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: RepairItems(items), Settings: m.Settings, Tools: offeredTools(c, turn)}
+	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: items, Settings: m.Settings, Tools: offeredTools(c, turn)}
 	return m.Client.EstimateInputTokens(req), nil
 }
 

@@ -237,7 +237,7 @@ func TestOrphanedCallsGetOutcomeUnknown(t *testing.T) {
 		{Sequence: 3, Role: res.Role, Text: res.Text, Item: res.Item, ToolCallID: res.ToolCallID, ToolName: res.ToolName, ToolStatus: res.ToolStatus},
 		{Sequence: 4, Role: "user", Text: "[Dex] note"},
 	}
-	items, err := itemsFromMessages(msgs, nil)
+	items, err := itemsFromMessages(msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestStoredMessagesDoNotRepeatTheirText(t *testing.T) {
 		msgs = append(msgs, pluginapi.Message{Sequence: int64(i + 1), Role: m.Role, Text: m.Text, Item: m.Item,
 			ToolCallID: m.ToolCallID, ToolName: m.ToolName, ToolStatus: m.ToolStatus})
 	}
-	items, err := itemsFromMessages(msgs, nil)
+	items, err := itemsFromMessages(msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
