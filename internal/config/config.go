@@ -532,6 +532,9 @@ type Agent struct {
 	// interrupt_deadline); without it deadlines cannot be extended.
 	MaxInterruptDeadline time.Duration `yaml:"max_interrupt_deadline,omitempty"`
 	RunModelLimit        RunModelLimit `yaml:"run_model_limit"`
+	// Recovery, when set, is each turn's recovery budget: past it the turn
+	// fails instead of retrying for as long as each Step's limits allow.
+	Recovery *Recovery `yaml:"recovery,omitempty"`
 	// ToolLimit bounds the tool Steps (CallTool, CallSingleAttemptTool).
 	ToolLimit ToolLimit `yaml:"tool_limit"`
 	// MessageWindowSize is how many of the newest messages a session keeps
@@ -682,6 +685,18 @@ func (a *Agent) Rules() []approvalrules.Rule {
 		out[i] = approvalrules.Rule{Tool: r.Tool, When: r.When, Decision: r.Decision, Reason: r.Reason, Shadow: r.Shadow}
 	}
 	return out
+}
+
+// Recovery is a turn's recovery budget (set at least one of the two).
+type Recovery struct {
+	// MaxAttempts is the most recovery attempts a turn makes: Step
+	// attempts (RunModel, CompactContext, CallTool) after each Step's
+	// first, counted over the whole turn.
+	MaxAttempts int32 `yaml:"max_attempts,omitempty"`
+	// NoProgressTimeout bounds how long one of those Steps may go without
+	// finishing, its retries and the wait for a worker included. Waiting
+	// for a person is no Step and never counts.
+	NoProgressTimeout time.Duration `yaml:"no_progress_timeout,omitempty"`
 }
 
 // RunModelLimit holds the timeouts and retry budget of the RunModel step.

@@ -187,6 +187,14 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "recovery.bad.yml",
+		errs: []string{
+			`7: agents[0].recovery.max_attempts: must be >= 0, got -1`,
+			`11: agents[1].recovery.no_progress_timeout: must be at least 1s, got 100ms`,
+			`15: agents[2].recovery: sets neither max_attempts nor no_progress_timeout (leave it out for no recovery budget)`,
+		},
+	},
+	{
 		filename: "interrupts.bad.yml",
 		errs: []string{
 			`2: approval_digest.key_env: the key in DEX_TEST_SHORT_KEY is 5 bytes; it must be at least 16 (try: openssl rand -hex 32)`,

@@ -523,6 +523,18 @@ func (a *Agent) validate(p *problems, path string) {
 	}
 	a.RunModelLimit.validate(p, path+".run_model_limit")
 	a.ToolLimit.validate(p, path+".tool_limit")
+	if r := a.Recovery; r != nil {
+		switch {
+		case r.MaxAttempts < 0:
+			p.add(path+".recovery.max_attempts", "must be >= 0, got %d", r.MaxAttempts)
+		case r.NoProgressTimeout < 0:
+			p.add(path+".recovery.no_progress_timeout", "must be > 0, got %s", formatDuration(r.NoProgressTimeout))
+		case r.NoProgressTimeout > 0 && r.NoProgressTimeout < time.Second:
+			p.add(path+".recovery.no_progress_timeout", "must be at least 1s, got %s", formatDuration(r.NoProgressTimeout))
+		case r.MaxAttempts == 0 && r.NoProgressTimeout == 0:
+			p.add(path+".recovery", "sets neither max_attempts nor no_progress_timeout (leave it out for no recovery budget)")
+		}
+	}
 	if a.MessageWindowSize < 1 {
 		p.add(path+".message_window_size", "must be >= 1, got %d", a.MessageWindowSize)
 	}

@@ -799,9 +799,14 @@ func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) sessi
 	if a.ToolLimit.MaximumAttempts > 0 {
 		tool.MaximumAttempts = a.ToolLimit.MaximumAttempts
 	}
+	var recovery *session.RecoveryPolicy
+	if r := a.Recovery; r != nil {
+		recovery = &session.RecoveryPolicy{MaxAttempts: r.MaxAttempts, NoProgressTimeoutMs: r.NoProgressTimeout.Milliseconds()}
+	}
 	return session.Runtime{
 		Options: session.Options{
 			Agent:                   a.Name,
+			Recovery:                recovery,
 			Policies:                policies,
 			InterruptDeadlineMs:     a.InterruptDeadline.Milliseconds(),
 			InterruptExpiringLeadMs: a.InterruptExpiringLead.Milliseconds(),

@@ -103,6 +103,7 @@ type (
 		TurnID  string
 		Reason  string
 		Attempt int
+		Stop    StepStop
 	}
 	// ToolStepDone is the outcome of a tool Step.
 	ToolStepDone struct {
@@ -138,6 +139,7 @@ type (
 		Detail     string
 		NotStarted bool
 		Attempt    int
+		Stop       StepStop
 	}
 	// ContextCompacted is the result of a CompactContext Step.
 	ContextCompacted struct {
@@ -151,6 +153,7 @@ type (
 		TurnID  string
 		Reason  string
 		Attempt int
+		Stop    StepStop
 	}
 	// TurnFailureRecorded holds the messages RecordTurnFailure built, or
 	// (with the store) what it stored.
@@ -497,12 +500,13 @@ func (s *State) runningModel(in Input) Result {
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
 		}
+		s.countRetries(in.Outcome.Attempt)
 		return applied(s.modelStepDone(in.Outcome, in.NowMs))
 	case ModelStepFailed:
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
 		}
-		return applied(s.failTurn(in.Reason))
+		return applied(s.failTurn(s.stepFailedReason("RunModel", s.Options.RunModel, in.Attempt, in.Stop, in.Reason)))
 	}
 	return Result{}
 }
@@ -532,11 +536,18 @@ func (s *State) runningTools(in Input) Result {
 		if c < 0 {
 			return Result{}
 		}
+		s.countRetries(in.Outcome.Attempt)
 		return applied(s.toolStepDone(c, in.Outcome, in.NowMs))
 	case ToolStepFailed:
 		c := s.runningCall(in.TurnID, in.ToolCallID)
 		if c < 0 {
 			return Result{}
+		}
+		rec := s.ToolCalls[c]
+		if why := s.recoveryStopped("the tool step of "+rec.ToolName+" ("+rec.ToolCallID+")", s.Options.Tool, in.Attempt, in.Stop); why != "" && s.RecoveryError == "" {
+			// The call's record is final as usual; the turn fails once
+			// every call of it is (toModel).
+			s.RecoveryError = why + ": " + in.Detail
 		}
 		if in.NotStarted && s.Control != controlNone {
 			// The turn control reached the Step before its tool started.

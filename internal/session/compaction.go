@@ -52,7 +52,7 @@ func (s *State) compact(out ModelOutcome) []Command {
 
 // compactContext is the CompactContext Step of the running compaction.
 func (s *State) compactContext() CompactContext {
-	return CompactContext{Input: CompactInput{Turn: s.turnInput(), Through: s.CompactingThrough}, Limits: s.Options.RunModel}
+	return CompactContext{Input: CompactInput{Turn: s.turnInput(), Through: s.CompactingThrough}, Limits: s.recoveryBound(s.Options.RunModel)}
 }
 
 // compacting is the phase of CompactContext.
@@ -62,6 +62,7 @@ func (s *State) compacting(in Input) Result {
 		if in.TurnID != s.ActiveTurnID {
 			return Result{}
 		}
+		s.countRetries(in.Outcome.Attempt)
 		if sp := in.Outcome.Spend; sp != nil && sp.Refused != nil {
 			s.CompactingThrough = 0
 			s.Status = client.StatusRunningModel // recording the failure
@@ -74,7 +75,7 @@ func (s *State) compacting(in Input) Result {
 		}
 		s.CompactingThrough = 0
 		s.Status = client.StatusRunningModel // recording the failure
-		return applied(s.failTurn(in.Reason))
+		return applied(s.failTurn(s.stepFailedReason("CompactContext", s.Options.RunModel, in.Attempt, in.Stop, in.Reason)))
 	}
 	return Result{}
 }

@@ -415,6 +415,9 @@ func (s *State) toModel() []Command {
 	if s.Control != controlNone {
 		return s.applyControl()
 	}
+	if s.RecoveryError != "" {
+		return s.failTurn(s.RecoveryError)
+	}
 	s.Phase = phaseRunningModel
 	s.Status = client.StatusRunningModel
 	return []Command{s.runModel()}

@@ -92,6 +92,7 @@ var changedSettings = []struct {
 	{"as recorded", func(*Options) {}},
 	{"a new approval deadline", func(o *Options) { o.InterruptDeadlineMs = time.Hour.Milliseconds() }},
 	{"model calls on a model queue", func(o *Options) { o.ModelTaskQueue = "dex-agents-model-openai" }},
+	{"a tight recovery budget", func(o *Options) { o.Recovery = &RecoveryPolicy{MaxAttempts: 1, NoProgressTimeoutMs: 1000} }},
 	{"another warning lead and extension maximum", func(o *Options) {
 		o.InterruptExpiringLeadMs, o.MaxInterruptDeadlineMs = time.Minute.Milliseconds(), 0
 	}},

@@ -41,6 +41,10 @@ type Options struct {
 	// RunModel and Tool are the timeouts and retry budgets of the Steps.
 	RunModel Limits `json:"run_model"`
 	Tool     Limits `json:"tool"`
+	// Recovery, when set, is the turn's recovery budget: how many Step
+	// attempts after each Step's first a turn may make, and how long one
+	// Step may go unfinished, before the turn fails.
+	Recovery *RecoveryPolicy `json:"recovery,omitempty"`
 	// ModelTaskQueue, when set, is the task queue of the model calls (the
 	// RunModel and CompactContext Steps): a model queue whose rate limit
 	// the engine enforces for every worker. Empty: the workflow's queue.
@@ -246,6 +250,12 @@ type State struct {
 	// priced them; TurnSpend is what the active turn's calls used.
 	CostMicros int64        `json:"cost_micros,omitempty"`
 	TurnSpend  client.Spend `json:"turn_spend"`
+	// TurnRetries counts the active turn's Step attempts after each
+	// Step's first (its recovery attempts); RecoveryError, once set, ends
+	// the turn when its tool calls are final: a tool Step ran out of the
+	// turn's recovery budget (Options.Recovery).
+	TurnRetries   int    `json:"turn_retries,omitempty"`
+	RecoveryError string `json:"recovery_error,omitempty"`
 	// SpendLeft is what the budgets left at the last model call, and
 	// SpendRefused the limit that stopped the last one.
 	SpendLeft    *client.SpendLeft    `json:"spend_left,omitempty"`
@@ -329,6 +339,7 @@ func (s *State) next() []Command {
 	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
 	s.TurnSettings = s.Settings
 	s.TurnSpend = client.Spend{}
+	s.TurnRetries, s.RecoveryError = 0, ""
 	cmd := s.buildUserMessage()
 	if w := cmd.Input.Store; w != nil {
 		// A new turn: the last turn's blobs (its tool arguments and
@@ -634,7 +645,7 @@ func (s *State) checkToolCalls(out ModelOutcome) string {
 func (s *State) runModel() RunModel {
 	in := s.turnInput()
 	in.Store = s.storeWork()
-	return RunModel{Input: in, Limits: s.Options.RunModel}
+	return RunModel{Input: in, Limits: s.recoveryBound(s.Options.RunModel)}
 }
 
 // turnInput builds the runner's view of the active turn: the messages
@@ -674,7 +685,7 @@ func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
 	return RunTool{
 		Step:       step,
 		ActivityID: toolStep(s.ActiveTurnID, rec.ToolCallID),
-		Limits:     limits,
+		Limits:     s.recoveryBound(limits),
 		Input: ToolInput{
 			Agent: s.Options.Agent, SessionID: s.SessionID, TurnID: s.ActiveTurnID,
 			ToolCall:       rec,
@@ -756,6 +767,7 @@ func (s *State) endTurn() []Command {
 	s.Interrupts = nil
 	s.TurnSettings = ""
 	s.Control = controlNone
+	s.TurnRetries, s.RecoveryError = 0, ""
 	return cmds
 }
 

@@ -578,7 +578,7 @@ func (l *loop) exec(cmd Command) {
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ModelOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(ModelStepFailed{TurnID: turn, Reason: "RunModel failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				l.apply(ModelStepFailed{TurnID: turn, Reason: "RunModel failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
 				return
 			}
 			l.apply(ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
@@ -590,7 +590,7 @@ func (l *loop) exec(cmd Command) {
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out CompactOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(CompactionFailed{TurnID: turn, Reason: "CompactContext failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				l.apply(CompactionFailed{TurnID: turn, Reason: "CompactContext failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
 				return
 			}
 			l.apply(ContextCompacted{TurnID: turn, Outcome: out, NowMs: l.now()})
@@ -606,7 +606,7 @@ func (l *loop) exec(cmd Command) {
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				l.apply(ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
 				return
 			}
 			l.apply(ToolStepDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
@@ -842,6 +842,25 @@ func toolNotStarted(err error) bool {
 		return !hb.Started
 	}
 	return false
+}
+
+// stepStop says what stopped a failed Step: its retry policy's attempts,
+// its schedule-to-close timeout, or neither.
+func stepStop(err error) StepStop {
+	var act *temporal.ActivityError
+	if errors.As(err, &act) {
+		switch act.RetryState() {
+		case enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED:
+			return StopAttempts
+		case enumspb.RETRY_STATE_TIMEOUT:
+			return StopTimeout
+		}
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE {
+		return StopTimeout
+	}
+	return StopOther
 }
 
 // attemptOf returns the attempt of a Step that failed: from its error's
