@@ -380,9 +380,21 @@ func (s *Stack) StepHistory(sessionID string) ([]StepHistoryEntry, error) {
 // process.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
+	return BuildBinaryWithTags(t, pkg, "")
+}
+
+// BuildBinaryWithTags is BuildBinary with the build tags tags (a
+// comma-separated list): a second build of one package, such as a worker
+// with other workflow code.
+func BuildBinaryWithTags(t testing.TB, pkg, tags string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := pkg
+	if tags != "" {
+		key += " -tags " + tags
+	}
+	if p, ok := built[key]; ok {
 		return p
 	}
 	if buildDir == "" {
@@ -393,13 +405,18 @@ func BuildBinary(t testing.TB, pkg string) string {
 		buildDir = d
 	}
 	out := filepath.Join(buildDir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	args := []string{"build", "-o", out}
+	if tags != "" {
+		out += "-" + strings.ReplaceAll(tags, ",", "-")
+		args = []string{"build", "-tags", tags, "-o", out}
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, stderr.String())
 	}
-	built[pkg] = out
+	built[key] = out
 	return out
 }
 

@@ -127,6 +127,24 @@ type Temporal struct {
 	// empty one, enables TLS (an empty one verifies the server with the
 	// system roots).
 	TLS *TLS `yaml:"tls,omitempty"`
+	// Deployment, when set, runs the worker as one version (build ID) of
+	// a Temporal Worker Deployment: a session is pinned to the version
+	// that runs it, and moves to the deployment's current version at its
+	// next turn boundary (continue-as-new).
+	Deployment *WorkerDeployment `yaml:"deployment,omitempty"`
+}
+
+// WorkerDeployment is a worker's Temporal Worker Deployment version.
+type WorkerDeployment struct {
+	// Name is the deployment's name, the same for every build.
+	Name string `yaml:"name"`
+	// BuildID identifies this build, such as its image tag or commit.
+	BuildID string `yaml:"build_id"`
+	// SetCurrent makes this version the deployment's current version
+	// once the worker polls: new sessions start on it, and running ones
+	// move to it at their next turn boundary. Leave it off to promote a
+	// version yourself (temporal worker deployment set-current-version).
+	SetCurrent bool `yaml:"set_current,omitempty"`
 }
 
 // TLS configures the client side of TLS to the Temporal frontend. Relative

@@ -187,6 +187,13 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "deployment.bad.yml",
+		errs: []string{
+			`2: temporal.deployment.name: invalid deployment name "dex.agents": want letters, digits, "_" and "-" (a "." would join it to the build ID ambiguously)`,
+			`2: temporal.deployment.build_id: invalid build ID "v 2": want at most 255 characters and no spaces`,
+		},
+	},
+	{
 		filename: "recovery.bad.yml",
 		errs: []string{
 			`7: agents[0].recovery.max_attempts: must be >= 0, got -1`,

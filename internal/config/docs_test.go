@@ -117,6 +117,7 @@ func TestDocSnippetsLoad(t *testing.T) {
 	// (only events and http, say) loads with pluginapi's plugin and agent.
 	// Snippets of other YAML (runner_config) must parse.
 	t.Setenv("TEMPORAL_API_KEY", "tk-readme-example")
+	t.Setenv("DEX_BUILD_ID", "readme-example-build")
 	t.Setenv("SUPPORT_APP_TOKEN", "readme-example-token-0123456789")
 	t.Setenv("BILLING_HOOK_TOKEN", "readme-example-hook-token")
 	t.Setenv("TICKETS_TOKEN", "readme-example-tickets-token")

@@ -368,6 +368,15 @@ func (t *Temporal) validate(p *problems, path string) {
 	}
 	p.required(path+".namespace", t.Namespace)
 	p.required(path+".task_queue", t.TaskQueue)
+	if d := t.Deployment; d != nil {
+		dp := path + ".deployment"
+		if p.required(dp+".name", d.Name) && !deploymentNameRE.MatchString(d.Name) {
+			p.add(dp+".name", "invalid deployment name %q: want letters, digits, \"_\" and \"-\" (a \".\" would join it to the build ID ambiguously)", d.Name)
+		}
+		if p.required(dp+".build_id", d.BuildID) && (len(d.BuildID) > 255 || strings.ContainsAny(d.BuildID, " \t\r\n")) {
+			p.add(dp+".build_id", "invalid build ID %q: want at most 255 characters and no spaces", d.BuildID)
+		}
+	}
 	if t.TLS != nil {
 		tp := path + ".tls"
 		switch {
@@ -378,6 +387,8 @@ func (t *Temporal) validate(p *problems, path string) {
 		}
 	}
 }
+
+var deploymentNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func (l *Logging) validate(p *problems, path string) {
 	switch l.Level {

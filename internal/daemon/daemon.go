@@ -145,6 +145,7 @@ type Daemon struct {
 	tracer          *tracing.Tracer
 	traces          *temporaltrace.Tracing
 	traceExporter   string
+	stopPromote     context.CancelFunc
 }
 
 // Start launches the plugins, configures the agents and starts the worker.
@@ -252,6 +253,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		// through a heartbeat's answer.
 		MaxHeartbeatThrottleInterval: time.Second,
 		WorkerStopTimeout:            cfg.ShutdownTimeout,
+		// The model workers copy these options: a pinned session's model
+		// calls run on its own version too.
+		DeploymentOptions: deploymentOptions(cfg.Temporal.Deployment),
 	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, workerOpts)
 	d.shutdownTimeout = cfg.ShutdownTimeout
@@ -344,11 +348,17 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		logger.Info("model queue started", "queue", name, "task_queue", tq, "activities_per_second", q.ActivitiesPerSecond,
 			"max_concurrent_per_worker", q.MaxConcurrentPerWorker)
 	}
+	if dep := cfg.Temporal.Deployment; dep != nil && dep.SetCurrent {
+		d.promote(c, dep)
+	}
 	if err := d.serveHTTP(cfg, opts, logger); err != nil {
 		return nil, err
 	}
 	d.watchWaiting(cfg, searchAttrs)
 	ok = true
+	if dep := cfg.Temporal.Deployment; dep != nil {
+		logger.Info("worker versioning on", "deployment", dep.Name, "build_id", dep.BuildID, "set_current", dep.SetCurrent)
+	}
 	logger.Info("worker started", "role", role, "task_queue", cfg.Temporal.TaskQueue, "namespace", cfg.Temporal.Namespace,
 		"agents", len(cfg.Agents), "active_step_search", searchAttrs, "events", cfg.Events.Backend)
 	return d, nil
@@ -529,6 +539,9 @@ func (d *Daemon) Client() temporalclient.Client { return d.client }
 // plugin and their live events until they end. Steps still running after
 // the timeout are cancelled.
 func (d *Daemon) Stop() {
+	if d.stopPromote != nil {
+		d.stopPromote()
+	}
 	if d.worker != nil {
 		if n := d.acts.Running(); n > 0 {
 			d.log.Info("stopping: waiting for running steps to finish; send the signal again to stop now",

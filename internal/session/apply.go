@@ -91,6 +91,10 @@ type (
 		Reason  string
 		Attempt int
 	}
+	// HoldTurns starts no new turn in this run: the worker deployment's
+	// current version changed, and the session continues as new onto it
+	// at its next turn boundary (the turn running finishes here).
+	HoldTurns struct{}
 	// ModelStepDone is the outcome of a RunModel Step.
 	ModelStepDone struct {
 		TurnID  string
@@ -200,6 +204,7 @@ func (UserMessageBuilt) isInput()        {}
 func (UserMessageFailed) isInput()       {}
 func (ModelStepDone) isInput()           {}
 func (ModelStepFailed) isInput()         {}
+func (HoldTurns) isInput()               {}
 func (ToolStepDone) isInput()            {}
 func (ContextCompacted) isInput()        {}
 func (CompactionFailed) isInput()        {}
@@ -235,7 +240,11 @@ func (s *State) Apply(in Input) Result {
 	case Start:
 		return s.start(in)
 	case Continued:
+		s.HoldTurns = false
 		return applied(s.resume(in.NowMs))
+	case HoldTurns:
+		s.HoldTurns = true
+		return applied(nil)
 	case SendUserMessage:
 		if in.Mode != "" && in.Mode != sendQueue {
 			return s.sendMode(in)

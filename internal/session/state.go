@@ -256,6 +256,10 @@ type State struct {
 	// turn's recovery budget (Options.Recovery).
 	TurnRetries   int    `json:"turn_retries,omitempty"`
 	RecoveryError string `json:"recovery_error,omitempty"`
+	// HoldTurns starts no new turn in this run: a newer worker version is
+	// current, and the session moves to it at its next turn boundary
+	// (continue-as-new). The next run clears it.
+	HoldTurns bool `json:"hold_turns,omitempty"`
 	// SpendLeft is what the budgets left at the last model call, and
 	// SpendRefused the limit that stopped the last one.
 	SpendLeft    *client.SpendLeft    `json:"spend_left,omitempty"`
@@ -306,7 +310,7 @@ func (s *State) enqueue(text, ref string) {
 // next starts the next turn when the session is idle: with every steered
 // message, else with the first queued one.
 func (s *State) next() []Command {
-	if !s.Started || s.Phase != phaseNone || len(s.Queued) == 0 && len(s.Steered) == 0 {
+	if !s.Started || s.Phase != phaseNone || s.HoldTurns || len(s.Queued) == 0 && len(s.Steered) == 0 {
 		if s.Closed && s.Finished() {
 			s.Status = client.StatusClosed
 		}

@@ -200,6 +200,16 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 			return nil
 		}
 		if len(l.pending) == 0 && !l.anyReady() && l.shouldContinueAsNew() {
+			if l.upgradeDue() {
+				// A turn boundary after the deployment's current version
+				// changed: the next run starts on the current version
+				// (and is pinned there), with the queued messages.
+				l.holdTurns()
+				workflow.GetLogger(ctx).Info("continuing as new on the current worker version", "turn_count", l.st.TurnCount, "queued", l.st.QueuedCount())
+				return workflow.NewContinueAsNewErrorWithOptions(ctx,
+					workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
+					info.WorkflowType.Name, WorkflowInput{Continued: l.st})
+			}
 			workflow.GetLogger(ctx).Info("continuing as new", "turn_count", l.st.TurnCount, "updates", l.updates)
 			return workflow.NewContinueAsNewError(ctx, info.WorkflowType.Name, WorkflowInput{Continued: l.st})
 		}
@@ -426,13 +436,39 @@ func (l *loop) anyReady() bool {
 }
 
 func (l *loop) shouldContinueAsNew() bool {
-	if !l.st.Idle() || len(l.futures) > 0 || l.st.QueuedCount() > 0 {
+	if !l.st.Idle() || len(l.futures) > 0 {
+		return false
+	}
+	if l.upgradeDue() {
+		// Queued messages wait for the next run, on the new version.
+		return workflow.AllHandlersFinished(l.ctx)
+	}
+	if l.st.QueuedCount() > 0 {
 		return false
 	}
 	if !workflow.GetInfo(l.ctx).GetContinueAsNewSuggested() && l.updates < l.rt.MaxUpdatesPerRun {
 		return false
 	}
 	return workflow.AllHandlersFinished(l.ctx)
+}
+
+// upgradeDue reports that the session should move to the worker
+// deployment's current version at its next turn boundary: the engine says
+// the target version changed since this run's version was pinned. It is
+// false for sessions without worker versioning. The flag comes from the
+// history, so a replay sees it as the run did.
+func (l *loop) upgradeDue() bool {
+	return l.st.HoldTurns || workflow.GetInfo(l.ctx).GetTargetWorkerDeploymentVersionChanged()
+}
+
+// holdTurns stops the session from starting turns in this run once an
+// upgrade is due, before it applies the next input: a message that would
+// start a turn is queued for the next run, on the new version. The turn
+// that runs finishes here, on the version that started it.
+func (l *loop) holdTurns() {
+	if !l.st.HoldTurns && l.upgradeDue() {
+		l.st.Apply(HoldTurns{})
+	}
 }
 
 // MidTurnHistoryBytes continues a session that keeps its messages in the
@@ -506,6 +542,7 @@ func (l *loop) addKeyed(f workflow.Future, key string, cancel workflow.CancelFun
 // apply applies one input to the session and queues its commands; it
 // reports whether the input was accepted.
 func (l *loop) apply(in Input) bool {
+	l.holdTurns()
 	r := l.st.Apply(in)
 	l.pending = append(l.pending, r.Commands...)
 	return r.Accepted
@@ -514,6 +551,7 @@ func (l *loop) apply(in Input) bool {
 // request applies a client's request: false where the session does not
 // take it, an error where it refuses it (a closed session).
 func (l *loop) request(in Input) (bool, error) {
+	l.holdTurns()
 	r := l.st.Apply(in)
 	l.pending = append(l.pending, r.Commands...)
 	if r.Refusal != "" {
@@ -559,6 +597,10 @@ func (l *loop) exec(cmd Command) {
 	case BuildUserMessage:
 		if l.turn.TurnID != c.Input.TurnID {
 			l.turn = TurnMark{TurnID: c.Input.TurnID, StartedMs: l.now()}
+		}
+		if upgradeProbe {
+			// The upgrade test's "new workflow code" (upgradeprobe.go).
+			_ = workflow.SideEffect(l.ctx, func(workflow.Context) any { return "dexupgradeprobe " + c.Input.TurnID })
 		}
 		ctx := workflow.WithLocalActivityOptions(l.stepCtx(c.Input.TurnID), localOptions())
 		f := workflow.ExecuteLocalActivity(ctx, client.StepBuildUserMessage, c.Input)

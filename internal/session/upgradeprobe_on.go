@@ -1,0 +1,6 @@
+//go:build dexupgradeprobe
+
+package session
+
+// upgradeProbe: see upgradeprobe.go.
+const upgradeProbe = true
