@@ -209,6 +209,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		newSessionCancelCmd(g, f),
 		newSessionCloseCmd(g, f),
 		newSessionTerminateCmd(g, f),
+		newSessionUpgradeCmd(g, f),
 		newSessionListCmd(g, f),
 	)
 	return cmd

@@ -159,3 +159,45 @@ func (f *sessionFlags) withSessions(g *globals, fn func(ctx context.Context, ses
 		return fn(cmd.Context(), sessions, args)
 	}
 }
+
+func newSessionUpgradeCmd(g *globals, f *sessionFlags) *cobra.Command {
+	var deployment string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "upgrade [--deployment NAME] [--dry-run]",
+		Short: "Move the sessions pinned to older worker builds to the current one",
+		Long: "upgrade signals every running session pinned to a build of the worker deployment other than its\n" +
+			"current one (check_worker_version). A session between turns continues as new onto the current\n" +
+			"build at once; one in a turn does when the turn ends. Once it finds none, the old build's\n" +
+			"workers may stop. The deployment is --deployment, else the config's temporal.deployment.name.",
+		Args: cobra.NoArgs,
+		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, _ []string) error {
+			if deployment == "" {
+				cfg, err := f.configFile()
+				if err != nil {
+					return err
+				}
+				if cfg == nil || cfg.Temporal.Deployment == nil {
+					return errors.New("name the worker deployment: --deployment NAME, or --config FILE with temporal.deployment")
+				}
+				deployment = cfg.Temporal.Deployment.Name
+			}
+			res, err := sessions.MoveSessionsToCurrentVersion(ctx, deployment, dryRun)
+			for _, id := range res.Woken {
+				fmt.Fprintln(g.stdout, id)
+			}
+			if err != nil {
+				return err
+			}
+			verb := "signalled"
+			if dryRun {
+				verb = "would signal"
+			}
+			fmt.Fprintf(g.stderr, "current build %s; %s %d session(s) on older builds\n", res.Current, verb, len(res.Woken))
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&deployment, "deployment", "", "the worker deployment (default the config's temporal.deployment.name)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the sessions, signal none")
+	return cmd
+}

@@ -68,3 +68,17 @@ func TestSessionControlThroughTheCLI(t *testing.T) {
 		t.Errorf("terminate: %q", out)
 	}
 }
+
+// TestSessionUpgradeNeedsADeployment: without --deployment or a config
+// with temporal.deployment, `session upgrade` says what it needs.
+func TestSessionUpgradeNeedsADeployment(t *testing.T) {
+	o := newOrdersCLI(t, "", "")
+	_, stderr, code := runCLI(t, "session", "upgrade", "--address", o.stack.Address())
+	if code == 0 || !strings.Contains(stderr, "name the worker deployment: --deployment NAME, or --config FILE with temporal.deployment") {
+		t.Errorf("session upgrade: exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "session", "upgrade", "--address", o.stack.Address(), "--deployment", "nowhere")
+	if code == 0 || !strings.Contains(stderr, "describe worker deployment nowhere") {
+		t.Errorf("session upgrade --deployment nowhere: exit %d, stderr %q", code, stderr)
+	}
+}

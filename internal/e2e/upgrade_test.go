@@ -63,6 +63,13 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 	}
 	s.WaitForSnapshot("the idle session's answer", idle, idleWithAnswer)
 	idleFirstRun := describe(t, s, idle).GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	// And one that gets no message: `session upgrade` moves it.
+	sleeper, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.WaitForSnapshot("the sleeping session's answer", sleeper, idleWithAnswer)
+	sleeperFirstRun := describe(t, s, sleeper).GetWorkflowExecutionInfo().GetExecution().GetRunId()
 
 	startBuild(t, s, newBin, cfgPath, "v2")
 	waitCurrent(t, s, "v2")
@@ -132,8 +139,35 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 	if info.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_PINNED || info.GetDeploymentVersion().GetBuildId() != "v2" {
 		t.Errorf("the session's versioning: %v on %v; want pinned to v2", info.GetBehavior(), info.GetDeploymentVersion())
 	}
+	// `session upgrade` signals the one session left on v1, which
+	// continues as new onto v2 without a message.
+	cli := exec.Command(oldBin, "session", "upgrade", "--config", cfgPath, "--address", s.Address())
+	cli.Env = append(os.Environ(), "DEX_BUILD_ID=v1")
+	out, err := cli.Output()
+	if err != nil {
+		t.Fatalf("session upgrade: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != sleeper {
+		t.Errorf("session upgrade signalled %q; want the sleeping session %s alone", got, sleeper)
+	}
+	var sleeperRun string
+	err = agenttest.WaitFor(ctx(t), "the sleeping session on v2", time.Minute, func() (bool, error) {
+		info := describe(t, s, sleeper).GetWorkflowExecutionInfo()
+		sleeperRun = info.GetExecution().GetRunId()
+		return sleeperRun != sleeperFirstRun && info.GetVersioningInfo().GetDeploymentVersion().GetBuildId() == "v2", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b1, b2 := taskBuilds(runHistory(t, s, sleeper, sleeperFirstRun)), taskBuilds(runHistory(t, s, sleeper, sleeperRun)); strings.Join(b1, ",") != "v1" || strings.Join(b2, ",") != "v2" {
+		t.Errorf("the sleeping session's runs ran on %v, then %v; want v1, then v2", b1, b2)
+	}
+	if snap := s.WaitForSnapshot("the sleeping session idle", sleeper, idleWithAnswer); snap.State.TurnCount != 1 {
+		t.Errorf("the sleeping session has %d turns; want its one", snap.State.TurnCount)
+	}
+
 	// The query the README gives for the sessions pinned to a version.
-	for build, want := range map[string]int64{"v1": 0, "v2": 2} {
+	for build, want := range map[string]int64{"v1": 0, "v2": 3} {
 		q := fmt.Sprintf(`TemporalWorkerDeploymentVersion="%s:%s" AND ExecutionStatus="Running"`, upgradeDeployment, build)
 		err := agenttest.WaitFor(ctx(t), "visibility of the sessions on "+build, 30*time.Second, func() (bool, error) {
 			r, err := s.Client.CountWorkflow(ctx(t), &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: q})

@@ -269,6 +269,14 @@ func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options
 }
 
 func (l *loop) registerHandlers() error {
+	// check_worker_version only wakes the session: the main loop then sees
+	// whether a newer worker version is current (upgradeDue).
+	wake := workflow.GetSignalChannel(l.ctx, client.SignalCheckWorkerVersion)
+	workflow.Go(l.ctx, func(ctx workflow.Context) {
+		for {
+			wake.Receive(ctx, nil)
+		}
+	})
 	if err := workflow.SetQueryHandler(l.ctx, client.QueryAgentSnapshot, func() (client.Snapshot, error) {
 		snap := l.st.Snapshot()
 		if l.rt.Approvals != nil {
