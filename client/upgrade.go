@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 )
 
@@ -62,7 +64,12 @@ func (s *AgentSessionClient) MoveSessionsToCurrentVersion(ctx context.Context, d
 				}
 				id := e.GetExecution().GetWorkflowId()
 				if !dryRun {
-					if err := s.c.SignalWorkflow(ctx, id, "", SignalCheckWorkerVersion, nil); err != nil {
+					err := s.c.SignalWorkflow(ctx, id, "", SignalCheckWorkerVersion, nil)
+					var gone *serviceerror.NotFound
+					if errors.As(err, &gone) {
+						continue // it ended since the list: nothing to move
+					}
+					if err != nil {
 						return res, fmt.Errorf("signal session %s: %w", id, err)
 					}
 				}

@@ -199,6 +199,7 @@ var expectedErrors = []struct {
 			`7: agents[0].recovery.max_attempts: must be >= 0, got -1`,
 			`11: agents[1].recovery.no_progress_timeout: must be at least 1s, got 100ms`,
 			`15: agents[2].recovery: sets neither max_attempts nor no_progress_timeout (leave it out for no recovery budget)`,
+			`19: agents[3].recovery.max_attempts: must be at most 10000, got 2147483647`,
 		},
 	},
 	{

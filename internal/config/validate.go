@@ -534,10 +534,15 @@ func (a *Agent) validate(p *problems, path string) {
 	}
 	a.RunModelLimit.validate(p, path+".run_model_limit")
 	a.ToolLimit.validate(p, path+".tool_limit")
+	// A turn that needs more retries than this is stuck; the bound also
+	// keeps the attempts a Step is given far from overflowing.
+	const maxRecoveryAttempts = 10_000
 	if r := a.Recovery; r != nil {
 		switch {
 		case r.MaxAttempts < 0:
 			p.add(path+".recovery.max_attempts", "must be >= 0, got %d", r.MaxAttempts)
+		case r.MaxAttempts > maxRecoveryAttempts:
+			p.add(path+".recovery.max_attempts", "must be at most %d, got %d", maxRecoveryAttempts, r.MaxAttempts)
 		case r.NoProgressTimeout < 0:
 			p.add(path+".recovery.no_progress_timeout", "must be > 0, got %s", formatDuration(r.NoProgressTimeout))
 		case r.NoProgressTimeout > 0 && r.NoProgressTimeout < time.Second:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	deploymentpb "go.temporal.io/api/deployment/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -31,25 +33,29 @@ func deploymentOptions(d *config.WorkerDeployment) worker.DeploymentOptions {
 const promoteTimeout = 2 * time.Minute
 
 // promote makes this worker's version the deployment's current version,
-// in the background, if it is the deployment's newest version: an older
-// build that restarts (a crash, a rolling deploy) never takes the
-// deployment back; roll back by hand. It returns at once; Stop cancels it.
-func (d *Daemon) promote(c temporalclient.Client, dep *config.WorkerDeployment) {
+// in the background, if it is the deployment's newest version and has
+// never been current or ramping: an older build that restarts (a crash, a
+// rolling deploy) never takes the deployment back, and a build the
+// operator rolled back from stays rolled back when it restarts. It
+// returns at once; Stop cancels it.
+func (d *Daemon) promote(c temporalclient.Client, namespace string, dep *config.WorkerDeployment) {
 	ctx, cancel := context.WithTimeout(context.Background(), promoteTimeout)
 	d.stopPromote = cancel
 	log := d.log.With("deployment", dep.Name, "build_id", dep.BuildID)
 	go func() {
 		defer cancel()
-		h := c.WorkerDeploymentClient().GetHandle(dep.Name)
 		var last error
 		for {
-			done, err := promoteOnce(ctx, h, dep.BuildID)
-			switch {
-			case err == nil && done:
-				log.Info("this worker's version is the deployment's current version")
-				return
-			case err == nil:
-				log.Info("a newer version of the deployment exists; this one stays as it is")
+			outcome, err := promoteOnce(ctx, c, namespace, dep)
+			if err == nil {
+				switch outcome {
+				case promoted:
+					log.Info("this worker's version is the deployment's current version")
+				case newerExists:
+					log.Info("a newer version of the deployment exists; this one stays as it is")
+				case activatedBefore:
+					log.Info("this version was current or ramping before and the deployment moved off it; it stays as it is (set it current by hand to roll forward)")
+				}
 				return
 			}
 			last = err
@@ -63,32 +69,52 @@ func (d *Daemon) promote(c temporalclient.Client, dep *config.WorkerDeployment) 
 	}()
 }
 
-// promoteOnce sets buildID current unless the deployment has a newer
-// version; done reports that buildID is current.
-func promoteOnce(ctx context.Context, h temporalclient.WorkerDeploymentHandle, buildID string) (done bool, err error) {
-	desc, err := h.Describe(ctx, temporalclient.WorkerDeploymentDescribeOptions{})
+// promoteOutcome is what promoteOnce did.
+type promoteOutcome int
+
+const (
+	promoted promoteOutcome = iota // the version is current
+	newerExists
+	activatedBefore
+)
+
+// promoteOnce sets the worker's version current unless the deployment has
+// a newer version or this one was current or ramping before.
+func promoteOnce(ctx context.Context, c temporalclient.Client, namespace string, dep *config.WorkerDeployment) (promoteOutcome, error) {
+	resp, err := c.WorkflowService().DescribeWorkerDeployment(ctx, &workflowservice.DescribeWorkerDeploymentRequest{
+		Namespace: namespace, DeploymentName: dep.Name,
+	})
 	if err != nil {
-		return false, err // the deployment exists once our pollers reached the engine
+		return 0, err // the deployment exists once our pollers reached the engine
 	}
-	if cur := desc.Info.RoutingConfig.CurrentVersion; cur != nil && cur.BuildID == buildID {
-		return true, nil
+	info := resp.GetWorkerDeploymentInfo()
+	if info.GetRoutingConfig().GetCurrentDeploymentVersion().GetBuildId() == dep.BuildID {
+		return promoted, nil
 	}
-	var ours *temporalclient.WorkerDeploymentVersionSummary
-	for i, v := range desc.Info.VersionSummaries {
-		if v.Version.BuildID == buildID {
-			ours = &desc.Info.VersionSummaries[i]
+	var ours *deploymentpb.WorkerDeploymentInfo_WorkerDeploymentVersionSummary
+	for _, v := range info.GetVersionSummaries() {
+		if v.GetDeploymentVersion().GetBuildId() == dep.BuildID {
+			ours = v
 		}
 	}
 	if ours == nil {
-		return false, errVersionNotRegistered
+		return 0, errVersionNotRegistered
 	}
-	for _, v := range desc.Info.VersionSummaries {
-		if v.CreateTime.After(ours.CreateTime) {
-			return false, nil
+	if ours.GetFirstActivationTime() != nil {
+		return activatedBefore, nil
+	}
+	for _, v := range info.GetVersionSummaries() {
+		if v.GetCreateTime().AsTime().After(ours.GetCreateTime().AsTime()) {
+			return newerExists, nil
 		}
 	}
-	_, err = h.SetCurrentVersion(ctx, temporalclient.WorkerDeploymentSetCurrentVersionOptions{BuildID: buildID, ConflictToken: desc.ConflictToken})
-	return err == nil, err
+	_, err = c.WorkerDeploymentClient().GetHandle(dep.Name).SetCurrentVersion(ctx, temporalclient.WorkerDeploymentSetCurrentVersionOptions{
+		BuildID: dep.BuildID, ConflictToken: resp.GetConflictToken(),
+	})
+	if err != nil {
+		return 0, err
+	}
+	return promoted, nil
 }
 
 type versionError string

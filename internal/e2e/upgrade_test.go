@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
@@ -186,15 +188,30 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 
 	// A v1 worker that starts again (a crash, a rolling restart) with
 	// set_current does not take the deployment back.
-	log := startBuild(t, s, oldBin, cfgPath, "v1")
-	err = agenttest.WaitFor(ctx(t), "the restarted v1 worker's decision", time.Minute, func() (bool, error) {
-		b, err := os.ReadFile(log)
-		return strings.Contains(string(b), "a newer version of the deployment exists"), err
+	const activatedBefore = "this version was current or ramping before"
+	waitLogged(t, startBuild(t, s, oldBin, cfgPath, "v1"), activatedBefore)
+	waitCurrent(t, s, "v2")
+	// An operator rolls back to v1 by hand; a v2 worker that starts again
+	// leaves the rollback as it is.
+	if _, err := s.Client.WorkerDeploymentClient().GetHandle(upgradeDeployment).SetCurrentVersion(ctx(t),
+		temporalclient.WorkerDeploymentSetCurrentVersionOptions{BuildID: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitCurrent(t, s, "v1")
+	waitLogged(t, startBuild(t, s, newBin, cfgPath, "v2"), activatedBefore)
+	waitCurrent(t, s, "v1")
+}
+
+// waitLogged waits until the log at path has text.
+func waitLogged(t *testing.T, path, text string) {
+	t.Helper()
+	err := agenttest.WaitFor(ctx(t), "the log line "+strconv.Quote(text), time.Minute, func() (bool, error) {
+		b, err := os.ReadFile(path)
+		return strings.Contains(string(b), text), err
 	})
 	if err != nil {
 		t.Error(err)
 	}
-	waitCurrent(t, s, "v2")
 }
 
 // startBuild runs bin as a worker of build buildID on cfgPath, waits

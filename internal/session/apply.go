@@ -553,7 +553,11 @@ func (s *State) runningTools(in Input) Result {
 			return Result{}
 		}
 		rec := s.ToolCalls[c]
-		if why := s.recoveryStopped("the tool step of "+rec.ToolName+" ("+rec.ToolCallID+")", s.Options.Tool, in.Attempt, in.Stop); why != "" && s.RecoveryError == "" {
+		own := s.Options.Tool
+		if s.Options.Version >= ToolBudgetVersion {
+			own = s.toolLimits(rec)
+		}
+		if why := s.recoveryStopped("the tool step of "+rec.ToolName+" ("+rec.ToolCallID+")", own, in.Attempt, in.Stop); why != "" && s.RecoveryError == "" {
 			// The call's record is final as usual; the turn fails once
 			// every call of it is (toModel).
 			s.RecoveryError = why + ": " + in.Detail

@@ -145,6 +145,36 @@ func TestToolStepPastTheRecoveryBudgetFailsTheTurnOnceItsCallsAreFinal(t *testin
 	}
 }
 
+// TestSingleAttemptToolFailingUnderARecoveryBudget: a write's Step has one
+// attempt of its own, so its failure on attempt 1 is the call's outcome
+// (unknown, told to the model), not the turn's budget running out.
+func TestSingleAttemptToolFailingUnderARecoveryBudget(t *testing.T) {
+	o := recoveryOpts(&RecoveryPolicy{MaxAttempts: 5})
+	o.Version = CurrentVersion
+	o.Policies.Policies["charge"] = pluginapi.ToolPolicy{Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)}
+	s := startedWith(t, o)
+	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "charge", pluginapi.EffectNonIdempotentWrite)), 1), NowMs: now}).Commands
+	if l := limitsOf(t, cmds); l.MaximumAttempts != 1 {
+		t.Fatalf("the write's Step has %d attempts, want 1", l.MaximumAttempts)
+	}
+	cmds = s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "worker lost", Attempt: 1, Stop: StopAttempts}).Commands
+	if s.RecoveryError != "" || s.ToolCalls[0].Status != pluginapi.ToolCallOutcomeUnknown {
+		t.Fatalf("recovery error %q, record %+v; want the call outcome_unknown and no budget failure", s.RecoveryError, s.ToolCalls[0])
+	}
+	if _, ok := nonEmit(cmds)[0].(RunModel); !ok {
+		t.Fatalf("commands %s; want the model told of the outcome", renderAll(cmds))
+	}
+	// A session of an older version replays as it ran: it weighed the
+	// failure against the tool limits, and the budget failed the turn.
+	o.Version = ToolBudgetVersion - 1
+	s = startedWith(t, o)
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "charge", pluginapi.EffectNonIdempotentWrite)), 1), NowMs: now})
+	s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "worker lost", Attempt: 1, Stop: StopAttempts})
+	if !strings.HasPrefix(s.RecoveryError, "the turn ran out of its recovery budget") {
+		t.Errorf("version %d: recovery error %q; want the budget's, as that version ran", o.Version, s.RecoveryError)
+	}
+}
+
 func withAttempt(o ModelOutcome, attempt int) ModelOutcome {
 	o.Attempt = attempt
 	return o

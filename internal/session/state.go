@@ -126,8 +126,14 @@ const SettingsVersion = 1
 // ran, with every call run by the runner.
 const HostToolsVersion = 2
 
+// ToolBudgetVersion is the version from which a tool Step's failure is
+// weighed against the Step's own limits (one attempt for a write) to tell
+// whether the turn's recovery budget stopped it. Sessions of older
+// versions replay as they ran, weighing it against the tool limits.
+const ToolBudgetVersion = 3
+
 // CurrentVersion is the version new sessions record.
-const CurrentVersion = HostToolsVersion
+const CurrentVersion = ToolBudgetVersion
 
 // MCPSourcePrefix starts the tool source reference of a call the worker
 // routes to an MCP server ("mcp:<server>/<tool>").
@@ -679,12 +685,22 @@ func (s *State) turnInput() TurnInput {
 	return in
 }
 
+// toolLimits are the tool Step's own limits, before the recovery budget:
+// one attempt for the effects that do not retry.
+func (s *State) toolLimits(rec pluginapi.ToolCall) Limits {
+	limits := s.Options.Tool
+	if !rec.Effect.Retryable() {
+		limits.MaximumAttempts = 1
+	}
+	return limits
+}
+
 // runTool starts the tool Step of an approved record: CallTool for the
 // effects that retry, CallSingleAttemptTool (one attempt) otherwise.
 func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
-	limits, step := s.Options.Tool, client.StepCallTool
+	limits, step := s.toolLimits(rec), client.StepCallTool
 	if !rec.Effect.Retryable() {
-		limits.MaximumAttempts, step = 1, client.StepCallSingleAttemptTool
+		step = client.StepCallSingleAttemptTool
 	}
 	return RunTool{
 		Step:       step,

@@ -255,6 +255,9 @@ func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options
 		current.InterruptDeadlineMs = continued.Options.InterruptDeadlineMs
 	}
 	if workflow.GetVersion(ctx, settingsChangeID, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		// Those workers had no recovery budget: a Step's failure replays
+		// as it ran.
+		current.Recovery = nil
 		return current, nil
 	}
 	if continued != nil && continued.Options.Version >= SettingsVersion {
