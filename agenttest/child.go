@@ -50,6 +50,7 @@ func runWorkerChild() int {
 		Logger:           logger,
 		MessageStorePath: filepath.Join(dir, "messages.db"),
 		TemporalAddress:  os.Getenv(envAddress),
+		ModelQueues:      os.Getenv(envModelQueues),
 		WebUI:            webui.Handler(),
 		Hooks: steps.Hooks{
 			BeforeToolStart: func(ctx context.Context, in session.ToolInput) {

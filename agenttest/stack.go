@@ -161,12 +161,27 @@ const (
 	envAddress = "DEX_AGENTTEST_ADDRESS"
 	envDir     = "DEX_AGENTTEST_DIR"
 	envReady   = "DEX_AGENTTEST_READY"
+	// envModelQueues is WorkerOptions.ModelQueues.
+	envModelQueues = "DEX_AGENTTEST_MODEL_QUEUES"
 )
+
+// WorkerOptions are a worker child's own settings, which differ between the
+// workers of one stack.
+type WorkerOptions struct {
+	// ModelQueues is the worker's --model-queues: "" polls them all.
+	ModelQueues string
+}
 
 // StartWorker starts a worker child: the test binary itself, which runs the
 // worker when TestMain calls RunWorkerIfChild. It returns once the worker
 // polls its task queue.
 func (s *Stack) StartWorker() *Worker {
+	s.t.Helper()
+	return s.StartWorkerWith(WorkerOptions{})
+}
+
+// StartWorkerWith starts a worker child with its own options.
+func (s *Stack) StartWorkerWith(o WorkerOptions) *Worker {
 	s.t.Helper()
 	s.mu.Lock()
 	n := len(s.workers) + 1
@@ -180,6 +195,7 @@ func (s *Stack) StartWorker() *Worker {
 		envAddress+"="+s.Address(),
 		envDir+"="+s.Dir,
 		envReady+"="+ready,
+		envModelQueues+"="+o.ModelQueues,
 	)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
@@ -207,6 +223,10 @@ func (s *Stack) StartWorker() *Worker {
 	}
 	return w
 }
+
+// PID is the worker's process ID; the Temporal identity it polls with
+// starts with it and "@".
+func (w *Worker) PID() int { return w.cmd.Process.Pid }
 
 // KillWorkers SIGKILLs every worker the stack started.
 func (s *Stack) KillWorkers() {

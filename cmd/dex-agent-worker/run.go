@@ -12,18 +12,21 @@ import (
 
 func newRunCmd(g *globals) *cobra.Command {
 	var (
-		cfgPath, role, httpAddr string
-		dialWait                time.Duration
+		cfgPath, role, httpAddr, modelQueues string
+		dialWait                             time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run --config FILE [--role all|worker|api] [--http ADDR]",
+		Use:   "run --config FILE [--role all|worker|api] [--http ADDR] [--model-queues all|none|NAME,...]",
 		Short: "Run the worker against an existing Temporal frontend",
 		Long: "run connects to the Temporal frontend the config names (temporal.address, namespace, tls,\n" +
 			"api_key) and runs this process's role:\n" +
 			"  all     hosts Steps and serves the HTTP API and the web page (the default)\n" +
 			"  worker  hosts Steps only; with an HTTP address it serves /healthz and /readyz alone\n" +
 			"  api     serves the HTTP API and the web page only (needs events.backend: redis and\n" +
-			"          message_store driver postgres), so the API scales apart from the Steps",
+			"          message_store driver postgres), so the API scales apart from the Steps\n" +
+			"--model-queues picks the model_queues this process polls (all by default): polling a queue\n" +
+			"from a fixed set of processes bounds its concurrent calls across the deployment by that\n" +
+			"set's max_concurrent_per_worker together.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(cfgPath)
@@ -33,7 +36,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			logger := configuredLogger(g, cmd, cfg)
 			d, err := daemon.Start(cmd.Context(), daemon.Options{
 				Config: cfg, Logger: logger, WebUI: webUI(), Version: version, Role: role, HTTPListen: httpAddr,
-				DialWait: dialWait,
+				DialWait: dialWait, ModelQueues: modelQueues,
 			})
 			if err != nil {
 				return err
@@ -48,6 +51,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (required)")
 	cmd.Flags().StringVar(&role, "role", daemon.RoleAll, "what this process does: all, worker or api")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "HTTP listen address host:port (overrides http.listen)")
+	cmd.Flags().StringVar(&modelQueues, "model-queues", "all", "the model_queues this process polls: all, none, or names separated by commas")
 	cmd.Flags().DurationVar(&dialWait, "temporal-wait", time.Minute, "keep trying an unreachable Temporal frontend this long at start (0: fail at once)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd

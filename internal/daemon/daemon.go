@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -87,6 +86,13 @@ type Options struct {
 	// TraceConsole prints each turn's span tree there when the turn ends
 	// (dev --trace), whatever the config's trace exporter.
 	TraceConsole io.Writer
+	// ModelQueues names the model queues this process polls, as the flag
+	// --model-queues takes them: "" or "all" for every queue the config
+	// declares, "none" for none, or a comma-separated list of names. A
+	// deployment that polls a queue from a fixed set of processes bounds
+	// its concurrent calls by that set's max_concurrent_per_worker
+	// together.
+	ModelQueues string
 }
 
 // The roles of a process.
@@ -109,8 +115,12 @@ const (
 func checkRole(role string, cfg *config.Config, opts Options) error {
 	switch role {
 	case RoleAll, RoleWorker:
-		return nil
+		_, err := pollModelQueues(cfg, opts.ModelQueues)
+		return err
 	case RoleAPI:
+		if q := opts.ModelQueues; q != "" && q != "all" {
+			return fmt.Errorf("--model-queues %s: a process of role api polls no task queue; give it to the processes of role worker or all", q)
+		}
 		if cfg.Events.Backend != config.EventsRedis && opts.Events == nil {
 			return errors.New("--role api needs events.backend: redis (with url_env and token_key_env): " +
 				"the Steps run in worker processes, and their live events reach an API process only through Redis")
@@ -326,11 +336,14 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.worker = w
 	// One more worker per model queue, running only the model Steps; the
 	// engine enforces the queue's rate limit across every worker.
-	queues := make([]string, 0, len(cfg.ModelQueues))
-	for name := range cfg.ModelQueues {
-		queues = append(queues, name)
+	queues, err := pollModelQueues(cfg, opts.ModelQueues)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(queues)
+	for _, name := range unpolledModelQueues(cfg, queues) {
+		logger.Info("this process does not poll the model queue; its model calls run on the processes that do",
+			"queue", name, "task_queue", cfg.ModelTaskQueue(name))
+	}
 	for _, name := range queues {
 		q := cfg.ModelQueues[name]
 		tq := cfg.ModelTaskQueue(name)
@@ -349,7 +362,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			"max_concurrent_per_worker", q.MaxConcurrentPerWorker)
 	}
 	if dep := cfg.Temporal.Deployment; dep != nil && dep.SetCurrent {
-		d.promote(c, dep)
+		d.promote(c, cfg.Temporal.Namespace, dep)
 	}
 	if err := d.serveHTTP(cfg, opts, logger); err != nil {
 		return nil, err

@@ -82,3 +82,143 @@ func runModelStarts(t *testing.T, s *agenttest.Stack, id string) (queues []strin
 	}
 	return queues, started
 }
+
+// TestModelQueueConcurrencyAcrossTheDeployment: Temporal bounds a task
+// queue's calls by count per worker only, so a deployment bounds a model
+// queue's concurrent calls by polling it from a fixed set of processes
+// (--model-queues). Here one worker polls no model queue and the other
+// polls the queue with max_concurrent_per_worker 1: three sessions' model
+// calls, each held at a gate, run one at a time, all on the second worker;
+// the sessions' other Steps run on either.
+func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "schedule_to_close_timeout: 5m}", "schedule_to_close_timeout: 5m, queue: limited}", 1)
+	if !strings.Contains(cfg, "queue: limited") {
+		t.Fatal("testConfig's run_model_limit changed: the test could not name the queue")
+	}
+	s := agenttest.NewStack(t, cfg+`model_queues:
+  limited: {max_concurrent_per_worker: 1}
+`)
+	general := s.StartWorkerWith(agenttest.WorkerOptions{ModelQueues: "none"})
+	pool := s.StartWorkerWith(agenttest.WorkerOptions{ModelQueues: "limited"})
+	const sessions = 3
+	var ids []string
+	var gates []agenttest.FileGate
+	for i := range sessions {
+		g := s.Gate(fmt.Sprintf("model-q%d", i))
+		if err := g.Arm(); err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g)
+		ids = append(ids, start(t, s, fmt.Sprintf("modelgate:q%d hello", i)))
+	}
+	// Each round one call reaches its gate. While it holds the queue's one
+	// slot for a second, no other call may start; then it is let go.
+	released := map[int]bool{}
+	for range sessions {
+		var holding []int
+		err := agenttest.WaitFor(ctx(t), "a model call at its gate", time.Minute, func() (bool, error) {
+			holding = holding[:0]
+			for i, g := range gates {
+				if _, ok := g.Reached(); ok && !released[i] {
+					holding = append(holding, i)
+				}
+			}
+			return len(holding) > 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		for i, g := range gates {
+			if _, ok := g.Reached(); ok && !released[i] && !slices.Contains(holding, i) {
+				holding = append(holding, i)
+			}
+		}
+		if len(holding) > 1 {
+			t.Fatalf("model calls of sessions %v ran at once; the deployment polls the queue with one slot", holding)
+		}
+		released[holding[0]] = true
+		if err := gates[holding[0]].Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls []modelCall
+	for i, id := range ids {
+		snap := s.WaitForSnapshot("the turn", id, idleWithAnswer)
+		if got, want := snap.Messages[len(snap.Messages)-1].Text, fmt.Sprintf("echo: modelgate:q%d hello", i); got != want {
+			t.Fatalf("session %s answered %q, want %q", id, got, want)
+		}
+		calls = append(calls, runModelCalls(t, s, id)...)
+	}
+	if len(calls) != sessions {
+		t.Fatalf("%d RunModel Steps ran, want %d", len(calls), sessions)
+	}
+	slices.SortFunc(calls, func(a, b modelCall) int { return a.started.Compare(b.started) })
+	for i, c := range calls {
+		if !strings.HasPrefix(c.identity, fmt.Sprintf("%d@", pool.PID())) {
+			t.Errorf("a RunModel Step ran on %q, not on the worker that polls the queue (pid %d; the other is %d)", c.identity, pool.PID(), general.PID())
+		}
+		if i > 0 && c.started.Before(calls[i-1].closed) {
+			t.Errorf("RunModel Steps overlapped: one started at %v, before the one of %v closed at %v",
+				c.started.Format(time.StampMilli), calls[i-1].started.Format(time.StampMilli), calls[i-1].closed.Format(time.StampMilli))
+		}
+	}
+	others := 0
+	for _, id := range ids {
+		others += stepsOn(t, s, id, fmt.Sprintf("%d@", general.PID()))
+	}
+	t.Logf("%d model calls ran one at a time on worker %d; worker %d ran %d other Steps", len(calls), pool.PID(), general.PID(), others)
+}
+
+// modelCall is one RunModel Step's attempt as the history records it.
+type modelCall struct {
+	identity        string
+	started, closed time.Time
+}
+
+// runModelCalls returns a session's RunModel Steps that closed, with the worker
+// that ran each.
+func runModelCalls(t *testing.T, s *agenttest.Stack, id string) []modelCall {
+	t.Helper()
+	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]bool{}
+	started := map[int64]modelCall{}
+	var out []modelCall
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == client.StepRunModel {
+			scheduled[e.GetEventId()] = true
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			started[a.GetScheduledEventId()] = modelCall{identity: a.GetIdentity(), started: e.GetEventTime().AsTime()}
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			c := started[a.GetScheduledEventId()]
+			c.closed = e.GetEventTime().AsTime()
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stepsOn counts a session's Steps that a worker whose identity starts with
+// prefix ran.
+func stepsOn(t *testing.T, s *agenttest.Stack, id, prefix string) int {
+	t.Helper()
+	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && strings.HasPrefix(a.GetIdentity(), prefix) {
+			n++
+		}
+	}
+	return n
+}
