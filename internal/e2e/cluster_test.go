@@ -154,20 +154,7 @@ func (c *cluster) run(name, role string) *proc {
 	addr := fmt.Sprintf("127.0.0.1:%d", agenttest.FreePort(c.t))
 	p := c.start(name, roleArgs(c.config, role, addr)...)
 	p.addr = addr
-	err := agenttest.WaitFor(context.Background(), name+" ready", time.Minute, func() (bool, error) {
-		if !p.alive() {
-			return false, agenttest.Permanent(fmt.Errorf("%s exited", name))
-		}
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, nil
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	waitOK(c.t, name+" ready", "http://"+addr+"/readyz", time.Minute, func() bool { return !p.alive() })
 	return p
 }
 

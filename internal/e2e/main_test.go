@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -116,3 +117,23 @@ func countSteps(h []agenttest.StepHistoryEntry, eventType, stepType string) int 
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// waitOK waits up to timeout until url answers 200; it fails at once when
+// exited (nil: never) reports that the process serving it ended.
+func waitOK(t testing.TB, what, url string, timeout time.Duration, exited func() bool) {
+	t.Helper()
+	err := agenttest.WaitFor(context.Background(), what, timeout, func() (bool, error) {
+		if exited != nil && exited() {
+			return false, agenttest.Permanent(fmt.Errorf("%s: the process exited", what))
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

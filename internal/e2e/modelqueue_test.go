@@ -65,19 +65,10 @@ func TestModelQueueRateLimit(t *testing.T) {
 // when each started.
 func runModelStarts(t *testing.T, s *agenttest.Stack, id string) (queues []string, started []time.Time) {
 	t.Helper()
-	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	scheduled := map[int64]bool{}
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == client.StepRunModel {
-			scheduled[e.GetEventId()] = true
-			queues = append(queues, a.GetTaskQueue().GetName())
-		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
-			started = append(started, e.GetEventTime().AsTime())
+	for _, c := range runModelSteps(t, s, id) {
+		queues = append(queues, c.queue)
+		if !c.started.IsZero() {
+			started = append(started, c.started)
 		}
 	}
 	return queues, started
@@ -87,9 +78,9 @@ func runModelStarts(t *testing.T, s *agenttest.Stack, id string) (queues []strin
 // queue's calls by count per worker only, so a deployment bounds a model
 // queue's concurrent calls by polling it from a fixed set of processes
 // (--model-queues). Here one worker polls no model queue and the other
-// polls the queue with max_concurrent_per_worker 1: three sessions' model
-// calls, each held at a gate, run one at a time, all on the second worker;
-// the sessions' other Steps run on either.
+// polls the queue with max_concurrent_per_worker 1. Three sessions start
+// on the first alone, so their model calls wait in the queue; once the
+// second starts they run one at a time, each held at a gate, all on it.
 func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	cfg := strings.Replace(testConfig(plugin), "schedule_to_close_timeout: 5m}", "schedule_to_close_timeout: 5m, queue: limited}", 1)
@@ -100,7 +91,6 @@ func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
   limited: {max_concurrent_per_worker: 1}
 `)
 	general := s.StartWorkerWith(agenttest.WorkerOptions{ModelQueues: "none"})
-	pool := s.StartWorkerWith(agenttest.WorkerOptions{ModelQueues: "limited"})
 	const sessions = 3
 	var ids []string
 	var gates []agenttest.FileGate
@@ -112,6 +102,21 @@ func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
 		gates = append(gates, g)
 		ids = append(ids, start(t, s, fmt.Sprintf("modelgate:q%d hello", i)))
 	}
+	// With no process polling the queue, the model calls wait in it.
+	for _, id := range ids {
+		err := agenttest.WaitFor(ctx(t), "session "+id+"'s RunModel scheduled", time.Minute, func() (bool, error) {
+			return len(runModelSteps(t, s, id)) > 0, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, g := range gates {
+		if _, ok := g.Reached(); ok {
+			t.Fatalf("session %s's model call ran though no process polls the queue", ids[i])
+		}
+	}
+	pool := s.StartWorkerWith(agenttest.WorkerOptions{ModelQueues: "limited"})
 	// Each round one call reaches its gate. While it holds the queue's one
 	// slot for a second, no other call may start; then it is let go.
 	released := map[int]bool{}
@@ -149,13 +154,16 @@ func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
 		if got, want := snap.Messages[len(snap.Messages)-1].Text, fmt.Sprintf("echo: modelgate:q%d hello", i); got != want {
 			t.Fatalf("session %s answered %q, want %q", id, got, want)
 		}
-		calls = append(calls, runModelCalls(t, s, id)...)
+		calls = append(calls, runModelSteps(t, s, id)...)
 	}
 	if len(calls) != sessions {
 		t.Fatalf("%d RunModel Steps ran, want %d", len(calls), sessions)
 	}
 	slices.SortFunc(calls, func(a, b modelCall) int { return a.started.Compare(b.started) })
 	for i, c := range calls {
+		if c.closed.IsZero() {
+			t.Fatalf("a RunModel Step on %q did not complete", c.identity)
+		}
 		if !strings.HasPrefix(c.identity, fmt.Sprintf("%d@", pool.PID())) {
 			t.Errorf("a RunModel Step ran on %q, not on the worker that polls the queue (pid %d; the other is %d)", c.identity, pool.PID(), general.PID())
 		}
@@ -166,24 +174,28 @@ func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
 	}
 	others := 0
 	for _, id := range ids {
-		others += stepsOn(t, s, id, fmt.Sprintf("%d@", general.PID()))
+		others += tasksOn(t, s, id, fmt.Sprintf("%d@", general.PID()))
 	}
-	t.Logf("%d model calls ran one at a time on worker %d; worker %d ran %d other Steps", len(calls), pool.PID(), general.PID(), others)
+	if others == 0 {
+		t.Error("the worker that polls no model queue ran none of the sessions' workflow tasks, though it was alone before the pool started")
+	}
+	t.Logf("%d model calls ran one at a time on worker %d; worker %d ran %d of their workflow tasks and other Steps", len(calls), pool.PID(), general.PID(), others)
 }
 
-// modelCall is one RunModel Step's attempt as the history records it.
+// modelCall is one RunModel Step as the history records it: its task
+// queue, the worker that ran its last attempt, and when that started and
+// the Step closed (zero while it did not).
 type modelCall struct {
-	identity        string
+	queue, identity string
 	started, closed time.Time
 }
 
-// runModelCalls returns a session's RunModel Steps that closed, with the worker
-// that ran each.
-func runModelCalls(t *testing.T, s *agenttest.Stack, id string) []modelCall {
+// runModelSteps returns a session's RunModel Steps in the order they were
+// scheduled.
+func runModelSteps(t *testing.T, s *agenttest.Stack, id string) []modelCall {
 	t.Helper()
 	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	scheduled := map[int64]bool{}
-	started := map[int64]modelCall{}
+	index := map[int64]int{}
 	var out []modelCall
 	for it.HasNext() {
 		e, err := it.Next()
@@ -191,23 +203,26 @@ func runModelCalls(t *testing.T, s *agenttest.Stack, id string) []modelCall {
 			t.Fatal(err)
 		}
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == client.StepRunModel {
-			scheduled[e.GetEventId()] = true
+			index[e.GetEventId()] = len(out)
+			out = append(out, modelCall{queue: a.GetTaskQueue().GetName()})
 		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
-			started[a.GetScheduledEventId()] = modelCall{identity: a.GetIdentity(), started: e.GetEventTime().AsTime()}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil {
+			if i, ok := index[a.GetScheduledEventId()]; ok {
+				out[i].identity, out[i].started = a.GetIdentity(), e.GetEventTime().AsTime()
+			}
 		}
-		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
-			c := started[a.GetScheduledEventId()]
-			c.closed = e.GetEventTime().AsTime()
-			out = append(out, c)
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil {
+			if i, ok := index[a.GetScheduledEventId()]; ok {
+				out[i].closed = e.GetEventTime().AsTime()
+			}
 		}
 	}
 	return out
 }
 
-// stepsOn counts a session's Steps that a worker whose identity starts with
-// prefix ran.
-func stepsOn(t *testing.T, s *agenttest.Stack, id, prefix string) int {
+// tasksOn counts a session's workflow tasks and Steps that a worker whose
+// identity starts with prefix ran.
+func tasksOn(t *testing.T, s *agenttest.Stack, id, prefix string) int {
 	t.Helper()
 	it := s.Client.GetWorkflowHistory(ctx(t), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	n := 0
@@ -217,6 +232,9 @@ func stepsOn(t *testing.T, s *agenttest.Stack, id, prefix string) int {
 			t.Fatal(err)
 		}
 		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && strings.HasPrefix(a.GetIdentity(), prefix) {
+			n++
+		}
+		if a := e.GetWorkflowTaskStartedEventAttributes(); a != nil && strings.HasPrefix(a.GetIdentity(), prefix) {
 			n++
 		}
 	}

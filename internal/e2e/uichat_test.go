@@ -412,17 +412,7 @@ func TestUseChatExamplePage(t *testing.T) {
 		}
 	})
 	page := fmt.Sprintf("http://127.0.0.1:%d", port)
-	err = agenttest.WaitFor(ctx(t), "the example's server", 30*time.Second, func() (bool, error) {
-		resp, err := http.Get(page + "/app.js")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitOK(t, "the example's server", page+"/app.js", 30*time.Second, nil)
 	runBrowserScript(t, node, "usechat.test.mjs", page, token, filepath.Join(t.TempDir(), "usechat.png"), "-approval")
 	orders, b := demoOrders(t, stack)
 	if o := orders["7"]; len(o.Refunds) != 1 || o.RefundedCents != 6250 {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,22 +241,14 @@ func startBuild(t *testing.T, s *agenttest.Stack, bin, cfgPath, buildID string) 
 			t.Logf("--- worker %s log (tail) ---\n%s", buildID, tailString(string(b), 6000))
 		}
 	})
-	err = agenttest.WaitFor(ctx(t), "worker "+buildID+" ready", time.Minute, func() (bool, error) {
+	waitOK(t, "worker "+buildID+" ready", "http://"+addr+"/readyz", time.Minute, func() bool {
 		select {
 		case <-exited:
-			return false, agenttest.Permanent(fmt.Errorf("worker %s exited", buildID))
+			return true
 		default:
+			return false
 		}
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return logf.Name()
 }
 
