@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,7 +119,7 @@ func checkRole(role string, cfg *config.Config, opts Options) error {
 		_, err := pollModelQueues(cfg, opts.ModelQueues)
 		return err
 	case RoleAPI:
-		if q := opts.ModelQueues; q != "" && q != "all" {
+		if q := strings.TrimSpace(opts.ModelQueues); q != "" && q != "all" && q != "none" {
 			return fmt.Errorf("--model-queues %s: a process of role api polls no task queue; give it to the processes of role worker or all", q)
 		}
 		if cfg.Events.Backend != config.EventsRedis && opts.Events == nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	deploymentpb "go.temporal.io/api/deployment/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -99,6 +100,11 @@ func promoteOnce(ctx context.Context, c temporalclient.Client, namespace string,
 	}
 	if ours == nil {
 		return 0, errVersionNotRegistered
+	}
+	switch ours.GetStatus() {
+	case enumspb.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT, enumspb.WORKER_DEPLOYMENT_VERSION_STATUS_RAMPING,
+		enumspb.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING, enumspb.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED:
+		return activatedBefore, nil
 	}
 	if ours.GetFirstActivationTime() != nil {
 		return activatedBefore, nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/events"
 )
 
 func TestPollModelQueues(t *testing.T) {
@@ -54,7 +55,11 @@ func TestCheckRoleRefusesModelQueuesForTheAPI(t *testing.T) {
 	if err := checkRole(RoleWorker, cfg, Options{ModelQueues: "gemini"}); err == nil || !strings.Contains(err.Error(), `no queue "gemini"`) {
 		t.Errorf("role worker with an unknown queue: %v", err)
 	}
-	if err := checkRole(RoleWorker, cfg, Options{ModelQueues: "none"}); err != nil {
-		t.Errorf("role worker with none: %v", err)
+	// One --model-queues none for every process of a deployment works.
+	api := &config.Config{ModelQueues: cfg.ModelQueues, MessageStore: &config.MessageStore{Driver: config.MessageStorePostgres}}
+	for _, role := range []string{RoleWorker, RoleAPI} {
+		if err := checkRole(role, api, Options{ModelQueues: " none", Events: events.Discard}); err != nil {
+			t.Errorf("role %s with none: %v", role, err)
+		}
 	}
 }
