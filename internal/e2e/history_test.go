@@ -14,6 +14,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 var updateHistories = flag.Bool("update-histories", false, "record the replay histories in internal/session/testdata/histories")
@@ -139,5 +140,57 @@ func TestRecordCompactionSpendHistory(t *testing.T) {
 	}
 	if *updateHistories {
 		recordHistory(t, s, id, "compaction_spend_turns.json")
+	}
+}
+
+// TestRecordRecoveryHistory runs a session with a recovery budget
+// (max_attempts 1): a write killed mid-call on its one attempt is its
+// call's outcome, unknown, and the turn answers; a model call that keeps
+// failing runs out of the budget on attempt 2 (its own limit is 3) and
+// fails the turn with the budget's last_turn_error; the next turn answers.
+// With -update-histories it records recovery_turns.json for the replay
+// test of internal/session.
+func TestRecordRecoveryHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    recovery: {max_attempts: 1}\n    run_model_limit:", 1)
+	s := agenttest.NewStack(t, cfg)
+	gate := s.Gate("tool-w")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id := start(t, s, "call:write_gate:w")
+	reached(t, gate)
+	w.Kill()
+	s.StartWorker()
+	snap := s.WaitForSnapshot("turn 1", id, idleAfter(1))
+	wantAnswer(t, snap, "done: write_gate=outcome_unknown:"+pluginapi.OutcomeUnknownToolResult)
+	if snap.State.LastTurnError != "" {
+		t.Fatalf("turn 1 failed: %s", snap.State.LastTurnError)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "fail"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("turn 2", id, idleAfter(2))
+	const want = "the turn ran out of its recovery budget: its Steps were retried 1 times (recovery.max_attempts 1), and RunModel failed on attempt 2: "
+	if !strings.HasPrefix(snap.State.LastTurnError, want) {
+		t.Fatalf("turn 2: last_turn_error %q, want it to start with %q", snap.State.LastTurnError, want)
+	}
+	if n := s.Log().Count("model", "test"); n != 4 {
+		t.Errorf("%d model calls, want 4 (two in turn 1, two attempts in turn 2)", n)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "hello"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("turn 3", id, idleAfter(3))
+	wantAnswer(t, snap, "echo: hello")
+	if n := s.Log().Count("tool", "write_gate"); n != 1 {
+		t.Errorf("write_gate ran %d times, want 1", n)
+	}
+	if *updateHistories {
+		recordHistory(t, s, id, "recovery_turns.json")
 	}
 }

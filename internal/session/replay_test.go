@@ -60,6 +60,11 @@ import (
 //     digest, came after the first deadline. The refused resolves (wrong
 //     or missing digests) and extensions are not in it: validators refused
 //     them.
+//   - recovery_turns.json: a session of version 3 with recovery
+//     max_attempts 1: a write killed mid-call on its one attempt made
+//     outcome_unknown and told to the model (not the budget's failure), a
+//     model call that kept failing bounded to 2 attempts and the turn
+//     failed with the budget's last_turn_error, then a turn that answered.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
