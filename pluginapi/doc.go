@@ -29,8 +29,9 @@
 //	    runner_config: {model: gpt-5-mini} # handed to Configure as JSON
 //
 // `dex-agent-worker config validate --config FILE` starts the plugin and
-// configures every agent, as the worker does at start-up. The README's
-// "Quickstart: a plugin in its own module" walks through it all.
+// configures every agent, as the worker does at start-up. The
+// "Quickstart: a plugin in its own module" of docs/runners.md walks
+// through it all.
 //
 // The worker calls Info once per process start, Configure once per agent
 // (and again after a restart of the process), then the rest concurrently,

@@ -28,6 +28,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte(`
@@ -61,6 +62,7 @@ agents:
 // TestConfigValidatePlugins runs `config validate` on configs whose
 // plugins are real binaries: it starts them and configures every agent.
 func TestConfigValidatePlugins(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and starts plugins")
 	}
@@ -142,10 +144,12 @@ agents:
 	}
 }
 
-// TestOrdersDemoThroughTheCLI is the README's walkthrough: start a session
-// with "refund order 7", see the pending approval, approve it, and see the
-// refund applied once and the final answer.
+// TestOrdersDemoThroughTheCLI is the orders demo walkthrough of
+// docs/operations.md: start a session with "refund order 7", see the
+// pending approval, approve it, and see the refund applied once and the
+// final answer.
 func TestOrdersDemoThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	o := newOrdersCLI(t, "    built_in_tools: [ask_user]\n", "    message_window_size: 2\n    message_chunk_size: 2\n")
 	stack, base, session := o.stack, o.base, o.session
 	out := session("start", "--agent", "orders", "--message", "refund order 7")

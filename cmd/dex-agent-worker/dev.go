@@ -29,6 +29,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		httpAddr     string
 		apiToken     string
 		showTraces   bool
+		reset        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -40,6 +41,12 @@ func newDevCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			userDataDir := os.Getenv("DEX_DATA_DIR")
+			if reset {
+				if err := devserver.Reset(dataDir); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stderr, "reset %s: every session, message and demo order is gone\n", dataDir)
+			}
 			cfg, abs, err := loadDevConfig(cfgPath, dataDir)
 			if err != nil {
 				return err
@@ -101,6 +108,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "Temporal frontend port (keep it fixed across restarts)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port (0 disables the UI)")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
+	cmd.Flags().BoolVar(&reset, "reset", false, "start anew: delete everything in the data dir first (sessions, messages, the demo's orders); refused while another dev runs on it")
 	cmd.Flags().BoolVar(&showTraces, "trace", false, "print each turn's trace (its span tree) to stderr when the turn ends")
 	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token when the config declares no http.auth.tokens (default $DEX_API_TOKEN, else a new random one printed in the banner)")
 	return cmd

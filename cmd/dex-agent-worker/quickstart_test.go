@@ -12,17 +12,17 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 )
 
-// readmeQuickstart returns the main.go and the dex.yaml of the README's
-// plugin quickstart.
-func readmeQuickstart(t *testing.T) (mainGo, dexYAML string) {
+// docsQuickstart returns the main.go and the dex.yaml of the plugin
+// quickstart in docs/runners.md.
+func docsQuickstart(t *testing.T) (mainGo, dexYAML string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "runners.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n### Quickstart: a plugin in its own module\n")
+	_, section, ok := strings.Cut(string(data), "\n## Quickstart: a plugin in its own module\n")
 	if !ok {
-		t.Fatal("README.md has no plugin quickstart section")
+		t.Fatal("docs/runners.md has no plugin quickstart section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	return firstBlock(t, section, "go"), firstBlock(t, section, "yaml")
@@ -38,16 +38,17 @@ func firstBlock(t *testing.T, text, lang string) string {
 	return m[1]
 }
 
-// TestPluginQuickstart follows the README's plugin quickstart as a plugin
+// TestPluginQuickstart follows the plugin quickstart of docs/runners.md as a plugin
 // author would, in a module of its own that requires this repository
 // through a replace directive: it builds the plugin, validates the config
 // (which starts the plugin and configures the agent through the host), and
 // runs a session on a worker.
 func TestPluginQuickstart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a plugin in a new module")
 	}
-	mainGo, dexYAML := readmeQuickstart(t)
+	mainGo, dexYAML := docsQuickstart(t)
 	dir := buildInNewModule(t, "example.com/myrunner", mainGo, "myrunner")
 
 	cfgPath := filepath.Join(dir, "dex.yaml")

@@ -116,6 +116,11 @@ func printPlan(w io.Writer, s client.Snapshot, command func(sub string, args ...
 	switch {
 	case executing:
 		fmt.Fprintf(w, "executing in %s\n", s.State.ActiveTurnID)
+	case p.Status == chat.PlanDraft && s.State != nil && s.State.ActiveTurnID != "":
+		// The session takes execute_plan only between turns: the turn that
+		// wrote the draft may still be writing its answer.
+		fmt.Fprintf(w, "execute: %s  (once %s ends)\n", command("execute-plan", s.SessionID, "--revision", fmt.Sprint(p.Revision)), s.State.ActiveTurnID)
+		fmt.Fprintf(w, "revise:  %s\n", command("send", s.SessionID, shellQuote("what to change")))
 	case p.Status == chat.PlanDraft:
 		fmt.Fprintf(w, "execute: %s\n", command("execute-plan", s.SessionID, "--revision", fmt.Sprint(p.Revision)))
 		fmt.Fprintf(w, "revise:  %s\n", command("send", s.SessionID, shellQuote("what to change")))

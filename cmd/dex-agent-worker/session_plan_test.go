@@ -15,6 +15,7 @@ import (
 )
 
 func TestPrintPlan(t *testing.T) {
+	t.Parallel()
 	command := func(sub string, args ...string) string {
 		return "dex-agent-worker session " + sub + " " + strings.Join(args, " ") + " --address h:1"
 	}
@@ -38,6 +39,17 @@ func TestPrintPlan(t *testing.T) {
   [ ] Refund order 3
   [ ] Refund order 7
 execute: dex-agent-worker session execute-plan s-1 --revision 2 --address h:1
+revise:  dex-agent-worker session send s-1 'what to change' --address h:1
+`,
+		},
+		{
+			name: "a draft while its turn still runs",
+			snap: client.Snapshot{SessionID: "s-1",
+				State: &client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-2", InteractionMode: client.InteractionPlanning},
+				Plan:  &pluginapi.Plan{Revision: 1, Status: "draft", Tasks: []pluginapi.PlanTask{{Content: "Refund order 3", Status: "pending"}}}},
+			want: `plan of session s-1: revision 1, draft (0 of 1 tasks completed)
+  [ ] Refund order 3
+execute: dex-agent-worker session execute-plan s-1 --revision 1 --address h:1  (once turn-2 ends)
 revise:  dex-agent-worker session send s-1 'what to change' --address h:1
 `,
 		},
@@ -73,6 +85,7 @@ executing in turn-3
 }
 
 func TestPlanToExecute(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		plan    *pluginapi.Plan
 		want    int
@@ -97,6 +110,7 @@ func TestPlanToExecute(t *testing.T) {
 }
 
 func TestExecuteRefusal(t *testing.T) {
+	t.Parallel()
 	draft := &pluginapi.Plan{Revision: 2, Status: "draft"}
 	idle := &client.SessionState{Status: client.StatusWaitingForUserMessage, InteractionMode: client.InteractionChat}
 	tests := []struct {
@@ -151,6 +165,7 @@ func TestSessionPlanFlagErrors(t *testing.T) {
 // demo ("refund orders 3 and 7": one task per order), shows it, executes
 // it, approves each refund, and watches the checklist move to done.
 func TestOrdersPlanThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	o := newOrdersCLI(t, "    built_in_tools: [write_todos]\n    plan_mode_enabled: true\n", `  - name: no-plans
     flow_type: NoPlansAgent
     runner: orders

@@ -1,5 +1,5 @@
 // Package chat is a terminal chat with an agent session over the worker's
-// HTTP API (internal/httpapi/API.md): Client is a small typed client of the
+// HTTP API (docs/http-api.md): Client is a small typed client of the
 // API, and Session runs the chat on an io.Reader of user lines and an
 // io.Writer of the conversation, so a terminal, a pipe and a test drive it
 // the same way.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -113,40 +114,89 @@ func TestDocSnippetsLoad(t *testing.T) {
 		}
 	}
 
-	// The README's snippets: whole configs load as they are; a fragment
-	// (only events and http, say) loads with pluginapi's plugin and agent.
-	// Snippets of other YAML (runner_config) must parse.
-	t.Setenv("TEMPORAL_API_KEY", "tk-readme-example")
-	t.Setenv("DEX_BUILD_ID", "readme-example-build")
-	t.Setenv("SUPPORT_APP_TOKEN", "readme-example-token-0123456789")
-	t.Setenv("BILLING_HOOK_TOKEN", "readme-example-hook-token")
-	t.Setenv("TICKETS_TOKEN", "readme-example-tickets-token")
-	t.Setenv("DEX_APPROVAL_KEY", "readme-example-approval-key-0123456789")
+	// The snippets of README.md and of every docs/*.md: whole configs
+	// load as they are; a fragment (only events and http, say) loads with
+	// pluginapi's plugin and agent (a fragment's plugins join pluginapi's).
+	// Blocks of other YAML (runner_config, a model block) are skipped.
+	t.Setenv("TEMPORAL_API_KEY", "tk-docs-example")
+	t.Setenv("DEX_BUILD_ID", "docs-example-build")
+	t.Setenv("SUPPORT_APP_TOKEN", "docs-example-token-0123456789")
+	t.Setenv("DEX_OPERATOR_TOKEN", "docs-example-operator-token-0123456789")
+	t.Setenv("BILLING_HOOK_TOKEN", "docs-example-hook-token")
+	t.Setenv("TICKETS_TOKEN", "docs-example-tickets-token")
+	t.Setenv("DEX_APPROVAL_KEY", "docs-example-approval-key-0123456789")
+	t.Setenv("DEX_REDIS_URL", "redis://localhost:6379/0")
+	t.Setenv("DEX_EVENTS_TOKEN_KEY", "docs-example-events-token-key-0123456789")
+	t.Setenv("DEX_MESSAGE_STORE_DSN", "postgres://dex:secret@localhost:5432/dex")
+	var base map[string]any
+	if err := yaml.Unmarshal([]byte(pluginapiDoc), &base); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	known := topLevelKeys()
-	configs := 0
-	for _, b := range markdownBlocks(t, "../../README.md", "yaml") {
-		var top map[string]any
-		if err := yaml.Unmarshal([]byte(b.text), &top); err != nil {
-			t.Errorf("README.md:%d: the YAML block does not parse: %v", b.line, err)
-			continue
-		}
-		isConfig := len(top) > 0
-		for k := range top {
-			isConfig = isConfig && known[k]
-		}
-		if !isConfig {
-			continue
-		}
-		configs++
-		doc := b.text
-		if _, ok := top["agents"]; !ok {
-			doc += pluginapiDoc
-		}
-		if _, err := LoadBytes([]byte(doc), "/etc/dex"); err != nil {
-			t.Errorf("README.md:%d: the config block does not load:\n%s\n%v", b.line, doc, err)
+	configs := map[string]int{}
+	for _, path := range append([]string{"../../README.md"}, files...) {
+		name := strings.TrimPrefix(path, "../../")
+		for _, b := range markdownBlocks(t, path, "yaml") {
+			var top map[string]any
+			if err := yaml.Unmarshal([]byte(b.text), &top); err != nil {
+				t.Errorf("%s:%d: the YAML block does not parse: %v", name, b.line, err)
+				continue
+			}
+			isConfig := len(top) > 0
+			for k := range top {
+				isConfig = isConfig && known[k]
+			}
+			if !isConfig {
+				continue
+			}
+			configs[name]++
+			doc := []byte(b.text)
+			if _, ok := top["agents"]; !ok {
+				doc = withBase(t, base, top)
+			}
+			if _, err := LoadBytes(doc, "/etc/dex"); err != nil {
+				t.Errorf("%s:%d: the config block does not load:\n%s\n%v", name, b.line, doc, err)
+			}
 		}
 	}
-	if configs < 2 {
-		t.Errorf("found %d config blocks in README.md; the extraction is broken", configs)
+	// configuration.md documents every key in config blocks; far fewer
+	// means the extraction is broken.
+	if n := configs["docs/configuration.md"]; n < 10 {
+		t.Errorf("found %d config blocks in docs/configuration.md; the extraction is broken", n)
 	}
+	if len(configs) < 3 {
+		t.Errorf("found config blocks in %d files (%v); the extraction is broken", len(configs), configs)
+	}
+}
+
+// withBase completes a config fragment with base (a plugin and an agent):
+// the fragment's top-level keys win, and its plugins join base's.
+func withBase(t *testing.T, base, fragment map[string]any) []byte {
+	t.Helper()
+	doc := map[string]any{}
+	for k, v := range base {
+		doc[k] = v
+	}
+	for k, v := range fragment {
+		if k == "plugins" {
+			plugins := map[string]any{}
+			for name, p := range base["plugins"].(map[string]any) {
+				plugins[name] = p
+			}
+			for name, p := range v.(map[string]any) {
+				plugins[name] = p
+			}
+			v = plugins
+		}
+		doc[k] = v
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -34,6 +34,7 @@ const upgradeDeployment = "dex-agents"
 // message on v1 and runs that turn on v2. No workflow task fails, the tool
 // ran once, and a v1 worker that starts again does not make v1 current.
 func TestUpgradeAtTurnBoundary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -167,7 +168,7 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 		t.Errorf("the sleeping session has %d turns; want its one", snap.State.TurnCount)
 	}
 
-	// The query the README gives for the sessions pinned to a version.
+	// The query docs/operations.md gives for the sessions pinned to a version.
 	for build, want := range map[string]int64{"v1": 0, "v2": 3} {
 		q := fmt.Sprintf(`TemporalWorkerDeploymentVersion="%s:%s" AND ExecutionStatus="Running"`, upgradeDeployment, build)
 		err := agenttest.WaitFor(ctx(t), "visibility of the sessions on "+build, 30*time.Second, func() (bool, error) {

@@ -1,7 +1,7 @@
 // Package httpapi serves the REST + Server-Sent Events API that
 // applications and browsers use to drive agent sessions, and the web chat
 // page. Every route authorizes the caller for the session or agent it names;
-// see API.md for the wire contract.
+// see docs/http-api.md for the wire contract.
 package httpapi
 
 import (
@@ -112,6 +112,7 @@ type Server struct {
 	opts     Options
 	sessions *client.AgentSessionClient
 	mux      *http.ServeMux
+	routes   []string // the patterns of handle, in order
 	log      *slog.Logger
 	tokens   []scopedToken
 	byFlow   map[string]Agent
@@ -168,29 +169,29 @@ func New(opts Options) *Server {
 		s.byFlow[a.FlowType] = a
 		s.byName[a.Name] = a
 	}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.HandleFunc("GET /v1/agents", s.authed(s.listAgents))
-	s.mux.HandleFunc("POST /v1/sessions", s.authed(s.startSession))
-	s.mux.HandleFunc("GET /v1/sessions", s.authed(s.listSessions))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/interrupts/{interrupt_id}/extend", s.session(s.extendInterrupt))
-	s.mux.HandleFunc("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/steer", s.session(s.steer))
-	s.mux.HandleFunc("DELETE /v1/sessions/{id}/queued/{message_id}", s.session(s.deleteQueued))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/cancel", s.session(s.cancelTurn))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/close", s.session(s.closeSession))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/terminate", s.sessionAs(s.terminate))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
-	s.mux.HandleFunc("POST /v1/ui/sessions/{id}/chat", s.sessionAs(s.uiChat))
-	s.mux.HandleFunc("GET /v1/ui/sessions/{id}/stream", s.sessionAs(s.uiStream))
+	s.handle("GET /readyz", s.readyz)
+	s.handle("GET /v1/agents", s.authed(s.listAgents))
+	s.handle("POST /v1/sessions", s.authed(s.startSession))
+	s.handle("GET /v1/sessions", s.authed(s.listSessions))
+	s.handle("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
+	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
+	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}/extend", s.session(s.extendInterrupt))
+	s.handle("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
+	s.handle("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
+	s.handle("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
+	s.handle("POST /v1/sessions/{id}/steer", s.session(s.steer))
+	s.handle("DELETE /v1/sessions/{id}/queued/{message_id}", s.session(s.deleteQueued))
+	s.handle("POST /v1/sessions/{id}/cancel", s.session(s.cancelTurn))
+	s.handle("POST /v1/sessions/{id}/close", s.session(s.closeSession))
+	s.handle("POST /v1/sessions/{id}/terminate", s.sessionAs(s.terminate))
+	s.handle("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
+	s.handle("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
+	s.handle("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
+	s.handle("POST /v1/ui/sessions/{id}/chat", s.sessionAs(s.uiChat))
+	s.handle("GET /v1/ui/sessions/{id}/stream", s.sessionAs(s.uiStream))
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -198,6 +199,13 @@ func New(opts Options) *Server {
 		s.mux.Handle("/", opts.WebUI)
 	}
 	return s
+}
+
+// handle registers the route pattern ("METHOD /path") and keeps it in
+// routes, the list docs/http-api.md is checked against.
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, h)
+	s.routes = append(s.routes, pattern)
 }
 
 // ServeHTTP implements http.Handler.

@@ -34,14 +34,19 @@ var wireNames = map[string]string{
 	"session.EventToolTaskStarted":      EventToolTaskStarted,
 	"session.EventPlanUpdated":          EventPlanUpdated,
 	"session.EventPlanExecutionStarted": EventPlanExecutionStarted,
+	"session.EventTurnSteered":          EventTurnSteered,
+	"session.EventTurnCancelled":        EventTurnCancelled,
 
-	"client.UpdateSendUserMessage":  client.UpdateSendUserMessage,
-	"client.UpdateResolveInterrupt": client.UpdateResolveInterrupt,
-	"client.UpdateAnswerQuestion":   client.UpdateAnswerQuestion,
-	"client.UpdateExecutePlan":      client.UpdateExecutePlan,
-	"client.UpdateSessionSettings":  client.UpdateSessionSettings,
-	"client.QueryAgentSnapshot":     client.QueryAgentSnapshot,
-	"client.QueryListAgentMessages": client.QueryListAgentMessages,
+	"client.UpdateSendUserMessage":     client.UpdateSendUserMessage,
+	"client.UpdateResolveInterrupt":    client.UpdateResolveInterrupt,
+	"client.UpdateAnswerQuestion":      client.UpdateAnswerQuestion,
+	"client.UpdateExecutePlan":         client.UpdateExecutePlan,
+	"client.UpdateSessionSettings":     client.UpdateSessionSettings,
+	"client.UpdateSteerUserMessage":    client.UpdateSteerUserMessage,
+	"client.UpdateDeleteQueuedMessage": client.UpdateDeleteQueuedMessage,
+	"client.UpdateCancelTurn":          client.UpdateCancelTurn,
+	"client.QueryAgentSnapshot":        client.QueryAgentSnapshot,
+	"client.QueryListAgentMessages":    client.QueryListAgentMessages,
 
 	"client.StepAwaitUserMessage":      client.StepAwaitUserMessage,
 	"client.StepRunModel":              client.StepRunModel,
@@ -54,6 +59,8 @@ var wireNames = map[string]string{
 	"client.StepCallSingleAttemptTool": client.StepCallSingleAttemptTool,
 	"client.StepResumeTurn":            client.StepResumeTurn,
 	"client.StepRecordTurnFailure":     client.StepRecordTurnFailure,
+	"client.StepCancelToolTask":        client.StepCancelToolTask,
+	"client.StepApplyTurnControl":      client.StepApplyTurnControl,
 
 	"client.StatusWaitingForUserMessage": client.StatusWaitingForUserMessage,
 	"client.StatusRunningModel":          client.StatusRunningModel,
@@ -106,6 +113,8 @@ var eventPayloads = map[string]any{
 	"session.EventToolTaskStarted":      toolTaskStartedPayload{},
 	"session.EventPlanUpdated":          planUpdatedPayload{},
 	"session.EventPlanExecutionStarted": planExecutionStartedPayload{},
+	"session.EventTurnSteered":          turnSteeredPayload{},
+	"session.EventTurnCancelled":        turnCancelledPayload{},
 }
 
 // modelTexts are the texts the model sees, by Go name.

@@ -13,8 +13,8 @@ import (
 // (ToolInputRequested), whose answer, decline or passed deadline the next
 // poll hands over at once as PollToolTaskRequest.PendingAnswer. No Step
 // holds a connection while the work runs; a worker restart only delays the
-// next poll. Cancelling a task (CancelToolTask) comes with cancel_turn
-// (issue #12): until then a started task is polled to its end.
+// next poll. A task whose turn is cancelled is abandoned: its polls stop
+// and the CancelToolTask Step asks the runner to stop it (control.go).
 
 // EventToolTaskStarted is written when a tool call starts a tool task.
 const EventToolTaskStarted = "tool_task_started"

@@ -1,6 +1,6 @@
 // Dex Agents web chat. Plain JavaScript, no dependencies, no build step.
 //
-// It talks to the worker's HTTP API (internal/httpapi/API.md) with the bearer
+// It talks to the worker's HTTP API (docs/http-api.md) with the bearer
 // token the user gives it, and renders a session live: it loads the snapshot,
 // then reads the session's Server-Sent Events over fetch() (EventSource
 // cannot send an Authorization header) from the snapshot's resume token.
