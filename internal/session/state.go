@@ -1,9 +1,9 @@
 package session
 
-// This file and the other pure files of the package (apply.go, state.go,
-// commands.go, snapshot.go, timefmt.go, steps.go, policy.go, texts.go) hold
-// the session as a deterministic state machine. They import neither the Temporal SDK nor time nor math/rand, and
-// never range over a map; purity_test.go checks the imports.
+// State, the settings a session starts with (Options), and the turn loop:
+// queued messages, the next turn, the model's outcome, tool calls and their
+// approvals. Like every file of the package but the glue (see doc.go), it
+// is part of the deterministic state machine.
 
 import (
 	"slices"

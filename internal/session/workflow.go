@@ -580,7 +580,10 @@ func (l *loop) now() int64 { return workflow.Now(l.ctx).UnixMilli() }
 
 // exec turns one command into an engine call: an activity or local
 // activity whose result is applied when its future is ready, a timer, or
-// a live event. It never reads the session's state.
+// a live event. It reads the session's state for one thing only: the
+// active turn's ID, which keys the timers of tool tasks and durable waits
+// (StartTaskTimer, StartWaitTimer) and goes into the input their firing
+// applies.
 func (l *loop) exec(cmd Command) {
 	switch c := cmd.(type) {
 	case FailSession:
