@@ -3,44 +3,88 @@ export GOTOOLCHAIN := go1.27.3
 
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# No -trimpath here: the binaries then share every compiled package with
+# the tests' build, so a cold build cache compiles the tree once for both.
+# The container image (Dockerfile) builds with -trimpath.
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # The workflow code that workflowcheck verifies for determinism.
 WORKFLOW_PKGS := ./internal/session/...
-FUZZTIME ?= 8s
 
-.PHONY: all build dev test test-unit test-peers fuzz bench soak proto lint clean
+# The packages whose tests run a Temporal server (in the test process or in
+# a child). They run once, without the race detector (which would compile
+# the server a second time and slow every engine it starts), their tests
+# in parallel. Every other package runs with -race. lint fails when a
+# package outside this list links the server.
+INTEGRATION_PKGS := ./agenttest/... ./cmd/... ./examples/orders/... ./internal/chat/... ./internal/devserver/... ./internal/e2e/...
+# How many integration tests of one package run at once (t.Parallel).
+INTEGRATION_PARALLEL ?= 4
+
+# The short fuzz pass of make test: each target runs this long; make fuzz
+# runs them longer.
+FUZZTIME ?= 4s
+LONG_FUZZTIME ?= 2m
+
+# Where make test keeps each run's go test -json events for the summary.
+REPORT := $(CURDIR)/.test-report
+# Tests that need an outside peer (Chromium, aimock...) record it here when
+# the peer is missing and CI is not set (CI=true fails them instead).
+SKIPPED_PEERS := $(CURDIR)/.skipped-peers
+
+.PHONY: all build dev dev-reset test test-unit test-integration test-fuzz test-summary test-peers fuzz bench soak proto lint clean
 
 all: build
 
 build:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/dex-agent-worker ./cmd/dex-agent-worker
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/dex-runner-stepwise ./plugins/stepwise/cmd/dex-runner-stepwise
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/dex-runner-orders ./examples/orders
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dex-agent-worker ./cmd/dex-agent-worker
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dex-runner-stepwise ./plugins/stepwise/cmd/dex-runner-stepwise
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/dex-runner-orders ./examples/orders
 
 # Runs the demo on the embedded engine: no API key, no other service.
 dev: build
 	./bin/dex-agent-worker dev --config configs/dev.yaml --data-dir .dex
 
-# Tests that need an outside peer (Chromium, aimock) record it here when
-# the peer is missing and CI is not set (CI=true fails them instead).
-SKIPPED_PEERS := $(CURDIR)/.skipped-peers
+# The demo from the start: deletes .dex (every session, message and demo
+# order) first, then runs it as make dev does.
+dev-reset: build
+	./bin/dex-agent-worker dev --reset --config configs/dev.yaml --data-dir .dex
 
-# The whole suite: lint (gofmt, vet, workflowcheck), the unit tests with the
-# race detector, the integration tests (kill tests included), replay of
-# recorded histories, and a short run of every fuzz target. It ends by
-# naming any test skipped for a missing peer and how to install it.
+# The whole suite, each test once: lint (gofmt, vet, workflowcheck, build
+# outputs in git), the unit packages with the race detector, the integration
+# packages (kill tests, replay of recorded histories, the CLI, the web page
+# in Chromium, the README tour, a long session) without it, and a short run
+# of every fuzz target. It ends with a summary: packages, tests run, every
+# skipped test with its reason, and the ten slowest tests.
 test: build lint
-	@rm -f $(SKIPPED_PEERS)
-	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(GO) test -race -short -count=1 -timeout 20m ./...
-	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(GO) test -count=1 -timeout 40m ./...
-	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	@rm -rf $(REPORT) $(SKIPPED_PEERS)
+	@$(MAKE) --no-print-directory test-unit test-integration test-fuzz; status=$$?; \
+		$(MAKE) --no-print-directory test-summary || status=1; exit $$status
+
+# The test runner that prints go test's results and keeps its events.
+TESTREPORT := bin/testreport
+$(TESTREPORT): $(wildcard internal/testreport/*.go)
+	$(GO) build -o $@ ./internal/testreport
+
+# The unit packages, with the race detector.
+test-unit: $(TESTREPORT)
+	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(TESTREPORT) run -o $(REPORT)/unit.json -- \
+		$(GO) test -json -race -count=1 -timeout 15m $$(bash scripts/unit-pkgs.sh $(INTEGRATION_PKGS))
+
+# The integration packages, once each, with the binaries make build made
+# (agenttest.BuildBinary takes them from DEX_TEST_BIN_DIR).
+test-integration: $(TESTREPORT) build
+	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) DEX_TEST_BIN_DIR=$(CURDIR)/bin $(TESTREPORT) run -o $(REPORT)/integration.json -- \
+		$(GO) test -json -count=1 -timeout 25m -parallel $(INTEGRATION_PARALLEL) $(INTEGRATION_PKGS)
+
+# Every fuzz target for FUZZTIME, two at a time with one fuzzing process each.
+test-fuzz: $(TESTREPORT)
+	@mkdir -p $(REPORT)
+	@bash scripts/fuzz.sh $(FUZZTIME) $(REPORT) $(TESTREPORT)
+
+test-summary: $(TESTREPORT)
+	@$(TESTREPORT) summary $(REPORT)/*.json
 	@if [ -s $(SKIPPED_PEERS) ]; then \
 		echo; echo "These tests were SKIPPED because a test peer is missing:"; sort -u $(SKIPPED_PEERS); \
 		echo "Install every peer with: make test-peers (CI=true turns a missing peer into a failure)"; fi
-
-# The unit tests alone, with the race detector.
-test-unit:
-	$(GO) test -race -short -count=1 ./...
 
 # Installs the real peers the tests run against: Debian's Chromium and
 # playwright-core for the web page, aimock for the model providers,
@@ -49,34 +93,12 @@ test-unit:
 # AI SDK (npm package ai) for the UI message stream tests, and the built
 # examples/useChat page for its browser test.
 test-peers:
-	bash internal/webui/browsertest/install.sh
-	bash plugins/stepwise/model/testdata/aimock/install.sh
-	bash internal/transcript/pgtest/install.sh
-	bash internal/mcpsource/testdata/install.sh
-	bash internal/events/redistest/install.sh
-	bash internal/e2e/testdata/aisdk/install.sh
-	bash examples/useChat/install.sh
-	bash examples/runner-ts/install.sh
+	bash scripts/install-peers.sh
 
-fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzLoadBytes$$' -fuzztime=$(FUZZTIME) ./internal/config
-	$(GO) test -run='^$$' -fuzz='^FuzzParseHeaders$$' -fuzztime=$(FUZZTIME) ./internal/config
-	$(GO) test -run='^$$' -fuzz='^FuzzToolArguments$$' -fuzztime=$(FUZZTIME) ./plugins/stepwise
-	$(GO) test -run='^$$' -fuzz='^FuzzRunModelStepResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
-	$(GO) test -run='^$$' -fuzz='^FuzzExecuteToolResponse$$' -fuzztime=$(FUZZTIME) ./pluginapi
-	$(GO) test -run='^$$' -fuzz='^FuzzParseToken$$' -fuzztime=$(FUZZTIME) ./internal/events
-	$(GO) test -run='^$$' -fuzz='^FuzzParseRedisToken$$' -fuzztime=$(FUZZTIME) ./internal/events
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeBodies$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
-	$(GO) test -run='^$$' -fuzz='^FuzzParseListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
-	$(GO) test -run='^$$' -fuzz='^FuzzUIChatRequest$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
-	$(GO) test -run='^$$' -fuzz='^FuzzTranslate$$' -fuzztime=$(FUZZTIME) ./internal/uistream
-	$(GO) test -run='^$$' -fuzz='^FuzzDecide$$' -fuzztime=$(FUZZTIME) ./internal/approvalrules
-	$(GO) test -run='^$$' -fuzz='^FuzzParseSessionListQuery$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
-	$(GO) test -run='^$$' -fuzz='^FuzzSessionScopeRules$$' -fuzztime=$(FUZZTIME) ./internal/httpapi
-	$(GO) test -run='^$$' -fuzz='^FuzzSSE$$' -fuzztime=$(FUZZTIME) ./httpclient/sse
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeChunk$$' -fuzztime=$(FUZZTIME) ./internal/transcript
-	$(GO) test -run='^$$' -fuzz='^FuzzToolName$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
-	$(GO) test -run='^$$' -fuzz='^FuzzServerAnswers$$' -fuzztime=$(FUZZTIME) ./internal/mcpsource
+# Every fuzz target for LONG_FUZZTIME (make test runs each for FUZZTIME).
+fuzz: $(TESTREPORT)
+	@mkdir -p $(REPORT)
+	@bash scripts/fuzz.sh $(LONG_FUZZTIME) $(REPORT) $(TESTREPORT)
 
 # Benchmarks: a session turn (with metrics off and on) against the same
 # pattern on bare Temporal (compare their ns/op), the first streamed delta, the message store, the
@@ -106,8 +128,10 @@ proto:
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@bash scripts/check-tracked-files.sh
+	@bash scripts/check-integration-pkgs.sh "$(INTEGRATION_PKGS)"
 	$(GO) vet ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 $(WORKFLOW_PKGS)
 
 clean:
-	rm -rf bin
+	rm -rf bin $(REPORT) $(SKIPPED_PEERS)

@@ -41,6 +41,7 @@ type Stack struct {
 	Sessions   *client.AgentSessionClient
 	mu         sync.Mutex
 	workers    []*Worker
+	env        []string // Setenv's, for worker children
 }
 
 // NewStack starts a private engine and writes configYAML to Dir/config.yaml.
@@ -93,6 +94,16 @@ func (s *Stack) StopEngine() {
 	if err := s.server.Stop(); err != nil {
 		s.t.Fatalf("stop the engine: %v", err)
 	}
+}
+
+// Setenv sets an environment variable for the worker children the stack
+// starts from now on (and so for the plugins their config lets see it),
+// not for the test process: tests that run in parallel each give their own
+// workers their own values.
+func (s *Stack) Setenv(key, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.env = append(s.env, key+"="+value)
 }
 
 // Address is the engine's frontend address.
@@ -185,6 +196,7 @@ func (s *Stack) StartWorkerWith(o WorkerOptions) *Worker {
 	s.t.Helper()
 	s.mu.Lock()
 	n := len(s.workers) + 1
+	env := append([]string(nil), s.env...)
 	s.mu.Unlock()
 	ready := filepath.Join(s.Dir, fmt.Sprintf("worker-%d.ready", n))
 	logf := s.logFile(fmt.Sprintf("worker-%d.log", n))
@@ -197,6 +209,7 @@ func (s *Stack) StartWorkerWith(o WorkerOptions) *Worker {
 		envReady+"="+ready,
 		envModelQueues+"="+o.ModelQueues,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -397,10 +410,34 @@ func (s *Stack) StepHistory(sessionID string) ([]StepHistoryEntry, error) {
 
 // BuildBinary builds a main package of this module into a directory shared
 // by the test process and returns the binary's path. Builds are cached per
-// process.
+// process. When the environment variable DEX_TEST_BIN_DIR names a
+// directory (make test sets it to bin/, which make build filled just
+// before), the binaries make build makes are taken from there instead of
+// being linked again by every test process.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
+	if dir := os.Getenv(EnvTestBinDir); dir != "" {
+		if name, ok := madeByMakeBuild[pkg]; ok {
+			path := filepath.Join(dir, name)
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("%s=%s, but %s is not there: run make build (%v)", EnvTestBinDir, dir, name, err)
+			}
+			return path
+		}
+	}
 	return BuildBinaryWithTags(t, pkg, "")
+}
+
+// EnvTestBinDir names the directory of the binaries make build made, which
+// BuildBinary uses when it is set.
+const EnvTestBinDir = "DEX_TEST_BIN_DIR"
+
+// madeByMakeBuild maps the main packages make build builds to the names of
+// their binaries.
+var madeByMakeBuild = map[string]string{
+	"github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker":                     "dex-agent-worker",
+	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise": "dex-runner-stepwise",
+	"github.com/dex-agents/dex-agent-worker/examples/orders":                          "dex-runner-orders",
 }
 
 // BuildBinaryWithTags is BuildBinary with the build tags tags (a

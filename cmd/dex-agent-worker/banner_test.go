@@ -11,6 +11,7 @@ import (
 )
 
 func TestSessionSuggestions(t *testing.T) {
+	t.Parallel()
 	demo := &config.Config{Agents: []config.Agent{{Name: "orders", FlowType: "OrdersAgent"}, {Name: "echo", FlowType: "EchoAgent"}}}
 	var b strings.Builder
 	printSessionSuggestions(&b, "dex", "", "127.0.0.1:7233", "configs/dev.yaml", demo)

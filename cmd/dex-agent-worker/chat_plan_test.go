@@ -11,6 +11,7 @@ import (
 // shows it as a checklist, /execute runs it, and the checklist moves as
 // each refund is approved.
 func TestChatPlanMode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -53,6 +53,7 @@ func TestChatFlags(t *testing.T) {
 // TestChatOrdersDemo is the orders demo through `chat` with piped input:
 // "refund order 7", then "y" for the approval, then the end of input.
 func TestChatOrdersDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -174,6 +175,7 @@ http:
 // numbered choices; a number outside them is not taken and asks again,
 // a choice's number answers, and the refund goes on to its approval.
 func TestChatAsksWhichOrder(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -88,6 +88,7 @@ func devLog(t *testing.T, cmd *exec.Cmd) string {
 // The second dev runs with --trace: it prints the turn's span tree when
 // the turn ends, though the turn started in the first dev.
 func TestDevResumesSessionsAfterARestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -350,6 +351,7 @@ http:
 // TestDevRefusesAPITokenBesideConfigTokens runs the command: the error
 // comes before anything starts.
 func TestDevRefusesAPITokenBesideConfigTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dev.yaml")
 	if err := os.WriteFile(cfg, []byte(`
@@ -372,6 +374,7 @@ http:
 
 // TestDevBannerShowsHTTPS checks the banner's links for an API on TLS.
 func TestDevBannerShowsHTTPS(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes([]byte(`
 plugins: {p: {command: x}}
 agents: [{name: orders, flow_type: OrdersAgent, runner: p}]

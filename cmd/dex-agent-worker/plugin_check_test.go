@@ -19,6 +19,7 @@ import (
 // repository, the orders demo and the e2e test runner (each through a
 // model call that defers a tool call), and on a program that is no plugin.
 func TestPluginCheck(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and starts plugins")
 	}

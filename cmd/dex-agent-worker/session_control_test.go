@@ -13,6 +13,7 @@ import (
 // wait, a queued message is deleted, `session close` refuses later
 // messages, and `session terminate` ends another session.
 func TestSessionControlThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	o := newOrdersCLI(t, "    built_in_tools: [ask_user]\n", "")
 	stack, run := o.stack, o.run
 	session := func(args ...string) string {
@@ -72,6 +73,7 @@ func TestSessionControlThroughTheCLI(t *testing.T) {
 // TestSessionUpgradeNeedsADeployment: without --deployment or a config
 // with temporal.deployment, `session upgrade` says what it needs.
 func TestSessionUpgradeNeedsADeployment(t *testing.T) {
+	t.Parallel()
 	o := newOrdersCLI(t, "", "")
 	_, stderr, code := runCLI(t, "session", "upgrade", "--address", o.stack.Address())
 	if code == 0 || !strings.Contains(stderr, "name the worker deployment: --deployment NAME, or --config FILE with temporal.deployment") {

@@ -18,6 +18,7 @@ import (
 // waits for an approval and "refund my order" for an answer; session list
 // finds each by what it waits for, pages, and refuses an unknown kind.
 func TestSessionListThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	o := newOrdersCLI(t, "    built_in_tools: [ask_user]\n", "")
 	stack, base, session := o.stack, o.base, o.session
 	approval := strings.TrimSpace(session("start", "--agent", "orders", "--id", "cli-approve", "--message", "refund order 7"))

@@ -177,6 +177,7 @@ func TestSessionStartAsksTheAPI(t *testing.T) {
 }
 
 func TestPrintSnapshot(t *testing.T) {
+	t.Parallel()
 	command := func(sub string, args ...string) string {
 		return "dex-agent-worker session " + sub + " " + strings.Join(args, " ") + " --address h:1"
 	}

@@ -18,6 +18,7 @@ import (
 // give them, and warns about a server it cannot list and a policy for a
 // tool a server does not offer.
 func TestConfigValidateListsMCPServers(t *testing.T) {
+	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
 	schema := map[string]any{"type": "object"}
 	srv.AddTool(&mcp.Tool{Name: "lookup", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},

@@ -54,6 +54,7 @@ func TestProviderConfigs(t *testing.T) {
 // TestModelRunnerConfig: the orders runner_config takes a model; a bad one
 // stops Configure with a message naming the field.
 func TestModelRunnerConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := `"store_path":"` + filepath.Join(dir, "orders.json") + `"`
 	r := stepwise.NewRunner("orders", "test", buildAgent)
@@ -102,6 +103,7 @@ func TestMCPConfig(t *testing.T) {
 // TestMemoryScript: the demo script calls the memory server's tools only
 // when the worker offers them, and reports what they return.
 func TestMemoryScript(t *testing.T) {
+	t.Parallel()
 	offered := &stepwise.ModelRequest{Tools: []pluginapi.ToolDefinition{{Name: memoryCreate}, {Name: memoryRead}}}
 	reply := memoryScript(offered, nil, memoryCreate, map[string]any{"entities": []any{}})
 	if len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Name != memoryCreate {

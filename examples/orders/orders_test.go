@@ -15,6 +15,7 @@ import (
 )
 
 func TestRefundIsAppliedOncePerIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	s, err := OpenStore(filepath.Join(t.TempDir(), "orders.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestRefundIsAppliedOncePerIdempotencyKey(t *testing.T) {
 // TestStoreModes checks that the store keeps its orders to the user: a
 // directory it creates is 0700, its files 0600.
 func TestStoreModes(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	s, err := OpenStore(filepath.Join(dir, "orders.json"))
 	if err != nil {
@@ -86,6 +88,7 @@ func (nopWriter) SaveHeartbeatCheckpoint(string) {}
 // TestRefundConversation drives the scripted model through the runner the
 // way the session does: lookup, approval-gated refund, final answer.
 func TestRefundConversation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
@@ -143,6 +146,7 @@ func TestRefundConversation(t *testing.T) {
 }
 
 func TestBadRunnerConfig(t *testing.T) {
+	t.Parallel()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
 	for _, cfg := range []string{`{"store_pth":"x"}`, `{}`, `null`} {
 		_, err := r.Configure(context.Background(), &pluginapi.ConfigureRequest{Agent: "orders", RunnerConfig: []byte(cfg)})
@@ -157,6 +161,7 @@ func TestBadRunnerConfig(t *testing.T) {
 // left as choices; the answer picks the order, and the refund goes on as
 // for "refund order N". Without ask_user offered, the model asks in text.
 func TestRefundWithoutAnOrderAsks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
 	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(t.TempDir(), "orders.json")})
@@ -219,6 +224,7 @@ func lastNew(ms []pluginapi.FrameworkMessage) string {
 // attempt finds its checkpoint, and refuses to start one for a runner host
 // that does not poll tasks.
 func TestReturnLabelIsAToolTask(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
 	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(t.TempDir(), "orders.json")})
@@ -255,6 +261,7 @@ func TestReturnLabelIsAToolTask(t *testing.T) {
 // prints cancels the label (twice is harmless), so later polls fail; a
 // ready label stays ready.
 func TestStopCancelsAPrintingLabel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := stepwise.NewRunner("orders", "test", buildAgent)
 	cfg, _ := json.Marshal(Config{StorePath: filepath.Join(t.TempDir(), "orders.json")})

@@ -153,6 +153,7 @@ func (s *planSession) approve() string {
 // order; the approved plan's turn marks each task in progress, looks its
 // order up, refunds it, and marks it completed, then reports.
 func TestPlanRefunds(t *testing.T) {
+	t.Parallel()
 	s := newPlanSession(t, true)
 	if got := s.turn("refund orders 3 and 7", "planning"); got != "Here is the plan (revision 1, 2 tasks). Each refund asks for your approval. Execute the plan to start, or tell me what to change." {
 		t.Errorf("planning answer = %q", got)
@@ -191,6 +192,7 @@ func TestPlanRefunds(t *testing.T) {
 // refund stops the plan; outside plan mode the plan is written and run at
 // once, and without write_todos the model says to refund one by one.
 func TestPlanEdges(t *testing.T) {
+	t.Parallel()
 	s := newPlanSession(t, true)
 	if got := s.turn("make a plan", "planning"); got != `Which orders should the plan refund? Say "refund orders 3 and 7", for example.` || s.plan != nil {
 		t.Errorf("no orders named: %q, plan %+v", got, s.plan)

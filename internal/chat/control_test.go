@@ -244,6 +244,7 @@ func setCtrlCWindow(t *testing.T, d time.Duration) {
 // TestSessionCtrlCStopsTheTurn: Ctrl-C while a turn runs cancels it (the
 // chat goes on); Ctrl-C while no turn runs ends the chat.
 func TestSessionCtrlCStopsTheTurn(t *testing.T) {
+	t.Parallel()
 	setCtrlCWindow(t, 0) // the second Ctrl-C quits because no turn runs
 	f := newFakeAPI(t)
 	f.scriptControl()
@@ -274,6 +275,7 @@ func TestSessionCtrlCStopsTheTurn(t *testing.T) {
 // turn is stopping, while the cancel request waits, and within two seconds
 // of the first.
 func TestSessionSecondCtrlCQuits(t *testing.T) {
+	t.Parallel()
 	t.Run("while the turn is stopping", func(t *testing.T) {
 		setCtrlCWindow(t, 0)
 		f := newFakeAPI(t)
@@ -329,6 +331,7 @@ func TestSessionSecondCtrlCQuits(t *testing.T) {
 // approval shows as cancelled and is not answered; /stop while no turn
 // runs says so.
 func TestSessionStopCommand(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptControl()
 	out, notes, err := runChat(t, f, "refund order 7\n/stop\n/stop\n")
@@ -359,6 +362,7 @@ you> /stop
 // approval shows as cancelled, and TEXT's turn answers. Without text it
 // says how; while no turn runs, TEXT starts a turn.
 func TestSessionSteerCommand(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptControl()
 	out, notes, err := runChat(t, f, "refund order 7\n/steer\n/steer never mind\n")
@@ -400,6 +404,7 @@ You said: never mind.
 // TestSessionQueueOrSteer: a message typed while a turn runs asks whether
 // to queue it or to steer the turn with it.
 func TestSessionQueueOrSteer(t *testing.T) {
+	t.Parallel()
 	const ask = "A turn is running: [q]ueue it or [s]teer the turn with it? (q/s) "
 	t.Run("queue", func(t *testing.T) {
 		f := newFakeAPI(t)
@@ -462,6 +467,7 @@ func TestSessionQueueOrSteer(t *testing.T) {
 // TestSessionClosedSession: a 409 session_closed says the session is
 // closed; piped input ends with ErrSessionClosed, a terminal goes on.
 func TestSessionClosedSession(t *testing.T) {
+	t.Parallel()
 	const msg = "session s-1 is closed: it takes no new messages; start a new session to go on"
 	f := newFakeAPI(t)
 	f.scriptControl()
@@ -489,6 +495,7 @@ func TestSessionClosedSession(t *testing.T) {
 // TestSessionTurnControlNotes: turn_steered with several messages, and an
 // approval cancelled by a steer from elsewhere.
 func TestSessionTurnControlNotes(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptControl()
 	f.onMessage(f, "refund order 7")
@@ -522,6 +529,7 @@ func TestSessionTurnControlNotes(t *testing.T) {
 }
 
 func TestSessionHelpListsTurnControl(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptControl()
 	_, notes, err := runChat(t, f, "/help\n")
@@ -542,6 +550,7 @@ func TestSessionHelpListsTurnControl(t *testing.T) {
 // context; during Run, while no turn runs, it ends the chat and the
 // context.
 func TestInterruptContext(t *testing.T) {
+	t.Parallel()
 	sigint := func() {
 		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 			t.Fatal(err)

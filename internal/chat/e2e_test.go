@@ -94,6 +94,7 @@ func missing(s string, parts ...string) string {
 // cancelled, and the steered message gets its answer), and another one is
 // stopped with /stop. No refund is made.
 func TestChatTurnControlOrdersDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -128,6 +128,7 @@ func inOrder(out string, parts ...string) bool {
 // a checklist, /execute runs it by its revision, and the checklist moves
 // with each plan_updated while the refunds are approved.
 func TestSessionPlanMode(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptPlan()
 	out, notes, err := runChat(t, f, "/plan refund orders 3 and 7\n/execute\ny\ny\n")
@@ -170,6 +171,7 @@ func TestSessionPlanMode(t *testing.T) {
 // history; /execute without a plan, with a finished one, or refused says
 // why; /plan with plan mode off says so; /help lists the commands.
 func TestSessionPlanOnAttach(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	f.onMessage(f, "hello")
@@ -214,6 +216,7 @@ func TestSessionPlanOnAttach(t *testing.T) {
 // TestSessionPlanLostEvents: the plan's events are lost; the snapshot
 // reloaded after a quiet spell still shows the plan that changed.
 func TestSessionPlanLostEvents(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.onPlanMessage = func(f *fakeAPI, text string) {
 		f.startTurn(1, "planning", text)

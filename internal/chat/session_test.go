@@ -54,6 +54,7 @@ Done. Refunded $62.50 of order 7 (Blue kettle); order status: refunded.
 `
 
 func TestSessionOrdersDemo(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fault func(f *fakeAPI)
@@ -137,6 +138,7 @@ func countPrefix(lines []string, prefix string) int {
 }
 
 func TestSessionRejectWithReason(t *testing.T) {
+	t.Parallel()
 	for _, input := range []string{"refund order 7\nr\ntoo expensive\n", "refund order 7\nr too expensive\n"} {
 		f := newFakeAPI(t)
 		f.scriptOrders(false)
@@ -159,6 +161,7 @@ func TestSessionRejectWithReason(t *testing.T) {
 // snapshot, reloaded after a quiet PollInterval, ends the turn and shows the
 // stored answer and tool result.
 func TestSessionLostEvents(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(true)
 	out, _, err := runChat(t, f, "refund order 7\ny\n", func(s *Session) { s.PollInterval = 100 * time.Millisecond })
@@ -172,6 +175,7 @@ func TestSessionLostEvents(t *testing.T) {
 }
 
 func TestSessionEOFWhileApprovalWaits(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	out, _, err := runChat(t, f, "refund order 7\n")
@@ -186,6 +190,7 @@ func TestSessionEOFWhileApprovalWaits(t *testing.T) {
 // TestSessionTurns sends two messages: the second is read only after the
 // first turn ended; blank lines are skipped.
 func TestSessionTurns(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	out, _, err := runChat(t, f, "hello\n\n  \nhello again")
@@ -212,6 +217,7 @@ I can refund orders.
 // approval: the stored conversation is shown without the active turn's
 // answer, which the snapshot's token replays; the approval is asked once.
 func TestSessionResume(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	f.onMessage(f, "hello")
@@ -241,6 +247,7 @@ Done. Refunded $62.50 of order 7 (Blue kettle); order status: refunded.
 }
 
 func TestSessionHistoryIsBrief(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	for i := range 15 {
@@ -256,6 +263,7 @@ func TestSessionHistoryIsBrief(t *testing.T) {
 }
 
 func TestSessionCtrlC(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	pr, pw := io.Pipe()
@@ -292,6 +300,7 @@ func TestSessionCtrlC(t *testing.T) {
 }
 
 func TestSessionUnauthorized(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	c, _ := NewClient(f.srv.URL, "wrong-token", nil)
 	err := (&Session{Client: c, ID: "s-1", In: strings.NewReader(""), Out: io.Discard}).Run(context.Background())
@@ -306,6 +315,7 @@ func TestSessionUnauthorized(t *testing.T) {
 // of attempt 1 is dropped. The stored answer equals the live text, so it is
 // not written again.
 func TestAttemptRule(t *testing.T) {
+	t.Parallel()
 	frames := []string{
 		": stream open\r\n\r\n",
 		"id: t1\r\ndata: " + `{"session_id":"s-1","type":"turn_started","turn_id":"turn-1","attempt":0,"payload":"{\"sequence\":1}"}` + "\r\n\r\n",
@@ -385,6 +395,7 @@ Hello world
 // it for the next turns keeping the other settings, /model - removes it;
 // none of them is sent as a message.
 func TestSessionModelCommand(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	f.scriptOrders(false)
 	f.snap.SessionSettings = json.RawMessage(`{"tone":"brief"}`)
@@ -413,6 +424,7 @@ func TestSessionModelCommand(t *testing.T) {
 // TestSessionCompactionNotes: the compaction events show as notes, and a
 // turn a spend limit stopped shows its reason.
 func TestSessionCompactionNotes(t *testing.T) {
+	t.Parallel()
 	f := newFakeAPI(t)
 	turns := 0
 	f.onMessage = func(f *fakeAPI, text string) {

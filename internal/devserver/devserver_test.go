@@ -147,6 +147,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 // ---- tests ----
 
 func TestWorkflowAndSearchAttribute(t *testing.T) {
+	t.Parallel()
 	s := startTestServer(t, Options{
 		DataDir:                     t.TempDir(),
 		KeywordListSearchAttributes: []string{activeStepTypes},
@@ -228,6 +229,7 @@ func TestWorkflowAndSearchAttribute(t *testing.T) {
 }
 
 func TestRestartKeepsStateWithoutStall(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := Options{DataDir: dir, Namespace: "dex-dev", KeywordListSearchAttributes: []string{activeStepTypes}}
 	s1, err := Start(context.Background(), withLogger(opts))
@@ -329,6 +331,7 @@ func withLogger(o Options) Options {
 }
 
 func TestStopTwiceAndDataDirInUse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startTestServer(t, Options{DataDir: dir})
 	port := s.FrontendPort()
@@ -356,6 +359,7 @@ func TestStopTwiceAndDataDirInUse(t *testing.T) {
 }
 
 func TestBadDataDir(t *testing.T) {
+	t.Parallel()
 	t.Run("file instead of dir", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "not-a-dir")
 		if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
@@ -407,6 +411,7 @@ func TestBadDataDir(t *testing.T) {
 }
 
 func TestWebUI(t *testing.T) {
+	t.Parallel()
 	s := startTestServer(t, Options{DataDir: t.TempDir(), UIPort: freePort(t)})
 	if !strings.HasPrefix(s.UIAddress(), "http://127.0.0.1:") {
 		t.Fatalf("UIAddress %q", s.UIAddress())
@@ -447,6 +452,7 @@ func TestWebUI(t *testing.T) {
 }
 
 func TestSearchAttributeAddedToExistingNamespace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s1 := startTestServer(t, Options{DataDir: dir})
 	port := s1.FrontendPort()
@@ -500,9 +506,10 @@ func TestSearchAttributeAddedToExistingNamespace(t *testing.T) {
 // TestRestartAfterKill runs the first server in a child process, kills it
 // with SIGKILL while a workflow waits for a worker, and restarts here.
 func TestRestartAfterKill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	port := freePort(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "DEVSERVER_HELPER_DIR="+dir, "DEVSERVER_HELPER_PORT="+strconv.Itoa(port))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -558,29 +565,40 @@ func TestRestartAfterKill(t *testing.T) {
 	}
 }
 
-// TestHelperProcess is the child of TestRestartAfterKill.
-func TestHelperProcess(t *testing.T) {
-	dir := os.Getenv("DEVSERVER_HELPER_DIR")
-	if dir == "" {
-		t.Skip("helper process for TestRestartAfterKill")
+// TestMain runs the child of TestRestartAfterKill when the environment
+// names its data dir, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("DEVSERVER_HELPER_DIR"); dir != "" {
+		if err := serveUntilKilled(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
 	}
+	os.Exit(m.Run())
+}
+
+// serveUntilKilled is the child of TestRestartAfterKill: it starts a server
+// on dir, starts a workflow that no worker serves, says so, and waits for
+// its SIGKILL.
+func serveUntilKilled(dir string) error {
 	port, _ := strconv.Atoi(os.Getenv("DEVSERVER_HELPER_PORT"))
 	s, err := Start(context.Background(), Options{DataDir: dir, FrontendPort: port, Logger: testLogger()})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: s.Namespace(), Logger: sdklog.NewStructuredLogger(testLogger())})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if _, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "started-before-kill", TaskQueue: testTaskQueue}, "greetWorkflow", "killed"); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Println("HELPER READY")
 	select {} // wait for SIGKILL
 }
 
 func TestOptionValidation(t *testing.T) {
+	t.Parallel()
 	for _, o := range []Options{
 		{}, // no DataDir
 		{DataDir: t.TempDir(), KeywordListSearchAttributes: []string{"Bad Name"}},
@@ -598,6 +616,7 @@ func TestOptionValidation(t *testing.T) {
 }
 
 func TestServerLoggerFilters(t *testing.T) {
+	t.Parallel()
 	var buf strings.Builder
 	l := newServerLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), slog.LevelWarn)
 	l.Info("chatty info")

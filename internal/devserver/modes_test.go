@@ -15,6 +15,7 @@ import (
 // the server writes there are 0600; an existing dir that others may enter
 // gets a warning and keeps its mode.
 func TestDataDirModes(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "data")
 	s := startTestServer(t, Options{DataDir: dir})
 	dial(t, s).Close() // a connection, so the server has written through the WAL

@@ -21,7 +21,6 @@ func integrityStack(t *testing.T) (*agenttest.Stack, *httpclient.Client) {
 	t.Helper()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	port := agenttest.FreePort(t)
-	t.Setenv("DEX_E2E_APPROVAL_KEY", "e2e-approval-digest-key-0123456789")
 	cfg := testConfig(plugin) + fmt.Sprintf(`    interrupt_deadline: 20s
     interrupt_expiring_lead: 15s
     max_interrupt_deadline: 1h
@@ -32,6 +31,7 @@ http:
     tokens: [{name: all, token: %s}]
 `, port, tokenAll)
 	s := agenttest.NewStack(t, cfg)
+	s.Setenv("DEX_E2E_APPROVAL_KEY", "e2e-approval-digest-key-0123456789")
 	s.StartWorker()
 	return s, apiClient(t, fmt.Sprintf("http://127.0.0.1:%d", port), tokenAll)
 }
@@ -54,6 +54,7 @@ func apiCode(err error) string {
 // once. The other session's deadline passes: its call is rejected with
 // the deadline's reason and never runs.
 func TestApprovalIntegrity(t *testing.T) {
+	t.Parallel()
 	s, c := integrityStack(t)
 	message := "call:approve_write:integrity"
 	a, err := c.StartSession(ctx(t), httpclient.StartRequest{Agent: "test", InitialMessage: message})

@@ -11,6 +11,7 @@ import (
 // queued messages, and the "Needs you" inbox listing a session that waits
 // for an approval. No approval is ever given, so no order is refunded.
 func TestWebChatTurnControl(t *testing.T) {
+	t.Parallel()
 	stack, base, token, node := ordersWebStack(t, "    built_in_tools: [ask_user]\n")
 	runBrowserScript(t, node, "control.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-control.png"), "-stop", "-queued", "-steered")
 

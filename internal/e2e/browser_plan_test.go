@@ -12,6 +12,7 @@ import (
 // refund; a return label's tool task shows on its card. Each order is
 // refunded once.
 func TestWebChatPlan(t *testing.T) {
+	t.Parallel()
 	stack, base, token, node := ordersWebStack(t, "    built_in_tools: [ask_user, write_todos]\n    plan_mode_enabled: true\n")
 	runBrowserScript(t, node, "plan.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-plan.png"), "-draft", "-executing")
 

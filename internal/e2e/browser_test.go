@@ -87,7 +87,6 @@ func ordersHTTPStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, ba
 	token = randomToken(t)
 	// Approvals carry digests, and the page, the chat endpoint and the AI
 	// SDK must send them back: the worker refuses approvals without one.
-	t.Setenv("DEX_E2E_APPROVAL_KEY", "browser-approval-digest-key-0123456789")
 	stack = agenttest.NewStack(t, fmt.Sprintf(`
 approval_digest: {key_env: DEX_E2E_APPROVAL_KEY, required: true}
 plugins:
@@ -106,6 +105,7 @@ http:
   auth:
     tokens: [{name: browser, token: "%s"}]
 `, plugin, agentYAML, port, token))
+	stack.Setenv("DEX_E2E_APPROVAL_KEY", "browser-approval-digest-key-0123456789")
 	stack.StartWorker()
 	base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitForPage(t, base)
@@ -144,6 +144,7 @@ func demoOrders(t *testing.T, stack *agenttest.Stack) (map[string]demoOrder, []b
 // page, answer the question of "refund my order" on its card and reject
 // that refund, and check that one refund was applied exactly once.
 func TestWebChatRefundWithApproval(t *testing.T) {
+	t.Parallel()
 	stack, base, token, node := ordersWebStack(t, "    built_in_tools: [ask_user]\n")
 	runBrowserScript(t, node, "chat.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-chat.png"), "-approval", "-question")
 
@@ -239,6 +240,7 @@ func keepScreenshot(t *testing.T, path string) {
 // settings, marks where a compaction summary starts, and shows the budget
 // left (settings.test.mjs, headless Chromium).
 func TestWebChatModelPickerCompactionAndBudget(t *testing.T) {
+	t.Parallel()
 	node := requireBrowser(t)
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
 	port := agenttest.FreePort(t)

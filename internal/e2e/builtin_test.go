@@ -43,6 +43,7 @@ func pendingQuestion(s client.Snapshot) bool {
 // HTTP route is the tool's result, a second answer is refused, and the
 // turn ends with one more model call.
 func TestAskUserAnsweredOverHTTP(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -86,6 +87,7 @@ func TestAskUserAnsweredOverHTTP(t *testing.T) {
 // TestAskUserDeclinedAndInvalid: a declined question is the spec's text to
 // the model; a blank question fails the call at once with no interrupt.
 func TestAskUserDeclinedAndInvalid(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -114,6 +116,7 @@ func TestAskUserDeclinedAndInvalid(t *testing.T) {
 // starts, and the wait ends with the spec's result and exactly one more
 // model call. No Step runs during the wait.
 func TestDurableWaitSurvivesARestartOfEverything(t *testing.T) {
+	t.Parallel()
 	cfg, _ := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -178,6 +181,7 @@ func waitingIn(t *testing.T, s *agenttest.Stack, id, step string) {
 // history as builtin_turns.json for the replay test of internal/session
 // with -update-histories.
 func TestRecordBuiltInHistory(t *testing.T) {
+	t.Parallel()
 	cfg, _ := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -214,6 +218,7 @@ func TestRecordBuiltInHistory(t *testing.T) {
 // continuation, and the turn ends. The tool ran twice (the question, then
 // the work); the model was called twice.
 func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -253,6 +258,7 @@ func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
 // later polls; the answer reaches the task once, the question is asked
 // once, and the label comes back as the call's result. The tool ran once.
 func TestToolTaskSurvivesAKilledWorkerBetweenPolls(t *testing.T) {
+	t.Parallel()
 	cfg, _ := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -291,6 +297,7 @@ func TestToolTaskSurvivesAKilledWorkerBetweenPolls(t *testing.T) {
 // a question, and records the history as task_turns.json for the replay
 // test of internal/session with -update-histories.
 func TestRecordToolTaskHistory(t *testing.T) {
+	t.Parallel()
 	cfg, _ := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -316,6 +323,7 @@ func TestRecordToolTaskHistory(t *testing.T) {
 // active) with no tool Step, the model sees its result and, in the same
 // turn's next call, the plan note; the snapshot and a later turn keep it.
 func TestWriteTodosKeepsThePlan(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -345,6 +353,7 @@ func TestWriteTodosKeepsThePlan(t *testing.T) {
 // execute route refuses another revision and runs the draft's, which turns
 // active and starts an executing turn with the spec's message.
 func TestPlanModeOverHTTP(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "    plan_mode_enabled: true\n")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
@@ -386,6 +395,7 @@ func TestPlanModeOverHTTP(t *testing.T) {
 // turn; with -update-histories it records plan_turns.json for the replay
 // test of internal/session.
 func TestRecordPlanHistory(t *testing.T) {
+	t.Parallel()
 	cfg, _ := builtInConfig(t, "    plan_mode_enabled: true\n")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()

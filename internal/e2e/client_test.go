@@ -14,6 +14,7 @@ import (
 )
 
 func TestStartSessionIsIdempotentWithARequestID(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	opts := client.StartSessionOptions{FlowType: flowType, SessionID: "s-idem", RequestID: "req-1", InitialMessage: "hello"}
 	for i := 0; i < 2; i++ {
@@ -41,6 +42,7 @@ func TestStartSessionIsIdempotentWithARequestID(t *testing.T) {
 // TestSessionsAreSearchableByTheStepsTheyWaitIn checks the ActiveStepTypes
 // search attribute: one query finds every session waiting for a person.
 func TestSessionsAreSearchableByTheStepsTheyWaitIn(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	waiting := start(t, s, "call:approve_write:q")
@@ -84,6 +86,7 @@ func TestSessionsAreSearchableByTheStepsTheyWaitIn(t *testing.T) {
 // after it with the default mode is; an unknown mode is refused before
 // anything starts.
 func TestActiveStepSearchModeDisabled(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	hidden, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: "call:approve_write:h", ActiveStepSearchMode: client.ActiveStepSearchDisabled})

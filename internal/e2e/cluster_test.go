@@ -434,6 +434,7 @@ func startCluster(t *testing.T) (*cluster, string) {
 // session started on API 1 through a worker kill, its own API process's
 // kill and a Redis restart.
 func TestClusterFollowsASessionAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -60,6 +60,7 @@ func compactionTurns(t *testing.T) int {
 // the window, the model still answers each message, and the snapshot shows
 // the latest summary.
 func TestCompactionKeepsTheInputUnderTheWindow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -105,6 +106,7 @@ func TestCompactionKeepsTheInputUnderTheWindow(t *testing.T) {
 // runs. The next worker runs CompactContext again (not the model call
 // before it), the summary is recorded once, and the turn answers.
 func TestKilledDuringCompactContext(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -122,6 +122,7 @@ func find(frames []sseFrame, typ string, where func(map[string]any) bool, t *tes
 // writes for a waiting Step (an approval that is rejected) carry attempt 1,
 // with every field of the spec's interrupt_resolved.
 func TestEventsCarryTheirStepsAttempt(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	gate := s.Gate("tool-c")
 	if err := gate.Arm(); err != nil {
@@ -203,6 +204,7 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 // resolves with approved false, the deadline text, no cancellation reason,
 // and one tool_call_finished.
 func TestAPassedDeadlineResolvesLikeTheSpec(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -257,6 +259,7 @@ http:
 // TestHTTPAnswersFalseWhereTheSpecDoes: the HTTP API passes the updates'
 // false answers on as 200 with false, not as errors, and pages messages.
 func TestHTTPAnswersFalseWhereTheSpecDoes(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	id := start(t, s, "hello")
 	s.WaitForSnapshot("the answer", id, idleWithAnswer)

@@ -42,6 +42,7 @@ func waitCompleted(t *testing.T, s *agenttest.Stack, id string) {
 // the runner (its call's context ends), the turn ends cancelled with no
 // answer, a second cancel is true, and the next message runs a turn.
 func TestCancelTurnStopsTheModelCall(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("model-slow")
 	if err := gate.Arm(); err != nil {
@@ -86,6 +87,7 @@ func TestCancelTurnStopsTheModelCall(t *testing.T) {
 // approval records it rejected (steered) without running it, and the next
 // turn starts with the steered text; the model sees the spec's result.
 func TestSteerRejectsAPendingApproval(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:a")
@@ -134,6 +136,7 @@ func TestSteerRejectsAPendingApproval(t *testing.T) {
 // retried attempt sees the stop at its started marker and does not run
 // the tool again; the turn ends cancelled with no further model call.
 func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("tool-k")
 	if err := gate.Arm(); err != nil {
@@ -175,6 +178,7 @@ func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
 // messages with 409 session_closed, completes the workflow, and the closed
 // session stays readable.
 func TestCloseSessionOverHTTP(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "")
 	const tokenOps = "ops-token-0123456789abcdef"
 	cfg += "      - {name: ops, token: " + tokenOps + ", operator: true}\n"
@@ -222,6 +226,7 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 // (twice in all), and the call records one result, outcome_unknown with
 // cancellation_reason turn_cancelled.
 func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("taskcancel-box")
 	if err := gate.Arm(); err != nil {
@@ -287,6 +292,7 @@ func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
 // control_turns.json for the replay test of internal/session with
 // -update-histories.
 func TestRecordControlHistory(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("model-h")
 	if err := gate.Arm(); err != nil {
@@ -338,6 +344,7 @@ func TestRecordControlHistory(t *testing.T) {
 // TestAgentsSayWhatTheyOffer: GET /v1/agents tells a UI whether an
 // agent's plan mode is on and which built-in tools its sessions offer.
 func TestAgentsSayWhatTheyOffer(t *testing.T) {
+	t.Parallel()
 	cfg, base := builtInConfig(t, "    plan_mode_enabled: true\n")
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()

@@ -105,6 +105,7 @@ type dexProcess struct {
 // deploy/config.yaml reads, readiness on /readyz at the --http port, and a
 // grace period above shutdown_timeout.
 func TestDeployFilesMatchTheClusterTest(t *testing.T) {
+	t.Parallel()
 	env := readDeployEnv(t)
 	raw, err := os.ReadFile(deployConfig)
 	if err != nil {

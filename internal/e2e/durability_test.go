@@ -15,6 +15,7 @@ import (
 )
 
 func TestApprovalSurvivesAWorkerKill(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	w := s.StartWorker()
 	id := start(t, s, "call:approve_write:a")
@@ -51,6 +52,7 @@ func TestApprovalSurvivesAWorkerKill(t *testing.T) {
 }
 
 func TestWriteKilledMidCallIsOutcomeUnknownAndRanOnce(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("tool-w")
 	if err := gate.Arm(); err != nil {
@@ -69,6 +71,7 @@ func TestWriteKilledMidCallIsOutcomeUnknownAndRanOnce(t *testing.T) {
 }
 
 func TestReadKilledMidCallRunsAgain(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("tool-r")
 	if err := gate.Arm(); err != nil {
@@ -90,6 +93,7 @@ func TestReadKilledMidCallRunsAgain(t *testing.T) {
 }
 
 func TestToolStepsOfOneResponseRunInParallel(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	g1, g2 := s.Gate("tool-p1"), s.Gate("tool-p2")
 	for _, g := range []interface{ Arm() error }{g1, g2} {
@@ -116,6 +120,7 @@ func TestToolStepsOfOneResponseRunInParallel(t *testing.T) {
 }
 
 func TestPluginKilledMidRunModelIsRetried(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("model-m")
 	if err := gate.Arm(); err != nil {
@@ -141,6 +146,7 @@ func TestPluginKilledMidRunModelIsRetried(t *testing.T) {
 }
 
 func TestToolStepThatNeverStartedIsNotRun(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("before-start-write_gate")
 	if err := gate.Arm(); err != nil {
@@ -163,6 +169,7 @@ func TestToolStepThatNeverStartedIsNotRun(t *testing.T) {
 }
 
 func TestFailedTurnRecordsErrorAndNextTurnWorks(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "fail")
@@ -188,6 +195,7 @@ func TestFailedTurnRecordsErrorAndNextTurnWorks(t *testing.T) {
 }
 
 func TestEngineRestartMidSession(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:e")
@@ -209,6 +217,7 @@ func TestEngineRestartMidSession(t *testing.T) {
 // plugin while the session waits for approval: the approved write runs once
 // on a relaunched plugin instead of failing as outcome unknown.
 func TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:idle")
@@ -234,6 +243,7 @@ func TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite(t *testing.T) {
 // TestPermanentModelErrorFailsTheTurnWithoutRetries: a runner that marks
 // its failure permanent (a provider's 400) gets one attempt, not three.
 func TestPermanentModelErrorFailsTheTurnWithoutRetries(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "permfail")
@@ -253,6 +263,7 @@ func TestPermanentModelErrorFailsTheTurnWithoutRetries(t *testing.T) {
 // has none, answers so, and gets the whole transcript: the model sees every
 // message either way.
 func TestARestartedPluginGetsTheWholeTranscript(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "one")

@@ -23,6 +23,7 @@ var updateHistories = flag.Bool("update-histories", false, "record the replay hi
 // recorded approval_turn.json once; that file now stands for the sessions
 // that kept their messages in the workflow and is never recorded again.
 func TestRecordApprovalTurnHistory(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:read_gate:h call:approve_write:h")
@@ -44,6 +45,7 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 // chunks and delete old ones. With -update-histories it stores the
 // history as store_turns.json for the replay test of internal/session.
 func TestRecordStoreSessionHistory(t *testing.T) {
+	t.Parallel()
 	s := storeStack(t)
 	w := s.StartWorker()
 	id := start(t, s, "call:read_gate:h call:approve_write:h")
@@ -109,6 +111,7 @@ func recordHistory(t *testing.T, s *agenttest.Stack, id, name string) {
 // its history as compaction_spend_turns.json for the replay test of
 // internal/session with -update-histories.
 func TestRecordCompactionSpendHistory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -151,6 +154,7 @@ func TestRecordCompactionSpendHistory(t *testing.T) {
 // With -update-histories it records recovery_turns.json for the replay
 // test of internal/session.
 func TestRecordRecoveryHistory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -85,6 +85,7 @@ func do(t *testing.T, method, url, token, body string, header ...string) (int, [
 }
 
 func TestAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	id := start(t, s, "hello") // an agent "test" session without the acme- prefix
 	s.WaitForSnapshot("the answer", id, idleWithAnswer)
@@ -252,6 +253,7 @@ func seqOf(t *testing.T, token string) int {
 // TestEventStreamResumesWithoutRepeatsOrGaps disconnects an SSE client
 // mid-turn and reconnects with Last-Event-ID.
 func TestEventStreamResumesWithoutRepeatsOrGaps(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	gate := s.Gate("tool-sse")
 	if err := gate.Arm(); err != nil {
@@ -326,6 +328,7 @@ func TestEventStreamResumesWithoutRepeatsOrGaps(t *testing.T) {
 // TestKeepAliveAfterIdle checks that an idle stream sends comments, so
 // proxies keep it open (the keep-alive interval is 15 s).
 func TestKeepAliveAfterIdle(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -366,6 +369,7 @@ func userMessages(snap client.Snapshot, text string) int {
 // and runs its first turn once, and a message sent twice with one
 // message_id is queued once (the engine deduplicates updates by ID).
 func TestHTTPRetriedRequestsApplyOnce(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	gate := s.Gate("tool-retry")
 	if err := gate.Arm(); err != nil {
@@ -421,6 +425,7 @@ func TestHTTPRetriedRequestsApplyOnce(t *testing.T) {
 // retry with the same message_id once a worker runs queues it once,
 // whether or not the engine kept the first send.
 func TestHTTPUpdateTimeoutMayStillApply(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	api := httpapi.New(httpapi.Options{
 		Temporal: s.Client, Namespace: "default", TaskQueue: client.DefaultTaskQueue,

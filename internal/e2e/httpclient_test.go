@@ -19,6 +19,7 @@ import (
 // messages, a queued message deleted, close, and terminate (refused
 // without the operator's token).
 func TestHTTPClientDrivesASession(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

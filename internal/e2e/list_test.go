@@ -116,6 +116,7 @@ func expectList(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOpt
 // GET /v1/sessions finds each by what it waits for, by agent, in pages of
 // one, and only inside the caller token's agents and session prefix.
 func TestListSessionsWaitingForAPerson(t *testing.T) {
+	t.Parallel()
 	s, base := newListStack(t)
 	startAs := func(flow, id, message string) {
 		t.Helper()

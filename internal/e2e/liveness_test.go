@@ -19,6 +19,7 @@ import (
 // the stalled attempt's words are dropped by the attempt rule, so the
 // turn's text is the retry's alone.
 func TestStalledModelStreamIsRetried(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

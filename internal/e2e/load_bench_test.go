@@ -184,6 +184,7 @@ func (c *cluster) cpuSeconds() map[string]float64 {
 // TestLoadtestCommand runs `dex-agent-worker loadtest` against one
 // process with the echo agent: every turn completes and is measured.
 func TestLoadtestCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

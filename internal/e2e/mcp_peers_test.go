@@ -75,6 +75,7 @@ func argsToken(tool string, args any) string {
 // idempotentHint: unclassified) waits for its approval and then runs once
 // in a single-attempt Step.
 func TestMCPFilesystemServerOverStdio(t *testing.T) {
+	t.Parallel()
 	node, script := mcpPeer(t, "server-filesystem")
 	dir := t.TempDir()
 	s := agenttest.NewStack(t, peerConfig(t, "fs", fmt.Sprintf("{command: %q, args: [%q, %q]}", node, script, dir)))
@@ -125,6 +126,7 @@ func TestMCPFilesystemServerOverStdio(t *testing.T) {
 // server process, in its process group) is SIGKILLed while the read waits;
 // the new worker's retry reads again and gets what the test then writes.
 func TestMCPFilesystemReadKilledMidCallIsSentAgain(t *testing.T) {
+	t.Parallel()
 	node, script := mcpPeer(t, "server-filesystem")
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "slow.txt")
@@ -180,10 +182,11 @@ func TestMCPFilesystemReadKilledMidCallIsSentAgain(t *testing.T) {
 // create_entities (no hints) waits for approval, read_graph
 // (readOnlyHint) does not, and sees what the first call stored.
 func TestMCPMemoryServerOverStdio(t *testing.T) {
+	t.Parallel()
 	node, script := mcpPeer(t, "server-memory")
 	file := filepath.Join(t.TempDir(), "memory.jsonl")
 	s := agenttest.NewStack(t, peerConfig(t, "memory", fmt.Sprintf("{command: %q, args: [%q], env: [MEMORY_FILE_PATH]}", node, script)))
-	t.Setenv("MEMORY_FILE_PATH", file)
+	s.Setenv("MEMORY_FILE_PATH", file)
 	s.StartWorker()
 	entity := map[string]any{"entities": []map[string]any{{"name": "order-7", "entityType": "order", "observations": []string{"refunded"}}}}
 	id := start(t, s, argsToken("memory__create_entities", entity))
@@ -214,6 +217,7 @@ func TestMCPMemoryServerOverStdio(t *testing.T) {
 // mcp.tool_progress events, and a task-only tool (taskSupport "required",
 // the 2025-11-25 task shape) polled on its call's connection.
 func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	node, script := mcpPeer(t, "server-everything")
 	port := agenttest.FreePort(t)
 	cmd := exec.Command(node, script, "streamableHttp")
@@ -257,6 +261,7 @@ func TestMCPEverythingServerOverStreamableHTTP(t *testing.T) {
 // demo notes an order through the memory server's write (unclassified: it
 // waits for the approval) and reads it back (a read, at once).
 func TestOrdersDemoWithTheMCPConfig(t *testing.T) {
+	t.Parallel()
 	node, script := mcpPeer(t, "server-memory")
 	data, err := os.ReadFile(filepath.Join("..", "..", "configs", "mcp.yaml"))
 	if err != nil {
@@ -277,8 +282,8 @@ func TestOrdersDemoWithTheMCPConfig(t *testing.T) {
 		cfg = strings.ReplaceAll(cfg, old, repl)
 	}
 	file := filepath.Join(t.TempDir(), "memory.jsonl")
-	t.Setenv("MEMORY_FILE_PATH", file)
 	s := agenttest.NewStack(t, cfg)
+	s.Setenv("MEMORY_FILE_PATH", file)
 	s.StartWorker()
 	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "note order 7 is a gift"})
 	if err != nil {
@@ -351,6 +356,7 @@ func requestLog(t *testing.T, path string) map[string]int {
 // server suggests 3 s between polls, so the kill lands in the timer's
 // wait). The tool was called once; its result ends the turn.
 func TestMCPTaskIsPolledOnDurableTimers(t *testing.T) {
+	t.Parallel()
 	s, logPath := taskServerStack(t, 1, "-interval", "3000")
 	w := s.StartWorker()
 	id := start(t, s, `args:ts__job:{"name":"a"}`)
@@ -379,6 +385,7 @@ func TestMCPTaskIsPolledOnDurableTimers(t *testing.T) {
 // task: CancelToolTask sends tasks/cancel, and the call records
 // outcome_unknown.
 func TestMCPTaskCancelledWithTheTurn(t *testing.T) {
+	t.Parallel()
 	s, logPath := taskServerStack(t, 1000)
 	s.StartWorker()
 	id := start(t, s, `args:ts__job:{"name":"long"}`)
@@ -403,6 +410,7 @@ func TestMCPTaskCancelledWithTheTurn(t *testing.T) {
 // during the wait; the answer goes to the task with tasks/update (once),
 // and the task's result ends the turn.
 func TestMCPTaskQuestionIsASessionQuestion(t *testing.T) {
+	t.Parallel()
 	s, logPath := taskServerStack(t, 1)
 	s.StartWorker()
 	id := start(t, s, `args:ts__job:{"name":"choose"}`)
@@ -430,6 +438,7 @@ func TestMCPTaskQuestionIsASessionQuestion(t *testing.T) {
 // tasks/update, and one cancel_turn abandoned (tasks/cancel through
 // CancelToolTask). internal/session replays it under changed settings.
 func TestRecordMCPTaskHistory(t *testing.T) {
+	t.Parallel()
 	s, logPath := taskServerStack(t, 1)
 	s.StartWorker()
 	id := start(t, s, `args:ts__job:{"name":"a"}`)

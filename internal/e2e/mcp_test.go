@@ -163,6 +163,7 @@ func mcpConfig(t *testing.T, ns *notesServer, extra string) string {
 // notifications become mcp.tool_progress events, and the record keeps the
 // source reference and the effect in the session's history.
 func TestMCPReadAndApprovedWrite(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
 	s.StartWorker()
@@ -211,6 +212,7 @@ func TestMCPReadAndApprovedWrite(t *testing.T) {
 // SIGKILLed while the server runs a read; the new worker's retry sends the
 // call again with the same idempotency key, and its result ends the turn.
 func TestMCPReadKilledMidCallIsSentAgainWithTheSameKey(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
 	w := s.StartWorker()
@@ -230,6 +232,7 @@ func TestMCPReadKilledMidCallIsSentAgainWithTheSameKey(t *testing.T) {
 // SIGKILLed while the server runs an approved write; the call records
 // outcome_unknown and the server saw it once.
 func TestMCPWriteKilledMidCallIsOutcomeUnknownAndNeverResent(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, withPolicy(mcpConfig(t, ns, ""), "notes__save: {effect: non_idempotent_write, requires_approval: false}"))
 	w := s.StartWorker()
@@ -259,6 +262,7 @@ func TestMCPWriteKilledMidCallIsOutcomeUnknownAndNeverResent(t *testing.T) {
 // attempts, so the tool provably never ran: the call records failed with
 // the reason, which the model sees, and the turn goes on.
 func TestMCPServerGoneFailsTheCallAsNotSent(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
 	s.StartWorker()
@@ -282,6 +286,7 @@ func TestMCPServerGoneFailsTheCallAsNotSent(t *testing.T) {
 // tools: a read routed to the server at once, and a write it approved
 // (internal/session replays it under changed settings).
 func TestRecordMCPHistory(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
 	s.StartWorker()
@@ -306,13 +311,13 @@ func TestRecordMCPHistory(t *testing.T) {
 // tool with the server's schema, calls it, the worker runs the call on the
 // server, and the model's answer uses the result. Stepwise has no MCP code.
 func TestMCPToolInAnAimockTurn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
 	ns := newNotesServer(t)
 	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", "mcp.json"))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
-	t.Setenv("OPENAI_API_KEY", "sk-aimock-mcp-test")
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:
   stepwise: {command: %s, env: [OPENAI_API_KEY]}
@@ -327,6 +332,7 @@ agents:
       instructions: You answer from the notes.
       model: {provider: openai, name: gpt-5-mini, api_base: "%s/v1", api_key_env: OPENAI_API_KEY}
 `, plugin, ns.url+"/mcp", srv.URL))
+	s.Setenv("OPENAI_API_KEY", "sk-aimock-mcp-test")
 	s.StartWorker()
 	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: "ChatAgent", InitialMessage: "what does note a say"})
 	if err != nil {
@@ -369,6 +375,7 @@ agents:
 // runner is also offered the three read tools over the agent's servers; a
 // resource read runs without approval, its output is the spec's JSON.
 func TestMCPResourceToolsOfAnAgent(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, mcpConfig(t, ns, "    resource_and_prompt_tools: true\n"))
 	s.StartWorker()
@@ -386,6 +393,7 @@ func TestMCPResourceToolsOfAnAgent(t *testing.T) {
 // result ends the turn. A declined question is rejected without a second
 // request.
 func TestMCPElicitationIsASessionQuestion(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, withPolicy(mcpConfig(t, ns, ""), "notes__charge: {effect: non_idempotent_write, requires_approval: false}"))
 	s.StartWorker()
@@ -430,6 +438,7 @@ func TestMCPElicitationIsASessionQuestion(t *testing.T) {
 // finish before it exits; the next worker finishes the turn. The server
 // saw the write once, and it is recorded as succeeded.
 func TestMCPWriteDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	ns := newNotesServer(t)
 	s := agenttest.NewStack(t, withPolicy(mcpConfig(t, ns, ""), "notes__save: {effect: non_idempotent_write, requires_approval: false}"))
 	w := s.StartWorker()

@@ -44,6 +44,7 @@ func sample(page, series string) float64 {
 // of a worker with telemetry.metrics.prometheus set, and reads /metrics on
 // its own listener.
 func TestMetricsAfterATurn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

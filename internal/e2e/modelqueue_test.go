@@ -21,6 +21,7 @@ import (
 // once. The check is a floor on the time they took (a loaded machine is
 // slower, never faster), so it does not depend on the machine's speed.
 func TestModelQueueRateLimit(t *testing.T) {
+	t.Parallel()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	const rate = 1.0 // model call attempts per second, all workers together
 	cfg := strings.Replace(testConfig(plugin), "schedule_to_close_timeout: 5m}", "schedule_to_close_timeout: 5m, queue: limited}", 1)
@@ -82,6 +83,7 @@ func runModelStarts(t *testing.T, s *agenttest.Stack, id string) (queues []strin
 // on the first alone, so their model calls wait in the queue; once the
 // second starts they run one at a time, each held at a gate, all on it.
 func TestModelQueueConcurrencyAcrossTheDeployment(t *testing.T) {
+	t.Parallel()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	cfg := strings.Replace(testConfig(plugin), "schedule_to_close_timeout: 5m}", "schedule_to_close_timeout: 5m, queue: limited}", 1)
 	if !strings.Contains(cfg, "queue: limited") {

@@ -20,6 +20,7 @@ import (
 // announced itself with turn_recovering, and the session's next turn has
 // the whole budget again and answers.
 func TestTurnPastItsRecoveryBudget(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

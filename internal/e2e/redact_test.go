@@ -20,8 +20,9 @@ import (
 // messages) nor the workflow history holds the value.
 func TestSecretsInRunnerErrorsNeverReachTheSession(t *testing.T) {
 	const secret = "sk-test-5d41402abc4b2a76b9719d911017c592"
-	t.Setenv("DEX_TEST_SECRET", secret)
+	t.Parallel()
 	s := newStack(t)
+	s.Setenv("DEX_TEST_SECRET", secret)
 	s.StartWorker()
 	id := start(t, s, "call:leak:x")
 	snap := s.WaitForSnapshot("the answer", id, idleWithAnswer)

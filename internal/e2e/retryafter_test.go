@@ -19,6 +19,7 @@ import (
 // policy alone would wait 1 s; the second call answers and the turn ends.
 // The engine's own schedule is read, not a clock.
 func TestProviderRetryAfterSetsTheNextAttempt(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -79,7 +80,6 @@ func stepwiseAimockStack(t *testing.T, fixture, provider, name, agentYAML, extra
 	t.Helper()
 	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", fixture))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
-	t.Setenv("OPENAI_API_KEY", "sk-aimock-"+strings.TrimSuffix(fixture, ".json")+"-test")
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:
   stepwise: {command: %s, env: [OPENAI_API_KEY]}
@@ -91,5 +91,6 @@ agents:
       instructions: You answer briefly.
       model: {provider: %s, name: %s, api_base: "%s/v1", api_key_env: OPENAI_API_KEY}
 %s%s`, plugin, provider, name, srv.URL, agentYAML, extraYAML))
+	s.Setenv("OPENAI_API_KEY", "sk-aimock-"+strings.TrimSuffix(fixture, ".json")+"-test")
 	return s, srv
 }

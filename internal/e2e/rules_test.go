@@ -15,6 +15,7 @@ import (
 // model sees, make a read wait for approval, and trial a shadow rule that
 // is recorded but not enforced. The tool invocations are counted.
 func TestApprovalRulesDecideCalls(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

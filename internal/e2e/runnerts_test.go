@@ -68,8 +68,6 @@ func tsStack(t *testing.T, api string) (*agenttest.Stack, *aimocktest.Server) {
 	t.Helper()
 	node, main := tsRunner(t)
 	mock := aimocktest.Start(t, filepath.Join(tsRunnerDir(), "testdata", "aimock"))
-	// The plugin sees only what plugins.ts.env grants: the key's variable.
-	t.Setenv(tsKeyEnv, tsKey)
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 logging: {level: debug}
 plugins:
@@ -90,6 +88,8 @@ agents:
     run_model_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}
     tool_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3}
 `, node, main, tsKeyEnv, tsFlowType, mock.URL, tsKeyEnv, api))
+	// The plugin sees only what plugins.ts.env grants: the key's variable.
+	s.Setenv(tsKeyEnv, tsKey)
 	return s, mock
 }
 
@@ -187,6 +187,7 @@ func tsPluginPIDs(t *testing.T, w *agenttest.Worker) []int {
 // approved answers with the refund. The model's requests carry both tool
 // results, and the store holds exactly one refund.
 func TestTSRunnerOrdersTurnWithAnApproval(t *testing.T) {
+	t.Parallel()
 	s, mock := tsStack(t, "chat")
 	w := s.StartWorker()
 	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: tsFlowType, InitialMessage: "[ts] refund order 7"})
@@ -303,6 +304,7 @@ func TestTSRunnerOrdersTurnWithAnApproval(t *testing.T) {
 // OpenAI Responses API: the runner sends every earlier item whole (store
 // false), never an item_reference that only OpenAI could resolve.
 func TestTSRunnerOrdersTurnOnTheResponsesAPI(t *testing.T) {
+	t.Parallel()
 	s, mock := tsStack(t, "responses")
 	s.StartWorker()
 	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: tsFlowType, InitialMessage: "[ts] refund order 7"})
@@ -360,6 +362,7 @@ func TestTSRunnerOrdersTurnOnTheResponsesAPI(t *testing.T) {
 // session's Step retries the call, and the turn completes with the retry's
 // answer. The killed call's text is never stored.
 func TestTSRunnerPluginKilledMidModelCallIsRetried(t *testing.T) {
+	t.Parallel()
 	s, mock := tsStack(t, "chat")
 	w := s.StartWorker()
 	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: tsFlowType, InitialMessage: "[ts-kill] look up order 3"})
@@ -442,6 +445,7 @@ func TestTSRunnerPluginKilledMidModelCallIsRetried(t *testing.T) {
 // built dist/: the conversation encoding, the store and the handshake
 // certificate.
 func TestTSRunnerUnitTests(t *testing.T) {
+	t.Parallel()
 	node, _ := tsRunner(t)
 	cmd := exec.Command(node, "--test", "dist/test/")
 	cmd.Dir = tsRunnerDir()

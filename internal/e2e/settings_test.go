@@ -22,12 +22,12 @@ import (
 // no configured model fails the turn with an error that says so. Each
 // model call is recorded by aimock, which speaks the OpenAI wire format.
 func TestSessionSettingsPickTheModel(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
 	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", "settings.json"))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
-	t.Setenv("OPENAI_API_KEY", "sk-aimock-settings-test")
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:
   stepwise: {command: %s, env: [OPENAI_API_KEY]}
@@ -41,6 +41,7 @@ agents:
       models:
         deep: {provider: openai, name: gpt-5, api_base: "%[2]s/v1", api_key_env: OPENAI_API_KEY}
 `, plugin, srv.URL))
+	s.Setenv("OPENAI_API_KEY", "sk-aimock-settings-test")
 	s.StartWorker()
 	models := func() []string {
 		var out []string
@@ -106,6 +107,7 @@ agents:
 // without a retry, with the spec's reason; over HTTP such settings, and an
 // update of them, are a 400 that names the problem.
 func TestAStartWithBadSettingsFailsTheSession(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	run, err := s.Client.ExecuteWorkflow(ctx(t), temporalclient.StartWorkflowOptions{ID: "bad-settings", TaskQueue: client.DefaultTaskQueue}, flowType,
 		client.StartInput{InitialMessage: "hello", SessionSettings: json.RawMessage(`["fast"]`)})

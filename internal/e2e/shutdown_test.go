@@ -38,6 +38,7 @@ func draining(t *testing.T, w *agenttest.Worker) {
 // lets the write finish, and exits; the next worker finishes the turn. The
 // write ran once and is recorded as succeeded, not outcome_unknown.
 func TestSIGTERMDrainsARunningWrite(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("tool-d")
 	if err := gate.Arm(); err != nil {
@@ -76,6 +77,7 @@ func TestSIGTERMDrainsARunningWrite(t *testing.T) {
 // signal again; the worker exits with the write still running, and the
 // write ends outcome_unknown (it may have taken effect), never repeated.
 func TestASecondSignalStopsAtOnce(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	gate := s.Gate("tool-f")
 	if err := gate.Arm(); err != nil {

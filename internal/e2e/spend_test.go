@@ -47,6 +47,7 @@ func idleAfter(turns int) func(client.Snapshot) bool {
 // kept, and the next turn fails the same way. The snapshot shows the cost
 // (priced by the table) and what the budget left.
 func TestSpendLimitReachedMidSession(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -120,6 +121,7 @@ func TestSpendLimitReachedMidSession(t *testing.T) {
 // ledger); its third call, in another session, is refused, while sessions
 // of another token go on.
 func TestSpendPerDayAcrossSessions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -157,6 +159,7 @@ func TestSpendPerDayAcrossSessions(t *testing.T) {
 // reached fails each turn closed, after RunModel's attempts, with an error
 // that names the hook; no model call is made.
 func TestSpendLimitHookDown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

@@ -74,6 +74,7 @@ func eachPayload(e *historypb.HistoryEvent, fn func(*commonpb.Payload)) {
 // holds the content), the answer reads back whole through the HTTP API,
 // and an 8.5 MiB message is refused with a clear answer.
 func TestLargeContentTravelsByReference(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	id := start(t, s, "hello")
 	s.WaitForSnapshot("the first answer", id, idleWithAnswer)
@@ -189,6 +190,7 @@ func wantTranscript(t *testing.T, s *agenttest.Stack, id string, texts []string,
 // stored transcript has every message once; the rows the chunk holds are
 // deleted by the next Step.
 func TestKilledBetweenAChunkWriteAndItsCommit(t *testing.T) {
+	t.Parallel()
 	s := storeStack(t)
 	gate := s.Gate("after-roll-1")
 	if err := gate.Arm(); err != nil {
@@ -228,6 +230,7 @@ func TestKilledBetweenAChunkWriteAndItsCommit(t *testing.T) {
 // deletes what is left (nothing), and the session goes on: the messages
 // retention kept are all there, once, and pages say where deletion ended.
 func TestKilledDuringRetention(t *testing.T) {
+	t.Parallel()
 	s := storeStack(t)
 	w := s.StartWorker()
 	id := start(t, s, "one")
@@ -282,6 +285,7 @@ func TestKilledDuringRetention(t *testing.T) {
 // HTTP API and the Go client page through every retained message, oldest
 // first, from the store.
 func TestOlderPagesComeFromTheStore(t *testing.T) {
+	t.Parallel()
 	s := storeStack(t)
 	s.StartWorker()
 	id := start(t, s, "t1")
@@ -332,6 +336,7 @@ func TestOlderPagesComeFromTheStore(t *testing.T) {
 // HTTP API start a session with a 100 KB initial message and send a 300 KB
 // one; each travels by reference and the model sees it whole.
 func TestLongTextsStartAndContinueSessions(t *testing.T) {
+	t.Parallel()
 	s, base := newHTTPStack(t)
 	sessions := s.Sessions.WithMessages(s.MessageStore(t))
 	first, second := strings.Repeat("é", 50_000), strings.Repeat("z", 300_000)

@@ -72,6 +72,7 @@ func dumpSpans(spans []otlptest.Span) string {
 // attributes, and the runner plugin's server spans parented across the
 // gRPC hop.
 func TestTraceOfAnOrdersTurnWithAnApproval(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -209,6 +210,7 @@ telemetry:
 // ended the turn, every span's parent in the trace, and a chat span for the
 // attempt that answered only.
 func TestTraceOfATurnWhoseWorkerWasKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}

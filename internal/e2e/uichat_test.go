@@ -147,6 +147,7 @@ func uiToolParts(m uiMessage) map[string]uiPart {
 // the same assistant message. The message matches the session's
 // transcript and tool call records.
 func TestUseChatDrivesAnOrdersTurnWithAnApproval(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -269,6 +270,7 @@ func TestUseChatDrivesAnOrdersTurnWithAnApproval(t *testing.T) {
 //   - the same with AI SDK 7, which asked for the v7 chunks: reset-step
 //     leaves only the retry's text.
 func TestUseChatShowsARetriedModelCallsTextOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -387,6 +389,7 @@ func mustJSON(t *testing.T, v any) string {
 // drives it in headless Chromium: a refund with its approval through the
 // React useChat hook.
 func TestUseChatExamplePage(t *testing.T) {
+	t.Parallel()
 	stack, base, token, node := ordersWebStack(t, "")
 	example, err := filepath.Abs("../../examples/useChat")
 	if err != nil {
