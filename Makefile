@@ -56,7 +56,7 @@ dev-reset: build
 # skipped test with its reason, and the ten slowest tests.
 test: build lint
 	@rm -rf $(REPORT) $(SKIPPED_PEERS)
-	@$(MAKE) --no-print-directory test-unit test-integration test-fuzz; status=$$?; \
+	@$(MAKE) --no-print-directory -k test-unit test-integration test-fuzz; status=$$?; \
 		$(MAKE) --no-print-directory test-summary || status=1; exit $$status
 
 # The test runner that prints go test's results and keeps its events.

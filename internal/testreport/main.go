@@ -126,11 +126,13 @@ func runTests(out string, command []string, stdout, stderr io.Writer) error {
 	p := newPrinter(stdout)
 	sc := bufio.NewScanner(pipe)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	w := bufio.NewWriter(f)
 	for sc.Scan() {
 		line := sc.Bytes()
-		w.Write(line)
-		w.WriteByte('\n')
+		// Each event reaches the file at once, so a run that is killed
+		// leaves what it did.
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			return fmt.Errorf("save go test's events: %w", err)
+		}
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
 			// Not an event: go test prints some lines as they are.
@@ -141,9 +143,6 @@ func runTests(out string, command []string, stdout, stderr io.Writer) error {
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read go test's output: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		return err
 	}
 	if err := cmd.Wait(); err != nil {
 		var ee *exec.ExitError
