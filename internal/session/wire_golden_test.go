@@ -176,7 +176,9 @@ func TestWireGolden(t *testing.T) {
 	slices.Sort(names)
 	for _, name := range names {
 		v := all[name]
-		got := fmt.Sprintf("// %T, every field set\n%s// %T, zero\n%s", v, wireJSON(t, filled(v)), v, wireJSON(t, v))
+		// The header names no Go type: the types may move between
+		// packages, and the file stays the same.
+		got := "// every field set\n" + wireJSON(t, filled(v)) + "// zero value\n" + wireJSON(t, v)
 		path := filepath.Join(dir, name+".json")
 		if *updateWire {
 			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
