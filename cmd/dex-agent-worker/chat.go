@@ -14,9 +14,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/chat"
 )
 
-// chatStdin is the chat's input; tests swap it.
-var chatStdin io.Reader = os.Stdin
-
 const defaultHTTPAddress = "http://127.0.0.1:8080"
 
 func newChatCmd(g *globals) *cobra.Command {
@@ -69,7 +66,7 @@ func newChatCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(g.stderr, "session %s; resume with: "+resume+"\n", sessionID, sessionID)
 			s := &chat.Session{
 				Client: c, ID: sessionID, Agent: agent,
-				In: chatStdin, Out: g.stdout, Notes: g.stderr, Interactive: isTerminal(chatStdin),
+				In: g.stdin, Out: g.stdout, Notes: g.stderr, Interactive: isTerminal(g.stdin),
 			}
 			err = s.Run(ctx)
 			switch {

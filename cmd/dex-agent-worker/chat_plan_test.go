@@ -16,8 +16,7 @@ func TestChatPlanMode(t *testing.T) {
 		t.Skip("integration test")
 	}
 	stack, addr, token := ordersChatStackWith(t, "    built_in_tools: [write_todos]\n    plan_mode_enabled: true\n")
-	withChatStdin(t, "/plan refund orders 3 and 7\n/execute\ny\ny\n")
-	stdout, stderr, code := runCLI(t, "chat", "--agent", "orders", "--http-address", addr, "--token", token)
+	stdout, stderr, code := runChat(t, "/plan refund orders 3 and 7\n/execute\ny\ny\n", "chat", "--agent", "orders", "--http-address", addr, "--token", token)
 	if code != 0 {
 		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

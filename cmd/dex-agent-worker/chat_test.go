@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,18 +17,17 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 )
 
-// withChatStdin feeds the chat command input for one test.
-func withChatStdin(t *testing.T, input string) {
+// runChat runs the CLI with input as the chat's standard input.
+func runChat(t *testing.T, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	old := chatStdin
-	chatStdin = strings.NewReader(input)
-	t.Cleanup(func() { chatStdin = old })
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(input), &out, &errb)
+	return out.String(), errb.String(), code
 }
 
 func TestChatFlags(t *testing.T) {
 	t.Setenv("DEX_API_TOKEN", "")
 	t.Setenv("DEX_HTTP_ADDRESS", "")
-	withChatStdin(t, "")
 	tests := []struct {
 		args []string
 		want string
@@ -59,8 +59,7 @@ func TestChatOrdersDemo(t *testing.T) {
 	}
 	stack, addr, token := ordersChatStack(t)
 
-	withChatStdin(t, "refund order 7\ny\n")
-	stdout, stderr, code := runCLI(t, "chat", "--agent", "orders", "--http-address", addr, "--token", token)
+	stdout, stderr, code := runChat(t, "refund order 7\ny\n", "chat", "--agent", "orders", "--http-address", addr, "--token", token)
 	if code != 0 {
 		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -96,7 +95,6 @@ func TestChatOrdersDemo(t *testing.T) {
 	}
 
 	// Resuming shows the stored conversation and, at the end of input, exits.
-	withChatStdin(t, "")
 	stdout, stderr, code = runCLI(t, "chat", "--session", id, "--http-address", addr, "--token", token)
 	if code != 0 || !strings.Contains(stdout, "you> refund order 7\n") || !strings.Contains(stdout, "Done. Refunded $62.50 of order 7") {
 		t.Errorf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -180,8 +178,7 @@ func TestChatAsksWhichOrder(t *testing.T) {
 		t.Skip("integration test")
 	}
 	stack, addr, token := ordersChatStack(t)
-	withChatStdin(t, "refund my order\n12\n7\ny\n")
-	stdout, stderr, code := runCLI(t, "chat", "--agent", "orders", "--http-address", addr, "--token", token)
+	stdout, stderr, code := runChat(t, "refund my order\n12\n7\ny\n", "chat", "--agent", "orders", "--http-address", addr, "--token", token)
 	if code != 0 {
 		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
+	code = run(args, strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
 }
 

@@ -22,6 +22,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 type globals struct {
+	stdin          io.Reader // the chat's input
 	stdout, stderr io.Writer
 	logFormat      string
 	logLevel       string
@@ -39,13 +40,13 @@ func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.stderr, opts))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := daemon.ShutdownContext(context.Background(), func() {
 		fmt.Fprintln(stderr, "second signal: stopping now; running steps are cut short")
 		os.Exit(130)
 	})
 	defer stop()
-	g := &globals{stdout: stdout, stderr: stderr}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
