@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestNew(t *testing.T) {
@@ -193,7 +195,7 @@ func TestClientEvents(t *testing.T) {
 	}
 	defer es.Close()
 	d, err := es.Next()
-	if err != nil || d.ID != "e2" || d.Event.Type != EventTextDelta || string(d.Event.Payload) != `{"text":"hi"}` {
+	if err != nil || d.ID != "e2" || d.Event.Type != wire.EventTextDelta || string(d.Event.Payload) != `{"text":"hi"}` {
 		t.Errorf("first event = %+v, %v", d, err)
 	}
 	var bad *MalformedEventError
@@ -256,14 +258,14 @@ func TestClientTurnControl(t *testing.T) {
 func TestTurnTextKeepsTheHighestAttempt(t *testing.T) {
 	delta := func(step string, attempt int, text string) Event {
 		b, _ := json.Marshal(map[string]string{"text": text})
-		return Event{Type: EventTextDelta, StepExecutionID: step, Attempt: attempt, Payload: Payload(b)}
+		return Event{Type: wire.EventTextDelta, StepExecutionID: step, Attempt: attempt, Payload: Payload(b)}
 	}
 	var tt TurnText
 	for _, e := range []Event{
 		delta("run/12", 1, "Looking up "),
 		delta("run/12", 1, "ord"), // the worker died here
 		delta("run/12", 2, "Looking up "),
-		{Type: EventToolCallStarted, Payload: Payload(`{}`)},
+		{Type: wire.EventToolCallStarted, Payload: Payload(`{}`)},
 		delta("run/12", 1, "late bytes of the dead attempt"),
 		delta("run/12", 2, "order 7."),
 		delta("run/25", 1, " Refunded."),

@@ -59,52 +59,12 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 // Decode unmarshals the payload into v.
 func (p Payload) Decode(v any) error { return json.Unmarshal(p, v) }
 
-// Event types.
-const (
-	EventTurnStarted       = "turn_started"
-	EventTurnCompleted     = "turn_completed"
-	EventTurnFailed        = "turn_failed"
-	EventTextDelta         = "text_delta"
-	EventReasoningDelta    = "reasoning_delta"
-	EventToolCallDeferred  = "tool_call_deferred"
-	EventToolCallStarted   = "tool_call_started"
-	EventToolCallFinished  = "tool_call_finished"
-	EventInterruptRaised   = "interrupt_raised"
-	EventInterruptResolved = "interrupt_resolved"
-	// EventInterruptExpiring warns that an interrupt's deadline passes
-	// soon (the agent's interrupt_expiring_lead); EventInterruptExtended
-	// says extend_interrupt moved it.
-	EventInterruptExpiring = "interrupt_expiring"
-	EventInterruptExtended = "interrupt_extended"
-	// EventTurnRecovering says a Step of the turn runs again (a later
-	// attempt, after a crash or a failure).
-	EventTurnRecovering    = "turn_recovering"
-	EventUsageRecorded     = "usage_recorded"
-	EventCompactionStarted = "compaction_started"
-	// EventCompactionFinished says a summary now replaces the older
-	// messages in the model's input.
-	EventCompactionFinished = "compaction_finished"
-	EventSpendLimitReached  = "spend_limit_reached"
-	// EventTurnSteered ends a steered turn; the next turn starts with the
-	// steered messages.
-	EventTurnSteered = "turn_steered"
-	// EventTurnCancelled ends a turn that cancel_turn stopped.
-	EventTurnCancelled = "turn_cancelled"
-)
-
 // Send modes of a message (Client.SendMessageMode).
 const (
 	SendModeQueue        = client.SendModeQueue
 	SendModeSteer        = client.SendModeSteer
 	SendModeInterrupt    = client.SendModeInterrupt
 	SendModeRejectIfBusy = client.SendModeRejectIfBusy
-)
-
-// Cancellation reasons of a call that a steer or a cancel stopped before
-// it ran (interrupt_resolved, ToolCall.CancellationReason).
-const (
-	CancellationSteered       = "steered"
-	CancellationTurnCancelled = "turn_cancelled"
 )
 
 // Delivered is an event with the resume token that continues after it.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
 
@@ -42,7 +44,7 @@ func Example() {
 		}
 		text.Add(d.Event)
 		switch d.Event.Type {
-		case httpclient.EventInterruptRaised:
+		case wire.EventInterruptRaised:
 			var p struct {
 				InterruptID string `json:"interrupt_id"`
 			}
@@ -52,7 +54,7 @@ func Example() {
 			if err != nil {
 				log.Fatal(err)
 			}
-		case httpclient.EventTurnCompleted:
+		case wire.EventTurnCompleted:
 			fmt.Println(text.String())
 			return
 		}

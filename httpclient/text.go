@@ -2,6 +2,8 @@ package httpclient
 
 import (
 	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TurnText assembles a turn's streamed text (text_delta events) by the
@@ -23,7 +25,7 @@ type attemptText struct {
 // Add takes one event; events other than text_delta are ignored, and so
 // is the text of an attempt lower than one already seen.
 func (t *TurnText) Add(e Event) {
-	if e.Type != EventTextDelta {
+	if e.Type != wire.EventTextDelta {
 		return
 	}
 	var p struct {

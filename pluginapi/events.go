@@ -20,12 +20,14 @@ const (
 // RunnerEventTypes lists the standard event types a runner may write.
 var RunnerEventTypes = []string{EventTextDelta, EventReasoningDelta, EventToolCallStarted, EventToolCallFinished}
 
-// sessionEventTypes are the standard types only the session writes.
+// sessionEventTypes are the standard types only the worker writes (the
+// session, or a Step for an MCP server), which no runner may write.
 var sessionEventTypes = []string{
 	"turn_started", "turn_completed", "turn_failed", "turn_steered", "turn_cancelled",
 	"tool_call_deferred", "interrupt_raised", "interrupt_resolved", "interrupt_expiring", "interrupt_extended", "turn_recovering", "timer_started",
 	"plan_updated", "plan_execution_started", "tool_task_started", "usage_recorded",
-	"compaction_started", "compaction_finished",
+	"compaction_started", "compaction_finished", "spend_limit_reached",
+	"mcp.tool_progress", "mcp.task_status",
 }
 
 // ToolCallEvent is the payload of tool_call_started and tool_call_finished

@@ -13,7 +13,10 @@ report=${2:?REPORT_DIR}
 testreport=${3:?TESTREPORT}
 go=${GO:-go}
 
+# Tracked and new test files that exist (one deleted but not yet
+# committed is still tracked).
 targets=$(git ls-files -co --exclude-standard '*_test.go' | grep -v '/node_modules/' |
+	while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done |
 	xargs grep -H -o -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' |
 	sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+).*#./\1 \2#; s#^[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+).*#. \1#' |
 	sort -u)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Turn control in the chat: Ctrl-C and /stop cancel the running turn,
@@ -206,7 +208,7 @@ func (c *loop) dropPrompts() {
 
 // interruptCancelled shows an approval or a question that a steer or a
 // cancel ended before it was answered.
-func (c *loop) interruptCancelled(p interruptResolvedPayload) {
+func (c *loop) interruptCancelled(p wire.InterruptResolvedPayload) {
 	pr := c.dropped[p.InterruptID]
 	delete(c.dropped, p.InterruptID)
 	for i, q := range c.prompts {
@@ -247,9 +249,9 @@ func (c *loop) interruptCancelled(p interruptResolvedPayload) {
 // controlReason says a cancellation reason in words.
 func controlReason(reason string) string {
 	switch reason {
-	case CancellationSteered:
+	case wire.CancellationSteered:
 		return "the turn was steered"
-	case CancellationTurnCancelled:
+	case wire.CancellationTurnCancelled:
 		return "the turn was stopped"
 	}
 	return strings.ReplaceAll(reason, "_", " ")

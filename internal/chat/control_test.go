@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
@@ -50,7 +52,7 @@ func (f *fakeAPI) scriptControl() {
 			f.addMessage(s, RoleUser, text, "", "")
 			s.ToolCalls = []ToolCall{}
 		})
-		f.publish(EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
+		f.publish(wire.EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
 		f.recordUsage(step, 1, usage(1, 10, 5))
 		switch text {
 		case "refund order 7":
@@ -59,8 +61,8 @@ func (f *fakeAPI) scriptControl() {
 				s.PendingInterrupts = []Interrupt{{InterruptID: "call_1", ToolCallID: "call_1", ToolName: "refund_order", Arguments: refundArgs, Kind: "approval"}}
 				s.State.Status = StatusRunningTools
 			})
-			f.publish(EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_1", "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
-			f.publish(EventInterruptRaised, "", 0, map[string]any{"interrupt_id": "call_1", "tool_call_id": "call_1", "tool_name": "refund_order", "kind": "approval"})
+			f.publish(wire.EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_1", "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
+			f.publish(wire.EventInterruptRaised, "", 0, map[string]any{"interrupt_id": "call_1", "tool_call_id": "call_1", "tool_name": "refund_order", "kind": "approval"})
 		case "think hard":
 			f.deltas(step, 1, "Thinking")
 		default:
@@ -70,7 +72,7 @@ func (f *fakeAPI) scriptControl() {
 				f.addMessage(s, RoleAssistant, answer, "", "")
 				s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns, AcceptsTurnControl: true}
 			})
-			f.publishIn(turn, EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
+			f.publishIn(turn, wire.EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
 			next()
 		}
 	}
@@ -89,11 +91,11 @@ func (f *fakeAPI) scriptControl() {
 			return false
 		}
 		for _, in := range pending {
-			f.publish(EventInterruptResolved, "", 0, map[string]any{"interrupt_id": in.InterruptID, "approved": false, "kind": in.Kind, "cancellation_reason": reason})
+			f.publish(wire.EventInterruptResolved, "", 0, map[string]any{"interrupt_id": in.InterruptID, "approved": false, "kind": in.Kind, "cancellation_reason": reason})
 			f.update(func(s *Snapshot) {
 				f.setCall(s, ToolCall{ToolCallID: in.ToolCallID, ToolName: in.ToolName, Arguments: in.Arguments, Status: ToolCallRejected, CancellationReason: reason})
 			})
-			f.publish(EventToolCallFinished, "", 0, map[string]any{"tool_call_id": in.ToolCallID, "tool_name": in.ToolName, "status": ToolCallRejected})
+			f.publish(wire.EventToolCallFinished, "", 0, map[string]any{"tool_call_id": in.ToolCallID, "tool_name": in.ToolName, "status": ToolCallRejected})
 		}
 		f.update(func(s *Snapshot) {
 			s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns, AcceptsTurnControl: true}
@@ -103,11 +105,11 @@ func (f *fakeAPI) scriptControl() {
 			}
 		})
 		if steered == "" {
-			f.publishIn(turn, EventTurnCancelled, "", 0, map[string]int{"message_count": 2})
+			f.publishIn(turn, wire.EventTurnCancelled, "", 0, map[string]int{"message_count": 2})
 			f.afterSnapshot(next)
 			return true
 		}
-		f.publishIn(turn, EventTurnSteered, "", 0, map[string]int{"steered_message_count": 1, "message_count": 2})
+		f.publishIn(turn, wire.EventTurnSteered, "", 0, map[string]int{"steered_message_count": 1, "message_count": 2})
 		f.afterSnapshot(func() { start(steered) })
 		return true
 	}
@@ -123,12 +125,12 @@ func (f *fakeAPI) scriptControl() {
 		}
 	}
 	f.onSteer = func(f *fakeAPI, text string) bool {
-		if !end("", CancellationSteered, text) {
+		if !end("", wire.CancellationSteered, text) {
 			start(text) // nothing to steer: the message starts a turn
 		}
 		return true
 	}
-	f.onCancel = func(f *fakeAPI, turnID string) bool { return end(turnID, CancellationTurnCancelled, "") }
+	f.onCancel = func(f *fakeAPI, turnID string) bool { return end(turnID, wire.CancellationTurnCancelled, "") }
 }
 
 // liveChat is a chat running on f, fed line by line and Ctrl-C by Ctrl-C.
@@ -244,7 +246,7 @@ func setCtrlCWindow(t *testing.T, d time.Duration) {
 // TestSessionCtrlCStopsTheTurn: Ctrl-C while a turn runs cancels it (the
 // chat goes on); Ctrl-C while no turn runs ends the chat.
 func TestSessionCtrlCStopsTheTurn(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it sets the package's Ctrl-C window.
 	setCtrlCWindow(t, 0) // the second Ctrl-C quits because no turn runs
 	f := newFakeAPI(t)
 	f.scriptControl()
@@ -275,7 +277,7 @@ func TestSessionCtrlCStopsTheTurn(t *testing.T) {
 // turn is stopping, while the cancel request waits, and within two seconds
 // of the first.
 func TestSessionSecondCtrlCQuits(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it sets the package's Ctrl-C window.
 	t.Run("while the turn is stopping", func(t *testing.T) {
 		setCtrlCWindow(t, 0)
 		f := newFakeAPI(t)
@@ -506,10 +508,10 @@ func TestSessionTurnControlNotes(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		f.update(func(s *Snapshot) { s.PendingInterrupts = []Interrupt{} })
-		f.publish(EventInterruptResolved, "", 0, map[string]any{"interrupt_id": "call_1", "approved": false, "kind": "approval", "cancellation_reason": "steered"})
-		f.publish(EventToolCallFinished, "", 0, map[string]any{"tool_call_id": "call_1", "tool_name": "refund_order", "status": ToolCallRejected})
+		f.publish(wire.EventInterruptResolved, "", 0, map[string]any{"interrupt_id": "call_1", "approved": false, "kind": "approval", "cancellation_reason": "steered"})
+		f.publish(wire.EventToolCallFinished, "", 0, map[string]any{"tool_call_id": "call_1", "tool_name": "refund_order", "status": ToolCallRejected})
 		f.update(func(s *Snapshot) { s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: 1} })
-		f.publishIn("turn-1", EventTurnSteered, "", 0, map[string]int{"steered_message_count": 2, "message_count": 3})
+		f.publishIn("turn-1", wire.EventTurnSteered, "", 0, map[string]int{"steered_message_count": 2, "message_count": 3})
 	}()
 	out, notes, err := runChat(t, f, "y\n")
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -352,7 +354,7 @@ func (f *fakeAPI) publishIn(turn, typ, step string, attempt int, payload any) {
 		return
 	}
 	b, _ := json.Marshal(payload)
-	if typ == EventTurnStarted {
+	if typ == wire.EventTurnStarted {
 		f.turnStart[turn] = len(f.events)
 	}
 	f.events = append(f.events, Event{SessionID: "s-1", Type: typ, TurnID: turn, StepExecutionID: step, Attempt: attempt, Payload: b})
@@ -394,7 +396,7 @@ func usage(calls, in, out int64) Usage {
 func (f *fakeAPI) deltas(step string, attempt int, text string) {
 	for len(text) > 0 {
 		n := min(3, len(text))
-		f.publish(EventTextDelta, step, attempt, map[string]string{"text": text[:n]})
+		f.publish(wire.EventTextDelta, step, attempt, map[string]string{"text": text[:n]})
 		text = text[n:]
 	}
 }
@@ -402,7 +404,7 @@ func (f *fakeAPI) deltas(step string, attempt int, text string) {
 func (f *fakeAPI) recordUsage(step string, attempt int, u Usage) {
 	var total Usage
 	f.update(func(s *Snapshot) { s.Usage = s.Usage.Add(u); total = s.Usage })
-	f.publish(EventUsageRecorded, step, attempt, map[string]Usage{"recorded": u, "session": total})
+	f.publish(wire.EventUsageRecorded, step, attempt, map[string]Usage{"recorded": u, "session": total})
 }
 
 const (
@@ -426,7 +428,7 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 			f.addMessage(s, RoleUser, text, "", "")
 			s.ToolCalls = []ToolCall{}
 		})
-		f.publish(EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
+		f.publish(wire.EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
 		if text != "refund order 7" {
 			f.deltas("run/"+turn+"/1", 1, "I can refund orders.")
 			f.recordUsage("run/"+turn+"/1", 1, usage(1, 10, 5))
@@ -434,7 +436,7 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 				f.addMessage(s, RoleAssistant, "I can refund orders.", "", "")
 				s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns}
 			})
-			f.publishIn(turn, EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
+			f.publishIn(turn, wire.EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
 			return
 		}
 		f.recordUsage("run/1", 1, usage(1, 100, 20))
@@ -443,14 +445,14 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 			f.setCall(s, ToolCall{ToolCallID: "call_1_0", ToolName: "lookup_order", Arguments: lookupArgs, Effect: "read", Status: "approved"})
 			s.State.Status = StatusRunningTools
 		})
-		f.publish(EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_1_0", "tool_name": "lookup_order", "effect": "read", "requires_approval": false})
-		f.publish(EventToolCallStarted, "tool/2", 1, map[string]any{"tool_call_id": "call_1_0", "tool_name": "lookup_order"})
+		f.publish(wire.EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_1_0", "tool_name": "lookup_order", "effect": "read", "requires_approval": false})
+		f.publish(wire.EventToolCallStarted, "tool/2", 1, map[string]any{"tool_call_id": "call_1_0", "tool_name": "lookup_order"})
 		f.update(func(s *Snapshot) {
 			f.setCall(s, ToolCall{ToolCallID: "call_1_0", ToolName: "lookup_order", Arguments: lookupArgs, Effect: "read", Status: ToolCallSucceeded, Output: lookupOut})
 			f.addMessage(s, RoleTool, lookupOut, "call_1_0", "lookup_order")
 			s.State.Status = StatusRunningModel
 		})
-		f.publish(EventToolCallFinished, "", 0, map[string]any{"tool_call_id": "call_1_0", "tool_name": "lookup_order", "status": ToolCallSucceeded})
+		f.publish(wire.EventToolCallFinished, "", 0, map[string]any{"tool_call_id": "call_1_0", "tool_name": "lookup_order", "status": ToolCallSucceeded})
 		f.deltas("run/3", 1, proposal)
 		f.recordUsage("run/3", 1, usage(1, 150, 40))
 		f.update(func(s *Snapshot) {
@@ -459,8 +461,8 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 			s.PendingInterrupts = []Interrupt{{InterruptID: "call_3_0", ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: refundArgs, Kind: "approval", Digest: fakeDigest("call_3_0")}}
 			s.State.Status = StatusRunningTools
 		})
-		f.publish(EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_3_0", "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
-		f.publish(EventInterruptRaised, "", 0, map[string]any{"interrupt_id": "call_3_0", "tool_call_id": "call_3_0", "tool_name": "refund_order", "kind": "approval", "digest": fakeDigest("call_3_0")})
+		f.publish(wire.EventToolCallDeferred, "", 0, map[string]any{"tool_call_id": "call_3_0", "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
+		f.publish(wire.EventInterruptRaised, "", 0, map[string]any{"interrupt_id": "call_3_0", "tool_call_id": "call_3_0", "tool_name": "refund_order", "kind": "approval", "digest": fakeDigest("call_3_0")})
 	}
 	f.onResolve = func(f *fakeAPI, id string, r Resolution) bool {
 		if r.Digest != fakeDigest(id) {
@@ -485,11 +487,11 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 			f.muted = true
 			f.mu.Unlock()
 		}
-		f.publish(EventInterruptResolved, "", 0, map[string]any{"interrupt_id": id, "approved": r.Approved, "rejection_message": r.RejectionMessage, "kind": "approval"})
+		f.publish(wire.EventInterruptResolved, "", 0, map[string]any{"interrupt_id": id, "approved": r.Approved, "rejection_message": r.RejectionMessage, "kind": "approval"})
 		answer := finalAnswer
 		status := ToolCallSucceeded
 		if r.Approved {
-			f.publish(EventToolCallStarted, "tool/4", 1, map[string]any{"tool_call_id": id, "tool_name": "refund_order"})
+			f.publish(wire.EventToolCallStarted, "tool/4", 1, map[string]any{"tool_call_id": id, "tool_name": "refund_order"})
 		} else {
 			answer, status = "OK, I did not refund order 7. ("+r.RejectionMessage+")", ToolCallRejected
 		}
@@ -498,7 +500,7 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 			f.addMessage(s, RoleTool, "Refunded $62.50", id, "refund_order")
 			s.State.Status = StatusRunningModel
 		})
-		f.publish(EventToolCallFinished, "", 0, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "status": status})
+		f.publish(wire.EventToolCallFinished, "", 0, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "status": status})
 		go func() {
 			// The session goes on after the update, as a real one does;
 			// the chat must take the events in whatever order they come.
@@ -509,7 +511,7 @@ func (f *fakeAPI) scriptOrders(lose bool) {
 				s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: s.State.TurnCount}
 				s.ToolCalls = []ToolCall{}
 			})
-			f.publishIn(turn, EventTurnCompleted, "", 0, map[string]int{"message_count": 7})
+			f.publishIn(turn, wire.EventTurnCompleted, "", 0, map[string]int{"message_count": 7})
 		}()
 		return true
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -469,40 +471,36 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 		set[d.ID] = true
 	}
 	switch e.Type {
-	case EventTurnStarted:
+	case wire.EventTurnStarted:
 		c.busy = true
 		c.turn(e.TurnID)
-	case EventTextDelta:
-		var p textPayload
+	case wire.EventTextDelta:
+		var p wire.TextPayload
 		if e.Payload.Decode(&p) == nil {
 			c.text(e, p.Text)
 		}
-	case EventToolCallDeferred:
-		var p toolCallPayload
+	case wire.EventToolCallDeferred:
+		var p wire.ToolCallDeferredPayload
 		if e.Payload.Decode(&p) == nil {
 			c.toolDeferred(ctx, p)
 		}
-	case EventToolCallFinished:
-		var p toolCallPayload
+	case wire.EventToolCallFinished:
+		var p wire.ToolCallFinishedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.toolFinished(ctx, p)
 		}
-	case EventInterruptRaised:
-		var p interruptRaisedPayload
+	case wire.EventInterruptRaised:
+		var p wire.InterruptRaisedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.interruptRaised(ctx, e.TurnID, p)
 		}
-	case EventInterruptResolved:
-		var p interruptResolvedPayload
+	case wire.EventInterruptResolved:
+		var p wire.InterruptResolvedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.interruptResolved(p)
 		}
-	case EventTurnRecovering:
-		var p struct {
-			Step     string `json:"step"`
-			Attempt  int    `json:"attempt"`
-			ToolName string `json:"tool_name"`
-		}
+	case wire.EventTurnRecovering:
+		var p wire.TurnRecoveringPayload
 		if e.Payload.Decode(&p) == nil && p.Step != "" {
 			what := "the model call"
 			if p.ToolName != "" {
@@ -510,8 +508,8 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 			}
 			c.note(fmt.Sprintf("(retrying %s: attempt %d)", what, p.Attempt))
 		}
-	case EventInterruptExpiring:
-		var p interruptExpiringPayload
+	case wire.EventInterruptExpiring:
+		var p wire.InterruptExpiringPayload
 		if e.Payload.Decode(&p) == nil && p.InterruptID != "" {
 			what := "the approval of " + p.ToolName
 			if p.Kind == InterruptKindQuestion {
@@ -519,34 +517,34 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 			}
 			c.note(fmt.Sprintf("(%s expires in %ds)", what, p.SecondsLeft))
 		}
-	case EventUsageRecorded:
-		var p usageRecordedPayload
+	case wire.EventUsageRecorded:
+		var p wire.UsageRecordedPayload
 		if e.Payload.Decode(&p) == nil {
 			t := c.turn(e.TurnID)
-			t.usage = t.usage.Add(p.Recorded)
+			t.usage = t.usage.Add(Usage(p.Recorded))
 			if p.Session.ModelCalls > c.eventTotal.ModelCalls {
-				c.eventTotal = p.Session
+				c.eventTotal = Usage(p.Session)
 			}
 		}
-	case EventPlanUpdated:
-		var p planPayload
+	case wire.EventPlanUpdated:
+		var p wire.PlanUpdatedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.planEvent(ctx, p)
 		}
-	case EventPlanExecutionStarted:
-		var p planPayload
+	case wire.EventPlanExecutionStarted:
+		var p wire.PlanExecutionStartedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.note(fmt.Sprintf("(executing plan revision %d)", p.Revision))
 		}
-	case EventCompactionStarted:
+	case wire.EventCompactionStarted:
 		c.note("(compacting the conversation: the model gets a summary of the older messages)")
-	case EventCompactionFinished:
-		var p compactionPayload
+	case wire.EventCompactionFinished:
+		var p wire.CompactionFinishedPayload
 		if e.Payload.Decode(&p) == nil {
 			c.note(fmt.Sprintf("(summary %d covers messages 1 to %d)", p.Generation, p.ThroughSequence))
 		}
-	case EventTurnSteered:
-		var p turnSteeredPayload
+	case wire.EventTurnSteered:
+		var p wire.TurnSteeredPayload
 		_ = e.Payload.Decode(&p)
 		if p.SteeredMessageCount > 1 {
 			c.note(fmt.Sprintf("(the turn was steered: the next turn starts with the %d steered messages)", p.SteeredMessageCount))
@@ -554,13 +552,13 @@ func (c *loop) event(ctx context.Context, d Delivered) {
 			c.note("(the turn was steered: the next turn starts with the steered message)")
 		}
 		c.endTurn(ctx, e.TurnID)
-	case EventTurnCancelled:
+	case wire.EventTurnCancelled:
 		c.note("(the turn was stopped)")
 		c.endTurn(ctx, e.TurnID)
-	case EventTurnCompleted, EventTurnFailed:
+	case wire.EventTurnCompleted, wire.EventTurnFailed:
 		c.out.endLine()
-		if e.Type == EventTurnFailed {
-			var p turnFailedPayload
+		if e.Type == wire.EventTurnFailed {
+			var p wire.TurnFailedPayload
 			_ = e.Payload.Decode(&p)
 			c.out.printf("✗ turn failed: %s\n", p.Error)
 		}
@@ -627,7 +625,7 @@ func (c *loop) shownLive(turnID, text string) bool {
 	return strings.Contains(live.String(), strings.TrimSpace(text))
 }
 
-func (c *loop) toolDeferred(ctx context.Context, p toolCallPayload) {
+func (c *loop) toolDeferred(ctx context.Context, p wire.ToolCallDeferredPayload) {
 	k := c.callOf(p.ToolCallID)
 	if k.shown {
 		return
@@ -651,7 +649,7 @@ func (c *loop) toolDeferred(ctx context.Context, p toolCallPayload) {
 	}
 }
 
-func (c *loop) toolFinished(ctx context.Context, p toolCallPayload) {
+func (c *loop) toolFinished(ctx context.Context, p wire.ToolCallFinishedPayload) {
 	k := c.callOf(p.ToolCallID)
 	if k.status == p.Status {
 		return
@@ -727,7 +725,7 @@ func (c *loop) reload(ctx context.Context) bool {
 	return true
 }
 
-func (c *loop) interruptRaised(ctx context.Context, turnID string, p interruptRaisedPayload) {
+func (c *loop) interruptRaised(ctx context.Context, turnID string, p wire.InterruptRaisedPayload) {
 	if c.asked[p.InterruptID] {
 		return
 	}
@@ -743,7 +741,7 @@ func (c *loop) interruptRaised(ctx context.Context, turnID string, p interruptRa
 	c.prompts = append(c.prompts, pr)
 }
 
-func (c *loop) interruptResolved(p interruptResolvedPayload) {
+func (c *loop) interruptResolved(p wire.InterruptResolvedPayload) {
 	c.asked[p.InterruptID] = true
 	if p.CancellationReason != "" {
 		c.interruptCancelled(p)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
@@ -19,12 +21,6 @@ type Plan = pluginapi.Plan
 // writeTodos is the built-in tool that writes the plan.
 const writeTodos = "write_todos"
 
-// Event types of plans.
-const (
-	EventPlanUpdated          = "plan_updated"
-	EventPlanExecutionStarted = "plan_execution_started"
-)
-
 // Plan statuses and task statuses.
 const (
 	PlanDraft     = "draft"
@@ -36,12 +32,6 @@ const (
 	TaskInProgress = "in_progress"
 	TaskCompleted  = "completed"
 )
-
-type planPayload struct {
-	Revision  int    `json:"revision"`
-	Status    string `json:"status"`
-	TaskCount int    `json:"task_count"`
-}
 
 // TaskBox is a task's checkbox: [ ] pending, [~] in progress, [x] completed.
 func TaskBox(status string) string {
@@ -122,7 +112,7 @@ func (c *loop) showPlan(p *Plan) {
 }
 
 // planEvent shows the plan that plan_updated announced, from the snapshot.
-func (c *loop) planEvent(ctx context.Context, p planPayload) {
+func (c *loop) planEvent(ctx context.Context, p wire.PlanUpdatedPayload) {
 	if c.plan != nil && c.plan.Revision == p.Revision && c.plan.Status == p.Status {
 		return
 	}

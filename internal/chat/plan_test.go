@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -19,7 +21,7 @@ func (f *fakeAPI) setPlan(turn string, rev int, status string, statuses ...strin
 		p.Tasks = append(p.Tasks, pluginapi.PlanTask{Content: planTasks[i], Status: st})
 	}
 	f.update(func(s *Snapshot) { s.Plan = p })
-	f.publishIn(turn, EventPlanUpdated, "", 1, map[string]any{"revision": rev, "status": status, "task_count": len(statuses)})
+	f.publishIn(turn, wire.EventPlanUpdated, "", 1, map[string]any{"revision": rev, "status": status, "task_count": len(statuses)})
 }
 
 // writeTodos plays a write_todos call of the active turn: its events, with
@@ -27,9 +29,9 @@ func (f *fakeAPI) setPlan(turn string, rev int, status string, statuses ...strin
 func (f *fakeAPI) writeTodos(id string, rev int, status string, statuses ...string) {
 	turn := ""
 	f.update(func(s *Snapshot) { turn = s.State.ActiveTurnID })
-	f.publish(EventToolCallDeferred, "", 1, map[string]any{"tool_call_id": id, "tool_name": "write_todos", "effect": "read", "requires_approval": false})
+	f.publish(wire.EventToolCallDeferred, "", 1, map[string]any{"tool_call_id": id, "tool_name": "write_todos", "effect": "read", "requires_approval": false})
 	f.setPlan(turn, rev, status, statuses...)
-	f.publish(EventToolCallFinished, "", 1, map[string]any{"tool_call_id": id, "tool_name": "write_todos", "status": ToolCallSucceeded})
+	f.publish(wire.EventToolCallFinished, "", 1, map[string]any{"tool_call_id": id, "tool_name": "write_todos", "status": ToolCallSucceeded})
 }
 
 // askRefund raises the approval of refund_order for an order.
@@ -41,8 +43,8 @@ func (f *fakeAPI) askRefund(order string) {
 		s.PendingInterrupts = []Interrupt{{InterruptID: id, ToolCallID: id, ToolName: "refund_order", Arguments: args, Kind: "approval"}}
 		s.State.Status = StatusRunningTools
 	})
-	f.publish(EventToolCallDeferred, "", 1, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
-	f.publish(EventInterruptRaised, "", 1, map[string]any{"interrupt_id": id, "tool_call_id": id, "tool_name": "refund_order", "kind": "approval"})
+	f.publish(wire.EventToolCallDeferred, "", 1, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "effect": "non_idempotent_write", "requires_approval": true})
+	f.publish(wire.EventInterruptRaised, "", 1, map[string]any{"interrupt_id": id, "tool_call_id": id, "tool_name": "refund_order", "kind": "approval"})
 }
 
 func (f *fakeAPI) endTurn(answer string) {
@@ -54,7 +56,7 @@ func (f *fakeAPI) endTurn(answer string) {
 		s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: s.State.TurnCount, InteractionMode: "chat"}
 		s.ToolCalls = []ToolCall{}
 	})
-	f.publishIn(turn, EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
+	f.publishIn(turn, wire.EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
 }
 
 func (f *fakeAPI) startTurn(n int, mode, text string) {
@@ -63,7 +65,7 @@ func (f *fakeAPI) startTurn(n int, mode, text string) {
 		s.State = &State{Status: StatusRunningModel, ActiveTurnID: turn, TurnCount: n, InteractionMode: mode}
 		f.addMessage(s, RoleUser, text, "", "")
 	})
-	f.publish(EventTurnStarted, "", 1, map[string]int64{"sequence": f.seq})
+	f.publish(wire.EventTurnStarted, "", 1, map[string]int64{"sequence": f.seq})
 }
 
 const (
@@ -90,15 +92,15 @@ func (f *fakeAPI) scriptPlan() {
 		}
 		f.setPlan("", 1, PlanActive, TaskPending, TaskPending)
 		f.startTurn(2, "executing", "[Dex] The user approved plan revision 1. Execute it and keep the task statuses current with write_todos.")
-		f.publish(EventPlanExecutionStarted, "", 1, map[string]int{"revision": 1})
+		f.publish(wire.EventPlanExecutionStarted, "", 1, map[string]int{"revision": 1})
 		f.writeTodos("todo_2", 2, PlanActive, TaskInProgress, TaskPending)
 		f.askRefund("3")
 		return true
 	}
 	f.onResolve = func(f *fakeAPI, id string, r Resolution) bool {
 		f.update(func(s *Snapshot) { s.PendingInterrupts = []Interrupt{}; s.State.Status = StatusRunningModel })
-		f.publish(EventInterruptResolved, "", 1, map[string]any{"interrupt_id": id, "approved": r.Approved, "kind": "approval"})
-		f.publish(EventToolCallFinished, "", 1, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "status": ToolCallSucceeded})
+		f.publish(wire.EventInterruptResolved, "", 1, map[string]any{"interrupt_id": id, "approved": r.Approved, "kind": "approval"})
+		f.publish(wire.EventToolCallFinished, "", 1, map[string]any{"tool_call_id": id, "tool_name": "refund_order", "status": ToolCallSucceeded})
 		if id == "refund_3" {
 			f.writeTodos("todo_3", 3, PlanActive, TaskCompleted, TaskInProgress)
 			f.askRefund("7")

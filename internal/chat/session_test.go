@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -434,24 +436,24 @@ func TestSessionCompactionNotes(t *testing.T) {
 			s.State = &State{Status: StatusRunningModel, ActiveTurnID: turn, TurnCount: turns}
 			f.addMessage(s, RoleUser, text, "", "")
 		})
-		f.publish(EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
+		f.publish(wire.EventTurnStarted, "", 0, map[string]int64{"sequence": f.seq})
 		if turns == 1 {
-			f.publish(EventCompactionStarted, "run/1", 1, map[string]int64{"through_sequence": 40})
-			f.publish(EventCompactionFinished, "compact/1", 1, map[string]any{"generation": 2, "through_sequence": 40})
+			f.publish(wire.EventCompactionStarted, "run/1", 1, map[string]int64{"through_sequence": 40})
+			f.publish(wire.EventCompactionFinished, "compact/1", 1, map[string]any{"generation": 2, "through_sequence": 40})
 			f.deltas("run/2", 1, "Still here.")
 			f.update(func(s *Snapshot) {
 				f.addMessage(s, RoleAssistant, "Still here.", "", "")
 				s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns}
 			})
-			f.publishIn(turn, EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
+			f.publishIn(turn, wire.EventTurnCompleted, "", 0, map[string]int{"message_count": 2})
 			return
 		}
 		const reason = "spend limit reached: this session used 3 model calls of its 3 model calls"
-		f.publish(EventSpendLimitReached, "run/3", 1, map[string]any{"scope": "session", "counter": "model_calls", "used": 3, "limit": 3, "reason": reason})
+		f.publish(wire.EventSpendLimitReached, "run/3", 1, map[string]any{"scope": "session", "counter": "model_calls", "used": 3, "limit": 3, "reason": reason})
 		f.update(func(s *Snapshot) {
 			s.State = &State{Status: StatusWaitingForUserMessage, TurnCount: turns, LastTurnError: reason}
 		})
-		f.publishIn(turn, EventTurnFailed, "", 0, map[string]string{"error": reason})
+		f.publishIn(turn, wire.EventTurnFailed, "", 0, map[string]string{"error": reason})
 	}
 	out, notes, err := runChat(t, f, "hello\nmore\n")
 	if err != nil {

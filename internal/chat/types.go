@@ -67,41 +67,12 @@ func (e closedError) Error() string {
 
 func (e closedError) Is(target error) bool { return target == ErrSessionClosed }
 
-// Event types.
-const (
-	EventTurnStarted        = httpclient.EventTurnStarted
-	EventTurnCompleted      = httpclient.EventTurnCompleted
-	EventTurnFailed         = httpclient.EventTurnFailed
-	EventTextDelta          = httpclient.EventTextDelta
-	EventReasoningDelta     = httpclient.EventReasoningDelta
-	EventToolCallDeferred   = httpclient.EventToolCallDeferred
-	EventToolCallStarted    = httpclient.EventToolCallStarted
-	EventToolCallFinished   = httpclient.EventToolCallFinished
-	EventInterruptRaised    = httpclient.EventInterruptRaised
-	EventInterruptResolved  = httpclient.EventInterruptResolved
-	EventInterruptExpiring  = httpclient.EventInterruptExpiring
-	EventTurnRecovering     = httpclient.EventTurnRecovering
-	EventUsageRecorded      = httpclient.EventUsageRecorded
-	EventCompactionStarted  = httpclient.EventCompactionStarted
-	EventCompactionFinished = httpclient.EventCompactionFinished
-	EventSpendLimitReached  = httpclient.EventSpendLimitReached
-	EventTurnSteered        = httpclient.EventTurnSteered
-	EventTurnCancelled      = httpclient.EventTurnCancelled
-)
-
 // Send modes of a message (Client.SendMessageMode).
 const (
 	SendModeQueue        = httpclient.SendModeQueue
 	SendModeSteer        = httpclient.SendModeSteer
 	SendModeInterrupt    = httpclient.SendModeInterrupt
 	SendModeRejectIfBusy = httpclient.SendModeRejectIfBusy
-)
-
-// Cancellation reasons of a call that a steer or a cancel stopped before
-// it ran (interrupt_resolved, ToolCall.CancellationReason).
-const (
-	CancellationSteered       = httpclient.CancellationSteered
-	CancellationTurnCancelled = httpclient.CancellationTurnCancelled
 )
 
 // InterruptKindQuestion is the kind of an ask_user question.
@@ -129,64 +100,4 @@ func subUsage(u, o Usage) Usage {
 		InputTokens: -o.InputTokens, OutputTokens: -o.OutputTokens, CachedInputTokens: -o.CachedInputTokens,
 		ReasoningTokens: -o.ReasoningTokens, TotalTokens: -o.TotalTokens, ModelCalls: -o.ModelCalls,
 	})
-}
-
-type turnSteeredPayload struct {
-	SteeredMessageCount int `json:"steered_message_count"`
-	MessageCount        int `json:"message_count"`
-}
-
-type compactionPayload struct {
-	Generation      int   `json:"generation"`
-	ThroughSequence int64 `json:"through_sequence"`
-}
-
-type textPayload struct {
-	Text string `json:"text"`
-}
-
-type turnFailedPayload struct {
-	Error string `json:"error"`
-}
-
-type toolCallPayload struct {
-	ToolCallID       string `json:"tool_call_id"`
-	ToolName         string `json:"tool_name"`
-	Effect           string `json:"effect"`
-	RequiresApproval bool   `json:"requires_approval"`
-	Status           string `json:"status"`
-}
-
-type interruptRaisedPayload struct {
-	InterruptID string `json:"interrupt_id"`
-	ToolCallID  string `json:"tool_call_id"`
-	ToolName    string `json:"tool_name"`
-	Deadline    string `json:"deadline"`
-	Kind        string `json:"kind"`
-	// Question, Choices and AllowsFreeText are a question's.
-	Question       string   `json:"question"`
-	Choices        []string `json:"choices"`
-	AllowsFreeText bool     `json:"allows_free_text"`
-	Digest         string   `json:"digest"`
-}
-
-type interruptExpiringPayload struct {
-	InterruptID string `json:"interrupt_id"`
-	ToolName    string `json:"tool_name"`
-	Kind        string `json:"kind"`
-	SecondsLeft int64  `json:"seconds_left"`
-}
-
-type interruptResolvedPayload struct {
-	InterruptID        string `json:"interrupt_id"`
-	Approved           bool   `json:"approved"`
-	RejectionMessage   string `json:"rejection_message"`
-	Kind               string `json:"kind"`
-	Answered           bool   `json:"answered"`
-	CancellationReason string `json:"cancellation_reason"`
-}
-
-type usageRecordedPayload struct {
-	Recorded Usage `json:"recorded"`
-	Session  Usage `json:"session"`
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
@@ -81,7 +83,7 @@ func TestApprovalIntegrity(t *testing.T) {
 	if !strings.HasPrefix(inA.Digest, "v1.") || inA.Digest == inB.Digest {
 		t.Fatalf("digests %q and %q: want v1. digests that differ by session", inA.Digest, inB.Digest)
 	}
-	raised := sessionEvents(t, c, a, func(e httpclient.Event) bool { return e.Type == httpclient.EventInterruptRaised })
+	raised := sessionEvents(t, c, a, func(e httpclient.Event) bool { return e.Type == wire.EventInterruptRaised })
 	if p := eventPayload(t, raised[len(raised)-1]); p["digest"] != inA.Digest {
 		t.Fatalf("interrupt_raised digest = %v, want the snapshot's %s", p["digest"], inA.Digest)
 	}
@@ -100,7 +102,7 @@ func TestApprovalIntegrity(t *testing.T) {
 	}
 
 	// The warning, 15 s before the 20 s deadline.
-	events := sessionEvents(t, c, a, func(e httpclient.Event) bool { return e.Type == httpclient.EventInterruptExpiring })
+	events := sessionEvents(t, c, a, func(e httpclient.Event) bool { return e.Type == wire.EventInterruptExpiring })
 	warned := time.Since(raisedAt)
 	if p := eventPayload(t, events[len(events)-1]); p["interrupt_id"] != inA.InterruptID || p["deadline"] != inA.Deadline || p["seconds_left"] != float64(15) {
 		t.Fatalf("interrupt_expiring = %v", p)
@@ -125,8 +127,8 @@ func TestApprovalIntegrity(t *testing.T) {
 	snapB := s.WaitForSnapshot("the deadline of the other session's approval", b, func(s client.Snapshot) bool {
 		return s.State.Status == client.StatusWaitingForUserMessage
 	})
-	evB := sessionEvents(t, c, b, func(e httpclient.Event) bool { return e.Type == httpclient.EventTurnCompleted })
-	res := findEvents(t, evB, httpclient.EventInterruptResolved, nil)
+	evB := sessionEvents(t, c, b, func(e httpclient.Event) bool { return e.Type == wire.EventTurnCompleted })
+	res := findEvents(t, evB, wire.EventInterruptResolved, nil)
 	if len(res) != 1 || eventPayload(t, res[0])["approved"] != false || eventPayload(t, res[0])["rejection_message"] != session.ApprovalDeadlinePassed {
 		t.Fatalf("b's interrupt_resolved = %s", eventsString(res))
 	}

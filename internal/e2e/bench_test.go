@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/activity"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -21,7 +23,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
-	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/tracing/otlptest"
 )
 
@@ -41,7 +42,7 @@ func (w *turnWaiter) ch(id string) chan struct{} {
 }
 
 func (w *turnWaiter) Publish(e events.Event) {
-	if e.Type == session.EventTurnCompleted || e.Type == session.EventTurnFailed {
+	if e.Type == wire.EventTurnCompleted || e.Type == wire.EventTurnFailed {
 		w.ch(e.SessionID) <- struct{}{}
 	}
 }

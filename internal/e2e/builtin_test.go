@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
-	"go.temporal.io/api/workflowservice/v1"
 )
 
 // builtInConfig is the test config with the built-in tools on, and the HTTP

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
@@ -142,20 +144,20 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 	if ok, err := c.ResolveInterrupt(ctx(t), id, snap.PendingInterrupts[0].InterruptID, httpclient.Resolution{Approved: false, RejectionMessage: "no"}); err != nil || !ok {
 		t.Fatalf("reject: %v %v", ok, err)
 	}
-	events := sessionEvents(t, c, id, func(e httpclient.Event) bool { return e.Type == httpclient.EventTurnCompleted })
+	events := sessionEvents(t, c, id, func(e httpclient.Event) bool { return e.Type == wire.EventTurnCompleted })
 
 	for _, e := range events {
 		if e.Attempt < 1 {
 			t.Errorf("%v has attempt %v; every event carries its Step's attempt (>= 1)", e.Type, e.Attempt)
 		}
 	}
-	read := findEvents(t, events, httpclient.EventToolCallFinished, func(p map[string]any) bool { return p["tool_name"] == "read_gate" })
+	read := findEvents(t, events, wire.EventToolCallFinished, func(p map[string]any) bool { return p["tool_name"] == "read_gate" })
 	if len(read) != 1 || read[0].Attempt != 2 {
 		t.Errorf("read_gate tool_call_finished = %s; want one, with attempt 2", eventsString(read))
 	}
 	// The second attempt said first that the turn recovers, and that the
 	// killed attempt had reached the tool.
-	recovering := findEvents(t, events, httpclient.EventTurnRecovering, nil)
+	recovering := findEvents(t, events, wire.EventTurnRecovering, nil)
 	if len(recovering) != 1 || recovering[0].Attempt != 2 {
 		t.Fatalf("turn_recovering = %s; want one, of attempt 2", eventsString(recovering))
 	}
@@ -177,7 +179,7 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 		t.Errorf("CallTool in the history = %+v; want one completed at attempt 2", got)
 	}
 
-	resolved := findEvents(t, events, httpclient.EventInterruptResolved, nil)
+	resolved := findEvents(t, events, wire.EventInterruptResolved, nil)
 	if len(resolved) != 1 {
 		t.Fatalf("interrupt_resolved events: %d, want 1", len(resolved))
 	}
@@ -190,11 +192,11 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 	if resolved[0].Attempt != 1 {
 		t.Errorf("interrupt_resolved attempt = %v, want 1 (a waiting Step)", resolved[0].Attempt)
 	}
-	rejected := findEvents(t, events, httpclient.EventToolCallFinished, func(p map[string]any) bool { return p["tool_name"] == "approve_write" })
+	rejected := findEvents(t, events, wire.EventToolCallFinished, func(p map[string]any) bool { return p["tool_name"] == "approve_write" })
 	if len(rejected) != 1 || eventPayload(t, rejected[0])["status"] != "rejected" {
 		t.Errorf("approve_write tool_call_finished = %s; want one, rejected", eventsString(rejected))
 	}
-	if started := findEvents(t, events, httpclient.EventToolCallStarted, func(p map[string]any) bool { return p["tool_name"] == "approve_write" }); len(started) != 0 {
+	if started := findEvents(t, events, wire.EventToolCallStarted, func(p map[string]any) bool { return p["tool_name"] == "approve_write" }); len(started) != 0 {
 		t.Errorf("tool_call_started for a call that never ran: %s", eventsString(started))
 	}
 }
@@ -231,8 +233,8 @@ http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := sessionEvents(t, apiClient(t, base, tokenAll), id, func(e httpclient.Event) bool { return e.Type == httpclient.EventTurnCompleted })
-	raised := findEvents(t, events, httpclient.EventInterruptRaised, nil)
+	events := sessionEvents(t, apiClient(t, base, tokenAll), id, func(e httpclient.Event) bool { return e.Type == wire.EventTurnCompleted })
+	raised := findEvents(t, events, wire.EventInterruptRaised, nil)
 	if len(raised) != 1 {
 		t.Fatalf("interrupt_raised events: %d", len(raised))
 	}
@@ -243,7 +245,7 @@ http:
 	if rp["deadline"] == "" || rp["question"] != "" || fmt.Sprint(rp["choices"]) != "[]" || rp["allows_free_text"] != false || rp["kind"] != "approval" {
 		t.Errorf("interrupt_raised payload = %v", rp)
 	}
-	resolved := findEvents(t, events, httpclient.EventInterruptResolved, nil)
+	resolved := findEvents(t, events, wire.EventInterruptResolved, nil)
 	if len(resolved) != 1 {
 		t.Fatalf("interrupt_resolved events: %d", len(resolved))
 	}
@@ -251,7 +253,7 @@ http:
 	if p["approved"] != false || p["rejection_message"] != session.ApprovalDeadlinePassed || p["cancellation_reason"] != "" || p["answered"] != false {
 		t.Errorf("interrupt_resolved after the deadline = %v", p)
 	}
-	if finished := findEvents(t, events, httpclient.EventToolCallFinished, nil); len(finished) != 1 || eventPayload(t, finished[0])["status"] != "rejected" {
+	if finished := findEvents(t, events, wire.EventToolCallFinished, nil); len(finished) != 1 || eventPayload(t, finished[0])["status"] != "rejected" {
 		t.Errorf("tool_call_finished = %s; want one, rejected", eventsString(finished))
 	}
 }

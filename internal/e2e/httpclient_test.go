@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
@@ -75,7 +77,7 @@ http:
 			}
 		}
 	}
-	raised := next(httpclient.EventInterruptRaised)
+	raised := next(wire.EventInterruptRaised)
 	var in struct {
 		InterruptID string `json:"interrupt_id"`
 		ToolName    string `json:"tool_name"`
@@ -96,7 +98,7 @@ http:
 	if ok, err := c.ResolveInterrupt(ctx, id, in.InterruptID, httpclient.Resolution{Approved: true}); ok || err != nil {
 		t.Errorf("a second ResolveInterrupt = %v, %v; want false", ok, err)
 	}
-	next(httpclient.EventTurnCompleted)
+	next(wire.EventTurnCompleted)
 	answer := "done: approve_write=succeeded:wrote a"
 	if !strings.Contains(text.String(), answer) {
 		t.Errorf("streamed text %q, want it to hold %q", text.String(), answer)
@@ -111,7 +113,7 @@ http:
 	if ok, err := c.SendMessage(ctx, id, "call:approve_write:b"); !ok || err != nil {
 		t.Fatalf("SendMessage = %v, %v", ok, err)
 	}
-	next(httpclient.EventInterruptRaised)
+	next(wire.EventInterruptRaised)
 	if ok, err := c.SendMessage(ctx, id, "queued one"); !ok || err != nil {
 		t.Fatalf("SendMessage = %v, %v", ok, err)
 	}

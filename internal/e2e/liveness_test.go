@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
@@ -66,17 +68,17 @@ func TestStalledModelStreamIsRetried(t *testing.T) {
 					t.Fatalf("events: %v", err)
 				}
 				text.Add(d.Event)
-				if d.Event.Type == httpclient.EventTurnRecovering {
+				if d.Event.Type == wire.EventTurnRecovering {
 					recovering = append(recovering, d.Event)
 				}
-				if d.Event.Type == httpclient.EventTextDelta {
+				if d.Event.Type == wire.EventTextDelta {
 					var p struct{ Text string }
 					_ = d.Event.Payload.Decode(&p)
 					raw.WriteString(p.Text)
 					attempts[d.Event.Attempt] = true
 				}
-				if d.Event.Type == httpclient.EventTurnCompleted || d.Event.Type == httpclient.EventTurnFailed {
-					if d.Event.Type == httpclient.EventTurnFailed {
+				if d.Event.Type == wire.EventTurnCompleted || d.Event.Type == wire.EventTurnFailed {
+					if d.Event.Type == wire.EventTurnFailed {
 						t.Fatalf("the turn failed: %s", d.Event.Payload)
 					}
 					break

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
@@ -47,7 +49,7 @@ func TestTurnPastItsRecoveryBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			events := sessionEvents(t, c, id, func(e httpclient.Event) bool { return e.Type == httpclient.EventTurnFailed })
+			events := sessionEvents(t, c, id, func(e httpclient.Event) bool { return e.Type == wire.EventTurnFailed })
 			snap := s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
 				return s.State != nil && s.State.LastTurnError != "" && s.State.Status == client.StatusWaitingForUserMessage
 			})
@@ -75,7 +77,7 @@ func TestTurnPastItsRecoveryBudget(t *testing.T) {
 			// Each attempt after the first wrote turn_recovering.
 			var recovering []int
 			for _, e := range events {
-				if e.Type == httpclient.EventTurnRecovering {
+				if e.Type == wire.EventTurnRecovering {
 					recovering = append(recovering, e.Attempt)
 				}
 			}

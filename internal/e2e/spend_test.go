@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
@@ -101,12 +103,12 @@ func TestSpendLimitReachedMidSession(t *testing.T) {
 	}
 	failed := 0
 	events := sessionEvents(t, apiClient(t, base, tokenAll), id, func(e httpclient.Event) bool {
-		if e.Type == httpclient.EventTurnFailed {
+		if e.Type == wire.EventTurnFailed {
 			failed++
 		}
 		return failed == 2
 	})
-	reached := findEvents(t, events, httpclient.EventSpendLimitReached, nil)
+	reached := findEvents(t, events, wire.EventSpendLimitReached, nil)
 	if len(reached) != 2 {
 		t.Fatalf("%d spend_limit_reached events, want 2 (turns 4 and 5)", len(reached))
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // DefaultCapacityBytes is a session's default event capacity: 10 MiB.
@@ -169,7 +171,7 @@ func (b *MemoryBroker) trimOldest(s *stream) {
 	s.entries = s.entries[1:]
 	s.bytes -= old.size
 	b.total -= old.size
-	if old.event.Type == "turn_started" && s.turnStarts[old.event.TurnID] == old.seq {
+	if old.event.Type == wire.EventTurnStarted && s.turnStarts[old.event.TurnID] == old.seq {
 		delete(s.turnStarts, old.event.TurnID)
 	}
 }
@@ -195,7 +197,7 @@ func (b *MemoryBroker) Publish(e Event) {
 	b.total += size
 	s.lastWrite = now
 	b.lru.MoveToBack(s.elem)
-	if e.Type == "turn_started" && e.TurnID != "" {
+	if e.Type == wire.EventTurnStarted && e.TurnID != "" {
 		s.turnStarts[e.TurnID] = seq
 	}
 	for s.bytes > b.opts.CapacityBytes && len(s.entries) > 1 {

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -367,7 +369,7 @@ func (b *RedisBroker) writeOnce(batch []Event) ([]Event, error) {
 			entry, _ = json.Marshal(redisEntry{Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.StepExecutionID, Attempt: e.Attempt, Payload: json.RawMessage("null")})
 		}
 		turn := ""
-		if e.Type == "turn_started" {
+		if e.Type == wire.EventTurnStarted {
 			turn = e.TurnID
 		}
 		keys := []string{b.streamKey(e.SessionID), b.metaKey(e.SessionID), b.originKey(e.SessionID, e.Origin)}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/uistream"
@@ -350,7 +352,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok 
 			token = d.Token
 			out = append(out, tr.Add(d.Event)...)
 			switch d.Event.Type {
-			case "interrupt_raised", "interrupt_resolved", "tool_call_finished":
+			case wire.EventInterruptRaised, wire.EventInterruptResolved, wire.EventToolCallFinished:
 				relevant = true
 			}
 		}

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
 )
 
@@ -269,7 +271,7 @@ func (s *session) turn(ctx context.Context, n int, frames <-chan frame, streamEr
 			return 0, 0, fmt.Errorf("turn %d did not end within %s", n+1, s.o.TurnTimeout)
 		case f := <-frames:
 			switch f.Type {
-			case "text_delta":
+			case wire.EventTextDelta:
 				if first == 0 {
 					first = f.at.Sub(sent)
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Input is one thing that happens to a session: a request from a client,
@@ -466,7 +467,7 @@ func (s *State) buildingUser(in Input) Result {
 		var cmds []Command
 		if !s.TurnStartedSent {
 			// turn_started once, at the turn's first user message.
-			cmds = append(cmds, Emit{Event: newEvent(EventTurnStarted, s.ActiveTurnID, in.Attempt, turnStartedPayload{Sequence: seq})})
+			cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnStarted, s.ActiveTurnID, in.Attempt, wire.TurnStartedPayload{Sequence: seq})})
 		}
 		if len(s.TurnMore) > 0 {
 			// A turn of several steered messages builds them in order.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Built-in tools: session features that work under every runner. The
@@ -188,14 +189,14 @@ func parseDurableWait(args string, maxMs int64) (secs int64, reason string, err 
 func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, todos int) []Command {
 	rec.Effect, rec.RequiresApproval = pluginapi.EffectRead, false
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
-	cmds := []Command{Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+	cmds := []Command{Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
 		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: false,
 	}).forStep(step)}}
 	// final records the call final at once (no Step runs it).
 	final := func(status pluginapi.ToolCallStatus, more ...Command) []Command {
 		rec.Status = status
 		s.ToolCalls = append(s.ToolCalls, rec)
-		return append(append(cmds, more...), Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+		return append(append(cmds, more...), Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(status),
 		}).forStep(step)})
 	}
@@ -221,7 +222,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 			rec.Output = resultJSON(map[string]any{"status": "updated", "revision": plan.Revision, "task_count": len(plan.Tasks)})
 		}
 		return final(pluginapi.ToolCallSucceeded,
-			Emit{Event: newEvent(EventPlanUpdated, s.ActiveTurnID, attempt, planUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})})
+			Emit{Event: newEvent(wire.EventPlanUpdated, s.ActiveTurnID, attempt, wire.PlanUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})})
 	case BuiltInAskUser:
 		a, err := parseAskUser(rec.Arguments)
 		if err != nil {
@@ -243,7 +244,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 		if choices == nil {
 			choices = []string{}
 		}
-		cmds = append(cmds, Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, attempt, interruptRaisedPayload{
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptRaised, s.ActiveTurnID, attempt, wire.InterruptRaisedPayload{
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName, Deadline: formatDeadline(in.DeadlineUnixMs),
 			Kind: string(in.Kind), Question: in.Question, Choices: choices, AllowsFreeText: in.AllowsFreeText,
 		}).forStep(step)})
@@ -266,7 +267,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 		s.ToolCalls = append(s.ToolCalls, rec)
 		s.Waits = append(s.Waits, w)
 		return append(cmds,
-			Emit{Event: newEvent(EventTimerStarted, s.ActiveTurnID, attempt, timerStartedPayload{ToolCallID: rec.ToolCallID, WaitUntil: rec.WaitUntil, Reason: reason}).forStep(step)},
+			Emit{Event: newEvent(wire.EventTimerStarted, s.ActiveTurnID, attempt, wire.TimerStartedPayload{ToolCallID: rec.ToolCallID, WaitUntil: rec.WaitUntil, Reason: reason}).forStep(step)},
 			StartWaitTimer{ToolCallID: rec.ToolCallID, DelayMs: secs * 1000})
 	}
 	return fail(fmt.Errorf("unknown built-in tool"))
@@ -277,15 +278,6 @@ type Wait struct {
 	ToolCallID string `json:"tool_call_id"`
 	UntilMs    int64  `json:"until_ms"`
 	Seconds    int64  `json:"seconds"`
-	Reason     string `json:"reason"`
-}
-
-// EventTimerStarted is written when a durable_wait starts.
-const EventTimerStarted = "timer_started"
-
-type timerStartedPayload struct {
-	ToolCallID string `json:"tool_call_id"`
-	WaitUntil  string `json:"wait_until"`
 	Reason     string `json:"reason"`
 }
 
@@ -340,7 +332,7 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 	if in.DeadlineUnixMs > 0 {
 		cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
 	}
-	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
+	cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: true, Kind: string(in.Kind), Answered: true,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if in.isToolInput() && s.ToolCalls[c].TaskID != "" {
@@ -373,7 +365,7 @@ func (s *State) endQuestion(i, c int, text, eventText string) []Command {
 	if in.DeadlineUnixMs > 0 {
 		cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
 	}
-	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
+	cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: eventText, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if s.ToolCalls[c].TaskID != "" {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Compaction. A RunModel Step of a session with a compaction policy first
@@ -45,7 +46,7 @@ func (s *State) compact(out ModelOutcome) []Command {
 	s.Status = client.StatusCompactingContext
 	s.CompactingThrough = through
 	return []Command{
-		Emit{Event: newEvent(EventCompactionStarted, s.ActiveTurnID, out.Attempt, compactionStartedPayload{ThroughSequence: through})},
+		Emit{Event: newEvent(wire.EventCompactionStarted, s.ActiveTurnID, out.Attempt, wire.CompactionStartedPayload{ThroughSequence: through})},
 		s.compactContext(),
 	}
 }
@@ -92,7 +93,7 @@ func (s *State) contextCompacted(out CompactOutcome, nowMs int64) []Command {
 	s.CompactingThrough = 0
 	cmds := s.recordUsage(out.Usage, out.Attempt)
 	s.chargeSpend(out.Usage, out.Spend)
-	cmds = append(cmds, Emit{Event: newEvent(EventCompactionFinished, s.ActiveTurnID, out.Attempt, compactionFinishedPayload{Generation: gen, ThroughSequence: through})})
+	cmds = append(cmds, Emit{Event: newEvent(wire.EventCompactionFinished, s.ActiveTurnID, out.Attempt, wire.CompactionFinishedPayload{Generation: gen, ThroughSequence: through})})
 	return append(cmds, s.toModel()...)
 }
 

@@ -12,30 +12,31 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // wireNames are the constants that carry a spec name, by their Go name in
 // docs/conformance.md.
 var wireNames = map[string]string{
-	"session.EventTurnStarted":          EventTurnStarted,
-	"session.EventTurnCompleted":        EventTurnCompleted,
-	"session.EventTurnFailed":           EventTurnFailed,
-	"session.EventTextDelta":            EventTextDelta,
-	"session.EventReasoningDelta":       EventReasoningDelta,
-	"session.EventToolCallStarted":      EventToolCallStarted,
-	"session.EventToolCallFinished":     EventToolCallFinished,
-	"session.EventToolCallDeferred":     EventToolCallDeferred,
-	"session.EventInterruptRaised":      EventInterruptRaised,
-	"session.EventInterruptResolved":    EventInterruptResolved,
-	"session.EventUsageRecorded":        EventUsageRecorded,
-	"session.EventCompactionStarted":    EventCompactionStarted,
-	"session.EventCompactionFinished":   EventCompactionFinished,
-	"session.EventTimerStarted":         EventTimerStarted,
-	"session.EventToolTaskStarted":      EventToolTaskStarted,
-	"session.EventPlanUpdated":          EventPlanUpdated,
-	"session.EventPlanExecutionStarted": EventPlanExecutionStarted,
-	"session.EventTurnSteered":          EventTurnSteered,
-	"session.EventTurnCancelled":        EventTurnCancelled,
+	"wire.EventTurnStarted":          wire.EventTurnStarted,
+	"wire.EventTurnCompleted":        wire.EventTurnCompleted,
+	"wire.EventTurnFailed":           wire.EventTurnFailed,
+	"wire.EventTextDelta":            wire.EventTextDelta,
+	"wire.EventReasoningDelta":       wire.EventReasoningDelta,
+	"wire.EventToolCallStarted":      wire.EventToolCallStarted,
+	"wire.EventToolCallFinished":     wire.EventToolCallFinished,
+	"wire.EventToolCallDeferred":     wire.EventToolCallDeferred,
+	"wire.EventInterruptRaised":      wire.EventInterruptRaised,
+	"wire.EventInterruptResolved":    wire.EventInterruptResolved,
+	"wire.EventUsageRecorded":        wire.EventUsageRecorded,
+	"wire.EventCompactionStarted":    wire.EventCompactionStarted,
+	"wire.EventCompactionFinished":   wire.EventCompactionFinished,
+	"wire.EventTimerStarted":         wire.EventTimerStarted,
+	"wire.EventToolTaskStarted":      wire.EventToolTaskStarted,
+	"wire.EventPlanUpdated":          wire.EventPlanUpdated,
+	"wire.EventPlanExecutionStarted": wire.EventPlanExecutionStarted,
+	"wire.EventTurnSteered":          wire.EventTurnSteered,
+	"wire.EventTurnCancelled":        wire.EventTurnCancelled,
 
 	"client.UpdateSendUserMessage":     client.UpdateSendUserMessage,
 	"client.UpdateResolveInterrupt":    client.UpdateResolveInterrupt,
@@ -90,31 +91,31 @@ var wireNames = map[string]string{
 	"pluginapi.ToolCallFailed":         string(pluginapi.ToolCallFailed),
 	"pluginapi.ToolCallOutcomeUnknown": string(pluginapi.ToolCallOutcomeUnknown),
 
-	"session.CancellationSteered":       CancellationSteered,
-	"session.CancellationTurnCancelled": CancellationTurnCancelled,
+	"wire.CancellationSteered":       wire.CancellationSteered,
+	"wire.CancellationTurnCancelled": wire.CancellationTurnCancelled,
 }
 
 // eventPayloads are the payload types of the events, by Go name.
 var eventPayloads = map[string]any{
-	"session.EventTurnStarted":          turnStartedPayload{},
-	"session.EventTurnCompleted":        turnCompletedPayload{},
-	"session.EventTurnFailed":           turnFailedPayload{},
-	"session.EventTextDelta":            TextPayload{},
-	"session.EventReasoningDelta":       TextPayload{},
-	"session.EventToolCallStarted":      ToolCallStartedPayload{},
-	"session.EventToolCallFinished":     toolCallFinishedPayload{},
-	"session.EventToolCallDeferred":     toolCallDeferredPayload{},
-	"session.EventInterruptRaised":      interruptRaisedPayload{},
-	"session.EventInterruptResolved":    interruptResolvedPayload{},
-	"session.EventUsageRecorded":        usageRecordedPayload{},
-	"session.EventCompactionStarted":    compactionStartedPayload{},
-	"session.EventCompactionFinished":   compactionFinishedPayload{},
-	"session.EventTimerStarted":         timerStartedPayload{},
-	"session.EventToolTaskStarted":      toolTaskStartedPayload{},
-	"session.EventPlanUpdated":          planUpdatedPayload{},
-	"session.EventPlanExecutionStarted": planExecutionStartedPayload{},
-	"session.EventTurnSteered":          turnSteeredPayload{},
-	"session.EventTurnCancelled":        turnCancelledPayload{},
+	"wire.EventTurnStarted":          wire.TurnStartedPayload{},
+	"wire.EventTurnCompleted":        wire.TurnCompletedPayload{},
+	"wire.EventTurnFailed":           wire.TurnFailedPayload{},
+	"wire.EventTextDelta":            wire.TextPayload{},
+	"wire.EventReasoningDelta":       wire.TextPayload{},
+	"wire.EventToolCallStarted":      wire.ToolCallStartedPayload{},
+	"wire.EventToolCallFinished":     wire.ToolCallFinishedPayload{},
+	"wire.EventToolCallDeferred":     wire.ToolCallDeferredPayload{},
+	"wire.EventInterruptRaised":      wire.InterruptRaisedPayload{},
+	"wire.EventInterruptResolved":    wire.InterruptResolvedPayload{},
+	"wire.EventUsageRecorded":        wire.UsageRecordedPayload{},
+	"wire.EventCompactionStarted":    wire.CompactionStartedPayload{},
+	"wire.EventCompactionFinished":   wire.CompactionFinishedPayload{},
+	"wire.EventTimerStarted":         wire.TimerStartedPayload{},
+	"wire.EventToolTaskStarted":      wire.ToolTaskStartedPayload{},
+	"wire.EventPlanUpdated":          wire.PlanUpdatedPayload{},
+	"wire.EventPlanExecutionStarted": wire.PlanExecutionStartedPayload{},
+	"wire.EventTurnSteered":          wire.TurnSteeredPayload{},
+	"wire.EventTurnCancelled":        wire.TurnCancelledPayload{},
 }
 
 // modelTexts are the texts the model sees, by Go name.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Turn control: steering, queued messages, turn cancellation and closing
@@ -39,8 +40,8 @@ import (
 // Turn control requests of the active turn (State.Control).
 const (
 	controlNone      = ""
-	controlSteered   = CancellationSteered
-	controlCancelled = CancellationTurnCancelled
+	controlSteered   = wire.CancellationSteered
+	controlCancelled = wire.CancellationTurnCancelled
 )
 
 // What the model sees as the result of a call that a steer or a cancel
@@ -49,21 +50,6 @@ const (
 	SteeredToolResult   = `{"status":"cancelled","reason":"superseded_by_steered_user_message"}`
 	CancelledToolResult = `{"status":"cancelled","reason":"turn_cancelled_by_user"}`
 )
-
-// Events of turn control.
-const (
-	EventTurnSteered   = "turn_steered"
-	EventTurnCancelled = "turn_cancelled"
-)
-
-type turnSteeredPayload struct {
-	SteeredMessageCount int `json:"steered_message_count"`
-	MessageCount        int `json:"message_count"`
-}
-
-type turnCancelledPayload struct {
-	MessageCount int `json:"message_count"`
-}
 
 // Send modes of send_user_message (client.SendMode*).
 const (
@@ -358,7 +344,7 @@ func (s *State) dropInterrupt(i int, reason string) []Command {
 	if in.DeadlineUnixMs > 0 {
 		cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
 	}
-	return append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
+	return append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, Kind: string(in.Kind), CancellationReason: reason,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 }
@@ -502,9 +488,9 @@ func (s *State) controlApplied(msgs []pluginapi.FrameworkMessage, stored *StoreR
 	cmds := s.endTurn()
 	s.LastTurnError = reason
 	if control == controlCancelled {
-		cmds = append(cmds, Emit{Event: newEvent(EventTurnCancelled, turn, attempt, turnCancelledPayload{MessageCount: count})})
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnCancelled, turn, attempt, wire.TurnCancelledPayload{MessageCount: count})})
 	} else {
-		cmds = append(cmds, Emit{Event: newEvent(EventTurnSteered, turn, attempt, turnSteeredPayload{SteeredMessageCount: steered, MessageCount: count})})
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnSteered, turn, attempt, wire.TurnSteeredPayload{SteeredMessageCount: steered, MessageCount: count})})
 	}
 	return append(cmds, s.next()...)
 }
@@ -572,10 +558,10 @@ func (s *State) deferStopped(rec pluginapi.ToolCall, attempt int) []Command {
 	}
 	s.ToolCalls = append(s.ToolCalls, rec)
 	return []Command{
-		Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+		Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
 		}).forStep(step)},
-		Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+		Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
 		}).forStep(step)},
 	}

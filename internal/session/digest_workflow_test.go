@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -74,7 +76,7 @@ func TestWorkflowApprovalDigests(t *testing.T) {
 		if len(s.PendingInterrupts) != 1 || s.PendingInterrupts[0].Digest != want {
 			t.Fatalf("snapshot interrupts = %+v, want digest %s", s.PendingInterrupts, want)
 		}
-		if p := sink.payload(EventInterruptRaised); p == nil || p["digest"] != want {
+		if p := sink.payload(wire.EventInterruptRaised); p == nil || p["digest"] != want {
 			t.Fatalf("interrupt_raised = %v, want digest %s", p, want)
 		}
 		// The digest of other arguments for the same call ID.
@@ -149,12 +151,12 @@ func TestWorkflowExpiringAndExtension(t *testing.T) {
 	var extErr, farErr, okErr error
 	var approved bool
 	env.RegisterDelayedCallback(func() {
-		if p := sink.payload(EventInterruptExpiring); p != nil {
+		if p := sink.payload(wire.EventInterruptExpiring); p != nil {
 			t.Errorf("warned 40 minutes in: %v", p)
 		}
 	}, 40*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		if p := sink.payload(EventInterruptExpiring); p == nil || p["seconds_left"] != float64(600) {
+		if p := sink.payload(wire.EventInterruptExpiring); p == nil || p["seconds_left"] != float64(600) {
 			t.Errorf("interrupt_expiring 51 minutes in = %v", p)
 		}
 		env.UpdateWorkflow(client.UpdateExtendInterrupt, "", &testsuite.TestUpdateCallback{
@@ -183,7 +185,7 @@ func TestWorkflowExpiringAndExtension(t *testing.T) {
 	if updateErrType(farErr) != client.InterruptNotExtendedErrorType || !strings.Contains(farErr.Error(), "past its latest deadline") {
 		t.Errorf("extension past the maximum: %v", farErr)
 	}
-	if p := sink.payload(EventInterruptExtended); p == nil || p["deadline"] != ext.Deadline {
+	if p := sink.payload(wire.EventInterruptExtended); p == nil || p["deadline"] != ext.Deadline {
 		t.Errorf("interrupt_extended = %v", p)
 	}
 	if !approved || okErr != nil || f.toolCalls.Load() != 1 {

@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // This file holds the deadlines of interrupts past the spec: the
@@ -10,40 +12,9 @@ import (
 // which moves a deadline within the agent's maximum. It is pure, as
 // state.go is.
 
-// Events of interrupt deadlines.
-const (
-	// EventInterruptExpiring is written once per deadline, the agent's
-	// interrupt_expiring_lead before it passes.
-	EventInterruptExpiring = "interrupt_expiring"
-	// EventInterruptExtended is written when extend_interrupt moves a
-	// deadline.
-	EventInterruptExtended = "interrupt_extended"
-)
-
 // MaxExtendSeconds bounds one extension (ten years), far past any
 // max_interrupt_deadline, so the arithmetic cannot overflow.
 const MaxExtendSeconds = 10 * 365 * 24 * 3600
-
-type interruptExpiringPayload struct {
-	InterruptID string `json:"interrupt_id"`
-	ToolCallID  string `json:"tool_call_id"`
-	ToolName    string `json:"tool_name"`
-	Kind        string `json:"kind"`
-	Deadline    string `json:"deadline"`
-	// SecondsLeft is the whole seconds until the deadline.
-	SecondsLeft int64 `json:"seconds_left"`
-}
-
-type interruptExtendedPayload struct {
-	InterruptID      string `json:"interrupt_id"`
-	ToolCallID       string `json:"tool_call_id"`
-	ToolName         string `json:"tool_name"`
-	Kind             string `json:"kind"`
-	Deadline         string `json:"deadline"`
-	PreviousDeadline string `json:"previous_deadline"`
-	// LatestDeadline is the latest any extension may move it to.
-	LatestDeadline string `json:"latest_deadline"`
-}
 
 // ExtendInterrupt moves a pending interrupt's deadline ExtendBySeconds
 // later (extend_interrupt).
@@ -112,7 +83,7 @@ func (s *State) extendInterrupt(in ExtendInterrupt) Result {
 	s.Interrupts[i] = it
 	return applied([]Command{
 		CancelTimer{InterruptID: it.InterruptID},
-		Emit{Event: newEvent(EventInterruptExtended, s.ActiveTurnID, waitingStepAttempt, interruptExtendedPayload{
+		Emit{Event: newEvent(wire.EventInterruptExtended, s.ActiveTurnID, waitingStepAttempt, wire.InterruptExtendedPayload{
 			InterruptID: it.InterruptID, ToolCallID: it.ToolCallID, ToolName: it.ToolName, Kind: string(it.Kind),
 			Deadline: formatDeadline(it.DeadlineUnixMs), PreviousDeadline: formatDeadline(previous),
 			LatestDeadline: formatDeadline(s.latestDeadline(it)),
@@ -147,7 +118,7 @@ func (s *State) expiring(i int, nowMs int64) []Command {
 	if lead := s.Options.InterruptExpiringLeadMs; lead > 0 && !in.Warned && nowMs >= in.DeadlineUnixMs-lead {
 		in.Warned = true
 		s.Interrupts[i] = in
-		cmds = append(cmds, Emit{Event: newEvent(EventInterruptExpiring, s.ActiveTurnID, waitingStepAttempt, interruptExpiringPayload{
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptExpiring, s.ActiveTurnID, waitingStepAttempt, wire.InterruptExpiringPayload{
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName, Kind: string(in.Kind),
 			Deadline: formatDeadline(in.DeadlineUnixMs), SecondsLeft: (in.DeadlineUnixMs - nowMs + 999) / 1000,
 		}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})

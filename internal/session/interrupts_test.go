@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dex-agents/dex-agent-worker/client"
@@ -57,13 +59,13 @@ func TestInterruptExpiringWarnsOnceBeforeTheDeadline(t *testing.T) {
 		t.Fatalf("early (-want +got):\n%s", diff)
 	}
 	cmds = s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 50_000}).Commands
-	if diff := cmp.Diff([]string{EventInterruptExpiring}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventInterruptExpiring}, eventTypes(cmds)); diff != "" {
 		t.Fatalf("events at the warning (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"start_timer c1 10s"}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Fatalf("timer after the warning (-want +got):\n%s", diff)
 	}
-	p := payloadOf(t, cmds, EventInterruptExpiring)
+	p := payloadOf(t, cmds, wire.EventInterruptExpiring)
 	want := map[string]any{"interrupt_id": "c1", "tool_call_id": "c1", "tool_name": "refund", "kind": "approval",
 		"deadline": formatDeadline(now + 60_000), "seconds_left": float64(10)}
 	if diff := cmp.Diff(want, p); diff != "" {
@@ -76,13 +78,13 @@ func TestInterruptExpiringWarnsOnceBeforeTheDeadline(t *testing.T) {
 	}
 	// The deadline rejects the call with its own reason, never grants it.
 	cmds = s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 60_000}).Commands
-	if diff := cmp.Diff([]string{EventInterruptResolved, EventToolCallFinished}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventInterruptResolved, wire.EventToolCallFinished}, eventTypes(cmds)); diff != "" {
 		t.Fatalf("events at the deadline (-want +got):\n%s", diff)
 	}
 	if rec := s.ToolCalls[0]; rec.Status != pluginapi.ToolCallRejected || rec.RejectionMessage != ApprovalDeadlinePassed {
 		t.Fatalf("record at the deadline = %s %q", rec.Status, rec.RejectionMessage)
 	}
-	if p := payloadOf(t, cmds, EventInterruptResolved); p["approved"] != false || p["rejection_message"] != ApprovalDeadlinePassed {
+	if p := payloadOf(t, cmds, wire.EventInterruptResolved); p["approved"] != false || p["rejection_message"] != ApprovalDeadlinePassed {
 		t.Fatalf("interrupt_resolved = %v", p)
 	}
 }
@@ -163,7 +165,7 @@ func TestExtendInterrupt(t *testing.T) {
 			if diff := cmp.Diff([]string{"cancel_timer c1", "start_timer c1 " + (time.Duration(warnIn) * time.Second).String()}, renderAll(nonEmit(r.Commands))); diff != "" {
 				t.Fatalf("commands (-want +got):\n%s", diff)
 			}
-			p := payloadOf(t, r.Commands, EventInterruptExtended)
+			p := payloadOf(t, r.Commands, wire.EventInterruptExtended)
 			want := map[string]any{"interrupt_id": "c1", "tool_call_id": "c1", "tool_name": "refund", "kind": "approval",
 				"deadline": formatDeadline(deadline), "previous_deadline": formatDeadline(now + 60_000), "latest_deadline": formatDeadline(now + 300_000)}
 			if diff := cmp.Diff(want, p); diff != "" {
@@ -183,7 +185,7 @@ func TestExtendInterrupt(t *testing.T) {
 
 func TestAnExtensionWarnsAgain(t *testing.T) {
 	s, _ := awaitingApproval(t, deadlineOpts())
-	if types := eventTypes(s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 50_000}).Commands); len(types) != 1 || types[0] != EventInterruptExpiring {
+	if types := eventTypes(s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 50_000}).Commands); len(types) != 1 || types[0] != wire.EventInterruptExpiring {
 		t.Fatalf("warning: %q", types)
 	}
 	if !s.Apply(ExtendInterrupt{InterruptID: "c1", ExtendBySeconds: 60, NowMs: now + 52_000}).Accepted {
@@ -191,7 +193,7 @@ func TestAnExtensionWarnsAgain(t *testing.T) {
 	}
 	// New deadline now+120 s: warned again at now+110 s.
 	cmds := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 110_000}).Commands
-	if diff := cmp.Diff([]string{EventInterruptExpiring}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventInterruptExpiring}, eventTypes(cmds)); diff != "" {
 		t.Fatalf("second warning (-want +got):\n%s", diff)
 	}
 }
@@ -205,7 +207,7 @@ func TestQuestionDeadlinesWarnAndExtend(t *testing.T) {
 	if diff := cmp.Diff([]string{"start_timer q1 50s"}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Fatalf("raise (-want +got):\n%s", diff)
 	}
-	if p := payloadOf(t, s.Apply(DeadlineTimerFired{InterruptID: "q1", NowMs: now + 50_000}).Commands, EventInterruptExpiring); p["kind"] != "question" {
+	if p := payloadOf(t, s.Apply(DeadlineTimerFired{InterruptID: "q1", NowMs: now + 50_000}).Commands, wire.EventInterruptExpiring); p["kind"] != "question" {
 		t.Fatalf("interrupt_expiring = %v", p)
 	}
 	if !s.Apply(ExtendInterrupt{InterruptID: "q1", ExtendBySeconds: 30, NowMs: now + 51_000}).Accepted {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Plans: the write_todos built-in replaces the session's plan as a whole.
@@ -39,18 +40,6 @@ const (
 // more than one (the spec's text).
 const WriteTodosCalledTwice = "write_todos was called more than once in one response"
 
-// EventPlanUpdated is written when write_todos changes the plan, and when
-// an approval marks a draft active; EventPlanExecutionStarted when an
-// approved plan's executing turn starts.
-const (
-	EventPlanUpdated          = "plan_updated"
-	EventPlanExecutionStarted = "plan_execution_started"
-)
-
-type planExecutionStartedPayload struct {
-	Revision int `json:"revision"`
-}
-
 // Texts of plan mode (the spec's).
 const (
 	// PlanningOnlyWriteTodos rejects any other call of a planning turn.
@@ -62,12 +51,6 @@ const (
 
 // planExecutionMessageID marks the queued message of an approved plan.
 const planExecutionMessageID = "plan-execution"
-
-type planUpdatedPayload struct {
-	Revision  int    `json:"revision"`
-	Status    string `json:"status"`
-	TaskCount int    `json:"task_count"`
-}
 
 // Limits of a plan: it lives in the session's state and in every model
 // call's input, so it stays small.
@@ -149,10 +132,10 @@ func (s *State) refuseInPlanning(rec pluginapi.ToolCall, attempt int) []Command 
 	rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, PlanningOnlyWriteTodos
 	s.ToolCalls = append(s.ToolCalls, rec)
 	return []Command{
-		Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+		Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
 		}).forStep(step)},
-		Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+		Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
 		}).forStep(step)},
 	}
@@ -166,12 +149,12 @@ func (s *State) denyByRule(rec pluginapi.ToolCall, d *RuleDecision, attempt int)
 	rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, d.Reason
 	s.ToolCalls = append(s.ToolCalls, rec)
 	return []Command{
-		Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+		Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect),
 			ApprovalRule: rec.ApprovalRule, ApprovalDecision: rec.ApprovalDecision,
 			ShadowApprovalRule: rec.ShadowApprovalRule, ShadowApprovalDecision: rec.ShadowApprovalDecision,
 		}).forStep(step)},
-		Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+		Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
 		}).forStep(step)},
 	}
@@ -192,11 +175,11 @@ func (s *State) executePlan(in ExecutePlan) Result {
 	var cmds []Command
 	if p.Status == PlanDraft {
 		p.Status = PlanActive
-		cmds = append(cmds, Emit{Event: newEvent(EventPlanUpdated, "", waitingStepAttempt, planUpdatedPayload{Revision: p.Revision, Status: p.Status, TaskCount: len(p.Tasks)})})
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventPlanUpdated, "", waitingStepAttempt, wire.PlanUpdatedPayload{Revision: p.Revision, Status: p.Status, TaskCount: len(p.Tasks)})})
 	}
 	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: planExecutionMessageID, Text: fmt.Sprintf(PlanApprovedMessageFormat, p.Revision)})
 	cmds = append(cmds, s.next()...)
-	return applied(append(cmds, Emit{Event: newEvent(EventPlanExecutionStarted, s.ActiveTurnID, waitingStepAttempt, planExecutionStartedPayload{Revision: p.Revision})}))
+	return applied(append(cmds, Emit{Event: newEvent(wire.EventPlanExecutionStarted, s.ActiveTurnID, waitingStepAttempt, wire.PlanExecutionStartedPayload{Revision: p.Revision})}))
 }
 
 func allCompleted(tasks []pluginapi.PlanTask) bool {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -59,7 +61,7 @@ func TestApprovalRuleDecisions(t *testing.T) {
 	}
 	var deferred []string
 	for _, c := range cmds {
-		if e, ok := c.(Emit); ok && e.Event.Type == EventToolCallDeferred {
+		if e, ok := c.(Emit); ok && e.Event.Type == wire.EventToolCallDeferred {
 			deferred = append(deferred, string(e.Event.Payload))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Spend limits. The Steps that call the model (RunModel, CompactContext)
@@ -14,9 +15,6 @@ import (
 // said: a refusal ends the turn with spend_limit_reached, and the next
 // turn's first Step checks again, so new turns fail until the budget
 // allows.
-
-// EventSpendLimitReached is written when a spend limit stops a model call.
-const EventSpendLimitReached = "spend_limit_reached"
 
 // sessionSpend is what the session's model calls used.
 func (s *State) sessionSpend() client.Spend {
@@ -56,12 +54,9 @@ func (s *State) spendRefused(stored *StoreResult, r *client.SpendRefusal, attemp
 		ref.Reason = client.SpendLimitErrorPrefix + ref.Reason
 	}
 	s.SpendRefused = &ref
-	cmds := []Command{Emit{Event: newEvent(EventSpendLimitReached, s.ActiveTurnID, attempt, spendLimitReachedPayload(ref))}}
+	cmds := []Command{Emit{Event: newEvent(wire.EventSpendLimitReached, s.ActiveTurnID, attempt, wire.SpendLimitReachedPayload(ref))}}
 	return append(cmds, s.failTurn(ref.Reason)...)
 }
-
-// spendLimitReachedPayload is the payload of spend_limit_reached.
-type spendLimitReachedPayload client.SpendRefusal
 
 // snapshotSpend renders the session's spend for get_agent_snapshot: nil
 // until a Step priced a call or a limit applied.

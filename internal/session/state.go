@@ -12,6 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Options are the session's settings: everything from the worker's config
@@ -505,7 +506,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		turn := s.ActiveTurnID
 		s.LastTurnError = ""
 		cmds = append(cmds, s.endTurn()...)
-		cmds = append(cmds, Emit{Event: newEvent(EventTurnCompleted, turn, attempt, turnCompletedPayload{MessageCount: count})})
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnCompleted, turn, attempt, wire.TurnCompletedPayload{MessageCount: count})})
 		return append(cmds, s.next()...)
 	}
 	req := out.ToolCallsRequested
@@ -574,7 +575,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 				continue
 			}
 		}
-		cmds = append(cmds, Emit{Event: newEvent(EventToolCallDeferred, s.ActiveTurnID, attempt, toolCallDeferredPayload{
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: rec.RequiresApproval,
 			ApprovalRule: rec.ApprovalRule, ApprovalDecision: rec.ApprovalDecision,
 			ShadowApprovalRule: rec.ShadowApprovalRule, ShadowApprovalDecision: rec.ShadowApprovalDecision,
@@ -588,7 +589,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			}
 			s.Interrupts = append(s.Interrupts, in)
 			s.ToolCalls = append(s.ToolCalls, rec)
-			cmds = append(cmds, Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, attempt, interruptRaisedPayload{
+			cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptRaised, s.ActiveTurnID, attempt, wire.InterruptRaisedPayload{
 				InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
 				Deadline: formatDeadline(in.DeadlineUnixMs), Kind: string(in.Kind), Choices: []string{},
 			}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
@@ -731,7 +732,7 @@ func (s *State) hostSource(rec pluginapi.ToolCall) string {
 // runner contract computes it only when the runner left it out).
 func (s *State) recordUsage(u pluginapi.Usage, attempt int) []Command {
 	s.Usage = s.Usage.Add(u)
-	return []Command{Emit{Event: newEvent(EventUsageRecorded, s.ActiveTurnID, attempt, usageRecordedPayload{Recorded: u, Session: s.Usage})}}
+	return []Command{Emit{Event: newEvent(wire.EventUsageRecorded, s.ActiveTurnID, attempt, wire.UsageRecordedPayload{Recorded: wire.Usage(u), Session: wire.Usage(s.Usage)})}}
 }
 
 // failTurn starts RecordTurnFailure for the active turn.
@@ -763,7 +764,7 @@ func (s *State) turnFailureRecorded(msgs []pluginapi.FrameworkMessage, stored *S
 	turn, reason := s.ActiveTurnID, s.LastTurnError
 	cmds := s.endTurn()
 	s.LastTurnError = reason
-	cmds = append(cmds, Emit{Event: newEvent(EventTurnFailed, turn, attempt, turnFailedPayload{Error: reason})})
+	cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnFailed, turn, attempt, wire.TurnFailedPayload{Error: reason})})
 	return append(cmds, s.next()...)
 }
 
@@ -829,7 +830,7 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 	if in.DeadlineUnixMs > 0 {
 		cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
 	}
-	cmds = append(cmds, Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
+	cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if req.Approved {
@@ -869,7 +870,7 @@ func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
 		return applied(s.endQuestion(i, c, QuestionDeadlinePassed, QuestionDeadlinePassed))
 	}
 	s.removeInterrupt(i)
-	cmds := []Command{Emit{Event: newEvent(EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, interruptResolvedPayload{
+	cmds := []Command{Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: ApprovalDeadlinePassed, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))}}
 	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingApproval {
@@ -983,7 +984,7 @@ func (s *State) runningCall(turnID, toolCallID string) int {
 func (s *State) finishCall(c int, status pluginapi.ToolCallStatus, attempt int) []Command {
 	rec := &s.ToolCalls[c]
 	rec.Status = status
-	cmds := []Command{Emit{Event: newEvent(EventToolCallFinished, s.ActiveTurnID, attempt, toolCallFinishedPayload{
+	cmds := []Command{Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
 		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(status),
 	}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))}}
 	for _, other := range s.ToolCalls {

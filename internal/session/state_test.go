@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -188,7 +190,7 @@ func TestUserMessages(t *testing.T) {
 		t.Fatalf("second message: ok=%v cmds=%v queued=%v", ok, cmds, s.Queued)
 	}
 	cmds = s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("first"), Attempt: 1}).Commands
-	if diff := cmp.Diff([]string{EventTurnStarted}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventTurnStarted}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"run_model turn-1 messages=[1] attempts=3"}, renderAll(nonEmit(cmds))); diff != "" {
@@ -202,7 +204,7 @@ func TestUserMessages(t *testing.T) {
 	if diff := cmp.Diff([]string{`build_user_message turn-2 "second"`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{EventUsageRecorded, EventTurnCompleted}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventUsageRecorded, wire.EventTurnCompleted}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	if s.Messages[1].Sequence != 2 || s.Messages[1].Text != "done" {
@@ -263,8 +265,8 @@ func TestToolCallsRequested(t *testing.T) {
 	if diff := cmp.Diff(wantCmds, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	wantEvents := []string{EventUsageRecorded, EventToolCallDeferred, EventToolCallDeferred, EventInterruptRaised,
-		EventToolCallDeferred, EventInterruptRaised, EventToolCallDeferred}
+	wantEvents := []string{wire.EventUsageRecorded, wire.EventToolCallDeferred, wire.EventToolCallDeferred, wire.EventInterruptRaised,
+		wire.EventToolCallDeferred, wire.EventInterruptRaised, wire.EventToolCallDeferred}
 	if diff := cmp.Diff(wantEvents, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -362,7 +364,7 @@ func TestToolResultsResumeTheTurn(t *testing.T) {
 	if s.Status != client.StatusWaitingForUserMessage || s.ToolCalls != nil || s.RunState != "" || s.ActiveTurnID != "" {
 		t.Errorf("turn not ended: %+v", s)
 	}
-	if diff := cmp.Diff([]string{EventUsageRecorded, EventTurnCompleted}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventUsageRecorded, wire.EventTurnCompleted}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	if s.Usage.ModelCalls != 2 || s.Usage.InputTokens != 15 {
@@ -461,7 +463,7 @@ func TestApprovalDeadline(t *testing.T) {
 	if diff := cmp.Diff([]string{`run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{EventInterruptResolved, EventToolCallFinished}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventInterruptResolved, wire.EventToolCallFinished}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	rec := s.ToolCalls[0]
@@ -505,7 +507,7 @@ func TestModelFailureLeavesNote(t *testing.T) {
 	}
 	send(s, "next")
 	cmds = s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}}, Attempt: 1}).Commands
-	if diff := cmp.Diff([]string{EventTurnFailed}, eventTypes(cmds)); diff != "" {
+	if diff := cmp.Diff([]string{wire.EventTurnFailed}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{`build_user_message turn-2 "next"`}, renderAll(nonEmit(cmds))); diff != "" {
@@ -697,11 +699,11 @@ func TestUsageIsRecordedAsReported(t *testing.T) {
 			if diff := cmp.Diff(tt.u, s.Usage); diff != "" {
 				t.Errorf("session usage (-want +got):\n%s", diff)
 			}
-			var p usageRecordedPayload
+			var p wire.UsageRecordedPayload
 			if err := json.Unmarshal(cmds[0].(Emit).Event.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.u, p.Recorded); diff != "" {
+			if diff := cmp.Diff(wire.Usage(tt.u), p.Recorded); diff != "" {
 				t.Errorf("usage_recorded.recorded (-want +got):\n%s", diff)
 			}
 			if a := cmds[0].(Emit).Event.Attempt; a != 2 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Tool input requests: a tool Step that returns ToolInputRequested (before
@@ -72,7 +73,7 @@ func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Com
 		in.RaisedUnixMs = nowMs
 	}
 	s.Interrupts = append(s.Interrupts, in)
-	cmds := []Command{Emit{Event: newEvent(EventInterruptRaised, s.ActiveTurnID, max(attempt, 1), interruptRaisedPayload{
+	cmds := []Command{Emit{Event: newEvent(wire.EventInterruptRaised, s.ActiveTurnID, max(attempt, 1), wire.InterruptRaisedPayload{
 		InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName, Deadline: formatDeadline(in.DeadlineUnixMs),
 		Kind: string(in.Kind), Question: in.Question, Choices: nonNil(in.Choices), AllowsFreeText: in.AllowsFreeText,
 	}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))}}

@@ -3,6 +3,7 @@ package session
 import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Tool tasks: a tool Step that returns ToolTaskStarted hands remote work to
@@ -15,15 +16,6 @@ import (
 // holds a connection while the work runs; a worker restart only delays the
 // next poll. A task whose turn is cancelled is abandoned: its polls stop
 // and the CancelToolTask Step asks the runner to stop it (control.go).
-
-// EventToolTaskStarted is written when a tool call starts a tool task.
-const EventToolTaskStarted = "tool_task_started"
-
-type toolTaskStartedPayload struct {
-	ToolCallID string `json:"tool_call_id"`
-	ToolName   string `json:"tool_name"`
-	TaskID     string `json:"task_id"`
-}
 
 // Limits of a tool task.
 const (
@@ -48,7 +40,7 @@ func (s *State) taskStarted(c int, t TaskStart, attempt int) []Command {
 	rec.TaskPollIntervalSeconds = pollSeconds(t.PollIntervalSeconds)
 	rec.Status = client.ToolCallWaitingForTask
 	cmds := []Command{
-		Emit{Event: newEvent(EventToolTaskStarted, s.ActiveTurnID, max(attempt, 1), toolTaskStartedPayload{
+		Emit{Event: newEvent(wire.EventToolTaskStarted, s.ActiveTurnID, max(attempt, 1), wire.ToolTaskStartedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, TaskID: rec.TaskID,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))},
 	}

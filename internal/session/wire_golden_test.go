@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dex-agents/dex-agent-worker/client"
@@ -34,12 +36,12 @@ var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire from the
 // event type.
 func wireEvents() map[string]any {
 	out := map[string]any{
-		EventTurnRecovering:    TurnRecoveringPayload{},
-		EventMCPTaskStatus:     MCPTaskStatusPayload{},
-		EventMCPToolProgress:   MCPToolProgressPayload{},
-		EventSpendLimitReached: spendLimitReachedPayload{},
-		EventInterruptExpiring: interruptExpiringPayload{},
-		EventInterruptExtended: interruptExtendedPayload{},
+		wire.EventTurnRecovering:    wire.TurnRecoveringPayload{},
+		wire.EventMCPTaskStatus:     wire.MCPTaskStatusPayload{},
+		wire.EventMCPToolProgress:   wire.MCPToolProgressPayload{},
+		wire.EventSpendLimitReached: wire.SpendLimitReachedPayload{},
+		wire.EventInterruptExpiring: wire.InterruptExpiringPayload{},
+		wire.EventInterruptExtended: wire.InterruptExtendedPayload{},
 	}
 	for name, payload := range eventPayloads {
 		out[wireNames[name]] = payload

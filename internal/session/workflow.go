@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -600,7 +602,7 @@ func (l *loop) exec(cmd Command) {
 			}
 			run := workflow.GetInfo(l.ctx).WorkflowExecution.RunID
 			e.Step = run + "/" + step
-			if l.rt.Approvals != nil && e.Type == EventInterruptRaised {
+			if l.rt.Approvals != nil && e.Type == wire.EventInterruptRaised {
 				e.Payload = l.signRaised(e.Payload)
 			}
 			l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
@@ -770,10 +772,10 @@ func (l *loop) stepCtx(turn string) workflow.Context {
 
 // The events that end a turn, and the outcome its root span records.
 var turnEnds = map[string]string{
-	EventTurnCompleted: "completed",
-	EventTurnFailed:    "failed",
-	EventTurnCancelled: "cancelled",
-	EventTurnSteered:   "steered",
+	wire.EventTurnCompleted: "completed",
+	wire.EventTurnFailed:    "failed",
+	wire.EventTurnCancelled: "cancelled",
+	wire.EventTurnSteered:   "steered",
 }
 
 // traceTurnEnd writes the root span of the turn e ends.
@@ -794,7 +796,7 @@ func (l *loop) traceTurnEnd(e Event) {
 	}
 	t.TurnNumber, _ = strconv.Atoi(strings.TrimPrefix(e.TurnID, "turn-"))
 	if outcome == "failed" {
-		var p turnFailedPayload
+		var p wire.TurnFailedPayload
 		err := json.Unmarshal(e.Payload, &p) //workflowcheck:ignore
 		if err == nil {
 			t.Error = p.Error
@@ -967,7 +969,7 @@ func errorText(err error) string {
 
 // signRaised adds the digest to an approval's interrupt_raised payload.
 func (l *loop) signRaised(raw json.RawMessage) json.RawMessage {
-	var p interruptRaisedPayload
+	var p wire.InterruptRaisedPayload
 	err := json.Unmarshal(raw, &p) //workflowcheck:ignore (a fixed struct; outside replay)
 	if err != nil || p.Kind != string(InterruptApproval) {
 		return raw

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -260,7 +262,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	w := a.writer(ctx, in.SessionID, in.TurnID, nil)
 	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
-	w.recovering(session.TurnRecoveringPayload{Step: info.ActivityType.Name})
+	w.recovering(wire.TurnRecoveringPayload{Step: info.ActivityType.Name})
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
 	var stored *session.StoreResult
@@ -693,7 +695,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	}
 	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
 	defer w.close()
-	w.recovering(session.TurnRecoveringPayload{Step: info.ActivityType.Name, ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName,
+	w.recovering(wire.TurnRecoveringPayload{Step: info.ActivityType.Name, ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName,
 		PreviousAttemptReachedTool: hb.Started})
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
@@ -728,7 +730,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		}
 		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
 	}
-	w.publish(session.EventToolCallStarted, session.ToolCallStartedPayload{ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName})
+	w.publish(wire.EventToolCallStarted, wire.ToolCallStartedPayload{ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName})
 	// From here the tool runs to its end, whatever the turn's control.
 	toolCtx, cancelTool := shield(ctx)
 	defer cancelTool()
@@ -773,7 +775,7 @@ const MCPInterruptedErrorType = "McpToolCallInterrupted"
 // outcome as the spec's table does.
 func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call pluginapi.ToolCall, w *writer) (session.ToolOutcome, error) {
 	progress := func(p mcpsource.Progress) {
-		payload := session.MCPToolProgressPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, Progress: p.Progress}
+		payload := wire.MCPToolProgressPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, Progress: p.Progress}
 		if p.Total != 0 {
 			payload.Total = &p.Total
 		}
@@ -781,7 +783,7 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 			msg := a.redact(p.Message)
 			payload.Message = &msg
 		}
-		w.publish(session.EventMCPToolProgress, payload)
+		w.publish(wire.EventMCPToolProgress, payload)
 	}
 	var answer *mcpsource.Answer
 	if n := len(call.InputAnswers); n > 0 && call.InputContinuation != "" {
@@ -794,7 +796,7 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 	case mcpsource.TaskStarted:
 		// A Streamable HTTP server's task: the session polls it on
 		// durable timers, and no Step holds a connection meanwhile.
-		w.publish(session.EventMCPTaskStatus, taskStatusPayload(call, out.Task))
+		w.publish(wire.EventMCPTaskStatus, taskStatusPayload(call, out.Task))
 		wait := mcpsource.NextPollInterval(out.Task.PollInterval, 0)
 		return session.ToolOutcome{TaskStarted: &session.TaskStart{
 			TaskID: out.Task.ID, PollIntervalSeconds: int(wait / time.Second),
@@ -856,7 +858,7 @@ func (a *Activities) pollMCPTask(ctx context.Context, in session.PollInput, atte
 		p = a.MCP.PollTask(ctx, in.Agent, in.HostSource, call.TaskID)
 	}
 	if p.Task != nil && (last.Status != p.Task.Status || last.Message != p.Task.StatusMessage) {
-		w.publish(session.EventMCPTaskStatus, taskStatusPayload(call, p.Task))
+		w.publish(wire.EventMCPTaskStatus, taskStatusPayload(call, p.Task))
 	}
 	if q := p.Input; q != nil && p.Outcome == nil {
 		if mcpsource.QuestionKey(q.Continuation) == last.Answered && time.Since(time.UnixMilli(last.SentAtMs)) < answerSettle {
@@ -896,8 +898,8 @@ func endedOutcome(out mcpsource.Outcome) session.ToolOutcome {
 }
 
 // taskStatusPayload is the payload of mcp.task_status.
-func taskStatusPayload(call pluginapi.ToolCall, t *mcpsource.Task) session.MCPTaskStatusPayload {
-	return session.MCPTaskStatusPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage}
+func taskStatusPayload(call pluginapi.ToolCall, t *mcpsource.Task) wire.MCPTaskStatusPayload {
+	return wire.MCPTaskStatusPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage}
 }
 
 func errText(err error) string {
@@ -1236,22 +1238,22 @@ func (w *writer) publish(typ string, payload any) {
 
 // recovering writes turn_recovering when the Step runs an attempt after
 // its first.
-func (w *writer) recovering(p session.TurnRecoveringPayload) {
+func (w *writer) recovering(p wire.TurnRecoveringPayload) {
 	if w.attempt > 1 {
 		p.Attempt = w.attempt
-		w.publish(session.EventTurnRecovering, p)
+		w.publish(wire.EventTurnRecovering, p)
 	}
 }
 
 func (w *writer) WriteTextDelta(text string) {
 	if text != "" {
-		w.publish(session.EventTextDelta, session.TextPayload{Text: text})
+		w.publish(wire.EventTextDelta, wire.TextPayload{Text: text})
 	}
 }
 
 func (w *writer) WriteReasoningDelta(text string) {
 	if text != "" {
-		w.publish(session.EventReasoningDelta, session.TextPayload{Text: text})
+		w.publish(wire.EventReasoningDelta, wire.TextPayload{Text: text})
 	}
 }
 

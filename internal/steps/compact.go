@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/activity"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -125,7 +127,7 @@ func (a *Activities) compactContext(ctx context.Context, in session.CompactInput
 	w := a.writer(ctx, t.SessionID, t.TurnID, nil)
 	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
-	w.recovering(session.TurnRecoveringPayload{Step: info.ActivityType.Name})
+	w.recovering(wire.TurnRecoveringPayload{Step: info.ActivityType.Name})
 	stop := a.heartbeatLoop(ctx, w)
 	defer stop()
 	tr := t.Transcript

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/temporal"
 
@@ -145,7 +147,7 @@ func TestMCPOutcomesMapToTheSpecsTable(t *testing.T) {
 			}
 			var payloads []map[string]any
 			for _, e := range published {
-				if e.Type != session.EventMCPToolProgress {
+				if e.Type != wire.EventMCPToolProgress {
 					t.Errorf("event type %q", e.Type)
 				}
 				var m map[string]any
@@ -242,7 +244,7 @@ func TestMCPTaskPolls(t *testing.T) {
 			statuses := 0
 			f := &fakeMCP{poll: tt.poll}
 			a := &Activities{MCP: f, Events: sinkFunc(func(e events.Event) {
-				if e.Type == session.EventMCPTaskStatus {
+				if e.Type == wire.EventMCPTaskStatus {
 					statuses++
 				}
 			})}

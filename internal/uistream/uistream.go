@@ -36,9 +36,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
-	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -208,7 +209,7 @@ func (t *Translator) Add(e events.Event) []Chunk {
 		return nil
 	}
 	if t.turn == "" {
-		if e.Type != session.EventTurnStarted || e.TurnID == "" || e.TurnID == t.opts.SkipTurn {
+		if e.Type != wire.EventTurnStarted || e.TurnID == "" || e.TurnID == t.opts.SkipTurn {
 			return nil
 		}
 		t.turn = e.TurnID
@@ -218,33 +219,26 @@ func (t *Translator) Add(e events.Event) []Chunk {
 	}
 	out := t.Start()
 	switch e.Type {
-	case session.EventTextDelta, session.EventReasoningDelta:
+	case wire.EventTextDelta, wire.EventReasoningDelta:
 		out = append(out, t.delta(e)...)
-	case session.EventUsageRecorded:
+	case wire.EventUsageRecorded:
 		out = append(out, t.usage(e)...)
-	case session.EventToolCallDeferred:
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-			ToolName   string `json:"tool_name"`
-		}
+	case wire.EventToolCallDeferred:
+		var p wire.ToolCallDeferredPayload
 		if json.Unmarshal(e.Payload, &p) == nil && p.ToolCallID != "" {
 			out = append(out, t.openStep()...)
 			out = append(out, t.input(p.ToolCallID, p.ToolName)...)
 		}
-	case session.EventInterruptRaised:
+	case wire.EventInterruptRaised:
 		out = append(out, t.raised(e)...)
-	case session.EventInterruptResolved:
+	case wire.EventInterruptResolved:
 		out = append(out, t.resolved(e)...)
-	case session.EventToolCallFinished:
-		var p struct {
-			ToolCallID string `json:"tool_call_id"`
-			ToolName   string `json:"tool_name"`
-			Status     string `json:"status"`
-		}
+	case wire.EventToolCallFinished:
+		var p wire.ToolCallFinishedPayload
 		if json.Unmarshal(e.Payload, &p) == nil && p.ToolCallID != "" {
 			out = append(out, t.output(p.ToolCallID, p.ToolName, pluginapi.ToolCallStatus(p.Status))...)
 		}
-	case session.EventPlanUpdated:
+	case wire.EventPlanUpdated:
 		var p map[string]any
 		if json.Unmarshal(e.Payload, &p) == nil {
 			if plan := t.session.Plan(); plan != nil {
@@ -252,23 +246,21 @@ func (t *Translator) Add(e events.Event) []Chunk {
 			}
 			out = append(out, Chunk{Type: DataPlan, ID: "plan", Data: p})
 		}
-	case session.EventTurnCompleted:
+	case wire.EventTurnCompleted:
 		out = append(out, t.end()...)
 		out = append(out, Chunk{Type: "finish", FinishReason: "stop"})
-	case session.EventTurnFailed:
-		var p struct {
-			Error string `json:"error"`
-		}
+	case wire.EventTurnFailed:
+		var p wire.TurnFailedPayload
 		_ = json.Unmarshal(e.Payload, &p)
 		if p.Error == "" {
 			p.Error = "the turn failed"
 		}
 		out = append(out, t.end()...)
 		out = append(out, Chunk{Type: "error", ErrorText: p.Error}, Chunk{Type: "finish", FinishReason: "error"})
-	case session.EventTurnCancelled:
+	case wire.EventTurnCancelled:
 		out = append(out, t.end()...)
 		out = append(out, Chunk{Type: "abort", Reason: "turn_cancelled"})
-	case session.EventTurnSteered:
+	case wire.EventTurnSteered:
 		out = append(out, t.end()...)
 		out = append(out, Chunk{Type: "finish", FinishReason: "other"})
 	}
@@ -370,9 +362,7 @@ func (t *Translator) nextStep() []Chunk {
 }
 
 func (t *Translator) delta(e events.Event) []Chunk {
-	var p struct {
-		Text string `json:"text"`
-	}
+	var p wire.TextPayload
 	if json.Unmarshal(e.Payload, &p) != nil || p.Text == "" {
 		return nil
 	}
@@ -395,7 +385,7 @@ func (t *Translator) delta(e events.Event) []Chunk {
 		m.reasoning.cur, m.text.cur = "", ""
 	}
 	ch := &m.text
-	if e.Type == session.EventReasoningDelta {
+	if e.Type == wire.EventReasoningDelta {
 		ch = &m.reasoning
 	}
 	ch.cur += p.Text
@@ -543,17 +533,7 @@ func (t *Translator) outputOf(rec pluginapi.ToolCall) []Chunk {
 }
 
 func (t *Translator) raised(e events.Event) []Chunk {
-	var p struct {
-		InterruptID    string   `json:"interrupt_id"`
-		ToolCallID     string   `json:"tool_call_id"`
-		ToolName       string   `json:"tool_name"`
-		Deadline       string   `json:"deadline"`
-		Kind           string   `json:"kind"`
-		Question       string   `json:"question"`
-		Choices        []string `json:"choices"`
-		AllowsFreeText bool     `json:"allows_free_text"`
-		Digest         string   `json:"digest"`
-	}
+	var p wire.InterruptRaisedPayload
 	if json.Unmarshal(e.Payload, &p) != nil || p.InterruptID == "" {
 		return nil
 	}
@@ -570,12 +550,7 @@ func (t *Translator) raised(e events.Event) []Chunk {
 }
 
 func (t *Translator) resolved(e events.Event) []Chunk {
-	var p struct {
-		InterruptID        string `json:"interrupt_id"`
-		Approved           bool   `json:"approved"`
-		Answered           bool   `json:"answered"`
-		CancellationReason string `json:"cancellation_reason"`
-	}
+	var p wire.InterruptResolvedPayload
 	if json.Unmarshal(e.Payload, &p) != nil {
 		return nil
 	}

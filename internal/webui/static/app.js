@@ -237,7 +237,7 @@
   }
 
   function noteText(n) {
-    if (n.kind === 'turn_cancelled') return 'You stopped this turn. Anything it had not started was cancelled.';
+    if (n.kind === DEX_EVENTS.TURN_CANCELLED) return 'You stopped this turn. Anything it had not started was cancelled.';
     const many = n.steered > 1 ? `your ${n.steered} new messages` : 'your new message';
     return `You steered the conversation: the agent stopped this turn at a safe step and moved on to ${many}.`;
   }
@@ -885,47 +885,47 @@
     const active = s.snapshot && s.snapshot.state ? s.snapshot.state.active_turn_id || '' : '';
     const lt = turnID ? liveTurn(s, turnID) : null;
     switch (ev.type) {
-      case 'turn_started':
+      case DEX_EVENTS.TURN_STARTED:
         if (lt) lt.started = true;
         if (turnID !== active) scheduleReload(s); // shows the turn's user message
         break;
-      case 'turn_completed': case 'turn_failed': case 'turn_steered': case 'turn_cancelled':
+      case DEX_EVENTS.TURN_COMPLETED: case DEX_EVENTS.TURN_FAILED: case DEX_EVENTS.TURN_STEERED: case DEX_EVENTS.TURN_CANCELLED:
         if (lt) lt.finished = true;
-        if (ev.type === 'turn_steered' || ev.type === 'turn_cancelled') addNote(s, turnID, ev.type, p);
+        if (ev.type === DEX_EVENTS.TURN_STEERED || ev.type === DEX_EVENTS.TURN_CANCELLED) addNote(s, turnID, ev.type, p);
         if (s.stopping === turnID) s.stopping = '';
         scheduleReload(s, 0);
         break;
-      case 'text_delta': case 'reasoning_delta': {
+      case DEX_EVENTS.TEXT_DELTA: case DEX_EVENTS.REASONING_DELTA: {
         if (!lt || typeof p.text !== 'string') break;
         const st = step(lt, ev.step_execution_id, ev.attempt);
         if (!st) break;
-        if (ev.type === 'text_delta') st.text += p.text; else st.reasoning += p.text;
+        if (ev.type === DEX_EVENTS.TEXT_DELTA) st.text += p.text; else st.reasoning += p.text;
         break;
       }
-      case 'tool_call_deferred':
+      case DEX_EVENTS.TOOL_CALL_DEFERRED:
         noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, effect: p.effect, requires_approval: p.requires_approval, status: 'deferred' });
         scheduleReload(s); // the arguments are in the snapshot
         break;
-      case 'tool_call_started':
+      case DEX_EVENTS.TOOL_CALL_STARTED:
         noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'running' });
         break;
-      case 'tool_call_finished':
+      case DEX_EVENTS.TOOL_CALL_FINISHED:
         noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: p.status || 'succeeded' });
         scheduleReload(s); // the output is in the snapshot
         break;
-      case 'interrupt_raised':
+      case DEX_EVENTS.INTERRUPT_RAISED:
         if (p.interrupt_id && !s.resolved.has(p.interrupt_id)) s.interrupts.set(p.interrupt_id, p);
         if (p.kind === 'approval' || !p.kind) noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_approval' });
         if (p.kind === 'question') noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_answer' });
         scheduleReload(s);
         break;
-      case 'interrupt_extended': {
+      case DEX_EVENTS.INTERRUPT_EXTENDED: {
         const it = s.interrupts.get(p.interrupt_id);
         if (it && p.deadline) { it.deadline = p.deadline; scheduleRender(); }
         scheduleReload(s);
         break;
       }
-      case 'interrupt_resolved': {
+      case DEX_EVENTS.INTERRUPT_RESOLVED: {
         const it = s.interrupts.get(p.interrupt_id);
         s.resolved.add(p.interrupt_id);
         s.interrupts.delete(p.interrupt_id);
@@ -942,14 +942,14 @@
         scheduleReload(s);
         break;
       }
-      case 'usage_recorded':
+      case DEX_EVENTS.USAGE_RECORDED:
         if (p.session) s.usage = p.session;
         break;
-      case 'plan_updated': case 'plan_execution_started':
+      case DEX_EVENTS.PLAN_UPDATED: case DEX_EVENTS.PLAN_EXECUTION_STARTED:
         // The event names the revision; the tasks are in the snapshot.
         scheduleReload(s, 0);
         break;
-      case 'tool_task_started':
+      case DEX_EVENTS.TOOL_TASK_STARTED:
         noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'waiting_for_task', task_id: p.task_id });
         scheduleReload(s);
         break;
@@ -1572,7 +1572,7 @@
       const node = li.querySelector('.turn-note-text');
       if (node.textContent !== text) {
         node.textContent = text;
-        li.querySelector('.turn-note-icon').replaceChildren(icon(n.kind === 'turn_cancelled' ? ICONS.stop : ICONS.steer));
+        li.querySelector('.turn-note-icon').replaceChildren(icon(n.kind === DEX_EVENTS.TURN_CANCELLED ? ICONS.stop : ICONS.steer));
       }
     } else if (item.kind === 'message') updateMessage(li, item, s);
     else if (item.kind === 'tool') updateTool(li, item, s);
