@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Names on the wire. A session is driven with plain JSON payloads through
@@ -416,23 +417,9 @@ type SpendLeft struct {
 	AsOf string `json:"as_of"`
 }
 
-// SpendRefusal says which budget stopped a model call. It is the payload
-// of the spend_limit_reached event.
-type SpendRefusal struct {
-	// Scope is session, turn or day, with "token_" before it for a budget
-	// of the API token that started the session, or hook for the
-	// application's own limit.
-	Scope string `json:"scope"`
-	// Counter is model_calls, input_tokens, output_tokens or cost_usd
-	// (empty for the hook); Used and Limit are its value and bound (cost
-	// in millionths of a US dollar).
-	Counter string `json:"counter"`
-	Used    int64  `json:"used"`
-	Limit   int64  `json:"limit"`
-	// Reason is the sentence the turn's error starts with
-	// SpendLimitErrorPrefix.
-	Reason string `json:"reason"`
-}
+// SpendRefusal says which budget stopped a model call; it is the payload
+// of the spend_limit_reached event (package wire).
+type SpendRefusal = wire.SpendRefusal
 
 // SpendLimitErrorPrefix starts the last_turn_error of a turn that a spend
 // limit stopped.
