@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -484,63 +482,18 @@ var (
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago, for a
-// server a test configures by port. It is chosen below the kernel's
-// ephemeral range where the range can be read (Linux): a port from that
-// range can be taken as the source port of any outgoing connection in the
-// time between this call and the server's listen (seen here: "bind:
-// address already in use" in CI). A process never gets the same port
-// twice.
+// server a test configures by port (devserver.FreePort): below the
+// kernel's ephemeral range where it can be read, so an outgoing
+// connection cannot take it first (seen in CI: "bind: address already in
+// use"), and never one this process handed out before, also to the
+// engines it starts, so tests that run in parallel never share one.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	if low := ephemeralLow(); low > minTestPort+1000 {
-		for range 200 {
-			p := minTestPort + rand.IntN(low-minTestPort)
-			if portsGiven[p] {
-				continue
-			}
-			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-				l.Close()
-				portsGiven[p] = true
-				return p
-			}
-		}
-	}
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !portsGiven[p] {
-			portsGiven[p] = true
-			return p
-		}
-	}
-}
-
-// minTestPort is the lowest port FreePort gives out.
-const minTestPort = 20000
-
-var (
-	portMu     sync.Mutex
-	portsGiven = map[int]bool{}
-)
-
-// ephemeralLow is the first port of the kernel's ephemeral range, or 0
-// where it cannot be read.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	p, err := devserver.FreePort()
 	if err != nil {
-		return 0
+		t.Fatal(err)
 	}
-	var low, high int
-	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
-		return 0
-	}
-	return low
+	return p
 }
 
 // StoredMessages returns a session's messages as its worker stored them

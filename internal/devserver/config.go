@@ -45,16 +45,32 @@ func planPorts(frontendPort, uiPort int) (portPlan, error) {
 			_ = l.Close()
 		}
 	}()
+	// reserve holds a port until the plan is made: the given one, or for 0
+	// a FreePort (another if someone took it since).
 	reserve := func(what string, port int) (int, error) {
-		l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
-		if err != nil {
-			if port != 0 {
+		if port != 0 {
+			l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
+			if err != nil {
 				return 0, fmt.Errorf("devserver: %s port %d on %s is not available (already in use?): %w", what, port, loopback, err)
 			}
-			return 0, fmt.Errorf("devserver: cannot pick a free port for %s: %w", what, err)
+			held = append(held, l)
+			return port, nil
 		}
-		held = append(held, l)
-		return l.Addr().(*net.TCPAddr).Port, nil
+		var lastErr error
+		for range 20 {
+			p, err := FreePort()
+			if err != nil {
+				return 0, fmt.Errorf("devserver: cannot pick a free port for %s: %w", what, err)
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(p)))
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			held = append(held, l)
+			return p, nil
+		}
+		return 0, fmt.Errorf("devserver: cannot pick a free port for %s: %w", what, lastErr)
 	}
 
 	var p portPlan

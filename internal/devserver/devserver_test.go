@@ -121,12 +121,11 @@ func startWorker(t *testing.T, c client.Client) (stop func()) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {

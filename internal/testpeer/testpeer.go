@@ -8,9 +8,10 @@ package testpeer
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/internal/freeport"
 )
 
 // SkippedFileEnv names the environment variable that holds the file where
@@ -35,13 +36,7 @@ func Missing(t testing.TB, what, install string) {
 	t.Skipf("%s; CI=true makes this a failure", msg)
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
-// a peer server to listen on (try another if the server cannot bind it).
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a peer server to listen on (try another if the server cannot bind
+// it); this process never gets it twice (package freeport).
+func FreePort() (int, error) { return freeport.Get() }
