@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,60 +23,88 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 )
 
-// devProcess runs `dex-agent-worker dev` and waits for its banner. Its
-// stderr goes to devLog(cmd).
-func devProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan error) {
+// devRun is a `dex-agent-worker dev` process a test started.
+type devRun struct {
+	cmd     *exec.Cmd
+	logPath string // its stderr
+	done    chan struct{}
+	err     error // what cmd.Wait returned, once done is closed
+}
+
+// startDev runs `bin dev args...` in dir (the test's own directory when
+// "") with env (the test's environment when nil), and returns once dev
+// printed its whole banner, with the banner.
+func startDev(t *testing.T, bin, dir string, env []string, args ...string) (*devRun, string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"dev"}, args...)...)
+	cmd.Dir, cmd.Env = dir, env
+	d := &devRun{cmd: cmd, logPath: filepath.Join(t.TempDir(), "dev.log"), done: make(chan struct{})}
+	logf, err := os.Create(d.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(t.TempDir(), "dev.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logf
-	devLogs.Store(cmd, logf.Name())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	ready := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-d.done
+	})
+	banner := make(chan string, 1)
 	go func() {
+		var b strings.Builder
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "is running") {
-				close(ready)
+			b.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "Stop with Ctrl-C") {
+				banner <- b.String()
 				break
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
-		done <- cmd.Wait()
+		d.err = cmd.Wait()
+		close(d.done)
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	select {
-	case <-ready:
-	case err := <-done:
-		b, _ := os.ReadFile(logf.Name())
-		t.Fatalf("dev exited before its banner: %v\n%s", err, b)
+	case b := <-banner:
+		return d, b
+	case <-d.done:
+		t.Fatalf("dev %v exited before its banner: %v\n%s", args, d.err, d.log(t))
 	case <-time.After(2 * time.Minute):
-		t.Fatal("dev printed no banner in 2 minutes")
+		t.Fatalf("dev %v printed no banner in 2 minutes\n%s", args, d.log(t))
 	}
-	return cmd, done
+	return nil, ""
 }
 
-var devLogs sync.Map // *exec.Cmd -> its stderr file
-
-// devLog returns what a devProcess wrote to stderr so far.
-func devLog(t *testing.T, cmd *exec.Cmd) string {
+// log returns what dev wrote to stderr so far.
+func (d *devRun) log(t *testing.T) string {
 	t.Helper()
-	name, _ := devLogs.Load(cmd)
-	b, err := os.ReadFile(name.(string))
+	b, err := os.ReadFile(d.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// stop stops dev as Ctrl-C does, waits for it, and returns how it exited.
+func (d *devRun) stop(t *testing.T) error {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.done:
+		return d.err
+	case <-time.After(time.Minute):
+		t.Fatal("dev did not stop within a minute of SIGINT")
+		return nil
+	}
 }
 
 // TestDevResumesSessionsAfterARestart runs the real binary: a session waits
@@ -116,7 +143,7 @@ agents:
 	writeConfig("")
 	port := agenttest.FreePort(t)
 	args := []string{"--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port), "--ui-port", "0", "--http", "127.0.0.1:0"}
-	cmd, done := devProcess(t, bin, args...)
+	dev, _ := startDev(t, bin, "", nil, args...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -145,22 +172,14 @@ agents:
 	waitSnap("a pending approval", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	interrupt := snap.PendingInterrupts[0].InterruptID
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev exited with %v after SIGINT, want 0", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("dev did not stop within a minute of SIGINT")
+	if err := dev.stop(t); err != nil {
+		t.Fatalf("dev exited with %v after SIGINT, want 0", err)
 	}
 
 	// A config change while the session waits: sessions started from now
 	// on get a deadline; this one replays with its own settings.
 	writeConfig("    interrupt_deadline: 1h\n")
-	restarted, _ := devProcess(t, bin, append(args, "--trace")...)
+	restarted, _ := startDev(t, bin, "", nil, append(args, "--trace")...)
 	waitSnap("the approval still pending after the restart", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if d := snap.PendingInterrupts[0].Deadline; d != "" {
 		t.Errorf("the pending approval got the new config's deadline %s; want the session's own (none)", d)
@@ -176,12 +195,12 @@ agents:
 		t.Errorf("final answer = %q", got)
 	}
 	err = agenttest.WaitFor(ctx, "the turn's trace on dev's stderr", time.Minute, func() (bool, error) {
-		return strings.Contains(devLog(t, restarted), "  invoke_agent orders"), nil
+		return strings.Contains(restarted.log(t), "  invoke_agent orders"), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if log := devLog(t, restarted); !regexp.MustCompile(`(?m)^      execute_tool refund_order .*tool_call.status=succeeded`).MatchString(log) ||
+	if log := restarted.log(t); !regexp.MustCompile(`(?m)^      execute_tool refund_order .*tool_call.status=succeeded`).MatchString(log) ||
 		!regexp.MustCompile(`(?m)^  invoke_agent orders  (\d+h)?(\d+m)?[\d.]+m?s  turn.id=turn-1`).MatchString(log) {
 		t.Errorf("no turn tree with the refund on stderr:\n%s", log)
 	}

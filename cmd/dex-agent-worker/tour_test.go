@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -261,7 +259,7 @@ func TestReadmeTourRunsAsWritten(t *testing.T) {
 		}
 		return append(fields[2:], "--temporal-port", fmt.Sprint(temporalPort), "--ui-port", "0", "--http", fmt.Sprintf("127.0.0.1:%d", httpPort))
 	}
-	dev, banner := startTourDev(t, work, env, devArgs("dev"))
+	dev, banner := startDev(t, "./bin/dex-agent-worker", work, env, devArgs("dev")...)
 	export := regexp.MustCompile(`(?m)^\s*(export DEX_API_TOKEN=\S+)$`).FindStringSubmatch(banner)
 	if export == nil {
 		t.Fatalf("dev's banner has no export DEX_API_TOKEN=... line:\n%s", banner)
@@ -289,92 +287,18 @@ func TestReadmeTourRunsAsWritten(t *testing.T) {
 				continue
 			}
 			t.Fatalf("README.md:%d: $ %s\nexit %d; the output lacks the promised line %q\npromised:\n%s\nprinted:\n%s\n--- dev's log ---\n%s",
-				st.line, st.command, code, missing, strings.Join(st.want, "\n"), out, tail(dev.log(), 3000))
+				st.line, st.command, code, missing, strings.Join(st.want, "\n"), out, tail(dev.log(t), 3000))
 		}
 	}
 
 	// make dev-reset starts the demo anew: no session is left.
-	dev.stop(t)
-	startTourDev(t, work, env, devArgs("dev-reset"))
+	if err := dev.stop(t); err != nil {
+		t.Fatalf("dev exited with %v after SIGINT, want 0", err)
+	}
+	startDev(t, "./bin/dex-agent-worker", work, env, devArgs("dev-reset")...)
 	if out, code := sh.run("./bin/dex-agent-worker session list --all"); code != 0 || !strings.Contains(out, "no sessions") {
 		t.Errorf("after make dev-reset, session list --all: exit %d\n%s", code, out)
 	}
-}
-
-// tourDev is a running dev process of the tour.
-type tourDev struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-}
-
-func (d *tourDev) log() string {
-	b, _ := os.ReadFile(d.logPath)
-	return string(b)
-}
-
-// stop stops dev as Ctrl-C does and waits for it.
-func (d *tourDev) stop(t *testing.T) {
-	t.Helper()
-	_ = d.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-d.done:
-	case <-time.After(time.Minute):
-		t.Fatal("dev did not stop within a minute of SIGINT")
-	}
-}
-
-// startTourDev starts ./bin/dex-agent-worker dev args in dir and returns
-// once it printed its banner, with the banner.
-func startTourDev(t *testing.T, dir string, env, args []string) (*tourDev, string) {
-	t.Helper()
-	cmd := exec.Command("./bin/dex-agent-worker", append([]string{"dev"}, args...)...)
-	cmd.Dir, cmd.Env = dir, env
-	logPath := filepath.Join(t.TempDir(), "dev.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logf.Close() })
-	cmd.Stderr = logf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &tourDev{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-d.done
-	})
-	banner := make(chan string, 1)
-	go func() {
-		var b strings.Builder
-		sc := bufio.NewScanner(stdout)
-		sent := false
-		for sc.Scan() {
-			b.WriteString(sc.Text() + "\n")
-			if !sent && strings.HasPrefix(sc.Text(), "Stop with Ctrl-C") {
-				banner <- b.String()
-				sent = true
-			}
-		}
-		_ = cmd.Wait()
-		close(d.done)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	select {
-	case b := <-banner:
-		return d, b
-	case <-d.done:
-		t.Fatalf("dev %v exited before its banner:\n%s", args, d.log())
-	case <-ctx.Done():
-		t.Fatalf("dev %v printed no banner within 2 minutes:\n%s", args, d.log())
-	}
-	return nil, ""
 }
 
 func tail(s string, n int) string {
