@@ -13,9 +13,9 @@
 //		stack := agenttest.NewStack(t, configYAML)
 //		worker := stack.StartWorker()
 //		id, _ := stack.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "refund order 7"})
-//		snap := stack.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) > 0 })
+//		snap := stack.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) > 0 })
 //		worker.Kill()
 //		stack.StartWorker()
-//		stack.Sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true})
+//		stack.Sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true})
 //	}
 package agenttest

@@ -23,6 +23,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Stack is a private engine for one test, and the worker processes that
@@ -64,7 +65,7 @@ func (s *Stack) StartEngine() {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		DataDir:                     filepath.Join(s.Dir, "engine"),
 		FrontendPort:                s.port,
-		KeywordListSearchAttributes: []string{client.SearchAttributeActiveStepTypes},
+		KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes},
 		Logger:                      slog.New(slog.NewTextHandler(s.logFile("engine.log"), &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -82,7 +83,7 @@ func (s *Stack) StartEngine() {
 			s.t.Fatalf("connect to the engine: %v", err)
 		}
 		s.Client = c
-		s.Sessions = client.New(c, "default", client.DefaultTaskQueue)
+		s.Sessions = client.New(c, "default", wire.DefaultTaskQueue)
 	}
 }
 
@@ -332,9 +333,9 @@ type permanent struct{ error }
 func Permanent(err error) error { return permanent{err} }
 
 // WaitForSnapshot waits until cond holds for the session's snapshot.
-func (s *Stack) WaitForSnapshot(description, sessionID string, cond func(client.Snapshot) bool) client.Snapshot {
+func (s *Stack) WaitForSnapshot(description, sessionID string, cond func(wire.Snapshot) bool) wire.Snapshot {
 	s.t.Helper()
-	var snap client.Snapshot
+	var snap wire.Snapshot
 	err := WaitFor(context.Background(), description, 90*time.Second, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -540,7 +541,7 @@ func (s *Stack) MessageStore(t testing.TB) client.MessageReader {
 
 // describeSnapshot renders a snapshot for a failure message: the state in
 // full, and each message with its text cut to 200 bytes.
-func describeSnapshot(snap client.Snapshot) string {
+func describeSnapshot(snap wire.Snapshot) string {
 	var b strings.Builder
 	if snap.State != nil {
 		fmt.Fprintf(&b, "state %+v\n", *snap.State)

@@ -15,6 +15,8 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // AgentSessionClient starts agent sessions and calls their updates and
@@ -34,12 +36,12 @@ type AgentSessionClient struct {
 }
 
 // New wraps a connected Temporal client. taskQueue is the workers' task
-// queue ("" means DefaultTaskQueue). The caller keeps ownership of c. Dial
+// queue ("" means wire.DefaultTaskQueue). The caller keeps ownership of c. Dial
 // c with DataConverter() so that large messages are not inflated by HTML
 // escaping (any converter that writes "json/plain" works).
 func New(c temporalclient.Client, namespace, taskQueue string) *AgentSessionClient {
 	if taskQueue == "" {
-		taskQueue = DefaultTaskQueue
+		taskQueue = wire.DefaultTaskQueue
 	}
 	if namespace == "" {
 		namespace = "default"
@@ -54,21 +56,21 @@ type StartSessionOptions struct {
 	// SessionID is the workflow ID; empty generates "session-<uuid>".
 	SessionID string
 	// InitialMessage starts the first turn when it is not blank: at most
-	// MaxInlineMessageBytes, or the beginning of a longer one stored first
+	// wire.MaxInlineMessageBytes, or the beginning of a longer one stored first
 	// and named by InitialMessageRef (see SendOptions.TextRef).
 	InitialMessage string
 	// InitialMessageRef is the message store reference of the whole
 	// initial message.
 	InitialMessageRef string
 	// SessionSettings are the session's first settings: one JSON object of
-	// at most MaxSessionSettingsBytes (see UpdateSessionSettings).
+	// at most wire.MaxSessionSettingsBytes (see wire.UpdateSessionSettings).
 	SessionSettings json.RawMessage
 	// APIToken names the API token on whose behalf the session starts: its
 	// spend limits (the worker's config) apply. The HTTP API sets it.
 	APIToken string
 	// ActiveStepSearchMode chooses whether the session is searchable by
-	// the Steps it waits in (ActiveStepSearchTypes, the default, or
-	// ActiveStepSearchDisabled); fixed when the session starts.
+	// the Steps it waits in (wire.ActiveStepSearchTypes, the default, or
+	// wire.ActiveStepSearchDisabled); fixed when the session starts.
 	ActiveStepSearchMode string
 	// RequestID makes the start idempotent: a retried start with the same
 	// request ID returns the same session instead of an error. Empty
@@ -106,7 +108,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	if opts.FlowType == "" {
 		return "", false, errors.New("start session: flow type is required")
 	}
-	if err := CheckActiveStepSearchMode(opts.ActiveStepSearchMode); err != nil {
+	if err := wire.CheckActiveStepSearchMode(opts.ActiveStepSearchMode); err != nil {
 		return "", false, fmt.Errorf("start session: %w", err)
 	}
 	id = opts.SessionID
@@ -117,7 +119,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	if reqID == "" {
 		reqID = uuid.NewString()
 	}
-	if opts.InitialMessageRef == "" && len(opts.InitialMessage) > MaxInlineMessageBytes {
+	if opts.InitialMessageRef == "" && len(opts.InitialMessage) > wire.MaxInlineMessageBytes {
 		ref, text, err := s.storeText(ctx, id, opts.InitialMessage)
 		if err != nil {
 			return "", false, fmt.Errorf("start session %s: the initial message: %w", id, err)
@@ -126,7 +128,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	}
 	var settings json.RawMessage
 	if len(opts.SessionSettings) > 0 {
-		text, err := CheckSessionSettings(opts.SessionSettings, 0)
+		text, err := wire.CheckSessionSettings(opts.SessionSettings, 0)
 		if err != nil {
 			return "", false, fmt.Errorf("start session %s: %w", id, err)
 		}
@@ -134,7 +136,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 			settings = json.RawMessage(text)
 		}
 	}
-	input, err := DataConverter().ToPayloads(StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: opts.ActiveStepSearchMode})
+	input, err := DataConverter().ToPayloads(wire.StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: opts.ActiveStepSearchMode})
 	if err != nil {
 		return "", false, err
 	}
@@ -173,14 +175,14 @@ type SendOptions struct {
 	// timeout, a dropped connection). Empty: every call is a new message.
 	// See CheckMessageID for the allowed form.
 	MessageID string
-	// TextRef sends a text over MaxInlineMessageBytes by reference: the
+	// TextRef sends a text over wire.MaxInlineMessageBytes by reference: the
 	// message store reference of the whole text, which the caller stored
 	// first (the HTTP API does); text is then its beginning, for display.
 	TextRef string
-	// PlanMode starts a planning turn (see SendUserMessageRequest).
+	// PlanMode starts a planning turn (see wire.SendUserMessageRequest).
 	PlanMode bool
-	// Mode is the send mode (SendModeQueue, the default, SendModeSteer,
-	// SendModeInterrupt, SendModeRejectIfBusy).
+	// Mode is the send mode (wire.SendModeQueue, the default, wire.SendModeSteer,
+	// wire.SendModeInterrupt, wire.SendModeRejectIfBusy).
 	Mode string
 }
 
@@ -207,38 +209,38 @@ func CheckMessageID(id string) error {
 func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, sessionID, text string, opts SendOptions) (bool, error) {
 	if opts.MessageID != "" {
 		if err := CheckMessageID(opts.MessageID); err != nil {
-			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
+			return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSendUserMessage, sessionID, err)
 		}
 	}
-	if err := CheckSendMode(opts.Mode); err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
+	if err := wire.CheckSendMode(opts.Mode); err != nil {
+		return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSendUserMessage, sessionID, err)
 	}
-	if opts.TextRef == "" && len(text) > MaxInlineMessageBytes {
+	if opts.TextRef == "" && len(text) > wire.MaxInlineMessageBytes {
 		ref, preview, err := s.storeText(ctx, sessionID, text)
 		if err != nil {
-			return false, fmt.Errorf("%s on session %s: %w", UpdateSendUserMessage, sessionID, err)
+			return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSendUserMessage, sessionID, err)
 		}
 		text, opts.TextRef = preview, ref
 	}
-	return s.update(ctx, sessionID, UpdateSendUserMessage, opts.MessageID, SendUserMessageRequest{Text: text, TextRef: opts.TextRef, PlanMode: opts.PlanMode, Mode: opts.Mode})
+	return s.update(ctx, sessionID, wire.UpdateSendUserMessage, opts.MessageID, wire.SendUserMessageRequest{Text: text, TextRef: opts.TextRef, PlanMode: opts.PlanMode, Mode: opts.Mode})
 }
 
-// ErrMessageTooLarge reports a message over MaxMessageBytes.
+// ErrMessageTooLarge reports a message over wire.MaxMessageBytes.
 var ErrMessageTooLarge = errors.New("message too large")
 
-// ErrNoMessageStore reports a message over MaxInlineMessageBytes sent by a
+// ErrNoMessageStore reports a message over wire.MaxInlineMessageBytes sent by a
 // client without a message store to send it by reference through.
 var ErrNoMessageStore = errors.New("no message store")
 
 // storeText stores a text too long to send inline in the client's message
 // store and returns its reference and the preview to send with it.
 func (s *AgentSessionClient) storeText(ctx context.Context, sessionID, text string) (ref, preview string, err error) {
-	if len(text) > MaxMessageBytes {
-		return "", "", fmt.Errorf("%w: the message is %d bytes; one message may be at most %d", ErrMessageTooLarge, len(text), MaxMessageBytes)
+	if len(text) > wire.MaxMessageBytes {
+		return "", "", fmt.Errorf("%w: the message is %d bytes; one message may be at most %d", ErrMessageTooLarge, len(text), wire.MaxMessageBytes)
 	}
 	st, ok := s.messages.(MessageStore)
 	if !ok {
-		return "", "", fmt.Errorf("%w: the message is %d bytes; at most %d travel inline, and a longer one is sent by reference through a message store (WithMessages)", ErrNoMessageStore, len(text), MaxInlineMessageBytes)
+		return "", "", fmt.Errorf("%w: the message is %d bytes; at most %d travel inline, and a longer one is sent by reference through a message store (WithMessages)", ErrNoMessageStore, len(text), wire.MaxInlineMessageBytes)
 	}
 	ref, err = st.PutBlob(ctx, sessionID, []byte(text))
 	if err != nil {
@@ -264,27 +266,27 @@ func previewText(text string) string {
 // UpdateSessionSettings replaces the session's settings with settings, one
 // JSON object ({} clears them). The next turn starts with them; a running
 // turn keeps the settings it started with. Settings that are not one
-// object, or over MaxSessionSettingsBytes of compact JSON, are
-// ErrInvalidSessionSettings and are not sent. It returns false before the
+// object, or over wire.MaxSessionSettingsBytes of compact JSON, are
+// wire.ErrInvalidSessionSettings and are not sent. It returns false before the
 // session started.
 func (s *AgentSessionClient) UpdateSessionSettings(ctx context.Context, sessionID string, settings json.RawMessage) (bool, error) {
 	if len(bytes.TrimSpace(settings)) == 0 || string(bytes.TrimSpace(settings)) == "null" {
-		return false, fmt.Errorf("%s on session %s: %w: give an object ({} clears them)", UpdateSessionSettings, sessionID, ErrInvalidSessionSettings)
+		return false, fmt.Errorf("%s on session %s: %w: give an object ({} clears them)", wire.UpdateSessionSettings, sessionID, wire.ErrInvalidSessionSettings)
 	}
-	text, err := CheckSessionSettings(settings, 0)
+	text, err := wire.CheckSessionSettings(settings, 0)
 	if err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", UpdateSessionSettings, sessionID, err)
+		return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSessionSettings, sessionID, err)
 	}
 	if text == "" {
 		text = "{}"
 	}
-	return s.update(ctx, sessionID, UpdateSessionSettings, "", UpdateSessionSettingsRequest{SessionSettings: json.RawMessage(text)})
+	return s.update(ctx, sessionID, wire.UpdateSessionSettings, "", wire.UpdateSessionSettingsRequest{SessionSettings: json.RawMessage(text)})
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns
 // false when the interrupt is unknown, already resolved, or past its deadline.
-func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID string, req ResolveInterruptRequest) (bool, error) {
-	return s.update(ctx, sessionID, UpdateResolveInterrupt, "", req)
+func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID string, req wire.ResolveInterruptRequest) (bool, error) {
+	return s.update(ctx, sessionID, wire.UpdateResolveInterrupt, "", req)
 }
 
 // ExecutePlan runs the plan revision the user approved. It returns true
@@ -292,7 +294,7 @@ func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID str
 // revision and is a draft or active, and nothing is queued; the session
 // then starts an executing turn.
 func (s *AgentSessionClient) ExecutePlan(ctx context.Context, sessionID string, revision int) (bool, error) {
-	return s.update(ctx, sessionID, UpdateExecutePlan, "", ExecutePlanRequest{Revision: revision})
+	return s.update(ctx, sessionID, wire.UpdateExecutePlan, "", wire.ExecutePlanRequest{Revision: revision})
 }
 
 // AnswerQuestion answers a pending question (an ask_user call). It returns
@@ -300,8 +302,8 @@ func (s *AgentSessionClient) ExecutePlan(ctx context.Context, sessionID string, 
 // question, a blank answer, or an answer outside the question's choices
 // when free text is not allowed. Decline a question with ResolveInterrupt
 // and Approved false.
-func (s *AgentSessionClient) AnswerQuestion(ctx context.Context, sessionID string, req AnswerQuestionRequest) (bool, error) {
-	return s.update(ctx, sessionID, UpdateAnswerQuestion, "", req)
+func (s *AgentSessionClient) AnswerQuestion(ctx context.Context, sessionID string, req wire.AnswerQuestionRequest) (bool, error) {
+	return s.update(ctx, sessionID, wire.UpdateAnswerQuestion, "", req)
 }
 
 // update calls an update and waits for its result; an empty updateID lets
@@ -314,11 +316,11 @@ func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, update
 
 // ExtendInterrupt moves a pending interrupt's deadline seconds later. It
 // answers Extended false for an interrupt that is not pending, and fails
-// with an application error of InterruptNotExtendedErrorType (the message
+// with an application error of wire.InterruptNotExtendedErrorType (the message
 // says why) when the agent's limits refuse the extension.
-func (s *AgentSessionClient) ExtendInterrupt(ctx context.Context, sessionID string, req ExtendInterruptRequest) (ExtendInterruptResult, error) {
-	var out ExtendInterruptResult
-	err := s.updateInto(ctx, sessionID, UpdateExtendInterrupt, "", req, &out)
+func (s *AgentSessionClient) ExtendInterrupt(ctx context.Context, sessionID string, req wire.ExtendInterruptRequest) (wire.ExtendInterruptResult, error) {
+	var out wire.ExtendInterruptResult
+	err := s.updateInto(ctx, sessionID, wire.UpdateExtendInterrupt, "", req, &out)
 	return out, err
 }
 
@@ -345,16 +347,16 @@ func (s *AgentSessionClient) updateInto(ctx context.Context, sessionID, name, up
 
 // GetAgentSnapshot returns the snapshot a UI renders. Closed sessions are
 // served while a worker runs.
-func (s *AgentSessionClient) GetAgentSnapshot(ctx context.Context, sessionID string) (Snapshot, error) {
-	var snap Snapshot
-	err := s.query(ctx, sessionID, QueryAgentSnapshot, &snap)
+func (s *AgentSessionClient) GetAgentSnapshot(ctx context.Context, sessionID string) (wire.Snapshot, error) {
+	var snap wire.Snapshot
+	err := s.query(ctx, sessionID, wire.QueryAgentSnapshot, &snap)
 	return snap, err
 }
 
 // ListAgentMessages returns one page of stored messages, oldest first.
-func (s *AgentSessionClient) ListAgentMessages(ctx context.Context, sessionID string, req ListMessagesRequest) (MessagesPage, error) {
-	var page MessagesPage
-	if err := s.query(ctx, sessionID, QueryListAgentMessages, &page, req); err != nil {
+func (s *AgentSessionClient) ListAgentMessages(ctx context.Context, sessionID string, req wire.ListMessagesRequest) (wire.MessagesPage, error) {
+	var page wire.MessagesPage
+	if err := s.query(ctx, sessionID, wire.QueryListAgentMessages, &page, req); err != nil {
 		return page, err
 	}
 	return s.fillPage(ctx, sessionID, req, page)

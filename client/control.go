@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // ErrSessionClosed reports a request that a session closed with
@@ -13,31 +15,31 @@ import (
 var ErrSessionClosed = errors.New("session closed")
 
 // SteerUserMessage steers the running turn with a queued message (by its
-// ID, from Snapshot.QueuedMessages) or with new text: the turn ends at its
+// ID, from wire.Snapshot.QueuedMessages) or with new text: the turn ends at its
 // next safe Step boundary (a started model call or tool runs to its end;
 // calls that have not started are recorded rejected), and the next turn
 // starts with every steered message. While no turn runs, text is queued
 // and starts the next turn at once. It returns false for a message that is
 // no longer queued (reload the snapshot), blank text, or both or neither
 // of messageID and text.
-func (s *AgentSessionClient) SteerUserMessage(ctx context.Context, sessionID string, req SteerUserMessageRequest) (bool, error) {
-	if req.TextRef == "" && len(req.Text) > MaxInlineMessageBytes {
+func (s *AgentSessionClient) SteerUserMessage(ctx context.Context, sessionID string, req wire.SteerUserMessageRequest) (bool, error) {
+	if req.TextRef == "" && len(req.Text) > wire.MaxInlineMessageBytes {
 		ref, preview, err := s.storeText(ctx, sessionID, req.Text)
 		if err != nil {
-			return false, fmt.Errorf("%s on session %s: %w", UpdateSteerUserMessage, sessionID, err)
+			return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSteerUserMessage, sessionID, err)
 		}
 		req.Text, req.TextRef = preview, ref
 	}
-	return s.update(ctx, sessionID, UpdateSteerUserMessage, "", req)
+	return s.update(ctx, sessionID, wire.UpdateSteerUserMessage, "", req)
 }
 
 // DeleteQueuedMessage deletes a queued message; false when it is no longer
 // queued.
 func (s *AgentSessionClient) DeleteQueuedMessage(ctx context.Context, sessionID, messageID string) (bool, error) {
-	return s.update(ctx, sessionID, UpdateDeleteQueuedMessage, "", DeleteQueuedMessageRequest{MessageID: messageID})
+	return s.update(ctx, sessionID, wire.UpdateDeleteQueuedMessage, "", wire.DeleteQueuedMessageRequest{MessageID: messageID})
 }
 
-// CancelTurn stops the turn turnID now (SessionState.ActiveTurnID): a
+// CancelTurn stops the turn turnID now (wire.SessionState.ActiveTurnID): a
 // running model call is cancelled and its answer dropped, every wait is
 // recorded rejected, started tool tasks are abandoned, and a tool that has
 // started runs to its end. It returns true when the request is recorded
@@ -45,7 +47,7 @@ func (s *AgentSessionClient) DeleteQueuedMessage(ctx context.Context, sessionID,
 // returned the final answer), also for a second call for the same turn;
 // false when no turn is active or turnID names another turn.
 func (s *AgentSessionClient) CancelTurn(ctx context.Context, sessionID, turnID string) (bool, error) {
-	return s.update(ctx, sessionID, UpdateCancelTurn, "", CancelTurnRequest{TurnID: turnID})
+	return s.update(ctx, sessionID, wire.UpdateCancelTurn, "", wire.CancelTurnRequest{TurnID: turnID})
 }
 
 // CloseSession closes the session: its running turn and the messages it
@@ -53,7 +55,7 @@ func (s *AgentSessionClient) CancelTurn(ctx context.Context, sessionID, turnID s
 // then its workflow completes. A closed session stays readable
 // (GetAgentSnapshot, ListAgentMessages) for the namespace's retention.
 func (s *AgentSessionClient) CloseSession(ctx context.Context, sessionID string) (bool, error) {
-	return s.update(ctx, sessionID, UpdateCloseSession, "", CloseSessionRequest{})
+	return s.update(ctx, sessionID, wire.UpdateCloseSession, "", wire.CloseSessionRequest{})
 }
 
 // TerminateSession ends the session's workflow at once, whatever runs:
@@ -74,7 +76,7 @@ func (s *AgentSessionClient) TerminateSession(ctx context.Context, sessionID, re
 // ErrSessionClosed.
 func closedError(err error) error {
 	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.Type() == SessionClosedErrorType {
+	if errors.As(err, &app) && app.Type() == wire.SessionClosedErrorType {
 		return fmt.Errorf("%w: %s", ErrSessionClosed, app.Message())
 	}
 	return err

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/converter"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestDataConverterDoesNotEscapeHTML: a message of "<" characters costs one
@@ -12,7 +14,7 @@ import (
 // converter read back too.
 func TestDataConverterDoesNotEscapeHTML(t *testing.T) {
 	text := strings.Repeat("<a href=\"x\">&</a>", 10_000)
-	in := SendUserMessageRequest{Text: text}
+	in := wire.SendUserMessageRequest{Text: text}
 	p, err := DataConverter().ToPayload(in)
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +22,7 @@ func TestDataConverterDoesNotEscapeHTML(t *testing.T) {
 	if want := len(`{"text":""}`) + len(text) + strings.Count(text, `"`); len(p.GetData()) != want {
 		t.Errorf("payload is %d bytes, want %d (no HTML escaping)", len(p.GetData()), want)
 	}
-	var out SendUserMessageRequest
+	var out wire.SendUserMessageRequest
 	if err := DataConverter().FromPayload(p, &out); err != nil || out.Text != text {
 		t.Fatalf("round trip: %v", err)
 	}
@@ -31,7 +33,7 @@ func TestDataConverterDoesNotEscapeHTML(t *testing.T) {
 	if len(old.GetData()) <= len(p.GetData()) {
 		t.Errorf("the default converter's payload (%d bytes) is not larger; the test proves nothing", len(old.GetData()))
 	}
-	out = SendUserMessageRequest{}
+	out = wire.SendUserMessageRequest{}
 	if err := DataConverter().FromPayload(old, &out); err != nil || out.Text != text {
 		t.Fatalf("reading a default payload: %v", err)
 	}

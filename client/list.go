@@ -19,6 +19,8 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // What a session can wait for, as ListSessionsOptions.WaitingFor and
@@ -35,11 +37,11 @@ const (
 // waitingSteps maps each waiting kind to its Step, in the order kinds are
 // listed.
 var waitingSteps = []struct{ kind, step string }{
-	{WaitingForApproval, StepAwaitToolApproval},
-	{WaitingForQuestion, StepAwaitQuestionAnswer},
-	{WaitingForTimer, StepAwaitTimer},
-	{WaitingForTask, StepPollToolTask},
-	{WaitingForUser, StepAwaitUserMessage},
+	{WaitingForApproval, wire.StepAwaitToolApproval},
+	{WaitingForQuestion, wire.StepAwaitQuestionAnswer},
+	{WaitingForTimer, wire.StepAwaitTimer},
+	{WaitingForTask, wire.StepPollToolTask},
+	{WaitingForUser, wire.StepAwaitUserMessage},
 }
 
 // WaitingForKinds lists the kinds ListSessions takes, in a fixed order.
@@ -197,9 +199,9 @@ func (s *AgentSessionClient) ListSessions(ctx context.Context, opts ListSessions
 	if err != nil {
 		var invalid *serviceerror.InvalidArgument
 		switch {
-		case errors.As(err, &invalid) && strings.Contains(invalid.Error(), SearchAttributeActiveStepTypes):
+		case errors.As(err, &invalid) && strings.Contains(invalid.Error(), wire.SearchAttributeActiveStepTypes):
 			return page, fmt.Errorf("list sessions: %w (%s); add it with: temporal operator search-attribute create --name %s --type KeywordList",
-				ErrNoSearchAttribute, invalid.Error(), SearchAttributeActiveStepTypes)
+				ErrNoSearchAttribute, invalid.Error(), wire.SearchAttributeActiveStepTypes)
 		case errors.As(err, &invalid) && len(token) > 0:
 			return page, fmt.Errorf("list sessions: %w: %s", ErrInvalidPageToken, invalid.Error())
 		}
@@ -291,7 +293,7 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) SessionSummary {
 	if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return sum // a closed session waits for nothing, whatever it last upserted
 	}
-	sum.ActiveStepTypes = keywordList(e.GetSearchAttributes().GetIndexedFields()[SearchAttributeActiveStepTypes])
+	sum.ActiveStepTypes = keywordList(e.GetSearchAttributes().GetIndexedFields()[wire.SearchAttributeActiveStepTypes])
 	for _, w := range waitingSteps {
 		if slices.Contains(sum.ActiveStepTypes, w.step) {
 			sum.WaitingFor = append(sum.WaitingFor, w.kind)
@@ -400,7 +402,7 @@ func SessionsQuery(opts ListSessionsOptions) (string, error) {
 			}
 		}
 		list, _ := quoteList(steps)
-		conds = append(conds, SearchAttributeActiveStepTypes+" IN ("+list+")")
+		conds = append(conds, wire.SearchAttributeActiveStepTypes+" IN ("+list+")")
 	}
 	switch {
 	case opts.Status == "" || opts.Status == ListRunning || len(opts.WaitingFor) > 0 && opts.Status == ListAll:

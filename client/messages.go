@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // MessageReader reads a session's stored messages from the message store:
@@ -17,7 +19,7 @@ type MessageReader interface {
 
 // MessageStore is a MessageReader that also stores texts by content
 // (transcript.Reader is one): a client with one sends a message over
-// MaxInlineMessageBytes by storing it first and sending its reference.
+// wire.MaxInlineMessageBytes by storing it first and sending its reference.
 type MessageStore interface {
 	MessageReader
 	// PutBlob stores data for a session and returns its reference
@@ -29,7 +31,7 @@ type MessageStore interface {
 // what the workflow does not hold from r: the pages before the window, and
 // the whole text of a window message the workflow holds cut. When r is a
 // MessageStore, StartSession and SendUserMessage send a text over
-// MaxInlineMessageBytes (up to MaxMessageBytes) by reference.
+// wire.MaxInlineMessageBytes (up to wire.MaxMessageBytes) by reference.
 func (s *AgentSessionClient) WithMessages(r MessageReader) *AgentSessionClient {
 	c := *s
 	c.messages = r
@@ -43,7 +45,7 @@ func (s *AgentSessionClient) WithMessages(r MessageReader) *AgentSessionClient {
 // limit. When the window moved on between the two reads (its rows went
 // into a chunk), the workflow's messages are kept and only their cut texts
 // completed.
-func (s *AgentSessionClient) fillPage(ctx context.Context, sessionID string, req ListMessagesRequest, page MessagesPage) (MessagesPage, error) {
+func (s *AgentSessionClient) fillPage(ctx context.Context, sessionID string, req wire.ListMessagesRequest, page wire.MessagesPage) (wire.MessagesPage, error) {
 	if s.messages == nil || page.WindowFirstSequence == 0 {
 		return page, nil
 	}
@@ -59,9 +61,9 @@ func (s *AgentSessionClient) fillPage(ctx context.Context, sessionID string, req
 		windowFirst := min(max(page.WindowFirstSequence, start), end+1)
 		msgs, err := s.messages.ReadMessages(ctx, sessionID, start, windowFirst, end)
 		if err == nil && wholeRange(msgs, start, end) {
-			page.Messages = make([]Message, 0, len(msgs))
+			page.Messages = make([]wire.Message, 0, len(msgs))
 			for _, m := range msgs {
-				page.Messages = append(page.Messages, Message{Message: m})
+				page.Messages = append(page.Messages, wireconv.Message(m, false))
 			}
 			return pageBounds(page), nil
 		}
@@ -82,9 +84,9 @@ func (s *AgentSessionClient) fillPage(ctx context.Context, sessionID string, req
 			if err != nil {
 				return page, fmt.Errorf("read messages %d..%d of session %s: %w", from, older, sessionID, err)
 			}
-			all := make([]Message, 0, len(msgs)+len(page.Messages))
+			all := make([]wire.Message, 0, len(msgs)+len(page.Messages))
 			for _, m := range msgs {
-				all = append(all, Message{Message: m})
+				all = append(all, wireconv.Message(m, false))
 			}
 			page.Messages = append(all, page.Messages...)
 		}
@@ -106,7 +108,7 @@ func wholeRange(msgs []pluginapi.Message, start, end int64) bool {
 }
 
 // pageBounds sets HasMore and NextBeforeSequence from a filled page.
-func pageBounds(page MessagesPage) MessagesPage {
+func pageBounds(page wire.MessagesPage) wire.MessagesPage {
 	page.HasMore, page.NextBeforeSequence = false, 0
 	if len(page.Messages) > 0 && page.Messages[0].Sequence > page.FirstSequence {
 		page.HasMore, page.NextBeforeSequence = true, page.Messages[0].Sequence
@@ -117,7 +119,7 @@ func pageBounds(page MessagesPage) MessagesPage {
 // CompleteMessages replaces the cut texts of a snapshot's or a page's
 // messages (TextTruncated) with the whole messages from the store. Without
 // a MessageReader it does nothing.
-func (s *AgentSessionClient) CompleteMessages(ctx context.Context, sessionID string, msgs []Message) error {
+func (s *AgentSessionClient) CompleteMessages(ctx context.Context, sessionID string, msgs []wire.Message) error {
 	if s.messages == nil {
 		return nil
 	}
@@ -134,7 +136,7 @@ func (s *AgentSessionClient) CompleteMessages(ctx context.Context, sessionID str
 			}
 		}
 		if len(rows) == 1 && rows[0].Sequence == seq {
-			msgs[i] = Message{Message: rows[0]}
+			msgs[i] = wireconv.Message(rows[0], false)
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestCompactSessionSettings(t *testing.T) {
@@ -20,9 +22,9 @@ func TestCompactSessionSettings(t *testing.T) {
 		{`{"a":1} {}`, "", "data after the object"},
 		{`{"a":`, "", "not JSON"},
 	} {
-		got, err := CompactSessionSettings([]byte(tt.in))
+		got, err := wire.CompactSessionSettings([]byte(tt.in))
 		if tt.err != "" {
-			if !errors.Is(err, ErrInvalidSessionSettings) || !strings.Contains(err.Error(), tt.err) {
+			if !errors.Is(err, wire.ErrInvalidSessionSettings) || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%q: error %v, want %q", tt.in, err, tt.err)
 			}
 			continue
@@ -39,22 +41,22 @@ func TestSessionSettingsSize(t *testing.T) {
 	of := func(n int) []byte { // compact JSON of exactly n bytes
 		return []byte(`{"k":"` + strings.Repeat("x", n-len(`{"k":""}`)) + `"}`)
 	}
-	if _, err := CheckSessionSettings(of(MaxSessionSettingsBytes), 0); err != nil {
+	if _, err := wire.CheckSessionSettings(of(wire.MaxSessionSettingsBytes), 0); err != nil {
 		t.Errorf("16 KiB: %v", err)
 	}
-	if _, err := CheckSessionSettings(of(MaxSessionSettingsBytes+1), 0); !errors.Is(err, ErrInvalidSessionSettings) || !strings.Contains(err.Error(), "16385 bytes") {
+	if _, err := wire.CheckSessionSettings(of(wire.MaxSessionSettingsBytes+1), 0); !errors.Is(err, wire.ErrInvalidSessionSettings) || !strings.Contains(err.Error(), "16385 bytes") {
 		t.Errorf("16 KiB + 1 at the client: %v", err)
 	}
-	if _, err := CheckSessionSettings(of(MaxSessionSettingsBytes+SessionSettingsToleranceBytes), SessionSettingsToleranceBytes); err != nil {
+	if _, err := wire.CheckSessionSettings(of(wire.MaxSessionSettingsBytes+wire.SessionSettingsToleranceBytes), wire.SessionSettingsToleranceBytes); err != nil {
 		t.Errorf("17 KiB at the session: %v", err)
 	}
-	if _, err := CheckSessionSettings(of(MaxSessionSettingsBytes+SessionSettingsToleranceBytes+1), SessionSettingsToleranceBytes); err == nil {
+	if _, err := wire.CheckSessionSettings(of(wire.MaxSessionSettingsBytes+wire.SessionSettingsToleranceBytes+1), wire.SessionSettingsToleranceBytes); err == nil {
 		t.Error("17 KiB + 1 at the session: accepted")
 	}
 	// 8,000 "é" escaped as \u00e9 are 48,000 bytes of input but 16,000 of
 	// compact JSON.
 	escaped := []byte(`{"k":"` + strings.Repeat(`\u00e9`, 8000) + `"}`)
-	if text, err := CheckSessionSettings(escaped, 0); err != nil || len(text) != 16008 {
+	if text, err := wire.CheckSessionSettings(escaped, 0); err != nil || len(text) != 16008 {
 		t.Errorf("escaped non-ASCII: %d bytes, %v", len(text), err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Client calls a worker's HTTP API (docs/http-api.md). It is safe
@@ -257,10 +258,10 @@ func (c *Client) AnswerQuestion(ctx context.Context, sessionID, interruptID, ans
 
 // Snapshot returns the session's snapshot and the resume token to open its
 // event stream from; while a turn is active, the token replays that turn.
-func (c *Client) Snapshot(ctx context.Context, sessionID string) (client.Snapshot, string, error) {
+func (c *Client) Snapshot(ctx context.Context, sessionID string) (wire.Snapshot, string, error) {
 	var out struct {
-		Snapshot    client.Snapshot `json:"snapshot"`
-		ResumeToken string          `json:"resume_token"`
+		Snapshot    wire.Snapshot `json:"snapshot"`
+		ResumeToken string        `json:"resume_token"`
 	}
 	err := c.call(ctx, http.MethodGet, sessionPath(sessionID, "snapshot"), nil, nil, &out)
 	return out.Snapshot, out.ResumeToken, err
@@ -305,7 +306,7 @@ func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (clien
 // Messages returns a page of the session's stored messages, oldest first:
 // the newest page for beforeSequence 0, else the page before it (pass a
 // page's NextBeforeSequence). limit is 1 to 200; 0 means 50.
-func (c *Client) Messages(ctx context.Context, sessionID string, beforeSequence int64, limit int) (client.MessagesPage, error) {
+func (c *Client) Messages(ctx context.Context, sessionID string, beforeSequence int64, limit int) (wire.MessagesPage, error) {
 	q := url.Values{}
 	if beforeSequence > 0 {
 		q.Set("before_sequence", strconv.FormatInt(beforeSequence, 10))
@@ -317,7 +318,7 @@ func (c *Client) Messages(ctx context.Context, sessionID string, beforeSequence 
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var out client.MessagesPage
+	var out wire.MessagesPage
 	err := c.call(ctx, http.MethodGet, path, nil, nil, &out)
 	return out, err
 }

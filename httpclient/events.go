@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Event is one live event of a session, as the event stream carries it.
@@ -61,10 +61,10 @@ func (p Payload) Decode(v any) error { return json.Unmarshal(p, v) }
 
 // Send modes of a message (Client.SendMessageMode).
 const (
-	SendModeQueue        = client.SendModeQueue
-	SendModeSteer        = client.SendModeSteer
-	SendModeInterrupt    = client.SendModeInterrupt
-	SendModeRejectIfBusy = client.SendModeRejectIfBusy
+	SendModeQueue        = wire.SendModeQueue
+	SendModeSteer        = wire.SendModeSteer
+	SendModeInterrupt    = wire.SendModeInterrupt
+	SendModeRejectIfBusy = wire.SendModeRejectIfBusy
 )
 
 // Delivered is an event with the resume token that continues after it.

@@ -119,7 +119,7 @@ type ToolCallStatus string
 
 // The tool call statuses a runner sees: approved on the call it runs,
 // final on the records of a turn. (The statuses of records that wait, such
-// as awaiting_approval, are the session's; see package client.)
+// as awaiting_approval, are the session's; see package wire.)
 const (
 	ToolCallApproved       ToolCallStatus = "approved"
 	ToolCallRejected       ToolCallStatus = "rejected"
@@ -155,8 +155,9 @@ type PlanTask struct {
 	Status  string `json:"status"`
 }
 
-// ToolCall is the session's record of one deferred tool call of the active
-// turn.
+// ToolCall is a runner's view of one deferred tool call of the active
+// turn: what the runner contract's ToolCall message carries. The session
+// keeps more on its own record (package wire), which no runner sees.
 type ToolCall struct {
 	ToolCallID          string         `json:"tool_call_id"`
 	ToolName            string         `json:"tool_name"`
@@ -170,35 +171,13 @@ type ToolCall struct {
 	RejectionMessage    string         `json:"rejection_message,omitempty"`
 	ToolSourceReference string         `json:"tool_source_reference,omitempty"`
 	CancellationReason  string         `json:"cancellation_reason,omitempty"`
-	// WaitUntil is when a durable_wait call's wait ends (RFC 3339 UTC), on
-	// a waiting_for_timer record in snapshots.
-	WaitUntil string `json:"wait_until,omitempty"`
 	// InputContinuation is what the tool's last ToolInputRequested asked
-	// to get back on the next run of the call; InputAnswers are the
-	// user's answers to the questions the call asked, oldest first. Only
-	// the session's Steps use them; browser snapshots leave them out.
-	InputContinuation string   `json:"input_continuation,omitempty"`
-	InputAnswers      []string `json:"input_answers,omitempty"`
-	// InputRequests counts the questions the call asked.
-	InputRequests int `json:"input_requests,omitempty"`
+	// to get back when the call runs again after the user answered.
+	InputContinuation string `json:"input_continuation,omitempty"`
 	// TaskID is the handle of the tool task the call started, and
-	// TaskPollIntervalSeconds the wait before its next poll. A call with
-	// a task ID waits in waiting_for_task, polled by PollToolTask Steps.
+	// TaskPollIntervalSeconds the wait before its next poll.
 	TaskID                  string `json:"task_id,omitempty"`
 	TaskPollIntervalSeconds int    `json:"task_poll_interval_seconds,omitempty"`
-	// TaskAnswerPending is how the user resolved the task's last question,
-	// until the poll that hands it over (PollToolTaskRequest.PendingAnswer)
-	// succeeds. Only the session's Steps use it.
-	TaskAnswerPending *QuestionAnswer `json:"task_answer_pending,omitempty"`
-	// ApprovalRule and ApprovalDecision name the agent's approval rule that
-	// decided the call's approval (allow, require_approval or deny), and
-	// ShadowApprovalRule and ShadowApprovalDecision the shadow rule's,
-	// recorded without effect. Empty: no rule matched. Only the session
-	// reads them; runners see the decision as RequiresApproval and Status.
-	ApprovalRule           string `json:"approval_rule,omitempty"`
-	ApprovalDecision       string `json:"approval_decision,omitempty"`
-	ShadowApprovalRule     string `json:"shadow_approval_rule,omitempty"`
-	ShadowApprovalDecision string `json:"shadow_approval_decision,omitempty"`
 }
 
 // Usage counts tokens. In an outcome it covers that one model call; in a

@@ -232,6 +232,18 @@ type Usage struct {
 	ModelCalls        int64 `json:"model_calls"`
 }
 
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:       u.InputTokens + v.InputTokens,
+		OutputTokens:      u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
+		ReasoningTokens:   u.ReasoningTokens + v.ReasoningTokens,
+		TotalTokens:       u.TotalTokens + v.TotalTokens,
+		ModelCalls:        u.ModelCalls + v.ModelCalls,
+	}
+}
+
 // UsageRecordedPayload is the payload of usage_recorded: what a Step
 // recorded, and the session's total after it.
 type UsageRecordedPayload struct {

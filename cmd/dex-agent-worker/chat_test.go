@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // runChat runs the CLI with input as the chat's standard input.
@@ -111,8 +111,8 @@ func TestChatOrdersDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("session start through the API: exit %d\n%s", code, stderr)
 	}
-	final := stack.WaitForSnapshot("the lookup's answer", strings.TrimSpace(stdout), func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	final := stack.WaitForSnapshot("the lookup's answer", strings.TrimSpace(stdout), func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Order 3: ") {
 		t.Errorf("answer = %q", got)

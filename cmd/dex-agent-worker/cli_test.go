@@ -11,8 +11,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -157,8 +156,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if id == "" || strings.Count(out, "\n") != 1 {
 		t.Fatalf("start printed %q, want the ID alone", out)
 	}
-	snap := stack.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	var viaCLI client.Snapshot
+	snap := stack.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	var viaCLI wire.Snapshot
 	if err := json.Unmarshal([]byte(session("snapshot", id, "--json")), &viaCLI); err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +179,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if got := session("approve", id, snap.PendingInterrupts[0].InterruptID); got != "approved\n" {
 		t.Errorf("approve printed %q", got)
 	}
-	final := stack.WaitForSnapshot("the final answer", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	final := stack.WaitForSnapshot("the final answer", id, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Done. Refunded $62.50 of order 7") {
 		t.Errorf("final answer = %q", got)
@@ -203,7 +202,7 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	var seqs []int64
 	args := []string{"messages", id, "--json", "--limit", "2"}
 	for {
-		var page client.MessagesPage
+		var page wire.MessagesPage
 		if err := json.Unmarshal([]byte(session(args...)), &page); err != nil {
 			t.Fatal(err)
 		}
@@ -228,8 +227,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if got := session("send", id, long); got != "queued\n" {
 		t.Errorf("send 70 KB printed %q", got)
 	}
-	stack.WaitForSnapshot("the answer to the long text", id, func(s client.Snapshot) bool {
-		return s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage
+	stack.WaitForSnapshot("the answer to the long text", id, func(s wire.Snapshot) bool {
+		return s.State.TurnCount == 2 && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	stored, err := stack.StoredMessages(id)
 	if err != nil {
@@ -265,8 +264,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if got := session("send", id, "refund my order"); got != "queued\n" {
 		t.Errorf("send printed %q", got)
 	}
-	snap = stack.WaitForSnapshot("a question", id, func(s client.Snapshot) bool {
-		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindQuestion
+	snap = stack.WaitForSnapshot("a question", id, func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == wire.InterruptKindQuestion
 	})
 	q := snap.PendingInterrupts[0]
 	human = session("snapshot", id)
@@ -285,8 +284,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if got := session("answer", id, q.InterruptID, "--decline"); got != "declined\n" {
 		t.Errorf("decline printed %q", got)
 	}
-	final = stack.WaitForSnapshot("the answer to the decline", id, func(s client.Snapshot) bool {
-		return s.State.TurnCount == 3 && s.State.Status == client.StatusWaitingForUserMessage
+	final = stack.WaitForSnapshot("the answer to the decline", id, func(s wire.Snapshot) bool {
+		return s.State.TurnCount == 3 && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; got != "OK, I will not refund anything. (The user declined to answer.)" {
 		t.Errorf("answer after the decline = %q", got)
@@ -296,16 +295,16 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if got := session("send", id, "return order 5"); got != "queued\n" {
 		t.Errorf("send printed %q", got)
 	}
-	snap = stack.WaitForSnapshot("the label task", id, func(s client.Snapshot) bool {
-		return slices.ContainsFunc(s.ToolCalls, func(c pluginapi.ToolCall) bool {
-			return c.ToolName == "request_return_label" && c.Status == client.ToolCallWaitingForTask
+	snap = stack.WaitForSnapshot("the label task", id, func(s wire.Snapshot) bool {
+		return slices.ContainsFunc(s.ToolCalls, func(c wire.ToolCall) bool {
+			return c.ToolName == "request_return_label" && c.Status == wire.ToolCallWaitingForTask
 		})
 	})
 	if human := session("snapshot", id); !strings.Contains(human, "request_return_label") || !strings.Contains(human, "waiting_for_task") {
 		t.Errorf("snapshot text while the task runs:\n%s", human)
 	}
-	final = stack.WaitForSnapshot("the label", id, func(s client.Snapshot) bool {
-		return s.State.TurnCount == 4 && s.State.Status == client.StatusWaitingForUserMessage
+	final = stack.WaitForSnapshot("the label", id, func(s wire.Snapshot) bool {
+		return s.State.TurnCount == 4 && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Return label RET-5-") || !strings.HasSuffix(got, " for order 5 is ready.") {
 		t.Errorf("answer to the return = %q", got)

@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -65,7 +65,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				Namespace:                   cfg.Temporal.Namespace,
 				FrontendPort:                temporalPort,
 				UIPort:                      uiPort,
-				KeywordListSearchAttributes: []string{client.SearchAttributeActiveStepTypes},
+				KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes},
 				Logger:                      logger.With("component", "devserver"),
 			})
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // devRun is a `dex-agent-worker dev` process a test started.
@@ -157,8 +158,8 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var snap client.Snapshot
-	waitSnap := func(what string, cond func(client.Snapshot) bool) {
+	var snap wire.Snapshot
+	waitSnap := func(what string, cond func(wire.Snapshot) bool) {
 		t.Helper()
 		err := agenttest.WaitFor(ctx, what, time.Minute, func() (bool, error) {
 			s, err := sessions.GetAgentSnapshot(ctx, id)
@@ -169,7 +170,7 @@ agents:
 			t.Fatalf("%v; snapshot %+v", err, snap)
 		}
 	}
-	waitSnap("a pending approval", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	waitSnap("a pending approval", func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	interrupt := snap.PendingInterrupts[0].InterruptID
 
 	if err := dev.stop(t); err != nil {
@@ -180,16 +181,16 @@ agents:
 	// on get a deadline; this one replays with its own settings.
 	writeConfig("    interrupt_deadline: 1h\n")
 	restarted, _ := startDev(t, bin, "", nil, append(args, "--trace")...)
-	waitSnap("the approval still pending after the restart", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	waitSnap("the approval still pending after the restart", func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if d := snap.PendingInterrupts[0].Deadline; d != "" {
 		t.Errorf("the pending approval got the new config's deadline %s; want the session's own (none)", d)
 	}
-	ok, err := sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: interrupt, Approved: true})
+	ok, err := sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: interrupt, Approved: true})
 	if err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
-	waitSnap("the final answer", func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && s.Messages[len(s.Messages)-1].Role == "assistant"
+	waitSnap("the final answer", func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && s.Messages[len(s.Messages)-1].Role == "assistant"
 	})
 	if got := snap.Messages[len(snap.Messages)-1].Text; !strings.HasPrefix(got, "Done. Refunded $47.50 of order 5") {
 		t.Errorf("final answer = %q", got)
@@ -210,7 +211,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitSnap("a pending approval in the new session", func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	waitSnap("a pending approval in the new session", func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if snap.PendingInterrupts[0].Deadline == "" {
 		t.Error("a session started after the config change has no approval deadline")
 	}

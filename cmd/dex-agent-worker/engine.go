@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func newEngineCmd(g *globals) *cobra.Command {
@@ -40,7 +40,7 @@ func newEngineCmd(g *globals) *cobra.Command {
 				Namespace:                   namespace,
 				FrontendPort:                port,
 				UIPort:                      uiPort,
-				KeywordListSearchAttributes: []string{client.SearchAttributeActiveStepTypes},
+				KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes},
 				Logger:                      logger.With("component", "engine"),
 			})
 			if err != nil {

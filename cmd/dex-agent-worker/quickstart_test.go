@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // docsQuickstart returns the main.go and the dex.yaml of the plugin
@@ -69,8 +69,8 @@ func TestPluginQuickstart(t *testing.T) {
 		t.Fatalf("session start: exit %d\n%s", code, stderr)
 	}
 	id := strings.TrimSpace(stdout)
-	final := stack.WaitForSnapshot("the answer", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+	final := stack.WaitForSnapshot("the answer", id, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
 	})
 	if got := final.Messages[len(final.Messages)-1].Text; got != "Hello! Your message has 3 words." {
 		t.Errorf("answer = %q", got)

@@ -22,7 +22,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // sessionFlags are the session commands' connection flags.
@@ -186,7 +186,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.address, "address", "", "Temporal frontend address (default $DEX_TEMPORAL_ADDRESS, else the config's, else localhost:7233)")
 	pf.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default $DEX_TEMPORAL_NAMESPACE, else the config's, else default)")
-	pf.StringVar(&f.taskQueue, "task-queue", "", "the workers' task queue (default the config's, else "+client.DefaultTaskQueue+")")
+	pf.StringVar(&f.taskQueue, "task-queue", "", "the workers' task queue (default the config's, else "+wire.DefaultTaskQueue+")")
 	pf.StringVar(&f.config, "config", "", "worker config: maps agent names to flow types and gives the Temporal settings (default $DEX_CONFIG)")
 	pf.StringVar(&f.tlsCert, "tls-cert", "", "TLS client certificate (PEM) for mTLS, with --tls-key")
 	pf.StringVar(&f.tlsKey, "tls-key", "", "TLS client key (PEM)")
@@ -351,7 +351,7 @@ func newSessionSendCmd(g *globals, f *sessionFlags) *cobra.Command {
 		Short: "Send a user message",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := client.CheckSendMode(mode); err != nil {
+			if err := wire.CheckSendMode(mode); err != nil {
 				return err
 			}
 			sessions, closeFn, err := f.dial(cmd.Context(), g)
@@ -364,15 +364,15 @@ func newSessionSendCmd(g *globals, f *sessionFlags) *cobra.Command {
 				return err
 			}
 			switch {
-			case !ok && mode == client.SendModeRejectIfBusy:
+			case !ok && mode == wire.SendModeRejectIfBusy:
 				return errors.New("the session is busy (a turn runs or messages wait), so the message was not sent (--mode reject_if_busy)")
 			case !ok:
 				return errors.New("the session refused the message (blank, too long to send inline, or its queue is full)")
 			}
 			switch mode {
-			case client.SendModeSteer:
+			case wire.SendModeSteer:
 				fmt.Fprintln(g.stdout, "steered")
-			case client.SendModeInterrupt:
+			case wire.SendModeInterrupt:
 				fmt.Fprintln(g.stdout, "sent; the running turn is cancelled")
 			default:
 				fmt.Fprintln(g.stdout, "queued")
@@ -400,7 +400,7 @@ func newSessionResolveCmd(g *globals, f *sessionFlags, approve bool) *cobra.Comm
 				return err
 			}
 			defer closeFn()
-			ok, err := sessions.ResolveInterrupt(cmd.Context(), args[0], client.ResolveInterruptRequest{InterruptID: args[1], Approved: approve, RejectionMessage: message})
+			ok, err := sessions.ResolveInterrupt(cmd.Context(), args[0], wire.ResolveInterruptRequest{InterruptID: args[1], Approved: approve, RejectionMessage: message})
 			if err != nil {
 				return err
 			}
@@ -448,9 +448,9 @@ func newSessionAnswerCmd(g *globals, f *sessionFlags) *cobra.Command {
 			defer closeFn()
 			var ok bool
 			if decline {
-				ok, err = sessions.ResolveInterrupt(cmd.Context(), args[0], client.ResolveInterruptRequest{InterruptID: args[1]})
+				ok, err = sessions.ResolveInterrupt(cmd.Context(), args[0], wire.ResolveInterruptRequest{InterruptID: args[1]})
 			} else {
-				ok, err = sessions.AnswerQuestion(cmd.Context(), args[0], client.AnswerQuestionRequest{InterruptID: args[1], Answer: args[2]})
+				ok, err = sessions.AnswerQuestion(cmd.Context(), args[0], wire.AnswerQuestionRequest{InterruptID: args[1], Answer: args[2]})
 			}
 			switch {
 			case err != nil:
@@ -515,7 +515,7 @@ func newSessionMessagesCmd(g *globals, f *sessionFlags) *cobra.Command {
 				return err
 			}
 			defer closeFn()
-			page, err := sessions.ListAgentMessages(cmd.Context(), args[0], client.ListMessagesRequest{BeforeSequence: before, Limit: limit})
+			page, err := sessions.ListAgentMessages(cmd.Context(), args[0], wire.ListMessagesRequest{BeforeSequence: before, Limit: limit})
 			if err != nil {
 				return err
 			}
@@ -584,13 +584,13 @@ func shellQuote(s string) string {
 // statusLine says what the session does. While it runs tools the words say
 // which calls run and which wait for an answer; the spec's status value
 // (state.status in the JSON) follows in brackets.
-func statusLine(s client.Snapshot) string {
+func statusLine(s wire.Snapshot) string {
 	st := s.State
 	turn := ""
 	if st.ActiveTurnID != "" {
 		turn = st.ActiveTurnID
 	}
-	if st.Status != client.StatusRunningTools {
+	if st.Status != wire.StatusRunningTools {
 		if turn != "" {
 			return fmt.Sprintf("%s (%s)", st.Status, turn)
 		}
@@ -599,10 +599,10 @@ func statusLine(s client.Snapshot) string {
 	var parts, running, other []string
 	for _, c := range s.ToolCalls {
 		switch {
-		case c.Status == pluginapi.ToolCallApproved:
+		case c.Status == wire.ToolCallApproved:
 			running = append(running, fmt.Sprintf("%s (%s)", c.ToolName, c.ToolCallID))
-		case c.Status == client.ToolCallAwaitingApproval || c.Status == client.ToolCallAwaitingAnswer || c.Status.Final():
-		case c.Status == client.ToolCallWaitingForTimer && c.WaitUntil != "":
+		case c.Status == wire.ToolCallAwaitingApproval || c.Status == wire.ToolCallAwaitingAnswer || c.Status.Final():
+		case c.Status == wire.ToolCallWaitingForTimer && c.WaitUntil != "":
 			other = append(other, fmt.Sprintf("%s (%s) until %s", c.ToolName, c.ToolCallID, c.WaitUntil))
 		default:
 			other = append(other, fmt.Sprintf("%s (%s) %s", c.ToolName, c.ToolCallID, c.Status))
@@ -616,7 +616,7 @@ func statusLine(s client.Snapshot) string {
 	for _, in := range s.PendingInterrupts {
 		kind := in.Kind
 		if kind == "" {
-			kind = client.InterruptKindApproval
+			kind = wire.InterruptKindApproval
 		}
 		w := fmt.Sprintf("%s (%s)", in.ToolName, in.ToolCallID)
 		if in.Deadline != "" {
@@ -645,7 +645,7 @@ func statusLine(s client.Snapshot) string {
 
 // printSnapshot prints a snapshot for people; command builds the hints'
 // command lines (see commandLine).
-func printSnapshot(w io.Writer, s client.Snapshot, command func(sub string, args ...string) string) {
+func printSnapshot(w io.Writer, s wire.Snapshot, command func(sub string, args ...string) string) {
 	fmt.Fprintf(w, "session %s (agent %s)\n", s.SessionID, s.Agent)
 	if s.State != nil {
 		fmt.Fprintf(w, "status   %s\n", statusLine(s))
@@ -669,9 +669,9 @@ func printSnapshot(w io.Writer, s client.Snapshot, command func(sub string, args
 			fmt.Fprintf(w, "  %-20s %-20s %-18s %s\n", c.ToolCallID, c.ToolName, c.Status, c.Arguments)
 		}
 	}
-	var approvals, questions []client.Interrupt
+	var approvals, questions []wire.Interrupt
 	for _, in := range s.PendingInterrupts {
-		if in.Kind == client.InterruptKindQuestion {
+		if in.Kind == wire.InterruptKindQuestion {
 			questions = append(questions, in)
 		} else {
 			approvals = append(approvals, in)
@@ -800,7 +800,7 @@ func newSessionSettingsCmd(g *globals, f *sessionFlags) *cobra.Command {
 			if !ok {
 				return errors.New("the session did not take the settings (it has not started)")
 			}
-			text, _ := client.CompactSessionSettings(next)
+			text, _ := wire.CompactSessionSettings(next)
 			if text == "" {
 				text = "{}"
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Turn control and the session lifecycle from the command line: steer,
@@ -33,7 +34,7 @@ func newSessionSteerCmd(g *globals, f *sessionFlags) *cobra.Command {
 			return nil
 		},
 		RunE: f.withSessions(g, func(ctx context.Context, sessions *client.AgentSessionClient, args []string) error {
-			req := client.SteerUserMessageRequest{MessageID: messageID, PlanMode: planMode}
+			req := wire.SteerUserMessageRequest{MessageID: messageID, PlanMode: planMode}
 			if messageID == "" {
 				req.Text = args[1]
 			}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestSessionControlThroughTheCLI: with the orders demo, a refund waits
@@ -20,16 +20,16 @@ func TestSessionControlThroughTheCLI(t *testing.T) {
 		t.Helper()
 		return strings.TrimSpace(o.session(args...))
 	}
-	pendingApproval := func(s client.Snapshot) bool {
-		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindApproval
+	pendingApproval := func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == wire.InterruptKindApproval
 	}
 	id := session("start", "--agent", "orders", "--id", "cli-control", "--message", "refund order 7")
 	stack.WaitForSnapshot("a pending approval", id, pendingApproval)
 	if out := session("send", "--mode", "steer", id, "what is order 3?"); out != "steered" {
 		t.Errorf("send --mode steer: %q", out)
 	}
-	snap := stack.WaitForSnapshot("the steered turn's answer", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 2
+	snap := stack.WaitForSnapshot("the steered turn's answer", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 2
 	})
 	for _, m := range snap.Messages {
 		if strings.Contains(m.Text, "Refunded") {
@@ -41,7 +41,7 @@ func TestSessionControlThroughTheCLI(t *testing.T) {
 	session("send", id, "refund order 7")
 	stack.WaitForSnapshot("a second approval", id, pendingApproval)
 	session("send", id, "and order 3")
-	snap = stack.WaitForSnapshot("a queued message", id, func(s client.Snapshot) bool { return len(s.QueuedMessages) == 1 })
+	snap = stack.WaitForSnapshot("a queued message", id, func(s wire.Snapshot) bool { return len(s.QueuedMessages) == 1 })
 	if out := session("delete-queued", id, snap.QueuedMessages[0].MessageID); out != "deleted" {
 		t.Errorf("delete-queued: %q", out)
 	}
@@ -51,8 +51,8 @@ func TestSessionControlThroughTheCLI(t *testing.T) {
 	if out := session("cancel", id); out != "cancelled turn-3" {
 		t.Errorf("cancel: %q", out)
 	}
-	stack.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 3 && len(s.QueuedMessages) == 0
+	stack.WaitForSnapshot("the cancelled turn's end", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 3 && len(s.QueuedMessages) == 0
 	})
 	if _, stderr, code := run("cancel", id); code == 0 || !strings.Contains(stderr, "runs no turn") {
 		t.Errorf("cancel while idle: exit %d %s", code, stderr)

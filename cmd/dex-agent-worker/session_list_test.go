@@ -12,6 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestSessionListThroughTheCLI: with the orders demo, "refund order 7"
@@ -23,11 +24,11 @@ func TestSessionListThroughTheCLI(t *testing.T) {
 	stack, base, session := o.stack, o.base, o.session
 	approval := strings.TrimSpace(session("start", "--agent", "orders", "--id", "cli-approve", "--message", "refund order 7"))
 	question := strings.TrimSpace(session("start", "--agent", "orders", "--id", "cli-ask", "--message", "refund my order"))
-	stack.WaitForSnapshot("a pending approval", approval, func(s client.Snapshot) bool {
-		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind != client.InterruptKindQuestion
+	stack.WaitForSnapshot("a pending approval", approval, func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind != wire.InterruptKindQuestion
 	})
-	stack.WaitForSnapshot("a question", question, func(s client.Snapshot) bool {
-		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindQuestion
+	stack.WaitForSnapshot("a question", question, func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == wire.InterruptKindQuestion
 	})
 	// list polls session list --json until it lists exactly want.
 	list := func(want []string, args ...string) client.SessionsPage {

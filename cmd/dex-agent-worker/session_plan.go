@@ -9,6 +9,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/chat"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Plans from the command line: `session send --plan` starts a planning turn
@@ -85,7 +86,7 @@ func newSessionPlanCmd(g *globals, f *sessionFlags) *cobra.Command {
 
 // printPlan prints the session's plan for people, with the commands that
 // run or revise a draft; command builds them (see commandLine).
-func printPlan(w io.Writer, s client.Snapshot, command func(sub string, args ...string) string) {
+func printPlan(w io.Writer, s wire.Snapshot, command func(sub string, args ...string) string) {
 	p := s.Plan
 	if p == nil {
 		fmt.Fprintf(w, "session %s has no plan yet: the agent writes one with write_todos (plan mode: %s)\n",
@@ -112,7 +113,7 @@ func printPlan(w io.Writer, s client.Snapshot, command func(sub string, args ...
 	for _, t := range p.Tasks {
 		fmt.Fprintf(w, "  %s %s\n", chat.TaskBox(t.Status), t.Content)
 	}
-	executing := s.State != nil && s.State.ActiveTurnID != "" && s.State.InteractionMode == client.InteractionExecuting
+	executing := s.State != nil && s.State.ActiveTurnID != "" && s.State.InteractionMode == wire.InteractionExecuting
 	switch {
 	case executing:
 		fmt.Fprintf(w, "executing in %s\n", s.State.ActiveTurnID)
@@ -177,7 +178,7 @@ func newSessionExecutePlanCmd(g *globals, f *sessionFlags) *cobra.Command {
 
 // planToExecute is the revision execute-plan runs without --revision: the
 // current plan's, when it is a draft or active.
-func planToExecute(s client.Snapshot) (int, error) {
+func planToExecute(s wire.Snapshot) (int, error) {
 	p := s.Plan
 	switch {
 	case p == nil:
@@ -190,6 +191,6 @@ func planToExecute(s client.Snapshot) (int, error) {
 
 // executeRefusal says why execute_plan answered false, from the snapshot
 // loaded after it.
-func executeRefusal(s client.Snapshot, revision int) string {
+func executeRefusal(s wire.Snapshot, revision int) string {
 	return fmt.Sprintf("the session did not execute plan revision %d: %s", revision, chat.PlanRefusal(s, revision))
 }

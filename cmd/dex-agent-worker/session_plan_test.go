@@ -10,8 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestPrintPlan(t *testing.T) {
@@ -19,20 +18,20 @@ func TestPrintPlan(t *testing.T) {
 	command := func(sub string, args ...string) string {
 		return "dex-agent-worker session " + sub + " " + strings.Join(args, " ") + " --address h:1"
 	}
-	waiting := &client.SessionState{Status: client.StatusWaitingForUserMessage, TurnCount: 1, InteractionMode: client.InteractionChat}
+	waiting := &wire.SessionState{Status: wire.StatusWaitingForUserMessage, TurnCount: 1, InteractionMode: wire.InteractionChat}
 	tests := []struct {
 		name string
-		snap client.Snapshot
+		snap wire.Snapshot
 		want string
 	}{
 		{
 			name: "no plan",
-			snap: client.Snapshot{SessionID: "s-1", State: waiting},
+			snap: wire.Snapshot{SessionID: "s-1", State: waiting},
 			want: "session s-1 has no plan yet: the agent writes one with write_todos (plan mode: dex-agent-worker session send --plan s-1 'what to plan' --address h:1)\n",
 		},
 		{
 			name: "a draft",
-			snap: client.Snapshot{SessionID: "s-1", State: waiting, Plan: &pluginapi.Plan{Revision: 2, Status: "draft", Tasks: []pluginapi.PlanTask{
+			snap: wire.Snapshot{SessionID: "s-1", State: waiting, Plan: &wire.Plan{Revision: 2, Status: "draft", Tasks: []wire.PlanTask{
 				{Content: "Refund order 3", Status: "pending"}, {Content: "Refund order 7", Status: "pending"},
 			}}},
 			want: `plan of session s-1: revision 2, draft (0 of 2 tasks completed)
@@ -44,9 +43,9 @@ revise:  dex-agent-worker session send s-1 'what to change' --address h:1
 		},
 		{
 			name: "a draft while its turn still runs",
-			snap: client.Snapshot{SessionID: "s-1",
-				State: &client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-2", InteractionMode: client.InteractionPlanning},
-				Plan:  &pluginapi.Plan{Revision: 1, Status: "draft", Tasks: []pluginapi.PlanTask{{Content: "Refund order 3", Status: "pending"}}}},
+			snap: wire.Snapshot{SessionID: "s-1",
+				State: &wire.SessionState{Status: wire.StatusRunningModel, ActiveTurnID: "turn-2", InteractionMode: wire.InteractionPlanning},
+				Plan:  &wire.Plan{Revision: 1, Status: "draft", Tasks: []wire.PlanTask{{Content: "Refund order 3", Status: "pending"}}}},
 			want: `plan of session s-1: revision 1, draft (0 of 1 tasks completed)
   [ ] Refund order 3
 execute: dex-agent-worker session execute-plan s-1 --revision 1 --address h:1  (once turn-2 ends)
@@ -55,9 +54,9 @@ revise:  dex-agent-worker session send s-1 'what to change' --address h:1
 		},
 		{
 			name: "executing",
-			snap: client.Snapshot{SessionID: "s-1",
-				State: &client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-3", InteractionMode: client.InteractionExecuting},
-				Plan: &pluginapi.Plan{Revision: 4, Status: "active", Tasks: []pluginapi.PlanTask{
+			snap: wire.Snapshot{SessionID: "s-1",
+				State: &wire.SessionState{Status: wire.StatusRunningTools, ActiveTurnID: "turn-3", InteractionMode: wire.InteractionExecuting},
+				Plan: &wire.Plan{Revision: 4, Status: "active", Tasks: []wire.PlanTask{
 					{Content: "Refund order 3", Status: "completed"}, {Content: "Refund order 7", Status: "in_progress"}, {Content: "Tell the customer", Status: "pending"},
 				}}},
 			want: `plan of session s-1: revision 4, active (1 of 3 tasks completed, 1 in progress)
@@ -69,7 +68,7 @@ executing in turn-3
 		},
 		{
 			name: "cleared",
-			snap: client.Snapshot{SessionID: "s-1", State: waiting, Plan: &pluginapi.Plan{Revision: 5, Status: "cleared", Tasks: []pluginapi.PlanTask{}}},
+			snap: wire.Snapshot{SessionID: "s-1", State: waiting, Plan: &wire.Plan{Revision: 5, Status: "cleared", Tasks: []wire.PlanTask{}}},
 			want: "plan of session s-1: revision 5, cleared (no tasks)\n",
 		},
 	}
@@ -87,18 +86,18 @@ executing in turn-3
 func TestPlanToExecute(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		plan    *pluginapi.Plan
+		plan    *wire.Plan
 		want    int
 		wantErr string
 	}{
 		{nil, 0, "session s-1 has no plan to execute: draft one first with `session send --plan s-1 TEXT`"},
-		{&pluginapi.Plan{Revision: 3, Status: "draft"}, 3, ""},
-		{&pluginapi.Plan{Revision: 4, Status: "active"}, 4, ""},
-		{&pluginapi.Plan{Revision: 5, Status: "completed"}, 0, "session s-1 has no draft or active plan to execute: its plan (revision 5) is completed"},
-		{&pluginapi.Plan{Revision: 6, Status: "cleared"}, 0, "session s-1 has no draft or active plan to execute: its plan (revision 6) is cleared"},
+		{&wire.Plan{Revision: 3, Status: "draft"}, 3, ""},
+		{&wire.Plan{Revision: 4, Status: "active"}, 4, ""},
+		{&wire.Plan{Revision: 5, Status: "completed"}, 0, "session s-1 has no draft or active plan to execute: its plan (revision 5) is completed"},
+		{&wire.Plan{Revision: 6, Status: "cleared"}, 0, "session s-1 has no draft or active plan to execute: its plan (revision 6) is cleared"},
 	}
 	for _, tt := range tests {
-		got, err := planToExecute(client.Snapshot{SessionID: "s-1", Plan: tt.plan})
+		got, err := planToExecute(wire.Snapshot{SessionID: "s-1", Plan: tt.plan})
 		gotErr := ""
 		if err != nil {
 			gotErr = err.Error()
@@ -111,23 +110,23 @@ func TestPlanToExecute(t *testing.T) {
 
 func TestExecuteRefusal(t *testing.T) {
 	t.Parallel()
-	draft := &pluginapi.Plan{Revision: 2, Status: "draft"}
-	idle := &client.SessionState{Status: client.StatusWaitingForUserMessage, InteractionMode: client.InteractionChat}
+	draft := &wire.Plan{Revision: 2, Status: "draft"}
+	idle := &wire.SessionState{Status: wire.StatusWaitingForUserMessage, InteractionMode: wire.InteractionChat}
 	tests := []struct {
 		name string
-		snap client.Snapshot
+		snap wire.Snapshot
 		want string
 	}{
-		{"not started", client.Snapshot{Plan: draft}, "the session has not started"},
-		{"no plan", client.Snapshot{State: idle}, "the session has no plan"},
-		{"executing", client.Snapshot{State: &client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-4", InteractionMode: client.InteractionExecuting}, Plan: draft},
+		{"not started", wire.Snapshot{Plan: draft}, "the session has not started"},
+		{"no plan", wire.Snapshot{State: idle}, "the session has no plan"},
+		{"executing", wire.Snapshot{State: &wire.SessionState{Status: wire.StatusRunningModel, ActiveTurnID: "turn-4", InteractionMode: wire.InteractionExecuting}, Plan: draft},
 			"a plan is executing already (turn-4)"},
-		{"a turn runs", client.Snapshot{State: &client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-4", InteractionMode: client.InteractionPlanning}, Plan: draft},
+		{"a turn runs", wire.Snapshot{State: &wire.SessionState{Status: wire.StatusRunningModel, ActiveTurnID: "turn-4", InteractionMode: wire.InteractionPlanning}, Plan: draft},
 			"a turn is running (turn-4, running_model); try again once it ends"},
-		{"queued", client.Snapshot{State: idle, Plan: draft, QueuedCount: 1}, "messages are queued; the session takes a plan only with nothing queued"},
-		{"another revision", client.Snapshot{State: idle, Plan: &pluginapi.Plan{Revision: 3, Status: "draft"}}, "the current plan is revision 3 (draft)"},
-		{"completed", client.Snapshot{State: idle, Plan: &pluginapi.Plan{Revision: 2, Status: "completed"}}, "the plan is completed, not a draft or active"},
-		{"plan mode off", client.Snapshot{State: idle, Plan: draft}, "plan mode may be off for this agent (plan_mode_enabled in the worker config), or the revision started executing and ended meanwhile"},
+		{"queued", wire.Snapshot{State: idle, Plan: draft, QueuedCount: 1}, "messages are queued; the session takes a plan only with nothing queued"},
+		{"another revision", wire.Snapshot{State: idle, Plan: &wire.Plan{Revision: 3, Status: "draft"}}, "the current plan is revision 3 (draft)"},
+		{"completed", wire.Snapshot{State: idle, Plan: &wire.Plan{Revision: 2, Status: "completed"}}, "the plan is completed, not a draft or active"},
+		{"plan mode off", wire.Snapshot{State: idle, Plan: draft}, "plan mode may be off for this agent (plan_mode_enabled in the worker config), or the revision started executing and ended meanwhile"},
 	}
 	for _, tt := range tests {
 		if got, want := executeRefusal(tt.snap, 2), "the session did not execute plan revision 2: "+tt.want; got != want {
@@ -195,8 +194,8 @@ func TestOrdersPlanThroughTheCLI(t *testing.T) {
 	if got := session("send", "--plan", id, "refund orders 3 and 7"); got != "queued (plan mode)\n" {
 		t.Errorf("send --plan printed %q", got)
 	}
-	snap := stack.WaitForSnapshot("the draft", id, func(s client.Snapshot) bool {
-		return s.State.TurnCount == 1 && s.State.Status == client.StatusWaitingForUserMessage
+	snap := stack.WaitForSnapshot("the draft", id, func(s wire.Snapshot) bool {
+		return s.State.TurnCount == 1 && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if p := snap.Plan; p == nil || p.Revision != 1 || p.Status != "draft" || len(p.Tasks) != 2 {
 		t.Fatalf("plan after the planning turn: %+v", p)
@@ -210,7 +209,7 @@ func TestOrdersPlanThroughTheCLI(t *testing.T) {
 			t.Errorf("plan text lacks %q:\n%s", want, human)
 		}
 	}
-	var viaJSON pluginapi.Plan
+	var viaJSON wire.Plan
 	if err := json.Unmarshal([]byte(session("plan", id, "--json")), &viaJSON); err != nil || viaJSON.Revision != 1 || viaJSON.Tasks[1].Content != "Refund order 7" {
 		t.Errorf("plan --json: %+v %v", viaJSON, err)
 	}
@@ -223,7 +222,7 @@ func TestOrdersPlanThroughTheCLI(t *testing.T) {
 		t.Errorf("execute-plan printed %q", got)
 	}
 	for _, order := range []string{"3", "7"} {
-		snap = stack.WaitForSnapshot("the refund of order "+order, id, func(s client.Snapshot) bool {
+		snap = stack.WaitForSnapshot("the refund of order "+order, id, func(s wire.Snapshot) bool {
 			return len(s.PendingInterrupts) == 1 && strings.Contains(s.PendingInterrupts[0].Arguments, `"order_id":"`+order+`"`)
 		})
 		human = session("plan", id)
@@ -233,8 +232,8 @@ func TestOrdersPlanThroughTheCLI(t *testing.T) {
 		wantError("a plan is executing already (turn-2)", "execute-plan", id, "--revision", fmt.Sprint(snap.Plan.Revision))
 		session("approve", id, snap.PendingInterrupts[0].InterruptID)
 	}
-	snap = stack.WaitForSnapshot("the executed plan", id, func(s client.Snapshot) bool {
-		return s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage
+	snap = stack.WaitForSnapshot("the executed plan", id, func(s wire.Snapshot) bool {
+		return s.State.TurnCount == 2 && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if got := snap.Messages[len(snap.Messages)-1].Text; got != "The plan is done. Refunded $32.50 of order 3 (monitor arm); order status: refunded. Refunded $62.50 of order 7 (office chair); order status: refunded." {
 		t.Errorf("final answer = %q", got)

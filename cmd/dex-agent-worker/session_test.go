@@ -11,9 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // clearSessionEnv unsets the variables the session commands read.
@@ -181,21 +180,21 @@ func TestPrintSnapshot(t *testing.T) {
 	command := func(sub string, args ...string) string {
 		return "dex-agent-worker session " + sub + " " + strings.Join(args, " ") + " --address h:1"
 	}
-	snap := client.Snapshot{
+	snap := wire.Snapshot{
 		SessionID: "s-1", Agent: "orders",
-		State: &client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-1", TurnCount: 1},
-		Usage: pluginapi.Usage{ModelCalls: 2, InputTokens: 100, OutputTokens: 20},
-		Messages: []client.Message{
-			{Message: pluginapi.Message{Sequence: 1, Role: pluginapi.RoleUser, Text: "refund order 7"}},
-			{Message: pluginapi.Message{Sequence: 2, Role: pluginapi.RoleAssistant}},
+		State: &wire.SessionState{Status: wire.StatusRunningTools, ActiveTurnID: "turn-1", TurnCount: 1},
+		Usage: wire.Usage{ModelCalls: 2, InputTokens: 100, OutputTokens: 20},
+		Messages: []wire.Message{
+			{Sequence: 1, Role: wire.RoleUser, Text: "refund order 7"},
+			{Sequence: 2, Role: wire.RoleAssistant},
 		},
-		ToolCalls: []pluginapi.ToolCall{
-			{ToolCallID: "call_2_0", ToolName: "lookup_order", Status: pluginapi.ToolCallSucceeded, Arguments: `{"order_id":"7"}`},
-			{ToolCallID: "call_3_0", ToolName: "refund_order", Status: client.ToolCallAwaitingApproval, Arguments: `{"order_id":"7"}`},
+		ToolCalls: []wire.ToolCall{
+			{ToolCallID: "call_2_0", ToolName: "lookup_order", Status: wire.ToolCallSucceeded, Arguments: `{"order_id":"7"}`},
+			{ToolCallID: "call_3_0", ToolName: "refund_order", Status: wire.ToolCallAwaitingApproval, Arguments: `{"order_id":"7"}`},
 		},
-		PendingInterrupts: []client.Interrupt{{
+		PendingInterrupts: []wire.Interrupt{{
 			InterruptID: "int-9", ToolCallID: "call_3_0", ToolName: "refund_order", Arguments: `{"order_id":"7"}`,
-			Kind: client.InterruptKindApproval, Deadline: "2026-12-02T10:00:00Z",
+			Kind: wire.InterruptKindApproval, Deadline: "2026-12-02T10:00:00Z",
 		}},
 	}
 	var b strings.Builder
@@ -223,9 +222,9 @@ waiting for approval
 	}
 
 	// A question: its choices and the commands that answer it.
-	snap.ToolCalls = []pluginapi.ToolCall{{ToolCallID: "call_1_0", ToolName: "ask_user", Status: client.ToolCallAwaitingAnswer, Arguments: `{"question":"Which order?"}`}}
-	snap.PendingInterrupts = []client.Interrupt{{
-		InterruptID: "call_1_0", ToolCallID: "call_1_0", ToolName: "ask_user", Kind: client.InterruptKindQuestion,
+	snap.ToolCalls = []wire.ToolCall{{ToolCallID: "call_1_0", ToolName: "ask_user", Status: wire.ToolCallAwaitingAnswer, Arguments: `{"question":"Which order?"}`}}
+	snap.PendingInterrupts = []wire.Interrupt{{
+		InterruptID: "call_1_0", ToolCallID: "call_1_0", ToolName: "ask_user", Kind: wire.InterruptKindQuestion,
 		Question: "Which order?", Choices: []string{"order 7: office chair", "order 8"}, AllowsFreeText: true,
 	}}
 	snap.Messages = nil
@@ -253,33 +252,33 @@ waiting for an answer
 	// The status line of other moments of a turn.
 	tests := []struct {
 		name  string
-		state client.SessionState
-		calls []pluginapi.ToolCall
-		ints  []client.Interrupt
+		state wire.SessionState
+		calls []wire.ToolCall
+		ints  []wire.Interrupt
 		want  string
 	}{
-		{"idle", client.SessionState{Status: client.StatusWaitingForUserMessage}, nil, nil, "waiting_for_user_message"},
-		{"model", client.SessionState{Status: client.StatusRunningModel, ActiveTurnID: "turn-2"}, nil, nil, "running_model (turn-2)"},
+		{"idle", wire.SessionState{Status: wire.StatusWaitingForUserMessage}, nil, nil, "waiting_for_user_message"},
+		{"model", wire.SessionState{Status: wire.StatusRunningModel, ActiveTurnID: "turn-2"}, nil, nil, "running_model (turn-2)"},
 		{"a tool runs while another waits",
-			client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-2"},
-			[]pluginapi.ToolCall{
-				{ToolCallID: "c1", ToolName: "lookup_order", Status: pluginapi.ToolCallApproved},
-				{ToolCallID: "c2", ToolName: "refund_order", Status: client.ToolCallAwaitingApproval},
+			wire.SessionState{Status: wire.StatusRunningTools, ActiveTurnID: "turn-2"},
+			[]wire.ToolCall{
+				{ToolCallID: "c1", ToolName: "lookup_order", Status: wire.ToolCallApproved},
+				{ToolCallID: "c2", ToolName: "refund_order", Status: wire.ToolCallAwaitingApproval},
 			},
-			[]client.Interrupt{{InterruptID: "i2", ToolCallID: "c2", ToolName: "refund_order", Kind: client.InterruptKindApproval}},
+			[]wire.Interrupt{{InterruptID: "i2", ToolCallID: "c2", ToolName: "refund_order", Kind: wire.InterruptKindApproval}},
 			"running lookup_order (c1); waiting for approval: refund_order (c2)  [running_tools, turn-2]"},
 		{"two approvals",
-			client.SessionState{Status: client.StatusRunningTools, ActiveTurnID: "turn-3"},
+			wire.SessionState{Status: wire.StatusRunningTools, ActiveTurnID: "turn-3"},
 			nil,
-			[]client.Interrupt{
-				{InterruptID: "i1", ToolCallID: "c1", ToolName: "refund_order", Kind: client.InterruptKindApproval},
-				{InterruptID: "i2", ToolCallID: "c2", ToolName: "cancel_order", Kind: client.InterruptKindApproval, Deadline: "2026-12-02T10:00:00Z"},
+			[]wire.Interrupt{
+				{InterruptID: "i1", ToolCallID: "c1", ToolName: "refund_order", Kind: wire.InterruptKindApproval},
+				{InterruptID: "i2", ToolCallID: "c2", ToolName: "cancel_order", Kind: wire.InterruptKindApproval, Deadline: "2026-12-02T10:00:00Z"},
 			},
 			"waiting for approval: refund_order (c1); cancel_order (c2), deadline 2026-12-02T10:00:00Z  [running_tools, turn-3]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := statusLine(client.Snapshot{State: &tt.state, ToolCalls: tt.calls, PendingInterrupts: tt.ints})
+			got := statusLine(wire.Snapshot{State: &tt.state, ToolCalls: tt.calls, PendingInterrupts: tt.ints})
 			if got != tt.want {
 				t.Errorf("statusLine = %q, want %q", got, tt.want)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestRunnerWalkthrough follows docs/runner-in-15-minutes.md: it builds
@@ -74,13 +74,13 @@ func TestRunnerWalkthrough(t *testing.T) {
 	}
 	answered := func(id string) string {
 		t.Helper()
-		s := stack.WaitForSnapshot("the answer", id, func(s client.Snapshot) bool {
-			return s.State.Status == client.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
+		s := stack.WaitForSnapshot("the answer", id, func(s wire.Snapshot) bool {
+			return s.State.Status == wire.StatusWaitingForUserMessage && len(s.Messages) > 0 && s.Messages[len(s.Messages)-1].Role == "assistant"
 		})
 		return s.Messages[len(s.Messages)-1].Text
 	}
 	id := session("start", "--agent", "notes", "--message", "note: buy milk")
-	snap := stack.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := stack.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if in := snap.PendingInterrupts[0]; in.ToolName != "save_note" {
 		t.Fatalf("interrupt %+v", in)
 	}

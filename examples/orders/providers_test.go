@@ -16,6 +16,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -75,8 +76,8 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func idle(s client.Snapshot) bool {
-	return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount > 0
+func idle(s wire.Snapshot) bool {
+	return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount > 0
 }
 
 // TestOrdersAgentAgainstEachProvider runs a whole session turn through the
@@ -104,12 +105,12 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap := stack.WaitForSnapshot("the refund approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+			snap := stack.WaitForSnapshot("the refund approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 			in := snap.PendingInterrupts[0]
-			if in.ToolName != "refund_order" || in.Kind != client.InterruptKindApproval || !strings.Contains(in.Arguments, `"7"`) {
+			if in.ToolName != "refund_order" || in.Kind != wire.InterruptKindApproval || !strings.Contains(in.Arguments, `"7"`) {
 				t.Fatalf("interrupt = %+v", in)
 			}
-			ok, err := stack.Sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true})
+			ok, err := stack.Sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true})
 			if err != nil || !ok {
 				t.Fatalf("approve: %v %v", ok, err)
 			}
@@ -118,7 +119,7 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 				t.Fatalf("the turn failed: %s", snap.State.LastTurnError)
 			}
 			last := snap.Messages[len(snap.Messages)-1]
-			if last.Role != pluginapi.RoleAssistant || last.Text != "Refunded $62.50 for order 7 (office chair). Anything else?" {
+			if last.Role != wire.RoleAssistant || last.Text != "Refunded $62.50 for order 7 (office chair). Anything else?" {
 				t.Fatalf("final answer = %+v", last)
 			}
 			// The stored messages, with their framework items.
@@ -162,7 +163,7 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 			}
 			// Three model calls: 100+150+200 input and 20+15+12 output tokens;
 			// the broken attempt reports no usage.
-			want := pluginapi.Usage{InputTokens: 450, OutputTokens: 47, TotalTokens: 497, ModelCalls: 3}
+			want := wire.Usage{InputTokens: 450, OutputTokens: 47, TotalTokens: 497, ModelCalls: 3}
 			if snap.Usage != want {
 				t.Errorf("usage = %+v, want %+v", snap.Usage, want)
 			}
@@ -214,7 +215,7 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap := stack.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool { return idle(s) && s.State.LastTurnError != "" })
+		snap := stack.WaitForSnapshot("the failed turn", id, func(s wire.Snapshot) bool { return idle(s) && s.State.LastTurnError != "" })
 		msg := snap.State.LastTurnError
 		if !strings.Contains(msg, "openai responses: HTTP 400: context length exceeded") || strings.Contains(msg, testModelKey) {
 			t.Errorf("last_turn_error = %q", msg)
@@ -260,7 +261,7 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 		if ok, err := stack.Sessions.SendUserMessage(ctx, id, "[switch] and order 4?"); err != nil || !ok {
 			t.Fatalf("send: %v %v", ok, err)
 		}
-		snap = stack.WaitForSnapshot("the second answer", id, func(s client.Snapshot) bool { return idle(s) && s.State.TurnCount == 2 })
+		snap = stack.WaitForSnapshot("the second answer", id, func(s wire.Snapshot) bool { return idle(s) && s.State.TurnCount == 2 })
 		if got := snap.Messages[len(snap.Messages)-1].Text; got != "Order 4 is headphones." || snap.State.LastTurnError != "" {
 			t.Fatalf("second answer = %q (%s)", got, snap.State.LastTurnError)
 		}

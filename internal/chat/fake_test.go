@@ -14,7 +14,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"github.com/dex-agents/dex-agent-worker/httpclient/sse"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 const testToken = "test-token-0123456789"
@@ -369,13 +368,13 @@ func (f *fakeAPI) update(fn func(s *Snapshot)) {
 	fn(&f.snap)
 }
 
-func (f *fakeAPI) addMessage(s *Snapshot, role pluginapi.Role, text, toolCallID, toolName string) {
+func (f *fakeAPI) addMessage(s *Snapshot, role wire.Role, text, toolCallID, toolName string) {
 	f.seq++
 	turn := ""
 	if s.State != nil {
 		turn = s.State.ActiveTurnID
 	}
-	s.Messages = append(s.Messages, Message{Message: pluginapi.Message{Sequence: f.seq, Role: role, Text: text, ToolCallID: toolCallID, ToolName: toolName, TurnID: turn}})
+	s.Messages = append(s.Messages, Message{Sequence: f.seq, Role: role, Text: text, ToolCallID: toolCallID, ToolName: toolName, TurnID: turn})
 }
 
 func (f *fakeAPI) setCall(s *Snapshot, tc ToolCall) {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/wire"
-
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // loop is the state of a running chat. Only Run's goroutine touches it.
@@ -662,7 +660,7 @@ func (c *loop) toolFinished(ctx context.Context, p wire.ToolCallFinishedPayload)
 		return // the plan is shown as a checklist (plan_updated)
 	}
 	c.out.endLine()
-	switch pluginapi.ToolCallStatus(p.Status) {
+	switch wire.ToolCallStatus(p.Status) {
 	case ToolCallSucceeded:
 		c.out.printf("✓ %s succeeded\n", k.name)
 	case ToolCallRejected:

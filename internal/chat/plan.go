@@ -6,9 +6,6 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/wire"
-
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // Plans in the chat: /plan TEXT sends TEXT in plan mode (the turn drafts a
@@ -16,7 +13,7 @@ import (
 // whenever it changes (plan_updated), and /execute runs the current draft.
 
 // Plan is a session's plan (snapshot.plan).
-type Plan = pluginapi.Plan
+type Plan = wire.Plan
 
 // writeTodos is the built-in tool that writes the plan.
 const writeTodos = "write_todos"
@@ -76,7 +73,7 @@ func PlanRefusal(s Snapshot, revision int) string {
 		return "the session has not started"
 	case p == nil:
 		return "the session has no plan"
-	case st.ActiveTurnID != "" && st.InteractionMode == client.InteractionExecuting:
+	case st.ActiveTurnID != "" && st.InteractionMode == wire.InteractionExecuting:
 		return fmt.Sprintf("a plan is executing already (%s)", st.ActiveTurnID)
 	case st.ActiveTurnID != "":
 		return fmt.Sprintf("a turn is running (%s, %s); try again once it ends", st.ActiveTurnID, st.Status)

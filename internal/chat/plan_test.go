@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/wire"
-
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 var planTasks = []string{"Refund order 3", "Refund order 7"}
@@ -16,9 +14,9 @@ var planTasks = []string{"Refund order 3", "Refund order 7"}
 // setPlan writes the plan (revision rev, status, one task status per
 // task) into the snapshot and publishes plan_updated in turn.
 func (f *fakeAPI) setPlan(turn string, rev int, status string, statuses ...string) {
-	p := &Plan{Revision: rev, Status: status, Tasks: []pluginapi.PlanTask{}}
+	p := &Plan{Revision: rev, Status: status, Tasks: []wire.PlanTask{}}
 	for i, st := range statuses {
-		p.Tasks = append(p.Tasks, pluginapi.PlanTask{Content: planTasks[i], Status: st})
+		p.Tasks = append(p.Tasks, wire.PlanTask{Content: planTasks[i], Status: st})
 	}
 	f.update(func(s *Snapshot) { s.Plan = p })
 	f.publishIn(turn, wire.EventPlanUpdated, "", 1, map[string]any{"revision": rev, "status": status, "task_count": len(statuses)})
@@ -178,7 +176,7 @@ func TestSessionPlanOnAttach(t *testing.T) {
 	f.scriptOrders(false)
 	f.onMessage(f, "hello")
 	f.update(func(s *Snapshot) {
-		s.Plan = &Plan{Revision: 2, Status: PlanActive, Tasks: []pluginapi.PlanTask{{Content: "Refund order 3", Status: TaskCompleted}, {Content: "Refund order 7", Status: TaskInProgress}}}
+		s.Plan = &Plan{Revision: 2, Status: PlanActive, Tasks: []wire.PlanTask{{Content: "Refund order 3", Status: TaskCompleted}, {Content: "Refund order 7", Status: TaskInProgress}}}
 	})
 	out, notes, err := runChat(t, f, "/execute\n/plan refund order 3\n/plan\n/help\n")
 	if err != nil {
@@ -208,7 +206,7 @@ func TestSessionPlanOnAttach(t *testing.T) {
 	if err != nil || !strings.Contains(notes, "(/execute: there is no plan yet; /plan TEXT drafts one)") || f.requested("execute ") {
 		t.Errorf("no plan: %v, notes %q, requests %q", err, notes, f.requestLog())
 	}
-	f.update(func(s *Snapshot) { s.Plan = &Plan{Revision: 4, Status: PlanCompleted, Tasks: []pluginapi.PlanTask{}} })
+	f.update(func(s *Snapshot) { s.Plan = &Plan{Revision: 4, Status: PlanCompleted, Tasks: []wire.PlanTask{}} })
 	_, notes, err = runChat(t, f, "/execute\n")
 	if err != nil || !strings.Contains(notes, "(/execute: the plan (revision 4) is completed; /plan TEXT drafts a new one)") {
 		t.Errorf("a completed plan: %v, notes %q", err, notes)

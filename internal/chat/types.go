@@ -1,21 +1,20 @@
 package chat
 
 import (
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // The snapshot and its parts are the API's wire types; the browser form
 // only leaves fields out.
 type (
-	Snapshot      = client.Snapshot
-	State         = client.SessionState
-	Message       = client.Message
-	Interrupt     = client.Interrupt
-	ToolCall      = pluginapi.ToolCall
-	Usage         = pluginapi.Usage
-	QueuedMessage = client.QueuedMessage
+	Snapshot      = wire.Snapshot
+	State         = wire.SessionState
+	Message       = wire.Message
+	Interrupt     = wire.Interrupt
+	ToolCall      = wire.ToolCall
+	Usage         = wire.Usage
+	QueuedMessage = wire.QueuedMessage
 )
 
 // idle reports a session with no active turn and no queued or steered
@@ -76,28 +75,29 @@ const (
 )
 
 // InterruptKindQuestion is the kind of an ask_user question.
-const InterruptKindQuestion = client.InterruptKindQuestion
+const InterruptKindQuestion = wire.InterruptKindQuestion
 
 // Session statuses, message roles and final tool call statuses.
 const (
-	StatusWaitingForUserMessage = client.StatusWaitingForUserMessage
-	StatusRunningModel          = client.StatusRunningModel
-	StatusRunningTools          = client.StatusRunningTools
+	StatusWaitingForUserMessage = wire.StatusWaitingForUserMessage
+	StatusRunningModel          = wire.StatusRunningModel
+	StatusRunningTools          = wire.StatusRunningTools
 
-	RoleUser      = pluginapi.RoleUser
-	RoleAssistant = pluginapi.RoleAssistant
-	RoleTool      = pluginapi.RoleTool
+	RoleUser      = wire.RoleUser
+	RoleAssistant = wire.RoleAssistant
+	RoleTool      = wire.RoleTool
 
-	ToolCallSucceeded      = pluginapi.ToolCallSucceeded
-	ToolCallFailed         = pluginapi.ToolCallFailed
-	ToolCallRejected       = pluginapi.ToolCallRejected
-	ToolCallOutcomeUnknown = pluginapi.ToolCallOutcomeUnknown
+	ToolCallSucceeded      = wire.ToolCallSucceeded
+	ToolCallFailed         = wire.ToolCallFailed
+	ToolCallRejected       = wire.ToolCallRejected
+	ToolCallOutcomeUnknown = wire.ToolCallOutcomeUnknown
 )
 
 // subUsage returns u minus o.
 func subUsage(u, o Usage) Usage {
-	return u.Add(Usage{
-		InputTokens: -o.InputTokens, OutputTokens: -o.OutputTokens, CachedInputTokens: -o.CachedInputTokens,
-		ReasoningTokens: -o.ReasoningTokens, TotalTokens: -o.TotalTokens, ModelCalls: -o.ModelCalls,
-	})
+	return Usage{
+		InputTokens: u.InputTokens - o.InputTokens, OutputTokens: u.OutputTokens - o.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens - o.CachedInputTokens, ReasoningTokens: u.ReasoningTokens - o.ReasoningTokens,
+		TotalTokens: u.TotalTokens - o.TotalTokens, ModelCalls: u.ModelCalls - o.ModelCalls,
+	}
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/tracing/temporaltrace"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Options configure a Daemon.
@@ -319,15 +320,15 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
-		client.StepRunModel:              acts.RunModel,
-		client.StepCallTool:              acts.CallTool,
-		client.StepCallSingleAttemptTool: acts.CallSingleAttemptTool,
-		client.StepPollToolTask:          acts.PollToolTask,
-		client.StepBuildUserMessage:      acts.BuildUserMessage,
-		client.StepRecordTurnFailure:     acts.RecordTurnFailure,
-		client.StepApplyTurnControl:      acts.RecordTurnFailure,
-		client.StepCancelToolTask:        acts.CancelToolTask,
-		client.StepCompactContext:        acts.CompactContext,
+		wire.StepRunModel:              acts.RunModel,
+		wire.StepCallTool:              acts.CallTool,
+		wire.StepCallSingleAttemptTool: acts.CallSingleAttemptTool,
+		wire.StepPollToolTask:          acts.PollToolTask,
+		wire.StepBuildUserMessage:      acts.BuildUserMessage,
+		wire.StepRecordTurnFailure:     acts.RecordTurnFailure,
+		wire.StepApplyTurnControl:      acts.RecordTurnFailure,
+		wire.StepCancelToolTask:        acts.CancelToolTask,
+		wire.StepCompactContext:        acts.CompactContext,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -353,8 +354,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		mo.MaxConcurrentActivityExecutionSize = q.MaxConcurrentPerWorker
 		mo.DisableWorkflowWorker = true
 		mw := worker.New(c, tq, mo)
-		mw.RegisterActivityWithOptions(acts.RunModel, activity.RegisterOptions{Name: client.StepRunModel})
-		mw.RegisterActivityWithOptions(acts.CompactContext, activity.RegisterOptions{Name: client.StepCompactContext})
+		mw.RegisterActivityWithOptions(acts.RunModel, activity.RegisterOptions{Name: wire.StepRunModel})
+		mw.RegisterActivityWithOptions(acts.CompactContext, activity.RegisterOptions{Name: wire.StepCompactContext})
 		if err := mw.Start(); err != nil {
 			return nil, fmt.Errorf("start the Temporal worker of model queue %s (task queue %s): %w", name, tq, err)
 		}
@@ -450,7 +451,7 @@ func (d *Daemon) hasSearchAttribute(ctx context.Context, namespace string) bool 
 		d.log.Warn("cannot list search attributes; sessions started by this worker will not be searchable by ActiveStepTypes", "error", err)
 		return false
 	}
-	if t, ok := resp.GetCustomAttributes()[client.SearchAttributeActiveStepTypes]; ok && t == enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST {
+	if t, ok := resp.GetCustomAttributes()[wire.SearchAttributeActiveStepTypes]; ok && t == enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST {
 		return true
 	}
 	d.log.Warn("the namespace has no KeywordList search attribute ActiveStepTypes; sessions started by this worker will not be searchable by the Steps they wait in",

@@ -10,7 +10,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -67,8 +66,8 @@ func TestApprovalIntegrity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := func(id string) client.Interrupt {
-		s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	pending := func(id string) wire.Interrupt {
+		s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 		snap, _, err := c.Snapshot(ctx(t), id)
 		if err != nil || len(snap.PendingInterrupts) != 1 {
 			t.Fatalf("snapshot of %s over HTTP: %v %+v", id, err, snap.PendingInterrupts)
@@ -124,8 +123,8 @@ func TestApprovalIntegrity(t *testing.T) {
 	}
 
 	// B's deadline passes: rejected with the deadline's reason.
-	snapB := s.WaitForSnapshot("the deadline of the other session's approval", b, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage
+	snapB := s.WaitForSnapshot("the deadline of the other session's approval", b, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	evB := sessionEvents(t, c, b, func(e httpclient.Event) bool { return e.Type == wire.EventTurnCompleted })
 	res := findEvents(t, evB, wire.EventInterruptResolved, nil)
@@ -140,8 +139,8 @@ func TestApprovalIntegrity(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("approve with the digest after the first deadline: %v %v", ok, err)
 	}
-	snapA := s.WaitForSnapshot("a's turn after the approval", a, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage
+	snapA := s.WaitForSnapshot("a's turn after the approval", a, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	last := snapA.Messages[len(snapA.Messages)-1].Text
 	if !strings.Contains(last, "approve_write="+string(pluginapi.ToolCallSucceeded)) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // builtInConfig is the test config with the built-in tools on, and the HTTP
@@ -34,8 +34,8 @@ http:
 	return cfg, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
-func pendingQuestion(s client.Snapshot) bool {
-	return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == client.InterruptKindQuestion
+func pendingQuestion(s wire.Snapshot) bool {
+	return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == wire.InterruptKindQuestion
 }
 
 // TestAskUserAnsweredOverHTTP: the model asks with choices; the session
@@ -54,12 +54,12 @@ func TestAskUserAnsweredOverHTTP(t *testing.T) {
 	if in.Question != "How many seats?" || strings.Join(in.Choices, ",") != "4,8" || in.AllowsFreeText || in.InterruptID != in.ToolCallID || in.ToolName != "ask_user" {
 		t.Fatalf("question interrupt = %+v", in)
 	}
-	if c := findCall(snap, "ask_user"); c == nil || c.Status != client.ToolCallAwaitingAnswer {
+	if c := findCall(snap, "ask_user"); c == nil || c.Status != wire.ToolCallAwaitingAnswer {
 		t.Errorf("the question's record: %+v", snap.ToolCalls)
 	}
-	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	waitingIn(t, s, id, wire.StepAwaitQuestionAnswer)
 	for _, a := range []string{"5", "   "} {
-		if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: a}); err != nil || ok {
+		if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: a}); err != nil || ok {
 			t.Errorf("answer %q = %v, %v; want false", a, ok, err)
 		}
 	}
@@ -123,13 +123,13 @@ func TestDurableWaitSurvivesARestartOfEverything(t *testing.T) {
 	s.StartWorker()
 	began := time.Now()
 	id := start(t, s, "wait:4")
-	snap := s.WaitForSnapshot("a durable wait", id, func(s client.Snapshot) bool {
+	snap := s.WaitForSnapshot("a durable wait", id, func(s wire.Snapshot) bool {
 		c := findCall(s, "durable_wait")
-		return c != nil && c.Status == client.ToolCallWaitingForTimer
+		return c != nil && c.Status == wire.ToolCallWaitingForTimer
 	})
-	waitingIn(t, s, id, client.StepAwaitTimer)
+	waitingIn(t, s, id, wire.StepAwaitTimer)
 	waiting := findCall(snap, "durable_wait")
-	if waiting == nil || waiting.Status != client.ToolCallWaitingForTimer || waiting.WaitUntil == "" {
+	if waiting == nil || waiting.Status != wire.ToolCallWaitingForTimer || waiting.WaitUntil == "" {
 		t.Fatalf("the wait's record: %+v", snap.ToolCalls)
 	}
 	s.KillWorkers()
@@ -146,7 +146,7 @@ func TestDurableWaitSurvivesARestartOfEverything(t *testing.T) {
 	}
 }
 
-func findCall(s client.Snapshot, tool string) *pluginapi.ToolCall {
+func findCall(s wire.Snapshot, tool string) *wire.ToolCall {
 	for i := range s.ToolCalls {
 		if s.ToolCalls[i].ToolName == tool {
 			return &s.ToolCalls[i]
@@ -187,14 +187,14 @@ func TestRecordBuiltInHistory(t *testing.T) {
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
 	id := start(t, s, "ask:Which_size?:S,M,L ask:Gift_wrap?")
-	snap := s.WaitForSnapshot("two pending questions", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 2 })
+	snap := s.WaitForSnapshot("two pending questions", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 2 })
 	for _, in := range snap.PendingInterrupts {
 		var ok bool
 		var err error
 		if in.Question == "Which size?" {
-			ok, err = s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "M"})
+			ok, err = s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "M"})
 		} else {
-			ok, err = s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID})
+			ok, err = s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID})
 		}
 		if err != nil || !ok {
 			t.Fatalf("%q: %v %v", in.Question, ok, err)
@@ -229,7 +229,7 @@ func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
 	if in.InterruptID != in.ToolCallID+"-input-1" || in.ToolName != "asker" || in.Question != "Which color for door?" || strings.Join(in.Choices, ",") != "red,blue" || in.AllowsFreeText {
 		t.Fatalf("the tool's question: %+v", in)
 	}
-	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	waitingIn(t, s, id, wire.StepAwaitQuestionAnswer)
 	// The browser form leaves out what only the Steps use: a check of the
 	// JSON on the wire, which a decoded snapshot cannot make.
 	if code, body := do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, ""); code != 200 || strings.Contains(string(body), "asked-door") || strings.Contains(string(body), "input_continuation") {
@@ -237,10 +237,10 @@ func TestToolInputRequestSurvivesAKilledWorker(t *testing.T) {
 	}
 	s.KillWorkers()
 	s.StartWorker()
-	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "green"}); err != nil || ok {
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "green"}); err != nil || ok {
 		t.Errorf("off-choice answer = %v, %v; want false", ok, err)
 	}
-	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "blue"}); err != nil || !ok {
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "blue"}); err != nil || !ok {
 		t.Fatalf("answer: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -271,7 +271,7 @@ func TestToolTaskSurvivesAKilledWorkerBetweenPolls(t *testing.T) {
 	}
 	s.KillWorkers()
 	s.StartWorker()
-	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "large"}); err != nil || !ok {
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "large"}); err != nil || !ok {
 		t.Fatalf("answer: %v %v", ok, err)
 	}
 	// Between the poll that took the answer and the next one: no Step runs.
@@ -281,7 +281,7 @@ func TestToolTaskSurvivesAKilledWorkerBetweenPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitingIn(t, s, id, client.StepPollToolTask)
+	waitingIn(t, s, id, wire.StepPollToolTask)
 	s.KillWorkers()
 	s.StartWorker()
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -304,12 +304,12 @@ func TestRecordToolTaskHistory(t *testing.T) {
 	s.StartWorker()
 	id := start(t, s, "call:asker:door call:labeler:box")
 	for _, want := range []string{"Which color for door?", "Label size for box?"} {
-		snap := s.WaitForSnapshot(want, id, func(s client.Snapshot) bool {
-			return slices.ContainsFunc(s.PendingInterrupts, func(in client.Interrupt) bool { return in.Question == want })
+		snap := s.WaitForSnapshot(want, id, func(s wire.Snapshot) bool {
+			return slices.ContainsFunc(s.PendingInterrupts, func(in wire.Interrupt) bool { return in.Question == want })
 		})
-		i := slices.IndexFunc(snap.PendingInterrupts, func(in client.Interrupt) bool { return in.Question == want })
+		i := slices.IndexFunc(snap.PendingInterrupts, func(in wire.Interrupt) bool { return in.Question == want })
 		answer := snap.PendingInterrupts[i].Choices[1]
-		if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: snap.PendingInterrupts[i].InterruptID, Answer: answer}); err != nil || !ok {
+		if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: snap.PendingInterrupts[i].InterruptID, Answer: answer}); err != nil || !ok {
 			t.Fatalf("answer %q: %v %v", want, ok, err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestWriteTodosKeepsThePlan(t *testing.T) {
 		t.Fatalf("snapshot plan = %+v", p)
 	}
 	hs, _, err := apiClient(t, base, tokenAll).Snapshot(ctx(t), id)
-	if hp := hs.Plan; err != nil || hp == nil || hp.Revision != 1 || hp.Status != "active" || len(hp.Tasks) == 0 || hp.Tasks[0] != (pluginapi.PlanTask{Content: "Pack the books", Status: "pending"}) {
+	if hp := hs.Plan; err != nil || hp == nil || hp.Revision != 1 || hp.Status != "active" || len(hp.Tasks) == 0 || hp.Tasks[0] != (wire.PlanTask{Content: "Pack the books", Status: "pending"}) {
 		t.Errorf("HTTP snapshot: plan %+v, %v", hp, err)
 	}
 	if n := s.Log().Count("tool", "write_todos"); n != 0 {

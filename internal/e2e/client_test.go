@@ -11,6 +11,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestStartSessionIsIdempotentWithARequestID(t *testing.T) {
@@ -47,7 +48,7 @@ func TestSessionsAreSearchableByTheStepsTheyWaitIn(t *testing.T) {
 	s.StartWorker()
 	waiting := start(t, s, "call:approve_write:q")
 	idle := start(t, s, "hello")
-	snap := s.WaitForSnapshot("a pending approval", waiting, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("a pending approval", waiting, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	s.WaitForSnapshot("the answer", idle, idleWithAnswer)
 	query := func(q string) ([]string, error) {
 		resp, err := s.Client.ListWorkflow(ctx(t), &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: q})
@@ -74,7 +75,7 @@ func TestSessionsAreSearchableByTheStepsTheyWaitIn(t *testing.T) {
 	}
 	expect(`ActiveStepTypes = "AwaitToolApproval"`, waiting)
 	expect(`ActiveStepTypes = "AwaitUserMessage"`, idle)
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), waiting, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), waiting, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID}); err != nil || !ok {
 		t.Fatalf("reject: %v %v", ok, err)
 	}
 	s.WaitForSnapshot("the answer after the rejection", waiting, idleWithAnswer)
@@ -89,15 +90,15 @@ func TestActiveStepSearchModeDisabled(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	s.StartWorker()
-	hidden, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: "call:approve_write:h", ActiveStepSearchMode: client.ActiveStepSearchDisabled})
+	hidden, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: "call:approve_write:h", ActiveStepSearchMode: wire.ActiveStepSearchDisabled})
 	if err != nil {
 		t.Fatal(err)
 	}
 	shown := start(t, s, "call:approve_write:s")
 	for _, id := range []string{hidden, shown} {
-		s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+		s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	}
-	waitingIn(t, s, shown, client.StepAwaitToolApproval)
+	waitingIn(t, s, shown, wire.StepAwaitToolApproval)
 	resp, err := s.Client.ListWorkflow(ctx(t), &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: `ActiveStepTypes = "AwaitToolApproval"`})
 	if err != nil {
 		t.Fatal(err)

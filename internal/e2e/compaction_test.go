@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // compactionWindow is the context window of the compaction tests' agent,
@@ -125,10 +125,10 @@ func TestKilledDuringCompactContext(t *testing.T) {
 		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, fmt.Sprintf("t%d %s", turns, filler)); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		snap := s.WaitForSnapshot(fmt.Sprint("turn ", turns), id, func(s client.Snapshot) bool {
-			return s.State.Status == client.StatusCompactingContext || idleWithAnswer(s) && s.State.TurnCount == turns
+		snap := s.WaitForSnapshot(fmt.Sprint("turn ", turns), id, func(s wire.Snapshot) bool {
+			return s.State.Status == wire.StatusCompactingContext || idleWithAnswer(s) && s.State.TurnCount == turns
 		})
-		if snap.State.Status == client.StatusCompactingContext {
+		if snap.State.Status == wire.StatusCompactingContext {
 			break
 		}
 		if turns > 6 {
@@ -139,7 +139,7 @@ func TestKilledDuringCompactContext(t *testing.T) {
 	w.Kill()
 	_ = gate.Release()
 	s.StartWorker()
-	snap := s.WaitForSnapshot("the answer after the compaction", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == turns })
+	snap := s.WaitForSnapshot("the answer after the compaction", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == turns })
 	if snap.ContextSummary == nil || snap.ContextSummary.Generation != 1 {
 		t.Errorf("summary = %+v, want generation 1", snap.ContextSummary)
 	}
@@ -156,9 +156,9 @@ func TestKilledDuringCompactContext(t *testing.T) {
 			continue
 		}
 		switch st.StepType {
-		case client.StepCompactContext:
+		case wire.StepCompactContext:
 			compacts++
-		case client.StepRunModel:
+		case wire.StepRunModel:
 			models++
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // payloadOf decodes an SSE frame's payload (JSON text).
@@ -137,8 +136,8 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	snap := s.WaitForSnapshot("the read's second attempt and the pending approval", id, func(s client.Snapshot) bool {
-		return len(s.PendingInterrupts) == 1 && len(s.ToolCalls) == 2 && s.ToolCalls[0].Status == pluginapi.ToolCallSucceeded
+	snap := s.WaitForSnapshot("the read's second attempt and the pending approval", id, func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && len(s.ToolCalls) == 2 && s.ToolCalls[0].Status == wire.ToolCallSucceeded
 	})
 	c := apiClient(t, base, tokenAll)
 	if ok, err := c.ResolveInterrupt(ctx(t), id, snap.PendingInterrupts[0].InterruptID, httpclient.Resolution{Approved: false, RejectionMessage: "no"}); err != nil || !ok {
@@ -171,7 +170,7 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 	}
 	var got []agenttest.StepHistoryEntry
 	for _, e := range h {
-		if e.StepType == client.StepCallTool && e.EventType == "completed" {
+		if e.StepType == wire.StepCallTool && e.EventType == "completed" {
 			got = append(got, e)
 		}
 	}

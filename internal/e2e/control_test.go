@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // waitLog waits until the invocation log holds n records of kind and name.
@@ -51,7 +51,7 @@ func TestCancelTurnStopsTheModelCall(t *testing.T) {
 	s.StartWorker()
 	id := start(t, s, "modelgate:slow hello")
 	reached(t, gate)
-	snap := s.WaitForSnapshot("a running turn", id, func(s client.Snapshot) bool { return s.State != nil && s.State.ActiveTurnID != "" })
+	snap := s.WaitForSnapshot("a running turn", id, func(s wire.Snapshot) bool { return s.State != nil && s.State.ActiveTurnID != "" })
 	turn := snap.State.ActiveTurnID
 	if !snap.State.AcceptsTurnControl {
 		t.Errorf("accepts_turn_control = false while a turn runs")
@@ -64,14 +64,14 @@ func TestCancelTurnStopsTheModelCall(t *testing.T) {
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-9"); err != nil || ok {
 		t.Errorf("cancel_turn of another turn = %v, %v; want false", ok, err)
 	}
-	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage
+	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if snap.State.ActiveTurnID != "" || snap.State.LastTurnError != "" {
 		t.Errorf("after the cancel: %+v", snap.State)
 	}
 	for _, m := range snap.Messages {
-		if m.Role == pluginapi.RoleAssistant {
+		if m.Role == wire.RoleAssistant {
 			t.Errorf("a cancelled model call left an answer: %+v", m)
 		}
 	}
@@ -91,9 +91,9 @@ func TestSteerRejectsAPendingApproval(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:a")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
-	if ok, err := s.Sessions.SteerUserMessage(ctx(t), id, client.SteerUserMessageRequest{Text: "items"}); err != nil || !ok {
+	if ok, err := s.Sessions.SteerUserMessage(ctx(t), id, wire.SteerUserMessageRequest{Text: "items"}); err != nil || !ok {
 		t.Fatalf("steer: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the steered turn's answer", id, idleWithAnswer)
@@ -126,7 +126,7 @@ func TestSteerRejectsAPendingApproval(t *testing.T) {
 	if !found {
 		t.Errorf("no stored message carries the steered call's result %s", session.SteeredToolResult)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || ok {
 		t.Errorf("approving the steered call = %v, %v; want false", ok, err)
 	}
 }
@@ -145,7 +145,7 @@ func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
 	w := s.StartWorker()
 	id := start(t, s, "call:read_gate:k")
 	reached(t, gate)
-	snap := s.WaitForSnapshot("a running tool", id, func(s client.Snapshot) bool { return s.State != nil && s.State.Status == client.StatusRunningTools })
+	snap := s.WaitForSnapshot("a running tool", id, func(s wire.Snapshot) bool { return s.State != nil && s.State.Status == wire.StatusRunningTools })
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, snap.State.ActiveTurnID); err != nil || !ok {
 		t.Fatalf("cancel_turn: %v %v", ok, err)
 	}
@@ -156,8 +156,8 @@ func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 1
+	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 1
 	})
 	if n := s.Log().Count("tool", "read_gate"); n != 1 {
 		t.Errorf("read_gate ran %d times, want 1 (the retry must stop at its started marker)", n)
@@ -169,7 +169,7 @@ func TestCancelWhileAToolRunsLetsItFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepCallTool); n != 0 {
+	if n := countSteps(h, "completed", wire.StepCallTool); n != 0 {
 		t.Errorf("CallTool completed %d times, want 0", n)
 	}
 }
@@ -185,7 +185,7 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	s := agenttest.NewStack(t, cfg)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:c")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	url := base + "/v1/sessions/" + id
 	c := apiClient(t, base, tokenAll)
 	if ok, err := c.Close(ctx(t), id); err != nil || !ok {
@@ -199,13 +199,13 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	if code, body := do(t, "POST", url+"/terminate", tokenAll, `{}`); code != 403 {
 		t.Errorf("terminate with an app token: %d %s; want 403", code, body)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	waitCompleted(t, s, id)
 	// An operator token terminates another session at once.
 	other := start(t, s, "call:approve_write:t")
-	s.WaitForSnapshot("another pending approval", other, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	s.WaitForSnapshot("another pending approval", other, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if ok, err := apiClient(t, base, tokenOps).Terminate(ctx(t), other, "test"); err != nil || !ok {
 		t.Errorf("terminate with the operator token: %v %v", ok, err)
 	}
@@ -214,8 +214,8 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 		t.Errorf("the terminated session: %v %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
 	}
 	closed, _, err := c.Snapshot(ctx(t), id)
-	if err != nil || closed.State == nil || closed.State.Status != client.StatusClosed ||
-		!slices.ContainsFunc(closed.Messages, func(m client.Message) bool { return strings.Contains(m.Text, "done: approve_write=succeeded") }) {
+	if err != nil || closed.State == nil || closed.State.Status != wire.StatusClosed ||
+		!slices.ContainsFunc(closed.Messages, func(m wire.Message) bool { return strings.Contains(m.Text, "done: approve_write=succeeded") }) {
 		t.Errorf("the closed session's snapshot: %+v, %v", closed, err)
 	}
 }
@@ -234,22 +234,22 @@ func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
 	}
 	w := s.StartWorker()
 	id := start(t, s, "call:labeler:box")
-	snap := s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+	snap := s.WaitForSnapshot("a waiting task", id, func(s wire.Snapshot) bool {
 		c := findCall(s, "labeler")
-		return c != nil && c.Status == client.ToolCallWaitingForTask
+		return c != nil && c.Status == wire.ToolCallWaitingForTask
 	})
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, snap.State.ActiveTurnID); err != nil || !ok {
 		t.Fatalf("cancel_turn: %v %v", ok, err)
 	}
 	reached(t, gate)
-	waitingIn(t, s, id, client.StepCancelToolTask)
+	waitingIn(t, s, id, wire.StepCancelToolTask)
 	w.Kill()
 	if err := gate.Release(); err != nil {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 1
+	snap = s.WaitForSnapshot("the cancelled turn's end", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 1
 	})
 	if n := s.Log().Count("task_cancel", "job-box"); n != 2 {
 		t.Errorf("the runner's cancel ran %d times, want 2 (the killed attempt and its retry)", n)
@@ -259,7 +259,7 @@ func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepCancelToolTask); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCancelToolTask); n != 1 {
 		t.Errorf("CancelToolTask completed %d times, want 1", n)
 	}
 	stored, err := s.StoredMessages(id)
@@ -281,7 +281,7 @@ func TestCancelTurnAbandonsATaskThroughAWorkerKill(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "echo after"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the next answer", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: echo after" })
+	s.WaitForSnapshot("the next answer", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: echo after" })
 	if n := s.Log().Count("poll", "job-box"); n != polls {
 		t.Errorf("the abandoned task was polled %d more times", n-polls)
 	}
@@ -300,15 +300,15 @@ func TestRecordControlHistory(t *testing.T) {
 	}
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:h")
-	s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "echo queued"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	snap := s.WaitForSnapshot("a queued message", id, func(s client.Snapshot) bool { return len(s.QueuedMessages) == 1 })
-	if ok, err := s.Sessions.SteerUserMessage(ctx(t), id, client.SteerUserMessageRequest{MessageID: snap.QueuedMessages[0].MessageID}); err != nil || !ok {
+	snap := s.WaitForSnapshot("a queued message", id, func(s wire.Snapshot) bool { return len(s.QueuedMessages) == 1 })
+	if ok, err := s.Sessions.SteerUserMessage(ctx(t), id, wire.SteerUserMessageRequest{MessageID: snap.QueuedMessages[0].MessageID}); err != nil || !ok {
 		t.Fatalf("steer: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the steered turn's answer", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: echo queued" })
+	s.WaitForSnapshot("the steered turn's answer", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: echo queued" })
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "modelgate:h cancel me"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
@@ -316,21 +316,21 @@ func TestRecordControlHistory(t *testing.T) {
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-3"); err != nil || !ok {
 		t.Fatalf("cancel the model call: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the cancelled turn", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 3
+	s.WaitForSnapshot("the cancelled turn", id, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 3
 	})
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:labeler:h"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+	s.WaitForSnapshot("a waiting task", id, func(s wire.Snapshot) bool {
 		c := findCall(s, "labeler")
-		return c != nil && c.Status == client.ToolCallWaitingForTask
+		return c != nil && c.Status == wire.ToolCallWaitingForTask
 	})
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-4"); err != nil || !ok {
 		t.Fatalf("cancel the task: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the abandoned task's turn", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 4
+	s.WaitForSnapshot("the abandoned task's turn", id, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 4
 	})
 	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
 		t.Fatalf("close: %v %v", ok, err)

@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestApprovalSurvivesAWorkerKill(t *testing.T) {
@@ -19,14 +19,14 @@ func TestApprovalSurvivesAWorkerKill(t *testing.T) {
 	s := newStack(t)
 	w := s.StartWorker()
 	id := start(t, s, "call:approve_write:a")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
-	if in.ToolName != "approve_write" || in.Kind != client.InterruptKindApproval {
+	if in.ToolName != "approve_write" || in.Kind != wire.InterruptKindApproval {
 		t.Fatalf("interrupt = %+v", in)
 	}
 	w.Kill() // SIGKILL while the session waits for approval
 	s.StartWorker()
-	ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true})
+	ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true})
 	if err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
@@ -39,14 +39,14 @@ func TestApprovalSurvivesAWorkerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCallSingleAttemptTool); n != 1 {
 		t.Errorf("CallSingleAttemptTool completed %d times, want 1: %+v", n, h)
 	}
-	if n := countSteps(h, "completed", client.StepRunModel); n != 2 {
+	if n := countSteps(h, "completed", wire.StepRunModel); n != 2 {
 		t.Errorf("RunModel completed %d times, want 2", n)
 	}
 	// A second resolve of the same interrupt is refused.
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || ok {
 		t.Errorf("second approve = %v, %v; want false", ok, err)
 	}
 }
@@ -110,7 +110,7 @@ func TestToolStepsOfOneResponseRunInParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.ToolCalls) != 2 || snap.State.Status != client.StatusRunningTools {
+	if len(snap.ToolCalls) != 2 || snap.State.Status != wire.StatusRunningTools {
 		t.Fatalf("snapshot while both run: %+v", snap)
 	}
 	_ = g1.Release()
@@ -173,8 +173,8 @@ func TestFailedTurnRecordsErrorAndNextTurnWorks(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "fail")
-	snap := s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.LastTurnError != "" && s.State.Status == client.StatusWaitingForUserMessage
+	snap := s.WaitForSnapshot("the failed turn", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.LastTurnError != "" && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if !contains(snap.State.LastTurnError, "scripted model failure") {
 		t.Errorf("last_turn_error = %q", snap.State.LastTurnError)
@@ -185,7 +185,7 @@ func TestFailedTurnRecordsErrorAndNextTurnWorks(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "hello again"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	snap = s.WaitForSnapshot("the next answer", id, func(s client.Snapshot) bool {
+	snap = s.WaitForSnapshot("the next answer", id, func(s wire.Snapshot) bool {
 		return idleWithAnswer(s) && s.State.LastTurnError == ""
 	})
 	wantAnswer(t, snap, "echo: hello again")
@@ -199,10 +199,10 @@ func TestEngineRestartMidSession(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:e")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	s.StopEngine()
 	s.StartEngine()
-	ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true})
+	ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true})
 	if err != nil || !ok {
 		t.Fatalf("approve after the restart: %v %v", ok, err)
 	}
@@ -221,7 +221,7 @@ func TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:approve_write:idle")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	b, err := os.ReadFile(filepath.Join(s.Dir, "plugin.pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestPluginDiedWhileIdleIsRelaunchedForTheApprovedWrite(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the plugin %d: %v", pid, err)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -247,8 +247,8 @@ func TestPermanentModelErrorFailsTheTurnWithoutRetries(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "permfail")
-	snap := s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.LastTurnError != "" && s.State.Status == client.StatusWaitingForUserMessage
+	snap := s.WaitForSnapshot("the failed turn", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.LastTurnError != "" && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if !strings.Contains(snap.State.LastTurnError, "scripted permanent failure (HTTP 400)") {
 		t.Errorf("last_turn_error = %q", snap.State.LastTurnError)
@@ -273,7 +273,7 @@ func TestARestartedPluginGetsTheWholeTranscript(t *testing.T) {
 		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
 			t.Fatalf("send %q: %v %v", text, ok, err)
 		}
-		return lastText(s.WaitForSnapshot(fmt.Sprint("turn ", n), id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == n }))
+		return lastText(s.WaitForSnapshot(fmt.Sprint("turn ", n), id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == n }))
 	}
 	if got, want := turn(2, "items"), "items=3 users=one|items"; got != want {
 		t.Errorf("turn 2 answer = %q, want %q", got, want)

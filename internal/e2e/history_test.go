@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 var updateHistories = flag.Bool("update-histories", false, "record the replay histories in internal/session/testdata/histories")
@@ -27,8 +27,8 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 	s := newStack(t)
 	s.StartWorker()
 	id := start(t, s, "call:read_gate:h call:approve_write:h")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -36,7 +36,7 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "thanks"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the second answer", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: thanks" })
+	s.WaitForSnapshot("the second answer", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: thanks" })
 }
 
 // TestRecordStoreSessionHistory runs a session that keeps its messages in
@@ -49,8 +49,8 @@ func TestRecordStoreSessionHistory(t *testing.T) {
 	s := storeStack(t)
 	w := s.StartWorker()
 	id := start(t, s, "call:read_gate:h call:approve_write:h")
-	snap := s.WaitForSnapshot("a pending approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -60,9 +60,9 @@ func TestRecordStoreSessionHistory(t *testing.T) {
 		if ok, err := sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
 			t.Fatalf("send %d: %v %v", i, ok, err)
 		}
-		s.WaitForSnapshot(fmt.Sprintf("turn %d", i+2), id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i+2 })
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i+2), id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i+2 })
 	}
-	page, err := s.Sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{Limit: 200})
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{Limit: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestRecordCompactionSpendHistory(t *testing.T) {
 	id := start(t, s, "hello")
 	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
 	filler := strings.Repeat("abcdefgh ", 400)
-	var snap client.Snapshot
+	var snap wire.Snapshot
 	for turn := 2; turn <= 8; turn++ {
 		if turn == 4 {
 			if ok, err := s.Sessions.UpdateSessionSettings(ctx(t), id, []byte(`{"model":"deep"}`)); err != nil || !ok {
@@ -134,7 +134,7 @@ func TestRecordCompactionSpendHistory(t *testing.T) {
 			t.Fatal(ok, err)
 		}
 		snap = s.WaitForSnapshot(fmt.Sprint("turn ", turn), id, idleAfter(turn))
-		if strings.HasPrefix(snap.State.LastTurnError, client.SpendLimitErrorPrefix) {
+		if strings.HasPrefix(snap.State.LastTurnError, wire.SpendLimitErrorPrefix) {
 			break
 		}
 	}

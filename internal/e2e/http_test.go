@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 const (
@@ -263,8 +263,8 @@ func TestEventStreamResumesWithoutRepeatsOrGaps(t *testing.T) {
 	reached(t, gate)
 	_, body := do(t, "GET", base+"/v1/sessions/"+id+"/snapshot", tokenAll, "")
 	var snap struct {
-		Snapshot    client.Snapshot `json:"snapshot"`
-		ResumeToken string          `json:"resume_token"`
+		Snapshot    wire.Snapshot `json:"snapshot"`
+		ResumeToken string        `json:"resume_token"`
 	}
 	if err := json.Unmarshal(body, &snap); err != nil {
 		t.Fatal(err)
@@ -354,7 +354,7 @@ func TestKeepAliveAfterIdle(t *testing.T) {
 }
 
 // userMessages counts the session's user messages with this text.
-func userMessages(snap client.Snapshot, text string) int {
+func userMessages(snap wire.Snapshot, text string) int {
 	n := 0
 	for _, m := range snap.Messages {
 		if m.Role == "user" && m.Text == text {
@@ -396,14 +396,14 @@ func TestHTTPRetriedRequestsApplyOnce(t *testing.T) {
 			t.Fatalf("send %d: %d %s", i, code, body)
 		}
 	}
-	snap := s.WaitForSnapshot("the queued message", id, func(s client.Snapshot) bool { return s.QueuedCount > 0 })
+	snap := s.WaitForSnapshot("the queued message", id, func(s wire.Snapshot) bool { return s.QueuedCount > 0 })
 	if snap.QueuedCount != 1 {
 		t.Errorf("queued %d messages after two sends with one message_id, want 1: %+v", snap.QueuedCount, snap.QueuedMessages)
 	}
 	if err := gate.Release(); err != nil {
 		t.Fatal(err)
 	}
-	snap = s.WaitForSnapshot("both turns", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	snap = s.WaitForSnapshot("both turns", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
 	// Sent again after it was consumed, the message is still not repeated.
 	if code, body := do(t, "POST", send, tokenAcme, `{"text":"second","message_id":"m-1"}`); code != 200 {
 		t.Fatalf("send after the turn: %d %s", code, body)
@@ -428,7 +428,7 @@ func TestHTTPUpdateTimeoutMayStillApply(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	api := httpapi.New(httpapi.Options{
-		Temporal: s.Client, Namespace: "default", TaskQueue: client.DefaultTaskQueue,
+		Temporal: s.Client, Namespace: "default", TaskQueue: wire.DefaultTaskQueue,
 		Broker: events.NewMemoryBroker(events.MemoryOptions{}),
 		Agents: []httpapi.Agent{{Name: "test", FlowType: flowType}},
 		Tokens: []httpapi.Token{{Name: "all", Value: tokenAll}},
@@ -459,7 +459,7 @@ func TestHTTPUpdateTimeoutMayStillApply(t *testing.T) {
 	if code, body := do(t, "POST", send, tokenAll, `{"text":"later","message_id":"m-later"}`); code != 200 {
 		t.Fatalf("retry with a worker: %d %s", code, body)
 	}
-	snap := s.WaitForSnapshot("both turns", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	snap := s.WaitForSnapshot("both turns", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
 	if n := userMessages(snap, "later"); n != 1 {
 		t.Errorf("the message is in the session %d times, want 1", n)
 	}

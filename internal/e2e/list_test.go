@@ -13,6 +13,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 const (
@@ -134,7 +135,7 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	startAs(flowType, question, "ask:Which_city?")
 	startAs("OtherAgent", idle, "hello")
 	startAs(flowType, outside, "call:approve_write:r")
-	s.WaitForSnapshot("a pending approval", approval, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	s.WaitForSnapshot("a pending approval", approval, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	s.WaitForSnapshot("a pending question", question, pendingQuestion)
 	s.WaitForSnapshot("the answer", idle, idleWithAnswer)
 
@@ -143,7 +144,7 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	person := []string{client.WaitingForApproval, client.WaitingForQuestion}
 	page := expectList(t, u1, opts{WaitingFor: []string{client.WaitingForApproval}}, approval)
 	if got := page.Sessions[0]; got.Agent != "test" || got.FlowType != flowType || !slices.Equal(got.WaitingFor, []string{"approval"}) ||
-		got.Status != "running" || got.StartedAt.IsZero() || !slices.Contains(got.ActiveStepTypes, client.StepAwaitToolApproval) {
+		got.Status != "running" || got.StartedAt.IsZero() || !slices.Contains(got.ActiveStepTypes, wire.StepAwaitToolApproval) {
 		t.Errorf("the approval session: %+v", got)
 	}
 	page = expectList(t, u1, opts{WaitingFor: []string{client.WaitingForQuestion}}, question)

@@ -21,6 +21,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // longSession drives one session turn by turn on a worker in this process,
@@ -174,7 +175,7 @@ func TestLongSession(t *testing.T) {
 		t.Errorf("the largest payload of the current run is %d bytes, at %s", n, where)
 	}
 	// The last messages are all there, in order, in the store.
-	page, err := s.Sessions.WithMessages(s.MessageStore(t)).ListAgentMessages(context.Background(), l.id, client.ListMessagesRequest{Limit: 200})
+	page, err := s.Sessions.WithMessages(s.MessageStore(t)).ListAgentMessages(context.Background(), l.id, wire.ListMessagesRequest{Limit: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

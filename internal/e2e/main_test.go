@@ -14,6 +14,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -80,17 +81,17 @@ func start(t *testing.T, s *agenttest.Stack, message string) string {
 
 // idleWithAnswer waits until the session finished its turn and its last
 // message is an assistant answer.
-func idleWithAnswer(s client.Snapshot) bool {
-	if s.State == nil || s.State.Status != client.StatusWaitingForUserMessage || len(s.Messages) == 0 {
+func idleWithAnswer(s wire.Snapshot) bool {
+	if s.State == nil || s.State.Status != wire.StatusWaitingForUserMessage || len(s.Messages) == 0 {
 		return false
 	}
 	last := s.Messages[len(s.Messages)-1]
 	return last.Role == "assistant"
 }
 
-func lastText(s client.Snapshot) string { return s.Messages[len(s.Messages)-1].Text }
+func lastText(s wire.Snapshot) string { return s.Messages[len(s.Messages)-1].Text }
 
-func wantAnswer(t *testing.T, snap client.Snapshot, want string) {
+func wantAnswer(t *testing.T, snap wire.Snapshot, want string) {
 	t.Helper()
 	if got := lastText(snap); got != want {
 		t.Fatalf("answer = %q\nwant     %q", got, want)

@@ -16,7 +16,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // mcpPeer returns node and the entry script of an MCP server installed by
@@ -89,17 +89,17 @@ func TestMCPFilesystemServerOverStdio(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, argsToken("fs__move_file", map[string]string{"source": a, "destination": b})); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	snap = s.WaitForSnapshot("the move's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if in := snap.PendingInterrupts[0]; in.ToolName != "fs__move_file" || in.Kind != client.InterruptKindApproval {
+	snap = s.WaitForSnapshot("the move's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if in := snap.PendingInterrupts[0]; in.ToolName != "fs__move_file" || in.Kind != wire.InterruptKindApproval {
 		t.Fatalf("interrupt = %+v", in)
 	}
-	if c := findCall(snap, "fs__move_file"); c == nil || c.Effect != pluginapi.EffectUnclassified || c.ToolSourceReference != "mcp:fs/move_file" {
+	if c := findCall(snap, "fs__move_file"); c == nil || c.Effect != wire.EffectUnclassified || c.ToolSourceReference != "mcp:fs/move_file" {
 		t.Errorf("move record = %+v", c)
 	}
 	if _, err := os.Stat(a); err != nil {
 		t.Fatalf("a.txt before the approval: %v", err)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the move's answer", id, idleAfter(2))
@@ -113,10 +113,10 @@ func TestMCPFilesystemServerOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCallSingleAttemptTool); n != 1 {
 		t.Errorf("CallSingleAttemptTool completed %d times, want 1 (the move)", n)
 	}
-	if n := countSteps(h, "completed", client.StepCallTool); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCallTool); n != 1 {
 		t.Errorf("CallTool completed %d times, want 1 (the write)", n)
 	}
 }
@@ -168,7 +168,7 @@ func TestMCPFilesystemReadKilledMidCallIsSentAgain(t *testing.T) {
 	}
 	var attempt int32
 	for _, e := range h {
-		if e.EventType == "completed" && e.StepType == client.StepCallTool {
+		if e.EventType == "completed" && e.StepType == wire.StepCallTool {
 			attempt = e.Attempt
 		}
 	}
@@ -190,8 +190,8 @@ func TestMCPMemoryServerOverStdio(t *testing.T) {
 	s.StartWorker()
 	entity := map[string]any{"entities": []map[string]any{{"name": "order-7", "entityType": "order", "observations": []string{"refunded"}}}}
 	id := start(t, s, argsToken("memory__create_entities", entity))
-	snap := s.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	snap := s.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the first answer", id, idleWithAnswer)
@@ -289,11 +289,11 @@ func TestOrdersDemoWithTheMCPConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := s.WaitForSnapshot("the note's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if in := snap.PendingInterrupts[0]; in.ToolName != "memory__create_entities" || in.Kind != client.InterruptKindApproval {
+	snap := s.WaitForSnapshot("the note's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if in := snap.PendingInterrupts[0]; in.ToolName != "memory__create_entities" || in.Kind != wire.InterruptKindApproval {
 		t.Fatalf("interrupt = %+v", in)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the note", id, idleWithAnswer)
@@ -360,9 +360,9 @@ func TestMCPTaskIsPolledOnDurableTimers(t *testing.T) {
 	s, logPath := taskServerStack(t, 1, "-interval", "3000")
 	w := s.StartWorker()
 	id := start(t, s, `args:ts__job:{"name":"a"}`)
-	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+	s.WaitForSnapshot("a waiting task", id, func(s wire.Snapshot) bool {
 		c := findCall(s, "ts__job")
-		return c != nil && c.Status == client.ToolCallWaitingForTask && strings.HasPrefix(c.TaskID, "task-")
+		return c != nil && c.Status == wire.ToolCallWaitingForTask && strings.HasPrefix(c.TaskID, "task-")
 	})
 	w.Kill()
 	s.StartWorker()
@@ -376,7 +376,7 @@ func TestMCPTaskIsPolledOnDurableTimers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepPollToolTask); n != 2 {
+	if n := countSteps(h, "completed", wire.StepPollToolTask); n != 2 {
 		t.Errorf("PollToolTask completed %d times, want 2", n)
 	}
 }
@@ -389,15 +389,15 @@ func TestMCPTaskCancelledWithTheTurn(t *testing.T) {
 	s, logPath := taskServerStack(t, 1000)
 	s.StartWorker()
 	id := start(t, s, `args:ts__job:{"name":"long"}`)
-	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+	s.WaitForSnapshot("a waiting task", id, func(s wire.Snapshot) bool {
 		c := findCall(s, "ts__job")
-		return c != nil && c.Status == client.ToolCallWaitingForTask
+		return c != nil && c.Status == wire.ToolCallWaitingForTask
 	})
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-1"); err != nil || !ok {
 		t.Fatalf("cancel: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the cancelled turn", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 1
+	s.WaitForSnapshot("the cancelled turn", id, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 1
 	})
 	if reqs := requestLog(t, logPath); reqs["tasks/cancel"] != 1 || reqs["tools/call"] != 1 {
 		t.Errorf("requests at the server = %v, want one tools/call and one tasks/cancel", reqs)
@@ -419,10 +419,10 @@ func TestMCPTaskQuestionIsASessionQuestion(t *testing.T) {
 	if in.InterruptID != in.ToolCallID+"-input-1" || in.Question != "Which queue?" || strings.Join(in.Choices, ",") != "fast,slow" {
 		t.Fatalf("question = %+v", in)
 	}
-	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	waitingIn(t, s, id, wire.StepAwaitQuestionAnswer)
 	s.KillWorkers()
 	s.StartWorker()
-	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "slow"}); err != nil || !ok {
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "slow"}); err != nil || !ok {
 		t.Fatalf("answer: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -447,7 +447,7 @@ func TestRecordMCPTaskHistory(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	snap := s.WaitForSnapshot("the task's question", id, pendingQuestion)
-	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Answer: "fast"}); err != nil || !ok {
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Answer: "fast"}); err != nil || !ok {
 		t.Fatalf("answer: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))
@@ -461,15 +461,15 @@ func TestRecordMCPTaskHistory(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, `args:ts__job:{"name":"fail"}`); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	s.WaitForSnapshot("a waiting task", id, func(s client.Snapshot) bool {
+	s.WaitForSnapshot("a waiting task", id, func(s wire.Snapshot) bool {
 		c := findCall(s, "ts__job")
-		return s.State.TurnCount == 4 && c != nil && c.Status == client.ToolCallWaitingForTask
+		return s.State.TurnCount == 4 && c != nil && c.Status == wire.ToolCallWaitingForTask
 	})
 	if ok, err := s.Sessions.CancelTurn(ctx(t), id, "turn-4"); err != nil || !ok {
 		t.Fatalf("cancel: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("the cancelled turn", id, func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && s.State.TurnCount == 4
+	s.WaitForSnapshot("the cancelled turn", id, func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && s.State.TurnCount == 4
 	})
 	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
 		t.Fatalf("close: %v %v", ok, err)

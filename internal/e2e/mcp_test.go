@@ -21,6 +21,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // notesServer is an MCP server over Streamable HTTP in the test process,
@@ -168,24 +169,24 @@ func TestMCPReadAndApprovedWrite(t *testing.T) {
 	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
 	s.StartWorker()
 	id := start(t, s, "call:notes__lookup:a call:notes__save:b")
-	snap := s.WaitForSnapshot("the write's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("the write's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
-	if in.ToolName != "notes__save" || in.Kind != client.InterruptKindApproval {
+	if in.ToolName != "notes__save" || in.Kind != wire.InterruptKindApproval {
 		t.Fatalf("interrupt = %+v", in)
 	}
 	if n := len(ns.recorded("save")); n != 0 {
 		t.Fatalf("save ran %d times before its approval", n)
 	}
 	records := snap
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	wantAnswer(t, snap, "done: notes__lookup=succeeded:found a; notes__save=succeeded:saved b")
 	for _, want := range []struct {
 		tool, mcpName string
-		effect        pluginapi.Effect
-	}{{"notes__lookup", "lookup", pluginapi.EffectRead}, {"notes__save", "save", pluginapi.EffectUnclassified}} {
+		effect        wire.Effect
+	}{{"notes__lookup", "lookup", wire.EffectRead}, {"notes__save", "save", wire.EffectUnclassified}} {
 		c := findCall(records, want.tool)
 		if c == nil || c.Effect != want.effect || c.ToolSourceReference != "mcp:notes/"+want.mcpName {
 			t.Errorf("%s record = %+v", want.tool, c)
@@ -200,10 +201,10 @@ func TestMCPReadAndApprovedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepCallTool); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCallTool); n != 1 {
 		t.Errorf("CallTool completed %d times, want 1 (the read)", n)
 	}
-	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCallSingleAttemptTool); n != 1 {
 		t.Errorf("CallSingleAttemptTool completed %d times, want 1 (the write)", n)
 	}
 }
@@ -249,7 +250,7 @@ func TestMCPWriteKilledMidCallIsOutcomeUnknownAndNeverResent(t *testing.T) {
 	}
 	// The policy won over the defaults (unclassified, with approval): one
 	// attempt, no approval.
-	if n := countSteps(h, "failed", client.StepCallSingleAttemptTool) + countSteps(h, "timed_out", client.StepCallSingleAttemptTool); n != 1 {
+	if n := countSteps(h, "failed", wire.StepCallSingleAttemptTool) + countSteps(h, "timed_out", wire.StepCallSingleAttemptTool); n != 1 {
 		t.Errorf("CallSingleAttemptTool failed or timed out %d times, want 1: %+v", n, h)
 	}
 	if calls := ns.recorded("save"); len(calls) != 1 {
@@ -291,8 +292,8 @@ func TestRecordMCPHistory(t *testing.T) {
 	s := agenttest.NewStack(t, mcpConfig(t, ns, ""))
 	s.StartWorker()
 	id := start(t, s, "call:notes__lookup:a call:notes__save:b")
-	snap := s.WaitForSnapshot("the write's approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	snap := s.WaitForSnapshot("the write's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -404,10 +405,10 @@ func TestMCPElicitationIsASessionQuestion(t *testing.T) {
 		strings.Join(in.Choices, ",") != "checking,savings" || in.AllowsFreeText {
 		t.Fatalf("question = %+v", in)
 	}
-	waitingIn(t, s, id, client.StepAwaitQuestionAnswer)
+	waitingIn(t, s, id, wire.StepAwaitQuestionAnswer)
 	s.KillWorkers()
 	s.StartWorker()
-	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, client.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "savings"}); err != nil || !ok {
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "savings"}); err != nil || !ok {
 		t.Fatalf("answer: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
@@ -421,7 +422,7 @@ func TestMCPElicitationIsASessionQuestion(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	snap = s.WaitForSnapshot("the second question", id, pendingQuestion)
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: false}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: false}); err != nil || !ok {
 		t.Fatalf("decline: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the second answer", id, idleAfter(2))

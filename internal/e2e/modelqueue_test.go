@@ -10,7 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestModelQueueRateLimit: an agent whose run_model_limit names a model
@@ -204,7 +204,7 @@ func runModelSteps(t *testing.T, s *agenttest.Stack, id string) []modelCall {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == client.StepRunModel {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == wire.StepRunModel {
 			index[e.GetEventId()] = len(out)
 			out = append(out, modelCall{queue: a.GetTaskQueue().GetName()})
 		}

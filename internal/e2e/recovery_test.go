@@ -9,7 +9,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
 
@@ -50,8 +49,8 @@ func TestTurnPastItsRecoveryBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			events := sessionEvents(t, c, id, func(e httpclient.Event) bool { return e.Type == wire.EventTurnFailed })
-			snap := s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
-				return s.State != nil && s.State.LastTurnError != "" && s.State.Status == client.StatusWaitingForUserMessage
+			snap := s.WaitForSnapshot("the failed turn", id, func(s wire.Snapshot) bool {
+				return s.State != nil && s.State.LastTurnError != "" && s.State.Status == wire.StatusWaitingForUserMessage
 			})
 			t.Logf("last_turn_error: %s", snap.State.LastTurnError)
 			if !strings.HasPrefix(snap.State.LastTurnError, tc.wantErr) {
@@ -88,7 +87,7 @@ func TestTurnPastItsRecoveryBudget(t *testing.T) {
 			if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "after the budget"); err != nil || !ok {
 				t.Fatalf("send: %v %v", ok, err)
 			}
-			snap = s.WaitForSnapshot("the next answer", id, func(s client.Snapshot) bool {
+			snap = s.WaitForSnapshot("the next answer", id, func(s wire.Snapshot) bool {
 				return idleWithAnswer(s) && s.State.LastTurnError == ""
 			})
 			wantAnswer(t, snap, "A fresh turn, a fresh budget.")

@@ -10,8 +10,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestSecretsInRunnerErrorsNeverReachTheSession: the plugin is granted
@@ -31,8 +31,8 @@ func TestSecretsInRunnerErrorsNeverReachTheSession(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "leakfail"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	snap = s.WaitForSnapshot("the failed turn", id, func(s client.Snapshot) bool {
-		return s.State != nil && s.State.TurnCount == 2 && s.State.Status == client.StatusWaitingForUserMessage
+	snap = s.WaitForSnapshot("the failed turn", id, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.TurnCount == 2 && s.State.Status == wire.StatusWaitingForUserMessage
 	})
 	if want := "provider rejected key " + redact.Placeholder; !strings.Contains(snap.State.LastTurnError, want) {
 		t.Errorf("last_turn_error = %q, want it to contain %q", snap.State.LastTurnError, want)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestApprovalRulesDecideCalls runs an agent whose approval_rules allow
@@ -44,7 +44,7 @@ func TestApprovalRulesDecideCalls(t *testing.T) {
 
 	// deny: the write never runs; the model sees the rule's reason.
 	send("call:approve_write:no")
-	snap = s.WaitForSnapshot("the denied write", id, func(sn client.Snapshot) bool {
+	snap = s.WaitForSnapshot("the denied write", id, func(sn wire.Snapshot) bool {
 		return idleWithAnswer(sn) && strings.HasPrefix(lastText(sn), "done: approve_write=rejected")
 	})
 	wantAnswer(t, snap, "done: approve_write=rejected:This write is not allowed: ask a person.")
@@ -54,15 +54,15 @@ func TestApprovalRulesDecideCalls(t *testing.T) {
 
 	// require_approval: a read waits for a person.
 	send("call:read_gate:check")
-	snap = s.WaitForSnapshot("the read waiting for approval", id, func(sn client.Snapshot) bool { return len(sn.PendingInterrupts) == 1 })
+	snap = s.WaitForSnapshot("the read waiting for approval", id, func(sn wire.Snapshot) bool { return len(sn.PendingInterrupts) == 1 })
 	rec := snap.ToolCalls[len(snap.ToolCalls)-1]
 	if rec.ToolName != "read_gate" || !rec.RequiresApproval || rec.Effect != "read" || rec.ApprovalRule != "approval_rules[2]" || rec.ApprovalDecision != "require_approval" {
 		t.Fatalf("the read's record: %+v", rec)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
-	snap = s.WaitForSnapshot("the approved read", id, func(sn client.Snapshot) bool {
+	snap = s.WaitForSnapshot("the approved read", id, func(sn wire.Snapshot) bool {
 		return idleWithAnswer(sn) && strings.Contains(lastText(sn), "read_gate=succeeded")
 	})
 
@@ -74,14 +74,14 @@ func TestApprovalRulesDecideCalls(t *testing.T) {
 	}
 	send("call:read_gate:sh")
 	reached(t, gate)
-	snap = s.WaitForSnapshot("the shadowed read running", id, func(sn client.Snapshot) bool { return len(sn.ToolCalls) == 1 })
+	snap = s.WaitForSnapshot("the shadowed read running", id, func(sn wire.Snapshot) bool { return len(sn.ToolCalls) == 1 })
 	if rec = snap.ToolCalls[0]; rec.ShadowApprovalRule != "approval_rules[3]" || rec.ShadowApprovalDecision != "deny" || rec.ApprovalDecision != "" || rec.RequiresApproval {
 		t.Errorf("the shadowed read's record: %+v", rec)
 	}
 	if err := gate.Release(); err != nil {
 		t.Fatal(err)
 	}
-	s.WaitForSnapshot("the shadowed read", id, func(sn client.Snapshot) bool {
+	s.WaitForSnapshot("the shadowed read", id, func(sn wire.Snapshot) bool {
 		return idleWithAnswer(sn) && strings.Contains(lastText(sn), "read_gate=succeeded:read sh")
 	})
 	if *updateHistories {
@@ -115,7 +115,7 @@ func TestApprovalRulesDecideCalls(t *testing.T) {
 		t.Errorf("replayed to %d messages (%q), want %d (%q)", len(after.Messages), lastText(after), len(before.Messages), lastText(before))
 	}
 	send("call:approve_write:ok2")
-	s.WaitForSnapshot("the write waiting under its policy", id, func(sn client.Snapshot) bool { return len(sn.PendingInterrupts) == 1 })
+	s.WaitForSnapshot("the write waiting under its policy", id, func(sn wire.Snapshot) bool { return len(sn.PendingInterrupts) == 1 })
 
 	b, err := os.ReadFile(filepath.Join(s.Dir, "worker-1.log"))
 	if err != nil {

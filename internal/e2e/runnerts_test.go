@@ -18,6 +18,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // The TypeScript runner plugin of examples/runner-ts: the orders demo on
@@ -194,9 +195,9 @@ func TestTSRunnerOrdersTurnWithAnApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := s.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
-	if in.Kind != client.InterruptKindApproval || in.ToolName != "refund_order" || in.ToolCallID != "ts_refund_7" || !strings.Contains(in.Arguments, "6250") {
+	if in.Kind != wire.InterruptKindApproval || in.ToolName != "refund_order" || in.ToolCallID != "ts_refund_7" || !strings.Contains(in.Arguments, "6250") {
 		t.Fatalf("interrupt = %+v, want the approval of refund_order ts_refund_7 for 6250 cents", in)
 	}
 	var lookup *string
@@ -219,7 +220,7 @@ func TestTSRunnerOrdersTurnWithAnApproval(t *testing.T) {
 		t.Fatalf("order 7 was refunded before the approval: %+v", o)
 	}
 
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the answer", id, idleWithAnswer)
@@ -311,12 +312,12 @@ func TestTSRunnerOrdersTurnOnTheResponsesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := s.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
 	if in.ToolName != "refund_order" || in.ToolCallID != "ts_refund_7" {
 		t.Fatalf("interrupt = %+v", in)
 	}
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the answer", id, idleWithAnswer)

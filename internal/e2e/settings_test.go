@@ -14,6 +14,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // TestSessionSettingsPickTheModel: a Stepwise agent configured with two
@@ -60,10 +61,10 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn := func(n int) client.Snapshot {
+	turn := func(n int) wire.Snapshot {
 		t.Helper()
-		return s.WaitForSnapshot(fmt.Sprint("turn ", n), id, func(s client.Snapshot) bool {
-			return s.State != nil && s.State.TurnCount == n && s.State.Status == client.StatusWaitingForUserMessage
+		return s.WaitForSnapshot(fmt.Sprint("turn ", n), id, func(s wire.Snapshot) bool {
+			return s.State != nil && s.State.TurnCount == n && s.State.Status == wire.StatusWaitingForUserMessage
 		})
 	}
 	snap := turn(1)
@@ -109,13 +110,13 @@ agents:
 func TestAStartWithBadSettingsFailsTheSession(t *testing.T) {
 	t.Parallel()
 	s, base := newHTTPStack(t)
-	run, err := s.Client.ExecuteWorkflow(ctx(t), temporalclient.StartWorkflowOptions{ID: "bad-settings", TaskQueue: client.DefaultTaskQueue}, flowType,
-		client.StartInput{InitialMessage: "hello", SessionSettings: json.RawMessage(`["fast"]`)})
+	run, err := s.Client.ExecuteWorkflow(ctx(t), temporalclient.StartWorkflowOptions{ID: "bad-settings", TaskQueue: wire.DefaultTaskQueue}, flowType,
+		wire.StartInput{InitialMessage: "hello", SessionSettings: json.RawMessage(`["fast"]`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = run.Get(ctx(t), nil)
-	if err == nil || !strings.Contains(err.Error(), client.InvalidStartSessionSettingsReason+": they must be one JSON object, not an array") {
+	if err == nil || !strings.Contains(err.Error(), wire.InvalidStartSessionSettingsReason+": they must be one JSON object, not an array") {
 		t.Fatalf("the session ended with %v", err)
 	}
 	// httpclient.StartRequest has neither active_step_search_mode nor

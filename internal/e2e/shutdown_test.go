@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // draining waits until the worker logged that it stopped taking Steps and
@@ -68,7 +68,7 @@ func TestSIGTERMDrainsARunningWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countSteps(h, "completed", client.StepCallSingleAttemptTool); n != 1 {
+	if n := countSteps(h, "completed", wire.StepCallSingleAttemptTool); n != 1 {
 		t.Errorf("CallSingleAttemptTool completed %d times, want 1: %+v", n, h)
 	}
 }

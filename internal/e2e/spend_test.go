@@ -8,7 +8,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
 
@@ -37,9 +36,9 @@ func modelCalls(t *testing.T, s *agenttest.Stack) int {
 	return calls
 }
 
-func idleAfter(turns int) func(client.Snapshot) bool {
-	return func(s client.Snapshot) bool {
-		return s.State.Status == client.StatusWaitingForUserMessage && s.State.ActiveTurnID == "" && s.State.TurnCount == turns
+func idleAfter(turns int) func(wire.Snapshot) bool {
+	return func(s wire.Snapshot) bool {
+		return s.State.Status == wire.StatusWaitingForUserMessage && s.State.ActiveTurnID == "" && s.State.TurnCount == turns
 	}
 }
 

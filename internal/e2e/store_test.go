@@ -17,7 +17,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // largestPayload returns the size of the largest payload in a session's
@@ -85,7 +85,7 @@ func TestLargeContentTravelsByReference(t *testing.T) {
 	if ok, err := c.SendMessage(ctx(t), id, big); err != nil || !ok {
 		t.Fatalf("send 1.5 MiB: %v %v", ok, err)
 	}
-	snap := s.WaitForSnapshot("the echo of 1.5 MiB", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	snap := s.WaitForSnapshot("the echo of 1.5 MiB", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
 	last := snap.Messages[len(snap.Messages)-1]
 	if !last.TextTruncated || len(last.Text) > 4<<10 {
 		t.Errorf("the workflow's snapshot holds %d bytes of the answer (truncated %v); want a preview", len(last.Text), last.TextTruncated)
@@ -101,7 +101,7 @@ func TestLargeContentTravelsByReference(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "call:big:700000 call:big:700001 call:big:700002"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	snap = s.WaitForSnapshot("the answer after three 700 KB outputs", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 3 })
+	snap = s.WaitForSnapshot("the answer after three 700 KB outputs", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 3 })
 	if snap.State.LastTurnError != "" {
 		t.Fatalf("the turn failed: %s", snap.State.LastTurnError)
 	}
@@ -128,8 +128,8 @@ func TestLargeContentTravelsByReference(t *testing.T) {
 	// Sent inline to the workflow, past 64 KiB, a message is answered
 	// false; the Go client without a store says why it cannot send it.
 	h, err := s.Client.UpdateWorkflow(ctx(t), temporalclient.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: client.UpdateSendUserMessage, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
-		Args: []any{client.SendUserMessageRequest{Text: strings.Repeat("b", 65<<10)}},
+		WorkflowID: id, UpdateName: wire.UpdateSendUserMessage, WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		Args: []any{wire.SendUserMessageRequest{Text: strings.Repeat("b", 65<<10)}},
 	})
 	var accepted bool
 	if err == nil {
@@ -202,7 +202,7 @@ func TestKilledBetweenAChunkWriteAndItsCommit(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "two"); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	s.WaitForSnapshot("turn 2", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	s.WaitForSnapshot("turn 2", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "three"); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -214,11 +214,11 @@ func TestKilledBetweenAChunkWriteAndItsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	s.WaitForSnapshot("turn 3", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 3 })
+	s.WaitForSnapshot("turn 3", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 3 })
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "four"); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	snap := s.WaitForSnapshot("turn 4", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 4 })
+	snap := s.WaitForSnapshot("turn 4", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 4 })
 	if len(snap.Messages) > 4 {
 		t.Errorf("the window holds %d messages, want at most 4 (window 2 + chunk 2)", len(snap.Messages))
 	}
@@ -249,7 +249,7 @@ func TestKilledDuringRetention(t *testing.T) {
 			t.Fatal(ok, err)
 		}
 		if i < 6 {
-			s.WaitForSnapshot(text, id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
+			s.WaitForSnapshot(text, id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
 		}
 	}
 	reached(t, gate)
@@ -258,8 +258,8 @@ func TestKilledDuringRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	s.WaitForSnapshot("turn 6", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 6 })
-	page, err := s.Sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{Limit: 200})
+	s.WaitForSnapshot("turn 6", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 6 })
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{Limit: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,10 +294,10 @@ func TestOlderPagesComeFromTheStore(t *testing.T) {
 		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, fmt.Sprintf("t%d", i)); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		s.WaitForSnapshot(fmt.Sprintf("turn %d", i), id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i), id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
 	}
 	// The workflow's own page is the window.
-	page, err := s.Sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{Limit: 200})
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{Limit: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,14 +310,14 @@ func TestOlderPagesComeFromTheStore(t *testing.T) {
 	var seqs []int64
 	before := int64(0)
 	for {
-		p, err := sessions.ListAgentMessages(ctx(t), id, client.ListMessagesRequest{BeforeSequence: before, Limit: 3})
+		p, err := sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{BeforeSequence: before, Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []int64
 		for _, m := range p.Messages {
 			got = append(got, m.Sequence)
-			if len(m.Item) == 0 && m.Role == pluginapi.RoleAssistant {
+			if len(m.Item) == 0 && m.Role == wire.RoleAssistant {
 				t.Errorf("message %d has no framework item: pages from the store are whole", m.Sequence)
 			}
 		}
@@ -348,7 +348,7 @@ func TestLongTextsStartAndContinueSessions(t *testing.T) {
 	if ok, err := sessions.SendUserMessage(ctx(t), id, second); err != nil || !ok {
 		t.Fatalf("send 300 KB: %v %v", ok, err)
 	}
-	s.WaitForSnapshot("turn 2", id, func(s client.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	s.WaitForSnapshot("turn 2", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
 	stored, err := s.StoredMessages(id)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/tracing/otlptest"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // waitForTurnTrace waits until the receiver holds the invoke_agent root of
@@ -99,9 +100,9 @@ telemetry:
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := s.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	snap = s.WaitForSnapshot("the answer", id, idleWithAnswer)

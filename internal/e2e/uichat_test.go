@@ -17,7 +17,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // uiMessage is an AI SDK UI message as the AI SDK's chat client built it.
@@ -209,13 +209,13 @@ func TestUseChatDrivesAnOrdersTurnWithAnApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want strings.Builder
-	tools := map[string]pluginapi.Message{}
+	tools := map[string]wire.Message{}
 	for _, m := range page.Messages {
 		switch {
-		case m.Role == pluginapi.RoleAssistant:
+		case m.Role == wire.RoleAssistant:
 			want.WriteString(m.Text)
-		case m.Role == pluginapi.RoleTool:
-			tools[m.ToolCallID] = m.Message
+		case m.Role == wire.RoleTool:
+			tools[m.ToolCallID] = m
 		}
 	}
 	if got := uiText(final); got != want.String() || got == "" {

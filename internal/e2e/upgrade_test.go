@@ -19,6 +19,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 const upgradeDeployment = "dex-agents"
@@ -56,7 +57,7 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := s.WaitForSnapshot("the approval", id, func(s client.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	snap := s.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	firstRun := describe(t, s, id).GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	// An idle session, between turns when v2 comes.
 	idle, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, InitialMessage: "hello"})
@@ -75,7 +76,7 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 
 	startBuild(t, s, newBin, cfgPath, "v2")
 	waitCurrent(t, s, "v2")
-	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, client.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	s.WaitForSnapshot("the first turn's answer", id, idleWithAnswer)
@@ -90,7 +91,7 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "second"); err != nil || !ok {
 		t.Fatalf("send: %v %v", ok, err)
 	}
-	snap = s.WaitForSnapshot("the second turn's answer", id, func(s client.Snapshot) bool {
+	snap = s.WaitForSnapshot("the second turn's answer", id, func(s wire.Snapshot) bool {
 		return idleWithAnswer(s) && s.State.TurnCount == 2
 	})
 	wantAnswer(t, snap, "echo: second")
@@ -100,7 +101,7 @@ func TestUpgradeAtTurnBoundary(t *testing.T) {
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), idle, "again"); err != nil || !ok {
 		t.Fatalf("send to the idle session: %v %v", ok, err)
 	}
-	snap = s.WaitForSnapshot("the idle session's second answer", idle, func(s client.Snapshot) bool {
+	snap = s.WaitForSnapshot("the idle session's second answer", idle, func(s wire.Snapshot) bool {
 		return idleWithAnswer(s) && s.State.TurnCount == 2
 	})
 	wantAnswer(t, snap, "echo: again")

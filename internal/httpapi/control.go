@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Turn control and the session lifecycle: steer, delete a queued message,
@@ -49,7 +50,7 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	ok, err := s.sessions.SteerUserMessage(ctx, id, client.SteerUserMessageRequest{MessageID: req.MessageID, Text: req.Text, PlanMode: req.PlanMode})
+	ok, err := s.sessions.SteerUserMessage(ctx, id, wire.SteerUserMessageRequest{MessageID: req.MessageID, Text: req.Text, PlanMode: req.PlanMode})
 	if err != nil {
 		s.failControl(w, r, id, "reload the snapshot before you retry: a steer by text may have been applied", err)
 		return

@@ -12,13 +12,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
-)
-
-type (
-	pluginMessage  = pluginapi.Message
-	pluginToolCall = pluginapi.ToolCall
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func commonExecution(id string) *commonpb.WorkflowExecution {
@@ -95,8 +89,8 @@ func decodeJSON(body []byte, v any) error {
 // clamps it to 1..200).
 const DefaultPageSize = 50
 
-func parseListQuery(q url.Values) (client.ListMessagesRequest, error) {
-	req := client.ListMessagesRequest{Limit: DefaultPageSize}
+func parseListQuery(q url.Values) (wire.ListMessagesRequest, error) {
+	req := wire.ListMessagesRequest{Limit: DefaultPageSize}
 	for key := range q {
 		if key != "before_sequence" && key != "limit" {
 			return req, errorf(http.StatusBadRequest, "bad_request", "unknown query parameter %q", key)

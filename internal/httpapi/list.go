@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // sessionListQuery is the parsed query of GET /v1/sessions.
@@ -137,7 +138,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 		return
 	case errors.Is(err, client.ErrNoSearchAttribute):
 		s.log.Error("list sessions", "error", err)
-		s.fail(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the Temporal namespace has no %s search attribute (see the worker's log)", client.SearchAttributeActiveStepTypes))
+		s.fail(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the Temporal namespace has no %s search attribute (see the worker's log)", wire.SearchAttributeActiveStepTypes))
 		return
 	case err != nil:
 		s.fail(w, r, err)

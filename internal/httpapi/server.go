@@ -28,6 +28,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Agent is an agent the API can start sessions of.
@@ -63,10 +64,10 @@ type Options struct {
 	TaskQueue string
 	Broker    events.Broker
 	// Messages is the worker's message store: a message over
-	// client.MaxInlineMessageBytes is stored there before it is sent by
+	// wire.MaxInlineMessageBytes is stored there before it is sent by
 	// reference, and pages before a session's window and cut texts are
 	// read from it. Nil: messages are sent inline only (up to
-	// client.MaxInlineMessageBytes) and pages hold the window.
+	// wire.MaxInlineMessageBytes) and pages hold the window.
 	Messages transcript.Store
 	Agents   []Agent
 	Tokens   []Token
@@ -100,9 +101,9 @@ func newSessions(opts Options) *client.AgentSessionClient {
 }
 
 // MaxMessageBodyBytes bounds the body of POST /v1/sessions and POST
-// .../messages: a message of up to client.MaxMessageBytes (8 MiB), with
+// .../messages: a message of up to wire.MaxMessageBytes (8 MiB), with
 // room for JSON escapes. Every other route keeps MaxBodyBytes.
-const MaxMessageBodyBytes = 3 * client.MaxMessageBytes
+const MaxMessageBodyBytes = 3 * wire.MaxMessageBytes
 
 // MaxBodyBytes bounds request bodies.
 const MaxBodyBytes = 1 << 20
@@ -560,11 +561,11 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "session IDs of this token must %s", tok.scopeRule()))
 		return
 	}
-	if _, err := client.CheckSessionSettings(req.SessionSettings, 0); err != nil {
-		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")))
+	if _, err := wire.CheckSessionSettings(req.SessionSettings, 0); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), wire.ErrInvalidSessionSettings.Error()+": ")))
 		return
 	}
-	if err := client.CheckActiveStepSearchMode(req.ActiveStepSearchMode); err != nil {
+	if err := wire.CheckActiveStepSearchMode(req.ActiveStepSearchMode); err != nil {
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
@@ -638,9 +639,9 @@ func updateError(id, retry string, err error) error {
 		exhausted *serviceerror.ResourceExhausted
 	)
 	switch {
-	case errors.As(err, &app) && app.Type() == client.ApprovalDigestErrorType:
+	case errors.As(err, &app) && app.Type() == wire.ApprovalDigestErrorType:
 		return &apiError{status: http.StatusConflict, code: "digest_mismatch", msg: app.Message(), mayStillApply: &no}
-	case errors.As(err, &app) && app.Type() == client.InterruptNotExtendedErrorType:
+	case errors.As(err, &app) && app.Type() == wire.InterruptNotExtendedErrorType:
 		return &apiError{status: http.StatusConflict, code: "not_extended", msg: app.Message(), mayStillApply: &no}
 	case errors.As(err, &app):
 		// An update validator's rejection: the input was refused.
@@ -719,9 +720,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	// A text over client.MaxInlineMessageBytes goes to the message store
+	// A text over wire.MaxInlineMessageBytes goes to the message store
 	// first; the update carries its reference and beginning.
-	if err := client.CheckSendMode(req.Mode); err != nil {
+	if err := wire.CheckSendMode(req.Mode); err != nil {
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "mode: %v", err))
 		return
 	}
@@ -768,8 +769,8 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request, id strin
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"session_settings" must be one JSON object ({} clears them)`))
 		return
 	}
-	if _, err := client.CheckSessionSettings(req.SessionSettings, 0); err != nil {
-		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")))
+	if _, err := wire.CheckSessionSettings(req.SessionSettings, 0); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "session_settings: %s", strings.TrimPrefix(err.Error(), wire.ErrInvalidSessionSettings.Error()+": ")))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
@@ -811,7 +812,7 @@ func (s *Server) extendInterrupt(w http.ResponseWriter, r *http.Request, id stri
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	out, err := s.sessions.ExtendInterrupt(ctx, id, client.ExtendInterruptRequest{InterruptID: r.PathValue("interrupt_id"), ExtendBySeconds: req.ExtendBySeconds})
+	out, err := s.sessions.ExtendInterrupt(ctx, id, wire.ExtendInterruptRequest{InterruptID: r.PathValue("interrupt_id"), ExtendBySeconds: req.ExtendBySeconds})
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry extends the deadline again: read the deadline from the snapshot first", err)
 		return
@@ -831,7 +832,7 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{
+	ok, err := s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{
 		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage, Digest: req.Digest,
 	})
 	if err != nil {
@@ -867,9 +868,9 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id strin
 	var ok bool
 	var err error
 	if req.Decline {
-		ok, err = s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false})
+		ok, err = s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false})
 	} else {
-		ok, err = s.sessions.AnswerQuestion(ctx, id, client.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer})
+		ok, err = s.sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer})
 	}
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (a question is answered once; a repeat answers answered: false)", err)
@@ -879,14 +880,14 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id strin
 }
 
 // BrowserSnapshot is the snapshot without what only the session's Steps use.
-func BrowserSnapshot(snap client.Snapshot) client.Snapshot {
+func BrowserSnapshot(snap wire.Snapshot) wire.Snapshot {
 	out := snap
-	out.Messages = make([]client.Message, len(snap.Messages))
+	out.Messages = make([]wire.Message, len(snap.Messages))
 	for i, m := range snap.Messages {
 		m.Item = ""
 		out.Messages[i] = m
 	}
-	out.ToolCalls = make([]pluginToolCall, len(snap.ToolCalls))
+	out.ToolCalls = make([]wire.ToolCall, len(snap.ToolCalls))
 	for i, c := range snap.ToolCalls {
 		c.ToolSourceReference = ""
 		c.InputContinuation, c.InputAnswers, c.TaskAnswerPending = "", nil, nil
@@ -959,16 +960,16 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string)
 }
 
 // checkMessageSize refuses a message the worker cannot take: over
-// client.MaxMessageBytes, or over client.MaxInlineMessageBytes without a
+// wire.MaxMessageBytes, or over wire.MaxInlineMessageBytes without a
 // message store to send it by reference through.
 func (s *Server) checkMessageSize(what string, n int) error {
 	switch {
-	case n > client.MaxMessageBytes:
+	case n > wire.MaxMessageBytes:
 		return errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-			"%s is %d bytes; one message may be at most %d (8 MiB)", what, n, client.MaxMessageBytes)
-	case n > client.MaxInlineMessageBytes && s.opts.Messages == nil:
+			"%s is %d bytes; one message may be at most %d (8 MiB)", what, n, wire.MaxMessageBytes)
+	case n > wire.MaxInlineMessageBytes && s.opts.Messages == nil:
 		return errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
-			"%s is %d bytes; without a message store this worker takes at most %d", what, n, client.MaxInlineMessageBytes)
+			"%s is %d bytes; without a message store this worker takes at most %d", what, n, wire.MaxInlineMessageBytes)
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/uistream"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // The AI SDK UI message stream routes: POST /v1/ui/sessions/{id}/chat
@@ -147,7 +146,7 @@ func (s *Server) uiChat(w http.ResponseWriter, r *http.Request, id string, tok *
 			s.fail(w, r, err)
 			return
 		}
-		if err := client.CheckSendMode(req.Mode); err != nil {
+		if err := wire.CheckSendMode(req.Mode); err != nil {
 			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "mode: %v", err))
 			return
 		}
@@ -192,7 +191,7 @@ func (s *Server) uiChat(w http.ResponseWriter, r *http.Request, id string, tok *
 		opts.SkipTurn = active
 	} else {
 		for _, a := range approvals {
-			ok, err := s.sessions.ResolveInterrupt(ctx, id, client.ResolveInterruptRequest{InterruptID: a.interruptID, Approved: a.approved, RejectionMessage: a.reason, Digest: a.digest})
+			ok, err := s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: a.interruptID, Approved: a.approved, RejectionMessage: a.reason, Digest: a.digest})
 			if err != nil {
 				s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once)", err)
 				return
@@ -394,9 +393,9 @@ func (s *Server) uiPause(ctx context.Context, view *sessionView, tr *uistream.Tr
 	if len(more) > 0 {
 		return nil, true, nil
 	}
-	var approvals []client.Interrupt
+	var approvals []wire.Interrupt
 	for _, in := range snap.PendingInterrupts {
-		if in.Kind == client.InterruptKindApproval {
+		if in.Kind == wire.InterruptKindApproval {
 			approvals = append(approvals, in)
 		}
 	}
@@ -404,7 +403,7 @@ func (s *Server) uiPause(ctx context.Context, view *sessionView, tr *uistream.Tr
 		return nil, false, nil
 	}
 	for _, c := range snap.ToolCalls {
-		if c.Status == pluginapi.ToolCallApproved {
+		if c.Status == wire.ToolCallApproved {
 			return nil, false, nil // a call still runs: its output comes first
 		}
 	}
@@ -422,21 +421,21 @@ type sessionView struct {
 	s         *Server
 	ctx       context.Context
 	id        string
-	snap      client.Snapshot
-	calls     map[string]pluginapi.ToolCall
+	snap      wire.Snapshot
+	calls     map[string]wire.ToolCall
 	gen, seen int
 }
 
-func newSessionView(s *Server, id string, snap client.Snapshot) *sessionView {
+func newSessionView(s *Server, id string, snap wire.Snapshot) *sessionView {
 	v := &sessionView{s: s, id: id, ctx: context.Background()}
 	v.set(snap)
 	v.seen = v.gen
 	return v
 }
 
-func (v *sessionView) set(snap client.Snapshot) {
+func (v *sessionView) set(snap wire.Snapshot) {
 	v.snap = snap
-	v.calls = map[string]pluginapi.ToolCall{}
+	v.calls = map[string]wire.ToolCall{}
 	for _, c := range snap.ToolCalls {
 		v.calls[c.ToolCallID] = c
 	}
@@ -445,10 +444,10 @@ func (v *sessionView) set(snap client.Snapshot) {
 // next marks a new batch of events: the snapshot may be queried again.
 func (v *sessionView) next() { v.gen++ }
 
-func (v *sessionView) refresh(ctx context.Context) (client.Snapshot, error) {
+func (v *sessionView) refresh(ctx context.Context) (wire.Snapshot, error) {
 	snap, err := v.s.sessions.GetAgentSnapshot(ctx, v.id)
 	if err != nil {
-		return client.Snapshot{}, err
+		return wire.Snapshot{}, err
 	}
 	v.set(snap)
 	v.seen = v.gen
@@ -470,7 +469,7 @@ func (v *sessionView) maybeRefresh() {
 }
 
 // ToolCall implements uistream.Session.
-func (v *sessionView) ToolCall(id string) (pluginapi.ToolCall, bool) {
+func (v *sessionView) ToolCall(id string) (wire.ToolCall, bool) {
 	if c, ok := v.calls[id]; ok && c.Status.Final() {
 		return c, true
 	}
@@ -480,7 +479,7 @@ func (v *sessionView) ToolCall(id string) (pluginapi.ToolCall, bool) {
 }
 
 // Plan implements uistream.Session.
-func (v *sessionView) Plan() *pluginapi.Plan {
+func (v *sessionView) Plan() *wire.Plan {
 	v.maybeRefresh()
 	return v.snap.Plan
 }

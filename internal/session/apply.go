@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -305,7 +304,7 @@ func (s *State) resume(nowMs int64) []Command {
 	case phaseRunningTools:
 		var cmds []Command
 		for _, rec := range s.ToolCalls {
-			if rec.Status == pluginapi.ToolCallApproved {
+			if rec.Status == wire.ToolCallApproved {
 				cmds = append(cmds, s.runTool(rec))
 			}
 		}
@@ -319,9 +318,9 @@ func (s *State) resume(nowMs int64) []Command {
 		}
 		for _, rec := range s.ToolCalls {
 			switch {
-			case rec.Status == client.ToolCallWaitingForTask && rec.CancellationReason != "":
+			case rec.Status == wire.ToolCallWaitingForTask && rec.CancellationReason != "":
 				cmds = append(cmds, s.cancelTask(rec))
-			case rec.Status == client.ToolCallWaitingForTask:
+			case rec.Status == wire.ToolCallWaitingForTask:
 				cmds = append(cmds, s.nextPoll(rec))
 			}
 		}
@@ -340,13 +339,13 @@ func (s *State) start(in Start) Result {
 		return Result{}
 	}
 	s.Started = true
-	s.Status = client.StatusWaitingForUserMessage
+	s.Status = wire.StatusWaitingForUserMessage
 	s.APIToken = in.APIToken
 	if in.SessionSettings != "" {
-		settings, err := client.CheckSessionSettings([]byte(in.SessionSettings), client.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted, no time or randomness)
+		settings, err := wire.CheckSessionSettings([]byte(in.SessionSettings), wire.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted, no time or randomness)
 		if err != nil {
 			// The start has no answer: the session fails at once.
-			return applied([]Command{FailSession{Reason: client.InvalidStartSessionSettingsReason + ": " + strings.TrimPrefix(err.Error(), client.ErrInvalidSessionSettings.Error()+": ")}})
+			return applied([]Command{FailSession{Reason: wire.InvalidStartSessionSettingsReason + ": " + strings.TrimPrefix(err.Error(), wire.ErrInvalidSessionSettings.Error()+": ")}})
 		}
 		s.Settings = settings
 	}
@@ -387,7 +386,7 @@ func (s *State) updateSessionSettings(in UpdateSessionSettings) Result {
 	if !s.Started || strings.TrimSpace(in.Settings) == "null" || strings.TrimSpace(in.Settings) == "" {
 		return Result{}
 	}
-	settings, err := client.CheckSessionSettings([]byte(in.Settings), client.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted)
+	settings, err := wire.CheckSessionSettings([]byte(in.Settings), wire.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted)
 	if err != nil {
 		return Result{}
 	}

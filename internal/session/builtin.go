@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -186,14 +185,14 @@ func parseDurableWait(args string, maxMs int64) (secs int64, reason string, err 
 // deferBuiltIn records a built-in call of a ToolCallsRequested: the
 // question or the wait it starts, or its failure for invalid arguments.
 // todos counts the response's write_todos calls.
-func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, todos int) []Command {
-	rec.Effect, rec.RequiresApproval = pluginapi.EffectRead, false
+func (s *State) deferBuiltIn(rec wire.ToolCall, attempt int, nowMs int64, todos int) []Command {
+	rec.Effect, rec.RequiresApproval = wire.EffectRead, false
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
 	cmds := []Command{Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
 		ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect), RequiresApproval: false,
 	}).forStep(step)}}
 	// final records the call final at once (no Step runs it).
-	final := func(status pluginapi.ToolCallStatus, more ...Command) []Command {
+	final := func(status wire.ToolCallStatus, more ...Command) []Command {
 		rec.Status = status
 		s.ToolCalls = append(s.ToolCalls, rec)
 		return append(append(cmds, more...), Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
@@ -202,18 +201,18 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 	}
 	fail := func(err error) []Command {
 		rec.Error = "invalid " + rec.ToolName + " arguments: " + err.Error()
-		return final(pluginapi.ToolCallFailed)
+		return final(wire.ToolCallFailed)
 	}
 	switch rec.ToolName {
 	case BuiltInWriteTodos:
 		if todos > 1 {
 			rec.Error = WriteTodosCalledTwice
-			return final(pluginapi.ToolCallFailed)
+			return final(wire.ToolCallFailed)
 		}
 		tasks, err := parseTodos(rec.Arguments)
 		if err != nil {
 			rec.Error = "invalid todos: " + err.Error()
-			return final(pluginapi.ToolCallFailed)
+			return final(wire.ToolCallFailed)
 		}
 		plan := s.writePlan(tasks)
 		if plan.Status == PlanCleared {
@@ -221,7 +220,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 		} else {
 			rec.Output = resultJSON(map[string]any{"status": "updated", "revision": plan.Revision, "task_count": len(plan.Tasks)})
 		}
-		return final(pluginapi.ToolCallSucceeded,
+		return final(wire.ToolCallSucceeded,
 			Emit{Event: newEvent(wire.EventPlanUpdated, s.ActiveTurnID, attempt, wire.PlanUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})})
 	case BuiltInAskUser:
 		a, err := parseAskUser(rec.Arguments)
@@ -231,7 +230,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 		// Without choices any answer is text; with them, other text only
 		// when the model allowed it.
 		free := len(a.Choices) == 0 || a.AllowsFreeText != nil && *a.AllowsFreeText
-		rec.Status = client.ToolCallAwaitingAnswer
+		rec.Status = wire.ToolCallAwaitingAnswer
 		in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: InterruptQuestion,
 			Question: a.Question, Choices: a.Choices, AllowsFreeText: free}
 		if s.Options.InterruptDeadlineMs > 0 {
@@ -262,7 +261,7 @@ func (s *State) deferBuiltIn(rec pluginapi.ToolCall, attempt int, nowMs int64, t
 			return fail(err)
 		}
 		w := Wait{ToolCallID: rec.ToolCallID, UntilMs: nowMs + secs*1000, Seconds: secs, Reason: reason}
-		rec.Status = client.ToolCallWaitingForTimer
+		rec.Status = wire.ToolCallWaitingForTimer
 		rec.WaitUntil = formatDeadline(w.UntilMs)
 		s.ToolCalls = append(s.ToolCalls, rec)
 		s.Waits = append(s.Waits, w)
@@ -289,7 +288,7 @@ func (s *State) waitTimerFired(t WaitTimerFired) Result {
 	}
 	w := slices.IndexFunc(s.Waits, func(w Wait) bool { return w.ToolCallID == t.ToolCallID })
 	c := s.findCall(t.ToolCallID)
-	if w < 0 || c < 0 || s.ToolCalls[c].Status != client.ToolCallWaitingForTimer {
+	if w < 0 || c < 0 || s.ToolCalls[c].Status != wire.ToolCallWaitingForTimer {
 		return Result{}
 	}
 	wait := s.Waits[w]
@@ -299,7 +298,7 @@ func (s *State) waitTimerFired(t WaitTimerFired) Result {
 	s.Waits = append(s.Waits[:w:w], s.Waits[w+1:]...)
 	s.ToolCalls[c].WaitUntil = ""
 	s.ToolCalls[c].Output = resultJSON(map[string]any{"status": "completed", "waited_seconds": wait.Seconds, "reason": wait.Reason})
-	return applied(s.finishCall(c, pluginapi.ToolCallSucceeded, waitingStepAttempt))
+	return applied(s.finishCall(c, wire.ToolCallSucceeded, waitingStepAttempt))
 }
 
 // ceilSeconds rounds a delay up to whole seconds, at least one.
@@ -324,7 +323,7 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 		return Result{}
 	}
 	c := s.findCall(in.ToolCallID)
-	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingAnswer {
+	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingAnswer {
 		return Result{}
 	}
 	s.removeInterrupt(i)
@@ -336,13 +335,13 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 		InterruptID: in.InterruptID, Approved: true, Kind: string(in.Kind), Answered: true,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if in.isToolInput() && s.ToolCalls[c].TaskID != "" {
-		return applied(append(cmds, s.taskQuestionResolved(c, pluginapi.QuestionAnswer{Resolution: pluginapi.QuestionAnswered, Answer: answer})))
+		return applied(append(cmds, s.taskQuestionResolved(c, wire.QuestionAnswer{Resolution: wire.QuestionAnswered, Answer: answer})))
 	}
 	if in.isToolInput() {
 		return applied(append(cmds, s.toolInputAnswered(c, answer)))
 	}
 	s.ToolCalls[c].Output = resultJSON(map[string]any{"status": "answered", "answer": answer})
-	return applied(append(cmds, s.finishCall(c, pluginapi.ToolCallSucceeded, waitingStepAttempt)...))
+	return applied(append(cmds, s.finishCall(c, wire.ToolCallSucceeded, waitingStepAttempt)...))
 }
 
 // resultJSON is a built-in's result as the model sees it: compact JSON with
@@ -370,12 +369,12 @@ func (s *State) endQuestion(i, c int, text, eventText string) []Command {
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if s.ToolCalls[c].TaskID != "" {
 		// A task's question never ends the call: the task hears it.
-		res := pluginapi.QuestionDeclined
+		res := wire.QuestionDeclined
 		if text == QuestionDeadlinePassed {
-			res = pluginapi.QuestionDeadlinePassed
+			res = wire.QuestionDeadlinePassed
 		}
-		return append(cmds, s.taskQuestionResolved(c, pluginapi.QuestionAnswer{Resolution: res}))
+		return append(cmds, s.taskQuestionResolved(c, wire.QuestionAnswer{Resolution: res}))
 	}
 	s.ToolCalls[c].RejectionMessage = text
-	return append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...)
+	return append(cmds, s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)...)
 }

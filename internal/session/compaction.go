@@ -3,7 +3,6 @@ package session
 import (
 	"strconv"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -43,7 +42,7 @@ func (s *State) compact(out ModelOutcome) []Command {
 			" to " + strconv.FormatInt(s.NextSequence-1, 10) + ")")
 	}
 	s.Phase = phaseCompacting
-	s.Status = client.StatusCompactingContext
+	s.Status = wire.StatusCompactingContext
 	s.CompactingThrough = through
 	return []Command{
 		Emit{Event: newEvent(wire.EventCompactionStarted, s.ActiveTurnID, out.Attempt, wire.CompactionStartedPayload{ThroughSequence: through})},
@@ -66,7 +65,7 @@ func (s *State) compacting(in Input) Result {
 		s.countRetries(in.Outcome.Attempt)
 		if sp := in.Outcome.Spend; sp != nil && sp.Refused != nil {
 			s.CompactingThrough = 0
-			s.Status = client.StatusRunningModel // recording the failure
+			s.Status = wire.StatusRunningModel // recording the failure
 			return applied(s.spendRefused(nil, sp.Refused, in.Outcome.Attempt))
 		}
 		return applied(s.contextCompacted(in.Outcome, in.NowMs))
@@ -75,7 +74,7 @@ func (s *State) compacting(in Input) Result {
 			return Result{}
 		}
 		s.CompactingThrough = 0
-		s.Status = client.StatusRunningModel // recording the failure
+		s.Status = wire.StatusRunningModel // recording the failure
 		return applied(s.failTurn(s.stepFailedReason("CompactContext", s.Options.RunModel, in.Attempt, in.Stop, in.Reason)))
 	}
 	return Result{}
@@ -98,11 +97,11 @@ func (s *State) contextCompacted(out CompactOutcome, nowMs int64) []Command {
 }
 
 // snapshotSummary renders the summary for get_agent_snapshot.
-func (s *State) snapshotSummary() *client.ContextSummary {
+func (s *State) snapshotSummary() *wire.ContextSummary {
 	if s.Summary == nil {
 		return nil
 	}
-	return &client.ContextSummary{
+	return &wire.ContextSummary{
 		Generation: s.Summary.Generation, FirstSequence: s.Summary.FirstSequence, LastSequence: s.Summary.LastSequence,
 		Text: s.Summary.Text, TextTruncated: s.Summary.TextRef != "", CreatedAt: formatDeadline(s.Summary.CreatedAtMs),
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -38,40 +37,40 @@ var wireNames = map[string]string{
 	"wire.EventTurnSteered":          wire.EventTurnSteered,
 	"wire.EventTurnCancelled":        wire.EventTurnCancelled,
 
-	"client.UpdateSendUserMessage":     client.UpdateSendUserMessage,
-	"client.UpdateResolveInterrupt":    client.UpdateResolveInterrupt,
-	"client.UpdateAnswerQuestion":      client.UpdateAnswerQuestion,
-	"client.UpdateExecutePlan":         client.UpdateExecutePlan,
-	"client.UpdateSessionSettings":     client.UpdateSessionSettings,
-	"client.UpdateSteerUserMessage":    client.UpdateSteerUserMessage,
-	"client.UpdateDeleteQueuedMessage": client.UpdateDeleteQueuedMessage,
-	"client.UpdateCancelTurn":          client.UpdateCancelTurn,
-	"client.QueryAgentSnapshot":        client.QueryAgentSnapshot,
-	"client.QueryListAgentMessages":    client.QueryListAgentMessages,
+	"wire.UpdateSendUserMessage":     wire.UpdateSendUserMessage,
+	"wire.UpdateResolveInterrupt":    wire.UpdateResolveInterrupt,
+	"wire.UpdateAnswerQuestion":      wire.UpdateAnswerQuestion,
+	"wire.UpdateExecutePlan":         wire.UpdateExecutePlan,
+	"wire.UpdateSessionSettings":     wire.UpdateSessionSettings,
+	"wire.UpdateSteerUserMessage":    wire.UpdateSteerUserMessage,
+	"wire.UpdateDeleteQueuedMessage": wire.UpdateDeleteQueuedMessage,
+	"wire.UpdateCancelTurn":          wire.UpdateCancelTurn,
+	"wire.QueryAgentSnapshot":        wire.QueryAgentSnapshot,
+	"wire.QueryListAgentMessages":    wire.QueryListAgentMessages,
 
-	"client.StepAwaitUserMessage":      client.StepAwaitUserMessage,
-	"client.StepRunModel":              client.StepRunModel,
-	"client.StepCompactContext":        client.StepCompactContext,
-	"client.StepAwaitToolApproval":     client.StepAwaitToolApproval,
-	"client.StepAwaitQuestionAnswer":   client.StepAwaitQuestionAnswer,
-	"client.StepAwaitTimer":            client.StepAwaitTimer,
-	"client.StepPollToolTask":          client.StepPollToolTask,
-	"client.StepCallTool":              client.StepCallTool,
-	"client.StepCallSingleAttemptTool": client.StepCallSingleAttemptTool,
-	"client.StepResumeTurn":            client.StepResumeTurn,
-	"client.StepRecordTurnFailure":     client.StepRecordTurnFailure,
-	"client.StepCancelToolTask":        client.StepCancelToolTask,
-	"client.StepApplyTurnControl":      client.StepApplyTurnControl,
+	"wire.StepAwaitUserMessage":      wire.StepAwaitUserMessage,
+	"wire.StepRunModel":              wire.StepRunModel,
+	"wire.StepCompactContext":        wire.StepCompactContext,
+	"wire.StepAwaitToolApproval":     wire.StepAwaitToolApproval,
+	"wire.StepAwaitQuestionAnswer":   wire.StepAwaitQuestionAnswer,
+	"wire.StepAwaitTimer":            wire.StepAwaitTimer,
+	"wire.StepPollToolTask":          wire.StepPollToolTask,
+	"wire.StepCallTool":              wire.StepCallTool,
+	"wire.StepCallSingleAttemptTool": wire.StepCallSingleAttemptTool,
+	"wire.StepResumeTurn":            wire.StepResumeTurn,
+	"wire.StepRecordTurnFailure":     wire.StepRecordTurnFailure,
+	"wire.StepCancelToolTask":        wire.StepCancelToolTask,
+	"wire.StepApplyTurnControl":      wire.StepApplyTurnControl,
 
-	"client.StatusWaitingForUserMessage": client.StatusWaitingForUserMessage,
-	"client.StatusRunningModel":          client.StatusRunningModel,
-	"client.StatusRunningTools":          client.StatusRunningTools,
-	"client.StatusCompactingContext":     client.StatusCompactingContext,
-	"client.InterruptKindApproval":       client.InterruptKindApproval,
-	"client.InterruptKindQuestion":       client.InterruptKindQuestion,
-	"client.InteractionChat":             client.InteractionChat,
-	"client.InteractionPlanning":         client.InteractionPlanning,
-	"client.InteractionExecuting":        client.InteractionExecuting,
+	"wire.StatusWaitingForUserMessage": wire.StatusWaitingForUserMessage,
+	"wire.StatusRunningModel":          wire.StatusRunningModel,
+	"wire.StatusRunningTools":          wire.StatusRunningTools,
+	"wire.StatusCompactingContext":     wire.StatusCompactingContext,
+	"wire.InterruptKindApproval":       wire.InterruptKindApproval,
+	"wire.InterruptKindQuestion":       wire.InterruptKindQuestion,
+	"wire.InteractionChat":             wire.InteractionChat,
+	"wire.InteractionPlanning":         wire.InteractionPlanning,
+	"wire.InteractionExecuting":        wire.InteractionExecuting,
 
 	"pluginapi.EffectRead":               string(pluginapi.EffectRead),
 	"pluginapi.EffectIdempotentWrite":    string(pluginapi.EffectIdempotentWrite),
@@ -81,15 +80,15 @@ var wireNames = map[string]string{
 	"pluginapi.RoleAssistant":            string(pluginapi.RoleAssistant),
 	"pluginapi.RoleTool":                 string(pluginapi.RoleTool),
 
-	"client.ToolCallAwaitingApproval":  string(client.ToolCallAwaitingApproval),
-	"pluginapi.ToolCallApproved":       string(pluginapi.ToolCallApproved),
-	"client.ToolCallAwaitingAnswer":    string(client.ToolCallAwaitingAnswer),
-	"client.ToolCallWaitingForTimer":   string(client.ToolCallWaitingForTimer),
-	"client.ToolCallWaitingForTask":    string(client.ToolCallWaitingForTask),
-	"pluginapi.ToolCallRejected":       string(pluginapi.ToolCallRejected),
-	"pluginapi.ToolCallSucceeded":      string(pluginapi.ToolCallSucceeded),
-	"pluginapi.ToolCallFailed":         string(pluginapi.ToolCallFailed),
-	"pluginapi.ToolCallOutcomeUnknown": string(pluginapi.ToolCallOutcomeUnknown),
+	"wire.ToolCallAwaitingApproval": string(wire.ToolCallAwaitingApproval),
+	"wire.ToolCallApproved":         string(wire.ToolCallApproved),
+	"wire.ToolCallAwaitingAnswer":   string(wire.ToolCallAwaitingAnswer),
+	"wire.ToolCallWaitingForTimer":  string(wire.ToolCallWaitingForTimer),
+	"wire.ToolCallWaitingForTask":   string(wire.ToolCallWaitingForTask),
+	"wire.ToolCallRejected":         string(wire.ToolCallRejected),
+	"wire.ToolCallSucceeded":        string(wire.ToolCallSucceeded),
+	"wire.ToolCallFailed":           string(wire.ToolCallFailed),
+	"wire.ToolCallOutcomeUnknown":   string(wire.ToolCallOutcomeUnknown),
 
 	"wire.CancellationSteered":       wire.CancellationSteered,
 	"wire.CancellationTurnCancelled": wire.CancellationTurnCancelled,
@@ -250,14 +249,14 @@ func TestActiveStepTypesUseTheSpecNames(t *testing.T) {
 	}
 	s.Apply(Start{InitialMessage: "hi"})
 	check("building the user message")
-	if got := s.activeStepTypes(true); !slices.Equal(got, []string{client.StepBuildUserMessage}) {
+	if got := s.activeStepTypes(true); !slices.Equal(got, []string{wire.StepBuildUserMessage}) {
 		t.Errorf("legacy names while building = %v", got)
 	}
 	s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("hi"), Attempt: 1})
 	check("running the model")
 	s.Apply(ModelStepFailed{TurnID: "turn-1", Reason: "boom", Attempt: 3})
 	check("recording the turn failure")
-	if got := s.ActiveStepTypes(); !slices.Equal(got, []string{client.StepRunModel}) {
+	if got := s.ActiveStepTypes(); !slices.Equal(got, []string{wire.StepRunModel}) {
 		t.Errorf("ActiveStepTypes while the failure is recorded = %v, want [RunModel]", got)
 	}
 	s.Apply(TurnFailureRecorded{TurnID: "turn-1", Attempt: 1})

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -53,15 +52,15 @@ const (
 
 // Send modes of send_user_message (client.SendMode*).
 const (
-	sendQueue        = client.SendModeQueue
-	sendSteer        = client.SendModeSteer
-	sendInterrupt    = client.SendModeInterrupt
-	sendRejectIfBusy = client.SendModeRejectIfBusy
+	sendQueue        = wire.SendModeQueue
+	sendSteer        = wire.SendModeSteer
+	sendInterrupt    = wire.SendModeInterrupt
+	sendRejectIfBusy = wire.SendModeRejectIfBusy
 )
 
 // SessionClosedReason refuses a message to a session that close_session
 // closed.
-const SessionClosedReason = client.SessionClosedReason
+const SessionClosedReason = wire.SessionClosedReason
 
 // Requests of turn control.
 type (
@@ -166,7 +165,7 @@ func (s *State) closeSession() Result {
 	}
 	s.Closed = true
 	if s.Idle() && len(s.Queued) == 0 {
-		s.Status = client.StatusClosed
+		s.Status = wire.StatusClosed
 	}
 	return applied(nil)
 }
@@ -178,7 +177,7 @@ func refused(reason string) Result { return Result{Refusal: reason} }
 // deleteQueuedMessage removes a queued message; false for one that is not
 // queued (any more).
 func (s *State) deleteQueuedMessage(d DeleteQueuedMessage) Result {
-	i := slices.IndexFunc(s.Queued, func(m client.QueuedMessage) bool { return m.MessageID == d.MessageID })
+	i := slices.IndexFunc(s.Queued, func(m wire.QueuedMessage) bool { return m.MessageID == d.MessageID })
 	if d.MessageID == "" || d.MessageID == planExecutionMessageID || i < 0 {
 		return Result{}
 	}
@@ -192,7 +191,7 @@ func (s *State) steerUserMessage(in SteerUserMessage) Result {
 		return Result{}
 	}
 	if in.MessageID != "" {
-		i := slices.IndexFunc(s.Queued, func(m client.QueuedMessage) bool { return m.MessageID == in.MessageID })
+		i := slices.IndexFunc(s.Queued, func(m wire.QueuedMessage) bool { return m.MessageID == in.MessageID })
 		if i < 0 || in.MessageID == planExecutionMessageID || s.Phase == phaseNone {
 			return Result{}
 		}
@@ -236,7 +235,7 @@ func (s *State) checkNew(text, ref string, planMode bool) (string, *Result) {
 }
 
 // newMessage gives a user message its ID.
-func (s *State) newMessage(text, ref string, planMode bool) client.QueuedMessage {
+func (s *State) newMessage(text, ref string, planMode bool) wire.QueuedMessage {
 	s.enqueue(text, ref)
 	m := s.Queued[len(s.Queued)-1]
 	s.Queued = s.Queued[:len(s.Queued)-1]
@@ -299,7 +298,7 @@ func (s *State) stopWaits(reason string) []Command {
 	for c := 0; c < len(s.ToolCalls); c++ {
 		rec := s.ToolCalls[c]
 		switch {
-		case rec.Status == client.ToolCallAwaitingApproval, rec.Status == client.ToolCallAwaitingAnswer:
+		case rec.Status == wire.ToolCallAwaitingApproval, rec.Status == wire.ToolCallAwaitingAnswer:
 			task := rec.TaskID != ""
 			if task && reason == controlSteered {
 				continue // steering waits for a task's question
@@ -312,14 +311,14 @@ func (s *State) stopWaits(reason string) []Command {
 				continue
 			}
 			cmds = append(cmds, s.rejectStopped(c, reason)...)
-		case rec.Status == client.ToolCallWaitingForTimer:
+		case rec.Status == wire.ToolCallWaitingForTimer:
 			if w := slices.IndexFunc(s.Waits, func(w Wait) bool { return w.ToolCallID == rec.ToolCallID }); w >= 0 {
 				s.Waits = slices.Delete(s.Waits, w, w+1)
 			}
 			s.ToolCalls[c].WaitUntil = ""
 			cmds = append(cmds, CancelStep{Key: waitTimerKey(s.ActiveTurnID, rec.ToolCallID)})
 			cmds = append(cmds, s.rejectStopped(c, reason)...)
-		case rec.Status == client.ToolCallWaitingForTask && rec.CancellationReason == "":
+		case rec.Status == wire.ToolCallWaitingForTask && rec.CancellationReason == "":
 			if reason == controlSteered {
 				continue
 			}
@@ -327,7 +326,7 @@ func (s *State) stopWaits(reason string) []Command {
 				CancelStep{Key: taskTimerKey(s.ActiveTurnID, rec.ToolCallID)},
 				CancelStep{Key: pollStepKey(s.ActiveTurnID, rec.ToolCallID)})
 			cmds = append(cmds, s.abandonTask(c)...)
-		case rec.Status == pluginapi.ToolCallApproved:
+		case rec.Status == wire.ToolCallApproved:
 			// The Step stops only before its started marker; a tool that
 			// started runs to its end and records its result.
 			cmds = append(cmds, CancelStep{Key: toolStepKey(s.ActiveTurnID, rec.ToolCallID)})
@@ -357,20 +356,20 @@ func (s *State) rejectStopped(c int, reason string) []Command {
 	if reason == controlCancelled {
 		rec.RejectionMessage = CancelledToolResult
 	}
-	return s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)
+	return s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)
 }
 
 // abandonTask hands a started task to CancelToolTask: its polls stop, and
 // the call records outcome_unknown once the Step ends.
 func (s *State) abandonTask(c int) []Command {
 	rec := &s.ToolCalls[c]
-	rec.Status = client.ToolCallWaitingForTask
+	rec.Status = wire.ToolCallWaitingForTask
 	rec.CancellationReason = controlCancelled
 	rec.TaskAnswerPending = nil
 	return []Command{s.cancelTask(*rec)}
 }
 
-func (s *State) cancelTask(rec pluginapi.ToolCall) CancelTask {
+func (s *State) cancelTask(rec wire.ToolCall) CancelTask {
 	return CancelTask{
 		ActivityID: cancelTaskActivity(s.ActiveTurnID, rec.ToolCallID),
 		Limits:     CancelTaskLimits,
@@ -384,7 +383,7 @@ func (s *State) taskCancelDone(d TaskCancelDone) Result {
 		return Result{}
 	}
 	c := s.findCall(d.ToolCallID)
-	if c < 0 || s.ToolCalls[c].Status != client.ToolCallWaitingForTask || s.ToolCalls[c].CancellationReason == "" {
+	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallWaitingForTask || s.ToolCalls[c].CancellationReason == "" {
 		return Result{}
 	}
 	rec := &s.ToolCalls[c]
@@ -392,7 +391,7 @@ func (s *State) taskCancelDone(d TaskCancelDone) Result {
 	if d.Detail != "" {
 		rec.Error += "; CancelToolTask failed: " + d.Detail
 	}
-	return applied(s.finishCall(c, pluginapi.ToolCallOutcomeUnknown, max(d.Attempt, 1)))
+	return applied(s.finishCall(c, wire.ToolCallOutcomeUnknown, max(d.Attempt, 1)))
 }
 
 // toModel goes on to the turn's next model call, or ends a steered or
@@ -405,7 +404,7 @@ func (s *State) toModel() []Command {
 		return s.failTurn(s.RecoveryError)
 	}
 	s.Phase = phaseRunningModel
-	s.Status = client.StatusRunningModel
+	s.Status = wire.StatusRunningModel
 	return []Command{s.runModel()}
 }
 
@@ -417,7 +416,7 @@ func (s *State) applyControl() []Command {
 	if s.Options.Messages.Store {
 		in.Turn.Store = s.storeWork()
 	}
-	return []Command{RecordTurnFailure{Input: in, Step: client.StepApplyTurnControl}}
+	return []Command{RecordTurnFailure{Input: in, Step: wire.StepApplyTurnControl}}
 }
 
 // applyingControl is the phase of ApplyTurnControl. The result of a model
@@ -524,7 +523,7 @@ func (s *State) sendMode(in SendUserMessage) Result {
 // settlesAtOnce reports a call that RunModel's own commit settles even in
 // a steered turn: write_todos, and a built-in call whose arguments are
 // invalid.
-func (s *State) settlesAtOnce(rec pluginapi.ToolCall) bool {
+func (s *State) settlesAtOnce(rec wire.ToolCall) bool {
 	if !s.builtIn(rec.ToolName) {
 		return false
 	}
@@ -545,12 +544,12 @@ func (s *State) settlesAtOnce(rec pluginapi.ToolCall) bool {
 
 // deferStopped records a call of a steered turn's model response rejected
 // at once; the caller resumes the turn once every call is recorded.
-func (s *State) deferStopped(rec pluginapi.ToolCall, attempt int) []Command {
+func (s *State) deferStopped(rec wire.ToolCall, attempt int) []Command {
 	if s.builtIn(rec.ToolName) {
-		rec.Effect, rec.RequiresApproval = pluginapi.EffectRead, false
+		rec.Effect, rec.RequiresApproval = wire.EffectRead, false
 	}
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
-	rec.Status = pluginapi.ToolCallRejected
+	rec.Status = wire.ToolCallRejected
 	rec.CancellationReason = s.Control
 	rec.RejectionMessage = SteeredToolResult
 	if s.Control == controlCancelled {

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
 )
 
@@ -81,21 +80,21 @@ func TestWorkflowApprovalDigests(t *testing.T) {
 		}
 		// The digest of other arguments for the same call ID.
 		other := rt.Approvals.Sign(approvaldigest.Subject{SessionID: "default-test-workflow-id", ToolCallID: "c1", ToolName: "refund", Arguments: `{"amount":100}`})
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true, Digest: other}, &tamperedOK, &tamperedErr)
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &missingOK, &missingErr)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true, Digest: other}, &tamperedOK, &tamperedErr)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &missingOK, &missingErr)
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		if s := snapshot(t, env); len(s.PendingInterrupts) != 1 {
 			t.Fatalf("a refused approval resolved the interrupt: %+v", s.PendingInterrupts)
 		}
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true, Digest: want}, &approved, &okErr)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true, Digest: want}, &approved, &okErr)
 	}, 2*time.Minute)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Minute)
 	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
-	if tamperedOK || updateErrType(tamperedErr) != client.ApprovalDigestErrorType || !strings.Contains(tamperedErr.Error(), "the digest does not match approval c1") {
+	if tamperedOK || updateErrType(tamperedErr) != wire.ApprovalDigestErrorType || !strings.Contains(tamperedErr.Error(), "the digest does not match approval c1") {
 		t.Errorf("tampered digest: %v, %v", tamperedOK, tamperedErr)
 	}
-	if missingOK || updateErrType(missingErr) != client.ApprovalDigestErrorType || !strings.Contains(missingErr.Error(), "needs its digest") {
+	if missingOK || updateErrType(missingErr) != wire.ApprovalDigestErrorType || !strings.Contains(missingErr.Error(), "needs its digest") {
 		t.Errorf("missing digest: %v, %v", missingOK, missingErr)
 	}
 	if !approved || okErr != nil {
@@ -125,7 +124,7 @@ func TestWorkflowDigestsAreOptionalUnlessRequired(t *testing.T) {
 				if (s.PendingInterrupts[0].Digest != "") != (tc.signer != nil) {
 					t.Errorf("digest %q with signer %v", s.PendingInterrupts[0].Digest, tc.signer != nil)
 				}
-				update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+				update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
 			}, time.Minute)
 			env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Minute)
 			env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
@@ -147,7 +146,7 @@ func TestWorkflowExpiringAndExtension(t *testing.T) {
 	rt.Options.InterruptExpiringLeadMs = (10 * time.Minute).Milliseconds()
 	rt.Options.MaxInterruptDeadlineMs = (3 * time.Hour).Milliseconds()
 	env, f := newEnv(t, rt)
-	var ext client.ExtendInterruptResult
+	var ext wire.ExtendInterruptResult
 	var extErr, farErr, okErr error
 	var approved bool
 	env.RegisterDelayedCallback(func() {
@@ -159,30 +158,30 @@ func TestWorkflowExpiringAndExtension(t *testing.T) {
 		if p := sink.payload(wire.EventInterruptExpiring); p == nil || p["seconds_left"] != float64(600) {
 			t.Errorf("interrupt_expiring 51 minutes in = %v", p)
 		}
-		env.UpdateWorkflow(client.UpdateExtendInterrupt, "", &testsuite.TestUpdateCallback{
+		env.UpdateWorkflow(wire.UpdateExtendInterrupt, "", &testsuite.TestUpdateCallback{
 			OnReject: func(e error) { extErr = e },
 			OnComplete: func(v any, e error) {
 				if e != nil {
 					extErr = e
 					return
 				}
-				ext, _ = v.(client.ExtendInterruptResult)
+				ext, _ = v.(wire.ExtendInterruptResult)
 			},
-		}, client.ExtendInterruptRequest{InterruptID: "c1", ExtendBySeconds: 3600})
-		env.UpdateWorkflow(client.UpdateExtendInterrupt, "", &testsuite.TestUpdateCallback{
+		}, wire.ExtendInterruptRequest{InterruptID: "c1", ExtendBySeconds: 3600})
+		env.UpdateWorkflow(wire.UpdateExtendInterrupt, "", &testsuite.TestUpdateCallback{
 			OnReject: func(e error) { farErr = e }, OnComplete: func(v any, e error) { farErr = e },
-		}, client.ExtendInterruptRequest{InterruptID: "c1", ExtendBySeconds: 3 * 3600})
+		}, wire.ExtendInterruptRequest{InterruptID: "c1", ExtendBySeconds: 3 * 3600})
 	}, 51*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		// Past the first deadline, before the new one.
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &approved, &okErr)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &approved, &okErr)
 	}, 90*time.Minute)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 100*time.Minute)
 	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
 	if extErr != nil || !ext.Extended || ext.Deadline == "" {
 		t.Errorf("extension = %+v, %v", ext, extErr)
 	}
-	if updateErrType(farErr) != client.InterruptNotExtendedErrorType || !strings.Contains(farErr.Error(), "past its latest deadline") {
+	if updateErrType(farErr) != wire.InterruptNotExtendedErrorType || !strings.Contains(farErr.Error(), "past its latest deadline") {
 		t.Errorf("extension past the maximum: %v", farErr)
 	}
 	if p := sink.payload(wire.EventInterruptExtended); p == nil || p["deadline"] != ext.Deadline {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // hostOpts are the options of a session that runs MCP tools itself.
@@ -53,10 +54,10 @@ func TestHostCallsRouteToMCPWithTheHostsEffect(t *testing.T) {
 	if diff := cmp.Diff(want, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	if rec := s.ToolCalls[2]; rec.Effect != pluginapi.EffectUnclassified || !rec.RequiresApproval || rec.ToolSourceReference != "mcp:files/write" {
+	if rec := s.ToolCalls[2]; rec.Effect != wire.EffectUnclassified || !rec.RequiresApproval || rec.ToolSourceReference != "mcp:files/write" {
 		t.Errorf("a tool without annotations: %+v", rec)
 	}
-	if rec := s.ToolCalls[3]; rec.Effect != pluginapi.EffectNonIdempotentWrite || !rec.RequiresApproval {
+	if rec := s.ToolCalls[3]; rec.Effect != wire.EffectNonIdempotentWrite || !rec.RequiresApproval {
 		t.Errorf("the runner's stricter claim: %+v", rec)
 	}
 	// The approved write still goes to its MCP server.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -81,7 +80,7 @@ func TestInterruptExpiringWarnsOnceBeforeTheDeadline(t *testing.T) {
 	if diff := cmp.Diff([]string{wire.EventInterruptResolved, wire.EventToolCallFinished}, eventTypes(cmds)); diff != "" {
 		t.Fatalf("events at the deadline (-want +got):\n%s", diff)
 	}
-	if rec := s.ToolCalls[0]; rec.Status != pluginapi.ToolCallRejected || rec.RejectionMessage != ApprovalDeadlinePassed {
+	if rec := s.ToolCalls[0]; rec.Status != wire.ToolCallRejected || rec.RejectionMessage != ApprovalDeadlinePassed {
 		t.Fatalf("record at the deadline = %s %q", rec.Status, rec.RejectionMessage)
 	}
 	if p := payloadOf(t, cmds, wire.EventInterruptResolved); p["approved"] != false || p["rejection_message"] != ApprovalDeadlinePassed {
@@ -176,7 +175,7 @@ func TestExtendInterrupt(t *testing.T) {
 			if cmds := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 60_000}).Commands; len(eventTypes(cmds)) != 0 {
 				t.Fatalf("the old deadline wrote %q", eventTypes(cmds))
 			}
-			if ok, _ := resolve(s, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+61_000); !ok {
+			if ok, _ := resolve(s, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+61_000); !ok {
 				t.Fatal("approval after the old deadline, before the new one, refused")
 			}
 		})
@@ -230,7 +229,7 @@ func TestApprovalSubject(t *testing.T) {
 	if sub, _ := s.ApprovalSubject("c1"); sub.ArgumentsRef != "sha256:"+strings.Repeat("a", 64) {
 		t.Fatalf("subject with a stored argument = %+v", sub)
 	}
-	resolve(s, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+1)
+	resolve(s, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+1)
 	if _, ok := s.ApprovalSubject("c1"); ok {
 		t.Fatal("a resolved approval has a subject")
 	}

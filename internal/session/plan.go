@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -68,7 +66,7 @@ type todosArgs struct {
 }
 
 // parseTodos checks write_todos's arguments and returns the tasks.
-func parseTodos(args string) ([]pluginapi.PlanTask, error) {
+func parseTodos(args string) ([]wire.PlanTask, error) {
 	if len(args) > maxTodosInputBytes {
 		return nil, fmt.Errorf("the arguments are over %d bytes", maxTodosInputBytes)
 	}
@@ -82,7 +80,7 @@ func parseTodos(args string) ([]pluginapi.PlanTask, error) {
 	if len(*a.Todos) > maxPlanTasks {
 		return nil, fmt.Errorf("%d tasks; at most %d", len(*a.Todos), maxPlanTasks)
 	}
-	tasks := []pluginapi.PlanTask{}
+	tasks := []wire.PlanTask{}
 	for i, t := range *a.Todos {
 		if t.Content == nil || strings.TrimSpace(*t.Content) == "" {
 			return nil, fmt.Errorf("todos[%d].content is required and must not be blank", i)
@@ -101,13 +99,13 @@ func parseTodos(args string) ([]pluginapi.PlanTask, error) {
 			b, _ := json.Marshal(status) //workflowcheck:ignore (a string)
 			return nil, fmt.Errorf("todos[%d].status is %s; want pending, in_progress or completed", i, b)
 		}
-		tasks = append(tasks, pluginapi.PlanTask{Content: content, Status: status})
+		tasks = append(tasks, wire.PlanTask{Content: content, Status: status})
 	}
 	return tasks, nil
 }
 
 // writePlan replaces the plan with tasks as the next revision.
-func (s *State) writePlan(tasks []pluginapi.PlanTask) pluginapi.Plan {
+func (s *State) writePlan(tasks []wire.PlanTask) wire.Plan {
 	rev := 1
 	if s.Plan != nil {
 		rev = s.Plan.Revision + 1
@@ -116,20 +114,20 @@ func (s *State) writePlan(tasks []pluginapi.PlanTask) pluginapi.Plan {
 	switch {
 	case len(tasks) == 0:
 		status = PlanCleared
-	case s.Mode == client.InteractionPlanning:
+	case s.Mode == wire.InteractionPlanning:
 		status = PlanDraft
 	case allCompleted(tasks):
 		status = PlanCompleted
 	}
-	s.Plan = &pluginapi.Plan{Revision: rev, Status: status, Tasks: tasks}
+	s.Plan = &wire.Plan{Revision: rev, Status: status, Tasks: tasks}
 	return *s.Plan
 }
 
 // refuseInPlanning records a call of a planning turn that is not
 // write_todos: rejected, with the spec's text for the model.
-func (s *State) refuseInPlanning(rec pluginapi.ToolCall, attempt int) []Command {
+func (s *State) refuseInPlanning(rec wire.ToolCall, attempt int) []Command {
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
-	rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, PlanningOnlyWriteTodos
+	rec.Status, rec.RejectionMessage = wire.ToolCallRejected, PlanningOnlyWriteTodos
 	s.ToolCalls = append(s.ToolCalls, rec)
 	return []Command{
 		Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
@@ -143,10 +141,10 @@ func (s *State) refuseInPlanning(rec pluginapi.ToolCall, attempt int) []Command 
 
 // denyByRule rejects a call an approval rule denied: it never runs, and
 // the model sees the rule's reason as its result.
-func (s *State) denyByRule(rec pluginapi.ToolCall, d *RuleDecision, attempt int) []Command {
+func (s *State) denyByRule(rec wire.ToolCall, d *RuleDecision, attempt int) []Command {
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
 	rec.RequiresApproval = false
-	rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, d.Reason
+	rec.Status, rec.RejectionMessage = wire.ToolCallRejected, d.Reason
 	s.ToolCalls = append(s.ToolCalls, rec)
 	return []Command{
 		Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
@@ -177,12 +175,12 @@ func (s *State) executePlan(in ExecutePlan) Result {
 		p.Status = PlanActive
 		cmds = append(cmds, Emit{Event: newEvent(wire.EventPlanUpdated, "", waitingStepAttempt, wire.PlanUpdatedPayload{Revision: p.Revision, Status: p.Status, TaskCount: len(p.Tasks)})})
 	}
-	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: planExecutionMessageID, Text: fmt.Sprintf(PlanApprovedMessageFormat, p.Revision)})
+	s.Queued = append(s.Queued, wire.QueuedMessage{MessageID: planExecutionMessageID, Text: fmt.Sprintf(PlanApprovedMessageFormat, p.Revision)})
 	cmds = append(cmds, s.next()...)
 	return applied(append(cmds, Emit{Event: newEvent(wire.EventPlanExecutionStarted, s.ActiveTurnID, waitingStepAttempt, wire.PlanExecutionStartedPayload{Revision: p.Revision})}))
 }
 
-func allCompleted(tasks []pluginapi.PlanTask) bool {
+func allCompleted(tasks []wire.PlanTask) bool {
 	for _, t := range tasks {
 		if t.Status != PlanTaskCompleted {
 			return false

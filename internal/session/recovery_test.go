@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func recoveryOpts(r *RecoveryPolicy) Options {
@@ -128,7 +128,7 @@ func TestToolStepPastTheRecoveryBudgetFailsTheTurnOnceItsCallsAreFinal(t *testin
 	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "lookup", "read"), call("c2", "lookup", "read")), 1), NowMs: now})
 	// c1's Step had 3 attempts (1 + the 2 the turn had left) and failed.
 	cmds := s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "connection reset", Attempt: 3, Stop: StopAttempts}).Commands
-	if nonEmit(cmds) != nil || s.ToolCalls[0].Status != pluginapi.ToolCallFailed || s.ToolCalls[0].Error != "connection reset" {
+	if nonEmit(cmds) != nil || s.ToolCalls[0].Status != wire.ToolCallFailed || s.ToolCalls[0].Error != "connection reset" {
 		t.Fatalf("commands %s, record %+v; want c1 failed and c2 still running", renderAll(cmds), s.ToolCalls[0])
 	}
 	// c2 finishes: the turn fails instead of calling the model again, and
@@ -140,7 +140,7 @@ func TestToolStepPastTheRecoveryBudgetFailsTheTurnOnceItsCallsAreFinal(t *testin
 		t.Fatalf("commands %s, last_turn_error %q; want record_turn_failure with %q", renderAll(cmds), s.LastTurnError, want)
 	}
 	s.Apply(TurnFailureRecorded{TurnID: "turn-1", Attempt: 1})
-	if s.Status != client.StatusWaitingForUserMessage || s.RecoveryError != "" || s.TurnRetries != 0 || s.LastTurnError != want {
+	if s.Status != wire.StatusWaitingForUserMessage || s.RecoveryError != "" || s.TurnRetries != 0 || s.LastTurnError != want {
 		t.Errorf("after the failed turn: status %s, recovery error %q, retries %d, last_turn_error %q", s.Status, s.RecoveryError, s.TurnRetries, s.LastTurnError)
 	}
 }
@@ -158,7 +158,7 @@ func TestSingleAttemptToolFailingUnderARecoveryBudget(t *testing.T) {
 		t.Fatalf("the write's Step has %d attempts, want 1", l.MaximumAttempts)
 	}
 	cmds = s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "worker lost", Attempt: 1, Stop: StopAttempts}).Commands
-	if s.RecoveryError != "" || s.ToolCalls[0].Status != pluginapi.ToolCallOutcomeUnknown {
+	if s.RecoveryError != "" || s.ToolCalls[0].Status != wire.ToolCallOutcomeUnknown {
 		t.Fatalf("recovery error %q, record %+v; want the call outcome_unknown and no budget failure", s.RecoveryError, s.ToolCalls[0])
 	}
 	if _, ok := nonEmit(cmds)[0].(RunModel); !ok {
@@ -196,7 +196,7 @@ func TestWorkflowRecoveryBudgetReachesTheSteps(t *testing.T) {
 	var ok bool
 	var err error
 	env.RegisterDelayedCallback(func() {
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
@@ -209,7 +209,7 @@ func TestWorkflowRecoveryBudgetReachesTheSteps(t *testing.T) {
 	if !ok || err != nil || f.toolCalls.Load() != 1 {
 		t.Fatalf("approve = %v, %v; tool calls %d", ok, err, f.toolCalls.Load())
 	}
-	for _, step := range []string{client.StepRunModel, client.StepCallSingleAttemptTool} {
+	for _, step := range []string{wire.StepRunModel, wire.StepCallSingleAttemptTool} {
 		if got := steps[step]; got != 10*time.Second {
 			t.Errorf("%s started with schedule-to-close %v; want 10s", step, got)
 		}

@@ -43,17 +43,17 @@ func TestApprovalRuleDecisions(t *testing.T) {
 	if diff := cmp.Diff(want, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	byID := map[string]pluginapi.ToolCall{}
+	byID := map[string]wire.ToolCall{}
 	for _, c := range s.ToolCalls {
 		byID[c.ToolCallID] = c
 	}
-	if c := byID["c1"]; c.RequiresApproval || c.Effect != pluginapi.EffectNonIdempotentWrite || c.ApprovalRule != "approval_rules[0]" || c.ApprovalDecision != RuleAllow {
+	if c := byID["c1"]; c.RequiresApproval || c.Effect != wire.EffectNonIdempotentWrite || c.ApprovalRule != "approval_rules[0]" || c.ApprovalDecision != RuleAllow {
 		t.Errorf("allowed: %+v", c)
 	}
-	if c := byID["c2"]; !c.RequiresApproval || c.Effect != pluginapi.EffectRead || c.ApprovalDecision != RuleRequireApproval {
+	if c := byID["c2"]; !c.RequiresApproval || c.Effect != wire.EffectRead || c.ApprovalDecision != RuleRequireApproval {
 		t.Errorf("required: %+v", c)
 	}
-	if c := byID["c3"]; c.Status != pluginapi.ToolCallRejected || c.RejectionMessage != "Refunds over $500 need a manager." || c.ApprovalDecision != RuleDeny {
+	if c := byID["c3"]; c.Status != wire.ToolCallRejected || c.RejectionMessage != "Refunds over $500 need a manager." || c.ApprovalDecision != RuleDeny {
 		t.Errorf("denied: %+v", c)
 	}
 	if c := byID["c4"]; !c.RequiresApproval || c.ApprovalDecision != "" || c.ShadowApprovalRule != "approval_rules[2]" || c.ShadowApprovalDecision != RuleDeny {

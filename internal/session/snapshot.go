@@ -1,24 +1,24 @@
 package session
 
 import (
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // SnapshotMessageLimit is how many of the newest messages a snapshot holds.
 const SnapshotMessageLimit = 200
 
 // Snapshot renders get_agent_snapshot.
-func (s *State) Snapshot() client.Snapshot {
-	snap := client.Snapshot{
+func (s *State) Snapshot() wire.Snapshot {
+	snap := wire.Snapshot{
 		SessionID:         s.SessionID,
 		Agent:             s.Options.Agent,
-		Messages:          []client.Message{},
-		PendingInterrupts: []client.Interrupt{},
-		ToolCalls:         []pluginapi.ToolCall{},
-		QueuedMessages:    []client.QueuedMessage{},
-		SteeredMessages:   []client.QueuedMessage{},
-		Usage:             s.Usage,
+		Messages:          []wire.Message{},
+		PendingInterrupts: []wire.Interrupt{},
+		ToolCalls:         []wire.ToolCall{},
+		QueuedMessages:    []wire.QueuedMessage{},
+		SteeredMessages:   []wire.QueuedMessage{},
+		Usage:             wireconv.Usage(s.Usage),
 		QueuedCount:       len(s.Queued),
 		SessionSettings:   []byte("{}"),
 	}
@@ -29,11 +29,11 @@ func (s *State) Snapshot() client.Snapshot {
 	snap.Spend = s.snapshotSpend()
 	if s.Plan != nil {
 		p := *s.Plan
-		p.Tasks = append([]pluginapi.PlanTask{}, p.Tasks...)
+		p.Tasks = append([]wire.PlanTask{}, p.Tasks...)
 		snap.Plan = &p
 	}
 	if s.Started {
-		snap.State = &client.SessionState{
+		snap.State = &wire.SessionState{
 			Status:        s.Status,
 			ActiveTurnID:  s.ActiveTurnID,
 			LastTurnError: s.LastTurnError,
@@ -44,7 +44,7 @@ func (s *State) Snapshot() client.Snapshot {
 			TurnControl:        s.Control,
 			Closed:             s.Closed,
 		}
-		snap.State.InteractionMode = client.InteractionChat
+		snap.State.InteractionMode = wire.InteractionChat
 		if s.ActiveTurnID != "" && s.Mode != "" {
 			snap.State.InteractionMode = s.Mode
 		}
@@ -55,7 +55,7 @@ func (s *State) Snapshot() client.Snapshot {
 	}
 	snap.Messages = append(snap.Messages, msgs...)
 	for _, in := range s.Interrupts {
-		ci := client.Interrupt{
+		ci := wire.Interrupt{
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
 			Kind: string(in.Kind), Deadline: formatDeadline(in.DeadlineUnixMs),
 			Question: in.Question, Choices: in.Choices, AllowsFreeText: in.AllowsFreeText,
@@ -74,17 +74,17 @@ func (s *State) Snapshot() client.Snapshot {
 
 // messages returns the messages the workflow holds: every message without
 // the store, the window (previews) with it.
-func (s *State) messages() []client.Message {
+func (s *State) messages() []wire.Message {
 	if s.Options.Messages.Store {
-		out := make([]client.Message, len(s.Window))
+		out := make([]wire.Message, len(s.Window))
 		for i, e := range s.Window {
-			out[i] = client.Message{Message: e.Message, TextTruncated: e.Truncated}
+			out[i] = wireconv.Message(e.Message, e.Truncated)
 		}
 		return out
 	}
-	out := make([]client.Message, len(s.Messages))
+	out := make([]wire.Message, len(s.Messages))
 	for i, m := range s.Messages {
-		out[i] = client.Message{Message: m}
+		out[i] = wireconv.Message(m, false)
 	}
 	return out
 }
@@ -98,7 +98,7 @@ const MaxPageSize = 200
 // pages the window only; older pages come from the store (the HTTP API,
 // package client), and FirstSequence and DeletedBeforeSequence say where
 // the stored messages begin.
-func (s *State) ListMessages(req client.ListMessagesRequest) client.MessagesPage {
+func (s *State) ListMessages(req wire.ListMessagesRequest) wire.MessagesPage {
 	limit := min(max(req.Limit, 1), MaxPageSize)
 	msgs := s.messages()
 	end := len(msgs)
@@ -109,7 +109,7 @@ func (s *State) ListMessages(req client.ListMessagesRequest) client.MessagesPage
 		}
 	}
 	start := max(end-limit, 0)
-	page := client.MessagesPage{Messages: append([]client.Message{}, msgs[start:end]...)}
+	page := wire.MessagesPage{Messages: append([]wire.Message{}, msgs[start:end]...)}
 	if len(msgs) > 0 {
 		page.FirstSequence = msgs[0].Sequence
 	}

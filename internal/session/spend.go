@@ -3,7 +3,6 @@ package session
 import (
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -17,8 +16,8 @@ import (
 // allows.
 
 // sessionSpend is what the session's model calls used.
-func (s *State) sessionSpend() client.Spend {
-	return client.Spend{ModelCalls: s.Usage.ModelCalls, InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostMicros: s.CostMicros}
+func (s *State) sessionSpend() wire.Spend {
+	return wire.Spend{ModelCalls: s.Usage.ModelCalls, InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostMicros: s.CostMicros}
 }
 
 // chargeSpend adds a model call's usage and cost to the turn's counters
@@ -34,7 +33,7 @@ func (s *State) chargeSpend(u pluginapi.Usage, sp *StepSpend) {
 	}
 	s.CostMicros += cost
 	s.SpendRefused = nil
-	s.TurnSpend = client.Spend{
+	s.TurnSpend = wire.Spend{
 		ModelCalls: s.TurnSpend.ModelCalls + u.ModelCalls, InputTokens: s.TurnSpend.InputTokens + u.InputTokens,
 		OutputTokens: s.TurnSpend.OutputTokens + u.OutputTokens, CostMicros: s.TurnSpend.CostMicros + cost,
 	}
@@ -42,7 +41,7 @@ func (s *State) chargeSpend(u pluginapi.Usage, sp *StepSpend) {
 
 // spendRefused ends the turn that a spend limit stopped before its model
 // call, after committing the Step's store work (stored, nil for none).
-func (s *State) spendRefused(stored *StoreResult, r *client.SpendRefusal, attempt int) []Command {
+func (s *State) spendRefused(stored *StoreResult, r *wire.SpendRefusal, attempt int) []Command {
 	if reason := s.checkStored(stored); reason != "" {
 		return s.failTurn(reason)
 	}
@@ -50,8 +49,8 @@ func (s *State) spendRefused(stored *StoreResult, r *client.SpendRefusal, attemp
 		s.store(nil, stored)
 	}
 	ref := *r
-	if !strings.HasPrefix(ref.Reason, client.SpendLimitErrorPrefix) {
-		ref.Reason = client.SpendLimitErrorPrefix + ref.Reason
+	if !strings.HasPrefix(ref.Reason, wire.SpendLimitErrorPrefix) {
+		ref.Reason = wire.SpendLimitErrorPrefix + ref.Reason
 	}
 	s.SpendRefused = &ref
 	cmds := []Command{Emit{Event: newEvent(wire.EventSpendLimitReached, s.ActiveTurnID, attempt, wire.SpendLimitReachedPayload(ref))}}
@@ -60,9 +59,9 @@ func (s *State) spendRefused(stored *StoreResult, r *client.SpendRefusal, attemp
 
 // snapshotSpend renders the session's spend for get_agent_snapshot: nil
 // until a Step priced a call or a limit applied.
-func (s *State) snapshotSpend() *client.SpendStatus {
+func (s *State) snapshotSpend() *wire.SpendStatus {
 	if s.CostMicros == 0 && s.SpendLeft == nil && s.SpendRefused == nil {
 		return nil
 	}
-	return &client.SpendStatus{CostMicros: s.CostMicros, Left: s.SpendLeft, Refused: s.SpendRefused}
+	return &wire.SpendStatus{CostMicros: s.CostMicros, Left: s.SpendLeft, Refused: s.SpendRefused}
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -161,10 +160,10 @@ type InterruptKind string
 // raise them.
 const (
 	// InterruptApproval waits for resolve_interrupt on one tool call.
-	InterruptApproval InterruptKind = client.InterruptKindApproval
+	InterruptApproval InterruptKind = wire.InterruptKindApproval
 	// InterruptQuestion waits for answer_question (or a decline through
 	// resolve_interrupt) on an ask_user call.
-	InterruptQuestion InterruptKind = client.InterruptKindQuestion
+	InterruptQuestion InterruptKind = wire.InterruptKindQuestion
 )
 
 // Interrupt is a pending interrupt with its deadline as Unix milliseconds.
@@ -220,17 +219,17 @@ type State struct {
 	Rolling   []ChunkPlan `json:"rolling,omitempty"`
 	Retaining int64       `json:"retaining,omitempty"`
 
-	Queued        []client.QueuedMessage `json:"queued,omitempty"`
-	NextMessageID int64                  `json:"next_message_id"`
+	Queued        []wire.QueuedMessage `json:"queued,omitempty"`
+	NextMessageID int64                `json:"next_message_id"`
 	// TurnText is the user text of the turn whose message is being built
 	// (its preview when TurnTextRef is set).
 	TurnText    string `json:"turn_text,omitempty"`
 	TurnTextRef string `json:"turn_text_ref,omitempty"`
 	// RunState is the framework run state while a turn waits for tool
 	// calls (its preview when RunStateRef is set).
-	RunState    string               `json:"run_state,omitempty"`
-	RunStateRef string               `json:"run_state_ref,omitempty"`
-	ToolCalls   []pluginapi.ToolCall `json:"tool_calls,omitempty"`
+	RunState    string          `json:"run_state,omitempty"`
+	RunStateRef string          `json:"run_state_ref,omitempty"`
+	ToolCalls   []wire.ToolCall `json:"tool_calls,omitempty"`
 	// Refs hold the store references of the records' large fields.
 	Refs       []RecordRefs    `json:"refs,omitempty"`
 	Interrupts []Interrupt     `json:"interrupts,omitempty"`
@@ -248,15 +247,15 @@ type State struct {
 	// Waits are the active turn's durable_wait calls that wait.
 	Waits []Wait `json:"waits,omitempty"`
 	// Plan is the session's plan, nil until write_todos first succeeds.
-	Plan *pluginapi.Plan `json:"plan,omitempty"`
+	Plan *wire.Plan `json:"plan,omitempty"`
 	// Mode is the active turn's interaction mode ("" is chat).
 	Mode string `json:"interaction_mode,omitempty"`
 	// APIToken names the API token that started the session.
 	APIToken string `json:"api_token,omitempty"`
 	// CostMicros is what the session's model calls cost, as the Steps
 	// priced them; TurnSpend is what the active turn's calls used.
-	CostMicros int64        `json:"cost_micros,omitempty"`
-	TurnSpend  client.Spend `json:"turn_spend"`
+	CostMicros int64      `json:"cost_micros,omitempty"`
+	TurnSpend  wire.Spend `json:"turn_spend"`
 	// TurnRetries counts the active turn's Step attempts after each
 	// Step's first (its recovery attempts); RecoveryError, once set, ends
 	// the turn when its tool calls are final: a tool Step ran out of the
@@ -269,15 +268,15 @@ type State struct {
 	HoldTurns bool `json:"hold_turns,omitempty"`
 	// SpendLeft is what the budgets left at the last model call, and
 	// SpendRefused the limit that stopped the last one.
-	SpendLeft    *client.SpendLeft    `json:"spend_left,omitempty"`
-	SpendRefused *client.SpendRefusal `json:"spend_refused,omitempty"`
+	SpendLeft    *wire.SpendLeft    `json:"spend_left,omitempty"`
+	SpendRefused *wire.SpendRefusal `json:"spend_refused,omitempty"`
 	// Steered are the steered messages not applied yet: the next turn
 	// starts with all of them, before any queued message. They share the
 	// queue's byte limit.
-	Steered []client.QueuedMessage `json:"steered,omitempty"`
+	Steered []wire.QueuedMessage `json:"steered,omitempty"`
 	// TurnMore are the user messages of the turn being built after
 	// TurnText (a turn that steered messages start has one per message).
-	TurnMore []client.QueuedMessage `json:"turn_more,omitempty"`
+	TurnMore []wire.QueuedMessage `json:"turn_more,omitempty"`
 	// Control is the active turn's turn control request: "", "steered" or
 	// "turn_cancelled"; CancelledTurn is the last turn cancel_turn
 	// cancelled, so a second cancel of it is true and changes nothing.
@@ -311,7 +310,7 @@ func New(sessionID string, opts Options) *State {
 func (s *State) enqueue(text, ref string) {
 	id := "msg-" + strconv.FormatInt(s.NextMessageID, 10)
 	s.NextMessageID++
-	s.Queued = append(s.Queued, client.QueuedMessage{MessageID: id, Text: text, TextRef: ref})
+	s.Queued = append(s.Queued, wire.QueuedMessage{MessageID: id, Text: text, TextRef: ref})
 }
 
 // next starts the next turn when the session is idle: with every steered
@@ -319,11 +318,11 @@ func (s *State) enqueue(text, ref string) {
 func (s *State) next() []Command {
 	if !s.Started || s.Phase != phaseNone || s.HoldTurns || len(s.Queued) == 0 && len(s.Steered) == 0 {
 		if s.Closed && s.Finished() {
-			s.Status = client.StatusClosed
+			s.Status = wire.StatusClosed
 		}
 		return nil
 	}
-	var msg client.QueuedMessage
+	var msg wire.QueuedMessage
 	planMode := false
 	if len(s.Steered) > 0 {
 		msg, s.TurnMore = s.Steered[0], s.Steered[1:]
@@ -336,20 +335,20 @@ func (s *State) next() []Command {
 		s.Queued = s.Queued[1:]
 	}
 	planMode = planMode || msg.PlanMode
-	s.Mode = client.InteractionChat
+	s.Mode = wire.InteractionChat
 	switch {
 	case msg.MessageID == planExecutionMessageID:
-		s.Mode = client.InteractionExecuting
+		s.Mode = wire.InteractionExecuting
 	case s.Options.PlanModeEnabled && (planMode || s.Plan != nil && s.Plan.Status == PlanDraft):
-		s.Mode = client.InteractionPlanning
+		s.Mode = wire.InteractionPlanning
 	}
 	s.TurnCount++
 	s.ActiveTurnID = "turn-" + strconv.Itoa(s.TurnCount)
-	s.Status = client.StatusRunningModel
+	s.Status = wire.StatusRunningModel
 	s.Phase = phaseBuildingUser
 	s.TurnText, s.TurnTextRef = msg.Text, msg.TextRef
 	s.TurnSettings = s.Settings
-	s.TurnSpend = client.Spend{}
+	s.TurnSpend = wire.Spend{}
 	s.TurnRetries, s.RecoveryError = 0, ""
 	cmd := s.buildUserMessage()
 	if w := cmd.Input.Store; w != nil {
@@ -517,7 +516,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	s.RunState, s.RunStateRef = req.RunState, out.RunStateRef
 	s.Refs = append(s.Refs, out.Refs...)
 	s.Phase = phaseRunningTools
-	s.Status = client.StatusRunningTools
+	s.Status = wire.StatusRunningTools
 	todos := 0 // write_todos calls in this response
 	for _, call := range req.ToolCalls {
 		if call.ToolName == BuiltInWriteTodos {
@@ -536,16 +535,16 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		default:
 			policy = AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
 		}
-		rec := pluginapi.ToolCall{
+		rec := wire.ToolCall{
 			ToolCallID:          call.ToolCallID,
 			ToolName:            call.ToolName,
 			Arguments:           call.Arguments,
-			Effect:              policy.Effect,
+			Effect:              wire.Effect(policy.Effect),
 			RequiresApproval:    policy.ApprovalRequired(),
 			DeferralOrder:       len(s.ToolCalls),
 			ToolSourceReference: source,
 		}
-		if s.Mode == client.InteractionPlanning && call.ToolName != BuiltInWriteTodos {
+		if s.Mode == wire.InteractionPlanning && call.ToolName != BuiltInWriteTodos {
 			cmds = append(cmds, s.refuseInPlanning(rec, attempt)...)
 			continue
 		}
@@ -581,7 +580,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			ShadowApprovalRule: rec.ShadowApprovalRule, ShadowApprovalDecision: rec.ShadowApprovalDecision,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))})
 		if rec.RequiresApproval {
-			rec.Status = client.ToolCallAwaitingApproval
+			rec.Status = wire.ToolCallAwaitingApproval
 			in := Interrupt{InterruptID: rec.ToolCallID, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: InterruptApproval}
 			if s.Options.InterruptDeadlineMs > 0 {
 				in.DeadlineUnixMs = nowMs + s.Options.InterruptDeadlineMs
@@ -598,13 +597,13 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			}
 			continue
 		}
-		rec.Status = pluginapi.ToolCallApproved
+		rec.Status = wire.ToolCallApproved
 		s.ToolCalls = append(s.ToolCalls, rec)
 		cmds = append(cmds, s.runTool(rec))
 	}
 	// Built-in calls with invalid arguments are final at once; when every
 	// call is, the turn goes on.
-	if !slices.ContainsFunc(s.ToolCalls, func(c pluginapi.ToolCall) bool { return !c.Status.Final() }) {
+	if !slices.ContainsFunc(s.ToolCalls, func(c wire.ToolCall) bool { return !c.Status.Final() }) {
 		cmds = append(cmds, s.toModel()...)
 	}
 	return cmds
@@ -688,9 +687,9 @@ func (s *State) turnInput() TurnInput {
 
 // toolLimits are the tool Step's own limits, before the recovery budget:
 // one attempt for the effects that do not retry.
-func (s *State) toolLimits(rec pluginapi.ToolCall) Limits {
+func (s *State) toolLimits(rec wire.ToolCall) Limits {
 	limits := s.Options.Tool
-	if !rec.Effect.Retryable() {
+	if !pluginapi.Effect(rec.Effect).Retryable() {
 		limits.MaximumAttempts = 1
 	}
 	return limits
@@ -698,10 +697,10 @@ func (s *State) toolLimits(rec pluginapi.ToolCall) Limits {
 
 // runTool starts the tool Step of an approved record: CallTool for the
 // effects that retry, CallSingleAttemptTool (one attempt) otherwise.
-func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
-	limits, step := s.toolLimits(rec), client.StepCallTool
-	if !rec.Effect.Retryable() {
-		step = client.StepCallSingleAttemptTool
+func (s *State) runTool(rec wire.ToolCall) RunTool {
+	limits, step := s.toolLimits(rec), wire.StepCallTool
+	if !pluginapi.Effect(rec.Effect).Retryable() {
+		step = wire.StepCallSingleAttemptTool
 	}
 	return RunTool{
 		Step:       step,
@@ -720,7 +719,7 @@ func (s *State) runTool(rec pluginapi.ToolCall) RunTool {
 
 // hostSource is the MCP source a tool Step routes rec to, or "" when the
 // runner runs it.
-func (s *State) hostSource(rec pluginapi.ToolCall) string {
+func (s *State) hostSource(rec wire.ToolCall) string {
 	if s.Options.Version >= HostToolsVersion && strings.HasPrefix(rec.ToolSourceReference, MCPSourcePrefix) {
 		return rec.ToolSourceReference
 	}
@@ -781,7 +780,7 @@ func (s *State) endTurn() []Command {
 	s.ActiveTurnID = ""
 	s.Mode = ""
 	s.Phase = phaseNone
-	s.Status = client.StatusWaitingForUserMessage
+	s.Status = wire.StatusWaitingForUserMessage
 	s.RunState, s.RunStateRef = "", ""
 	s.ToolCalls = nil
 	s.Refs = nil
@@ -813,12 +812,12 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 	if in.Kind == InterruptQuestion {
 		// A question is answered with answer_question; resolve_interrupt
 		// only declines it.
-		if req.Approved || c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingAnswer {
+		if req.Approved || c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingAnswer {
 			return Result{}
 		}
 		return applied(s.endQuestion(i, c, QuestionDeclined, ""))
 	}
-	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingApproval {
+	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingApproval {
 		return Result{}
 	}
 	s.removeInterrupt(i)
@@ -834,14 +833,14 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 		InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if req.Approved {
-		s.ToolCalls[c].Status = pluginapi.ToolCallApproved
+		s.ToolCalls[c].Status = wire.ToolCallApproved
 		return applied(append(cmds, s.runTool(s.ToolCalls[c])))
 	}
 	if rejection == "" {
 		rejection = pluginapi.DefaultRejectionToolResult
 	}
 	s.ToolCalls[c].RejectionMessage = rejection
-	return applied(append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...))
+	return applied(append(cmds, s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)...))
 }
 
 // deadlineTimerFired applies an approval deadline. A timer that fired
@@ -860,7 +859,7 @@ func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
 	}
 	c := s.findCall(in.ToolCallID)
 	if in.Kind == InterruptQuestion {
-		if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingAnswer {
+		if c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingAnswer {
 			s.removeInterrupt(i)
 			return applied(nil)
 		}
@@ -873,11 +872,11 @@ func (s *State) deadlineTimerFired(t DeadlineTimerFired) Result {
 	cmds := []Command{Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: ApprovalDeadlinePassed, Kind: string(in.Kind),
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))}}
-	if c < 0 || s.ToolCalls[c].Status != client.ToolCallAwaitingApproval {
+	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingApproval {
 		return applied(cmds)
 	}
 	s.ToolCalls[c].RejectionMessage = ApprovalDeadlinePassed
-	return applied(append(cmds, s.finishCall(c, pluginapi.ToolCallRejected, waitingStepAttempt)...))
+	return applied(append(cmds, s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)...))
 }
 
 // ToolOutcome is what a tool Step returns when it ran to an outcome.
@@ -937,10 +936,10 @@ func (s *State) toolStepDone(c int, out ToolOutcome, nowMs int64) []Command {
 		if out.OutputRef != "" {
 			s.setOutputRef(s.ToolCalls[c].ToolCallID, out.OutputRef)
 		}
-		return s.finishCall(c, pluginapi.ToolCallSucceeded, out.Attempt)
+		return s.finishCall(c, wire.ToolCallSucceeded, out.Attempt)
 	case out.Error != nil && out.Output == nil:
 		s.ToolCalls[c].Error = *out.Error
-		return s.finishCall(c, pluginapi.ToolCallFailed, out.Attempt)
+		return s.finishCall(c, wire.ToolCallFailed, out.Attempt)
 	}
 	// A tool Step never returns a malformed outcome (it fails its attempt
 	// instead); treat one like a failure of the Step.
@@ -955,13 +954,13 @@ func (s *State) toolStepFailed(c int, detail string, notStarted bool, attempt in
 	switch {
 	case notStarted:
 		s.ToolCalls[c].Error = ToolCallNotRunErrorPrefix + ": " + detail
-		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
-	case s.ToolCalls[c].Effect == pluginapi.EffectRead:
+		return s.finishCall(c, wire.ToolCallFailed, attempt)
+	case s.ToolCalls[c].Effect == wire.EffectRead:
 		s.ToolCalls[c].Error = detail
-		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
+		return s.finishCall(c, wire.ToolCallFailed, attempt)
 	default:
 		s.ToolCalls[c].Error = detail
-		return s.finishCall(c, pluginapi.ToolCallOutcomeUnknown, attempt)
+		return s.finishCall(c, wire.ToolCallOutcomeUnknown, attempt)
 	}
 }
 
@@ -972,7 +971,7 @@ func (s *State) runningCall(turnID, toolCallID string) int {
 		return -1
 	}
 	c := s.findCall(toolCallID)
-	if c < 0 || s.ToolCalls[c].Status != pluginapi.ToolCallApproved {
+	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallApproved {
 		return -1
 	}
 	return c
@@ -981,7 +980,7 @@ func (s *State) runningCall(turnID, toolCallID string) int {
 // finishCall makes a record final, writes tool_call_finished, and resumes
 // the turn once every record of the turn is final (ResumeTurn).
 // attempt is the attempt of the Step that made it final.
-func (s *State) finishCall(c int, status pluginapi.ToolCallStatus, attempt int) []Command {
+func (s *State) finishCall(c int, status wire.ToolCallStatus, attempt int) []Command {
 	rec := &s.ToolCalls[c]
 	rec.Status = status
 	cmds := []Command{Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
@@ -1044,41 +1043,41 @@ func (s *State) activeStepTypes(legacy bool) []string {
 	switch s.Phase {
 	case phaseNone:
 		if s.Started && !s.Finished() {
-			add(client.StepAwaitUserMessage)
+			add(wire.StepAwaitUserMessage)
 		}
 	case phaseCompacting:
-		add(client.StepCompactContext)
+		add(wire.StepCompactContext)
 	case phaseApplyingControl:
-		add(client.StepApplyTurnControl)
+		add(wire.StepApplyTurnControl)
 	case phaseBuildingUser, phaseRunningModel, phaseRecordFailure:
 		switch {
 		case legacy && s.Phase == phaseBuildingUser:
-			add(client.StepBuildUserMessage)
+			add(wire.StepBuildUserMessage)
 		case legacy && s.Phase == phaseRecordFailure:
-			add(client.StepRecordTurnFailure)
+			add(wire.StepRecordTurnFailure)
 		default:
 			// The user message is built for RunModel, and a failed turn is
 			// recorded on the way out of the Step that failed it.
-			add(client.StepRunModel)
+			add(wire.StepRunModel)
 		}
 	case phaseRunningTools:
-		add(client.StepResumeTurn)
+		add(wire.StepResumeTurn)
 		for _, c := range s.ToolCalls {
 			switch {
-			case c.Status == client.ToolCallAwaitingApproval:
-				add(client.StepAwaitToolApproval)
-			case c.Status == client.ToolCallAwaitingAnswer:
-				add(client.StepAwaitQuestionAnswer)
-			case c.Status == client.ToolCallWaitingForTimer:
-				add(client.StepAwaitTimer)
-			case c.Status == client.ToolCallWaitingForTask && c.CancellationReason != "":
-				add(client.StepCancelToolTask)
-			case c.Status == client.ToolCallWaitingForTask:
-				add(client.StepPollToolTask)
-			case c.Status == pluginapi.ToolCallApproved && c.Effect.Retryable():
-				add(client.StepCallTool)
-			case c.Status == pluginapi.ToolCallApproved:
-				add(client.StepCallSingleAttemptTool)
+			case c.Status == wire.ToolCallAwaitingApproval:
+				add(wire.StepAwaitToolApproval)
+			case c.Status == wire.ToolCallAwaitingAnswer:
+				add(wire.StepAwaitQuestionAnswer)
+			case c.Status == wire.ToolCallWaitingForTimer:
+				add(wire.StepAwaitTimer)
+			case c.Status == wire.ToolCallWaitingForTask && c.CancellationReason != "":
+				add(wire.StepCancelToolTask)
+			case c.Status == wire.ToolCallWaitingForTask:
+				add(wire.StepPollToolTask)
+			case c.Status == wire.ToolCallApproved && pluginapi.Effect(c.Effect).Retryable():
+				add(wire.StepCallTool)
+			case c.Status == wire.ToolCallApproved:
+				add(wire.StepCallSingleAttemptTool)
 			}
 		}
 	}

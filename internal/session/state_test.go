@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
@@ -93,8 +92,8 @@ func eventTypes(cmds []Command) []string {
 	return out
 }
 
-func statuses(s *State) map[string]pluginapi.ToolCallStatus {
-	out := map[string]pluginapi.ToolCallStatus{}
+func statuses(s *State) map[string]wire.ToolCallStatus {
+	out := map[string]wire.ToolCallStatus{}
 	for _, c := range s.ToolCalls {
 		out[c.ToolCallID] = c.Status
 	}
@@ -108,9 +107,9 @@ func TestStart(t *testing.T) {
 		wantCmds  []string
 		wantState string
 	}{
-		{"blank initial message starts no turn", "  \n", nil, client.StatusWaitingForUserMessage},
-		{"empty initial message starts no turn", "", nil, client.StatusWaitingForUserMessage},
-		{"initial message starts turn-1", "hello", []string{`build_user_message turn-1 "hello"`}, client.StatusRunningModel},
+		{"blank initial message starts no turn", "  \n", nil, wire.StatusWaitingForUserMessage},
+		{"empty initial message starts no turn", "", nil, wire.StatusWaitingForUserMessage},
+		{"initial message starts turn-1", "hello", []string{`build_user_message turn-1 "hello"`}, wire.StatusRunningModel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +157,7 @@ func TestInitialMessagesOfStoreSessions(t *testing.T) {
 			s := New("s", tt.o)
 			cmds := nonEmit(s.Apply(tt.start).Commands)
 			if tt.wantError != "" {
-				if len(cmds) != 0 || !strings.HasPrefix(s.LastTurnError, tt.wantError) || s.Status != client.StatusWaitingForUserMessage {
+				if len(cmds) != 0 || !strings.HasPrefix(s.LastTurnError, tt.wantError) || s.Status != wire.StatusWaitingForUserMessage {
 					t.Fatalf("commands %v, status %s, error %q; want no turn and %q", renderAll(cmds), s.Status, s.LastTurnError, tt.wantError)
 				}
 				return
@@ -241,7 +240,7 @@ func TestUserMessageBuildFailures(t *testing.T) {
 				t.Errorf("user text not kept: %+v", s.Messages)
 			}
 			s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: nil, Attempt: 1})
-			if s.LastTurnError != tt.want || s.Status != client.StatusWaitingForUserMessage {
+			if s.LastTurnError != tt.want || s.Status != wire.StatusWaitingForUserMessage {
 				t.Errorf("after failure: status %q error %q", s.Status, s.LastTurnError)
 			}
 		})
@@ -270,11 +269,11 @@ func TestToolCallsRequested(t *testing.T) {
 	if diff := cmp.Diff(wantEvents, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	wantStatus := map[string]pluginapi.ToolCallStatus{"c1": "approved", "c2": "awaiting_approval", "c3": "awaiting_approval", "c4": "approved"}
+	wantStatus := map[string]wire.ToolCallStatus{"c1": "approved", "c2": "awaiting_approval", "c3": "awaiting_approval", "c4": "approved"}
 	if diff := cmp.Diff(wantStatus, statuses(s)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
-	if s.Status != client.StatusRunningTools || s.RunState != `{"calls":1}` {
+	if s.Status != wire.StatusRunningTools || s.RunState != `{"calls":1}` {
 		t.Errorf("status %q run state %q", s.Status, s.RunState)
 	}
 	if diff := cmp.Diff([]string{"AwaitToolApproval", "CallSingleAttemptTool", "CallTool", "ResumeTurn"}, s.ActiveStepTypes()); diff != "" {
@@ -343,7 +342,7 @@ func TestToolResultsResumeTheTurn(t *testing.T) {
 	s := started(t)
 	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "lookup", "read"), call("c2", "lookup", "read")), NowMs: now})
 	cmds := s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("order 7: $20")}}).Commands
-	if nonEmit(cmds) != nil || s.Status != client.StatusRunningTools {
+	if nonEmit(cmds) != nil || s.Status != wire.StatusRunningTools {
 		t.Fatalf("resumed before every result: %#v", cmds)
 	}
 	// A duplicate result for a final record is ignored.
@@ -354,14 +353,14 @@ func TestToolResultsResumeTheTurn(t *testing.T) {
 	if diff := cmp.Diff([]string{`run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:succeeded c2:failed] attempts=3`}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]pluginapi.ToolCallStatus{"c1": "succeeded", "c2": "failed"}, statuses(s)); diff != "" {
+	if diff := cmp.Diff(map[string]wire.ToolCallStatus{"c1": "succeeded", "c2": "failed"}, statuses(s)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	if s.ToolCalls[0].Output != "order 7: $20" || s.ToolCalls[1].Error != "no such order" {
 		t.Errorf("records = %+v", s.ToolCalls)
 	}
 	cmds = s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: completed("Order 7 costs $20."), NowMs: now}).Commands
-	if s.Status != client.StatusWaitingForUserMessage || s.ToolCalls != nil || s.RunState != "" || s.ActiveTurnID != "" {
+	if s.Status != wire.StatusWaitingForUserMessage || s.ToolCalls != nil || s.RunState != "" || s.ActiveTurnID != "" {
 		t.Errorf("turn not ended: %+v", s)
 	}
 	if diff := cmp.Diff([]string{wire.EventUsageRecorded, wire.EventTurnCompleted}, eventTypes(cmds)); diff != "" {
@@ -377,7 +376,7 @@ func TestToolStepFailures(t *testing.T) {
 		name       string
 		effect     pluginapi.Effect
 		notStarted bool
-		wantStatus pluginapi.ToolCallStatus
+		wantStatus wire.ToolCallStatus
 		wantError  string
 	}{
 		{"read retries spent", pluginapi.EffectRead, false, "failed", "boom"},
@@ -410,21 +409,21 @@ func TestToolStepFailures(t *testing.T) {
 func TestApprovals(t *testing.T) {
 	tests := []struct {
 		name       string
-		req        client.ResolveInterruptRequest
+		req        wire.ResolveInterruptRequest
 		at         int64
 		wantOK     bool
-		wantStatus pluginapi.ToolCallStatus
+		wantStatus wire.ToolCallStatus
 		wantCmds   []string
 		wantReject string
 	}{
-		{"approve", client.ResolveInterruptRequest{InterruptID: "c1", Approved: true, RejectionMessage: "dropped"}, now + 1, true, "approved",
+		{"approve", wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true, RejectionMessage: "dropped"}, now + 1, true, "approved",
 			[]string{"cancel_timer c1", "CallSingleAttemptTool turn-1/c1 effect=non_idempotent_write attempts=1 key=s-1/turn-1/c1"}, ""},
-		{"reject with message", client.ResolveInterruptRequest{InterruptID: "c1", RejectionMessage: "not that one"}, now + 1, true, "rejected",
+		{"reject with message", wire.ResolveInterruptRequest{InterruptID: "c1", RejectionMessage: "not that one"}, now + 1, true, "rejected",
 			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, "not that one"},
-		{"reject without message", client.ResolveInterruptRequest{InterruptID: "c1"}, now + 1, true, "rejected",
+		{"reject without message", wire.ResolveInterruptRequest{InterruptID: "c1"}, now + 1, true, "rejected",
 			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, pluginapi.DefaultRejectionToolResult},
-		{"unknown interrupt", client.ResolveInterruptRequest{InterruptID: "nope", Approved: true}, now + 1, false, "awaiting_approval", nil, ""},
-		{"past the deadline", client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now + 60_000, false, "awaiting_approval", nil, ""},
+		{"unknown interrupt", wire.ResolveInterruptRequest{InterruptID: "nope", Approved: true}, now + 1, false, "awaiting_approval", nil, ""},
+		{"past the deadline", wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now + 60_000, false, "awaiting_approval", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -467,7 +466,7 @@ func TestApprovalDeadline(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	rec := s.ToolCalls[0]
-	if rec.Status != pluginapi.ToolCallRejected || rec.RejectionMessage != ApprovalDeadlinePassed {
+	if rec.Status != wire.ToolCallRejected || rec.RejectionMessage != ApprovalDeadlinePassed {
 		t.Errorf("record = %+v", rec)
 	}
 	if cmds := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 70_000}).Commands; cmds != nil {
@@ -485,7 +484,7 @@ func TestNoDeadlineWithoutInterruptDeadline(t *testing.T) {
 	if cmds != nil {
 		t.Errorf("commands = %q, want none (no deadline timer)", renderAll(cmds))
 	}
-	if ok, _ := resolve(s, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+365*24*3600*1000); !ok {
+	if ok, _ := resolve(s, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now+365*24*3600*1000); !ok {
 		t.Errorf("approval without a deadline refused")
 	}
 }
@@ -494,7 +493,7 @@ func TestModelFailureLeavesNote(t *testing.T) {
 	s := started(t)
 	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "lookup", pluginapi.EffectRead), call("c2", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
 	s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("found")}})
-	resolve(s, client.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
+	resolve(s, wire.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
 	s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c2", Detail: "worker lost", NotStarted: false, Attempt: 1})
 	cmds := s.Apply(ModelStepFailed{TurnID: "turn-1", Reason: "RunModel failed after 3 attempts: 503", Attempt: 1}).Commands
 	wantNote := TurnFailureNoteHeader + "\n" +
@@ -563,7 +562,7 @@ func TestListMessages(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: strings.Repeat("x", i)})
 	}
-	seqs := func(p client.MessagesPage) []int64 {
+	seqs := func(p wire.MessagesPage) []int64 {
 		var out []int64
 		for _, m := range p.Messages {
 			out = append(out, m.Sequence)
@@ -572,17 +571,17 @@ func TestListMessages(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		req      client.ListMessagesRequest
+		req      wire.ListMessagesRequest
 		want     []int64
 		wantMore bool
 		wantNext int64
 	}{
-		{"newest page", client.ListMessagesRequest{Limit: 2}, []int64{4, 5}, true, 4},
-		{"before", client.ListMessagesRequest{BeforeSequence: 4, Limit: 2}, []int64{2, 3}, true, 2},
-		{"last page", client.ListMessagesRequest{BeforeSequence: 2, Limit: 2}, []int64{1}, false, 0},
-		{"a negative limit reads 1", client.ListMessagesRequest{Limit: -3}, []int64{5}, true, 5},
-		{"a zero limit reads 1", client.ListMessagesRequest{}, []int64{5}, true, 5},
-		{"limit clamped down", client.ListMessagesRequest{Limit: 1000}, []int64{1, 2, 3, 4, 5}, false, 0},
+		{"newest page", wire.ListMessagesRequest{Limit: 2}, []int64{4, 5}, true, 4},
+		{"before", wire.ListMessagesRequest{BeforeSequence: 4, Limit: 2}, []int64{2, 3}, true, 2},
+		{"last page", wire.ListMessagesRequest{BeforeSequence: 2, Limit: 2}, []int64{1}, false, 0},
+		{"a negative limit reads 1", wire.ListMessagesRequest{Limit: -3}, []int64{5}, true, 5},
+		{"a zero limit reads 1", wire.ListMessagesRequest{}, []int64{5}, true, 5},
+		{"limit clamped down", wire.ListMessagesRequest{Limit: 1000}, []int64{1, 2, 3, 4, 5}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -665,7 +664,7 @@ func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
 	if diff := cmp.Diff([]string{"start_timer c1 1m0s"}, renderAll(cmds)); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}
-	if rec := s.ToolCalls[0]; rec.Effect != pluginapi.EffectNonIdempotentWrite || !rec.RequiresApproval {
+	if rec := s.ToolCalls[0]; rec.Effect != wire.EffectNonIdempotentWrite || !rec.RequiresApproval {
 		t.Errorf("record = %s approval %v, want non_idempotent_write with approval", rec.Effect, rec.RequiresApproval)
 	}
 
@@ -718,7 +717,7 @@ func send(s *State, text string) (bool, []Command) {
 	return r.Accepted, r.Commands
 }
 
-func resolve(s *State, req client.ResolveInterruptRequest, nowMs int64) (bool, []Command) {
+func resolve(s *State, req wire.ResolveInterruptRequest, nowMs int64) (bool, []Command) {
 	r := s.Apply(ResolveInterrupt{InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage, NowMs: nowMs})
 	return r.Accepted, r.Commands
 }

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Inputs and outputs of the session's activities. They travel as plain JSON
@@ -127,9 +127,9 @@ type TurnInput struct {
 	RunStateRef string `json:"run_state_ref,omitempty"`
 	// ToolCalls are the turn's records; their large arguments and outputs
 	// travel by reference (Refs).
-	ToolCalls []pluginapi.ToolCall `json:"tool_calls,omitempty"`
-	Refs      []RecordRefs         `json:"refs,omitempty"`
-	Policies  pluginapi.PolicySet  `json:"policies"`
+	ToolCalls []wire.ToolCall     `json:"tool_calls,omitempty"`
+	Refs      []RecordRefs        `json:"refs,omitempty"`
+	Policies  pluginapi.PolicySet `json:"policies"`
 	// Store is set when the session keeps its messages in the store.
 	Store *StoreWork `json:"store,omitempty"`
 	// Settings are the turn's session settings, compact JSON of one object
@@ -147,7 +147,7 @@ type TurnInput struct {
 	// built-ins), offered to the runner.
 	HostTools []pluginapi.ToolDefinition `json:"host_tools,omitempty"`
 	// Plan is the session's plan, which the runner shows the model.
-	Plan *pluginapi.Plan `json:"plan,omitempty"`
+	Plan *wire.Plan `json:"plan,omitempty"`
 	// Mode is the turn's interaction mode (chat, planning, executing).
 	Mode string `json:"interaction_mode,omitempty"`
 }
@@ -155,18 +155,18 @@ type TurnInput struct {
 // SpendInput is what a model call's Step needs for the spend limits.
 type SpendInput struct {
 	// APIToken names the API token that started the session.
-	APIToken string       `json:"api_token,omitempty"`
-	Session  client.Spend `json:"session"`
-	Turn     client.Spend `json:"turn"`
+	APIToken string     `json:"api_token,omitempty"`
+	Session  wire.Spend `json:"session"`
+	Turn     wire.Spend `json:"turn"`
 }
 
 // StepSpend is what a model call's Step says about spend: the limit that
 // refused the call (no call was made), or what the call cost and what the
 // budgets left after it.
 type StepSpend struct {
-	Refused    *client.SpendRefusal `json:"refused,omitempty"`
-	CostMicros int64                `json:"cost_micros,omitempty"`
-	Left       *client.SpendLeft    `json:"left,omitempty"`
+	Refused    *wire.SpendRefusal `json:"refused,omitempty"`
+	CostMicros int64              `json:"cost_micros,omitempty"`
+	Left       *wire.SpendLeft    `json:"left,omitempty"`
 }
 
 // CompactInput is the input of CompactContext: summarize the messages
@@ -197,11 +197,11 @@ type RecordRefs struct {
 
 // ToolInput is the input of CallTool and CallSingleAttemptTool.
 type ToolInput struct {
-	Agent          string             `json:"agent"`
-	SessionID      string             `json:"session_id"`
-	TurnID         string             `json:"turn_id"`
-	ToolCall       pluginapi.ToolCall `json:"tool_call"`
-	IdempotencyKey string             `json:"idempotency_key"`
+	Agent          string        `json:"agent"`
+	SessionID      string        `json:"session_id"`
+	TurnID         string        `json:"turn_id"`
+	ToolCall       wire.ToolCall `json:"tool_call"`
+	IdempotencyKey string        `json:"idempotency_key"`
 	// ArgumentsRef is the reference of arguments longer than PreviewBytes
 	// (ToolCall.Arguments then holds their preview).
 	ArgumentsRef string `json:"arguments_ref,omitempty"`
@@ -223,10 +223,10 @@ type TaskCancelOutcome struct {
 }
 
 type PollInput struct {
-	Agent     string             `json:"agent"`
-	SessionID string             `json:"session_id"`
-	TurnID    string             `json:"turn_id"`
-	ToolCall  pluginapi.ToolCall `json:"tool_call"`
+	Agent     string        `json:"agent"`
+	SessionID string        `json:"session_id"`
+	TurnID    string        `json:"turn_id"`
+	ToolCall  wire.ToolCall `json:"tool_call"`
 	// StoreOutput asks the Step to store an output longer than
 	// PreviewBytes and return its reference.
 	StoreOutput bool `json:"store_output,omitempty"`
@@ -250,10 +250,6 @@ type StepHeartbeat struct {
 type StepFailure struct {
 	Attempt int `json:"attempt"`
 }
-
-// ToolNotStartedErrorType is the application error type a tool Step returns
-// when it failed before any attempt reached the tool.
-const ToolNotStartedErrorType = "ToolNotStarted"
 
 // TurnFailureInput is the input of the RecordTurnFailure local activity.
 type TurnFailureInput struct {

@@ -3,7 +3,9 @@ package session
 import (
 	"strings"
 
+	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Texts the session writes into records and messages, which the model sees.
@@ -24,7 +26,7 @@ const (
 // BuildTurnFailureNote renders the note a failed turn leaves when tool calls
 // already ran, one line per record in deferral order. It returns "" when no
 // record is final.
-func BuildTurnFailureNote(calls []pluginapi.ToolCall) string {
+func BuildTurnFailureNote(calls []wire.ToolCall) string {
 	var b strings.Builder
 	n := 0
 	for _, c := range calls {
@@ -43,7 +45,7 @@ func BuildTurnFailureNote(calls []pluginapi.ToolCall) string {
 		b.WriteString(" -> ")
 		b.WriteString(string(c.Status))
 		b.WriteString(": ")
-		b.WriteString(pluginapi.DescribeToolCallOutcome(c))
+		b.WriteString(pluginapi.DescribeToolCallOutcome(wireconv.RunnerToolCall(c)))
 		b.WriteByte('\n')
 	}
 	if n == 0 {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -49,7 +47,7 @@ func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Com
 			return s.toolStepFailed(c, msg, false, attempt)
 		}
 		rec.Error = msg
-		return s.finishCall(c, pluginapi.ToolCallFailed, attempt)
+		return s.finishCall(c, wire.ToolCallFailed, attempt)
 	}
 	n := rec.InputRequests + 1
 	if n > MaxToolInputRequests {
@@ -63,7 +61,7 @@ func (s *State) toolAsked(c int, q InputRequest, attempt int, nowMs int64) []Com
 	if s.findCall(id) >= 0 || s.findInterrupt(id) >= 0 {
 		return fail(fmt.Sprintf(ToolInputIDCollisionFormat, id))
 	}
-	rec.Status = client.ToolCallAwaitingAnswer
+	rec.Status = wire.ToolCallAwaitingAnswer
 	rec.InputRequests = n
 	rec.InputContinuation = q.Continuation
 	in := Interrupt{InterruptID: id, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Kind: InterruptQuestion,
@@ -118,7 +116,7 @@ func checkToolQuestion(q InputRequest) (string, []string, error) {
 func (s *State) toolInputAnswered(c int, answer string) Command {
 	rec := &s.ToolCalls[c]
 	rec.InputAnswers = append(rec.InputAnswers, answer)
-	rec.Status = pluginapi.ToolCallApproved
+	rec.Status = wire.ToolCallApproved
 	return s.runTool(*rec)
 }
 

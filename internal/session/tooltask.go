@@ -1,8 +1,6 @@
 package session
 
 import (
-	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -38,7 +36,7 @@ func (s *State) taskStarted(c int, t TaskStart, attempt int) []Command {
 	}
 	rec.TaskID = t.TaskID
 	rec.TaskPollIntervalSeconds = pollSeconds(t.PollIntervalSeconds)
-	rec.Status = client.ToolCallWaitingForTask
+	rec.Status = wire.ToolCallWaitingForTask
 	cmds := []Command{
 		Emit{Event: newEvent(wire.EventToolTaskStarted, s.ActiveTurnID, max(attempt, 1), wire.ToolTaskStartedPayload{
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, TaskID: rec.TaskID,
@@ -53,14 +51,14 @@ func (s *State) taskStarted(c int, t TaskStart, attempt int) []Command {
 
 // nextPoll is what a waiting task does next: a poll at once when it holds
 // an answer to hand over, else the timer before the next poll.
-func (s *State) nextPoll(rec pluginapi.ToolCall) Command {
+func (s *State) nextPoll(rec wire.ToolCall) Command {
 	if rec.TaskAnswerPending != nil {
 		return s.runPoll(rec)
 	}
 	return StartTaskTimer{ToolCallID: rec.ToolCallID, DelayMs: int64(pollSeconds(rec.TaskPollIntervalSeconds)) * 1000}
 }
 
-func (s *State) runPoll(rec pluginapi.ToolCall) RunPoll {
+func (s *State) runPoll(rec wire.ToolCall) RunPoll {
 	limits := s.Options.Tool
 	limits.MaximumAttempts = pollStepAttempts
 	return RunPoll{
@@ -80,7 +78,7 @@ func (s *State) waitingTask(turnID, toolCallID string) int {
 	}
 	c := s.findCall(toolCallID)
 	// An abandoned task (CancellationReason set) is polled no more.
-	if c < 0 || s.ToolCalls[c].Status != client.ToolCallWaitingForTask || s.ToolCalls[c].CancellationReason != "" {
+	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallWaitingForTask || s.ToolCalls[c].CancellationReason != "" {
 		return -1
 	}
 	return c
@@ -127,9 +125,9 @@ func (s *State) taskPollFailed(p TaskPollFailed) Result {
 
 // taskQuestionResolved hands the resolution of a task's question to the
 // task: the next poll runs at once and carries it.
-func (s *State) taskQuestionResolved(c int, a pluginapi.QuestionAnswer) Command {
+func (s *State) taskQuestionResolved(c int, a wire.QuestionAnswer) Command {
 	rec := &s.ToolCalls[c]
-	rec.Status = client.ToolCallWaitingForTask
+	rec.Status = wire.ToolCallWaitingForTask
 	rec.TaskAnswerPending = &a
 	return s.runPoll(*rec)
 }

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestHoldTurnsQueuesMessagesForTheNextRun(t *testing.T) {
@@ -40,10 +40,10 @@ func TestWorkflowMovesToANewVersionAtTheTurnBoundary(t *testing.T) {
 	errs := make([]error, 2)
 	env.RegisterDelayedCallback(func() {
 		env.SetTargetWorkerDeploymentVersionChanged(true)
-		update(env, client.UpdateSendUserMessage, client.SendUserMessageRequest{Text: "after the deploy"}, &oks[0], &errs[0])
+		update(env, wire.UpdateSendUserMessage, wire.SendUserMessageRequest{Text: "after the deploy"}, &oks[0], &errs[0])
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() {
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &oks[1], &errs[1])
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &oks[1], &errs[1])
 	}, time.Hour+time.Minute)
 	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
 	for i := range oks {

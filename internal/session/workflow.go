@@ -103,21 +103,21 @@ type EventSink interface {
 	Publish(sessionID string, e Event, origin string, index uint64)
 }
 
-// WorkflowInput is the workflow input: client.StartInput on the wire, plus
+// WorkflowInput is the workflow input: wire.StartInput on the wire, plus
 // the carried state after continue-as-new.
 type WorkflowInput struct {
 	InitialMessage    string          `json:"initial_message,omitempty"`
 	InitialMessageRef string          `json:"initial_message_ref,omitempty"`
 	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
 	APIToken          string          `json:"api_token,omitempty"`
-	// ActiveStepSearchMode is client.StartInput's.
+	// ActiveStepSearchMode is wire.StartInput's.
 	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
 	Continued            *State `json:"continued,omitempty"`
 	// Turn is the active turn's start, carried through continue-as-new.
 	Turn *TurnMark `json:"trace_turn,omitempty"`
 }
 
-var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(client.SearchAttributeActiveStepTypes)
+var activeStepTypesKey = temporal.NewSearchAttributeKeyKeywordList(wire.SearchAttributeActiveStepTypes)
 
 // Workflow returns the session workflow function for one agent.
 func Workflow(rt Runtime) func(workflow.Context, WorkflowInput) error {
@@ -175,7 +175,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 	} else {
 		// The start input is in history: a disabled search stays disabled
 		// on replay and through continue-as-new (it is in the options).
-		if in.ActiveStepSearchMode == client.ActiveStepSearchDisabled {
+		if in.ActiveStepSearchMode == wire.ActiveStepSearchDisabled {
 			opts.SearchAttributes = false
 		}
 		l.st = New(info.WorkflowExecution.ID, opts)
@@ -282,7 +282,7 @@ func (l *loop) registerHandlers() error {
 			wake.Receive(ctx, nil)
 		}
 	})
-	if err := workflow.SetQueryHandler(l.ctx, client.QueryAgentSnapshot, func() (client.Snapshot, error) {
+	if err := workflow.SetQueryHandler(l.ctx, wire.QueryAgentSnapshot, func() (wire.Snapshot, error) {
 		snap := l.st.Snapshot()
 		if l.rt.Approvals != nil {
 			for i, in := range snap.PendingInterrupts {
@@ -293,7 +293,7 @@ func (l *loop) registerHandlers() error {
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(l.ctx, client.QueryListAgentMessages, func(req client.ListMessagesRequest) (client.MessagesPage, error) {
+	if err := workflow.SetQueryHandler(l.ctx, wire.QueryListAgentMessages, func(req wire.ListMessagesRequest) (wire.MessagesPage, error) {
 		return l.st.ListMessages(req), nil
 	}); err != nil {
 		return err
@@ -302,102 +302,102 @@ func (l *loop) registerHandlers() error {
 	// text, a message over the limit, an interrupt that is not pending), so
 	// they need no validator: a request that does not decode is refused by
 	// the engine.
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateSendUserMessage,
-		func(ctx workflow.Context, req client.SendUserMessageRequest) (bool, error) {
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateSendUserMessage,
+		func(ctx workflow.Context, req wire.SendUserMessageRequest) (bool, error) {
 			l.updates++
 			return l.request(SendUserMessage{Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode, Mode: req.Mode})
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.SendUserMessageRequest) error {
-			return client.CheckSendMode(req.Mode)
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.SendUserMessageRequest) error {
+			return wire.CheckSendMode(req.Mode)
 		}},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSteerUserMessage,
-		func(ctx workflow.Context, req client.SteerUserMessageRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateSteerUserMessage,
+		func(ctx workflow.Context, req wire.SteerUserMessageRequest) (bool, error) {
 			l.updates++
 			return l.request(SteerUserMessage{MessageID: req.MessageID, Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode})
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateDeleteQueuedMessage,
-		func(ctx workflow.Context, req client.DeleteQueuedMessageRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateDeleteQueuedMessage,
+		func(ctx workflow.Context, req wire.DeleteQueuedMessageRequest) (bool, error) {
 			l.updates++
 			return l.request(DeleteQueuedMessage{MessageID: req.MessageID})
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateCancelTurn,
-		func(ctx workflow.Context, req client.CancelTurnRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateCancelTurn,
+		func(ctx workflow.Context, req wire.CancelTurnRequest) (bool, error) {
 			l.updates++
 			return l.request(CancelTurn{TurnID: req.TurnID})
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateCloseSession,
-		func(ctx workflow.Context, req client.CloseSessionRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateCloseSession,
+		func(ctx workflow.Context, req wire.CloseSessionRequest) (bool, error) {
 			l.updates++
 			return l.request(CloseSession{})
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateExecutePlan,
-		func(ctx workflow.Context, req client.ExecutePlanRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateExecutePlan,
+		func(ctx workflow.Context, req wire.ExecutePlanRequest) (bool, error) {
 			l.updates++
 			return l.request(ExecutePlan{Revision: req.Revision})
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateSessionSettings,
-		func(ctx workflow.Context, req client.UpdateSessionSettingsRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateSessionSettings,
+		func(ctx workflow.Context, req wire.UpdateSessionSettingsRequest) (bool, error) {
 			l.updates++
 			return l.apply(UpdateSessionSettings{Settings: string(req.SessionSettings)}), nil
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, client.UpdateAnswerQuestion,
-		func(ctx workflow.Context, req client.AnswerQuestionRequest) (bool, error) {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateAnswerQuestion,
+		func(ctx workflow.Context, req wire.AnswerQuestionRequest) (bool, error) {
 			l.updates++
 			return l.apply(AnswerQuestion{InterruptID: req.InterruptID, Answer: req.Answer, NowMs: workflow.Now(ctx).UnixMilli()}), nil
 		},
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateExtendInterrupt,
-		func(ctx workflow.Context, req client.ExtendInterruptRequest) (client.ExtendInterruptResult, error) {
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateExtendInterrupt,
+		func(ctx workflow.Context, req wire.ExtendInterruptRequest) (wire.ExtendInterruptResult, error) {
 			l.updates++
 			ok := l.apply(ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
-			out := client.ExtendInterruptResult{Extended: ok}
+			out := wire.ExtendInterruptResult{Extended: ok}
 			if ok {
 				out.Deadline = l.st.InterruptDeadline(req.InterruptID)
 			}
 			return out, nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.ExtendInterruptRequest) error {
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.ExtendInterruptRequest) error {
 			refusal, _ := l.st.CheckExtend(ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
 			if refusal != "" {
-				return temporal.NewApplicationError("extend_interrupt: "+refusal, client.InterruptNotExtendedErrorType)
+				return temporal.NewApplicationError("extend_interrupt: "+refusal, wire.InterruptNotExtendedErrorType)
 			}
 			return nil
 		}},
 	); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(l.ctx, client.UpdateResolveInterrupt,
-		func(ctx workflow.Context, req client.ResolveInterruptRequest) (bool, error) {
+	return workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateResolveInterrupt,
+		func(ctx workflow.Context, req wire.ResolveInterruptRequest) (bool, error) {
 			l.updates++
 			return l.apply(ResolveInterrupt{
 				InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage,
 				NowMs: workflow.Now(ctx).UnixMilli(),
 			}), nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req client.ResolveInterruptRequest) error {
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.ResolveInterruptRequest) error {
 			return l.checkDigest(req)
 		}},
 	)
@@ -417,7 +417,7 @@ func (l *loop) approvalDigest(interruptID string) string {
 // not the call's the session holds (or, when the operator requires
 // digests, one without any). It runs in the update's validator, so a
 // refused request leaves no trace in the history.
-func (l *loop) checkDigest(req client.ResolveInterruptRequest) error {
+func (l *loop) checkDigest(req wire.ResolveInterruptRequest) error {
 	if l.rt.Approvals == nil {
 		return nil
 	}
@@ -430,11 +430,11 @@ func (l *loop) checkDigest(req client.ResolveInterruptRequest) error {
 	case req.Digest == "" && l.rt.Approvals.Required:
 		return temporal.NewApplicationError(fmt.Sprintf(
 			"resolve_interrupt: approval %s needs its digest (this worker requires approval digests): send the digest of the interrupt shown to the user", req.InterruptID),
-			client.ApprovalDigestErrorType)
+			wire.ApprovalDigestErrorType)
 	case req.Digest != "" && !matches:
 		return temporal.NewApplicationError(fmt.Sprintf(
 			"resolve_interrupt: the digest does not match approval %s: the approval shown was for another call, tool or arguments than %s now waits on; show the interrupt again and resolve that one", req.InterruptID, sub.ToolName),
-			client.ApprovalDigestErrorType)
+			wire.ApprovalDigestErrorType)
 	}
 	return nil
 }
@@ -568,7 +568,7 @@ func (l *loop) request(in Input) (bool, error) {
 	r := l.st.Apply(in)
 	l.pending = append(l.pending, r.Commands...)
 	if r.Refusal != "" {
-		return false, temporal.NewApplicationError(r.Refusal, client.SessionClosedErrorType)
+		return false, temporal.NewApplicationError(r.Refusal, wire.SessionClosedErrorType)
 	}
 	return r.Accepted, nil
 }
@@ -619,7 +619,7 @@ func (l *loop) exec(cmd Command) {
 			_ = workflow.SideEffect(l.ctx, func(workflow.Context) any { return "dexupgradeprobe " + c.Input.TurnID })
 		}
 		ctx := workflow.WithLocalActivityOptions(l.stepCtx(c.Input.TurnID), localOptions())
-		f := workflow.ExecuteLocalActivity(ctx, client.StepBuildUserMessage, c.Input)
+		f := workflow.ExecuteLocalActivity(ctx, wire.StepBuildUserMessage, c.Input)
 		turn := c.Input.TurnID
 		l.add(f, func(f workflow.Future) {
 			var out BuildUserMessageOutput
@@ -631,7 +631,7 @@ func (l *loop) exec(cmd Command) {
 		})
 	case RunModel:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, "")))
-		f := workflow.ExecuteActivity(l.modelQueue(ctx), client.StepRunModel, c.Input)
+		f := workflow.ExecuteActivity(l.modelQueue(ctx), wire.StepRunModel, c.Input)
 		turn := c.Input.TurnID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ModelOutcome
@@ -643,7 +643,7 @@ func (l *loop) exec(cmd Command) {
 		})
 	case CompactContext:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.Turn.TurnID), activityOptions(c.Limits, "")))
-		f := workflow.ExecuteActivity(l.modelQueue(ctx), client.StepCompactContext, c.Input)
+		f := workflow.ExecuteActivity(l.modelQueue(ctx), wire.StepCompactContext, c.Input)
 		turn := c.Input.Turn.TurnID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out CompactOutcome
@@ -691,7 +691,7 @@ func (l *loop) exec(cmd Command) {
 		})
 	case RunPoll:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, c.ActivityID)))
-		f := workflow.ExecuteActivity(ctx, client.StepPollToolTask, c.Input)
+		f := workflow.ExecuteActivity(ctx, wire.StepPollToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
 			var out ToolOutcome
@@ -723,7 +723,7 @@ func (l *loop) exec(cmd Command) {
 		}
 	case CancelTask:
 		ctx := workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, c.ActivityID))
-		f := workflow.ExecuteActivity(ctx, client.StepCancelToolTask, c.Input)
+		f := workflow.ExecuteActivity(ctx, wire.StepCancelToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.add(f, func(f workflow.Future) {
 			var out TaskCancelOutcome
@@ -743,7 +743,7 @@ func (l *loop) exec(cmd Command) {
 			opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}
 		}
 		ctx := workflow.WithLocalActivityOptions(l.stepCtx(c.Input.Turn.TurnID), opts)
-		step := client.StepRecordTurnFailure
+		step := wire.StepRecordTurnFailure
 		if c.Step != "" {
 			step = c.Step
 		}
@@ -885,7 +885,7 @@ func toolNotStarted(err error) bool {
 		return true
 	}
 	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.Type() == ToolNotStartedErrorType {
+	if errors.As(err, &app) && app.Type() == wire.ToolNotStartedErrorType {
 		return true
 	}
 	var timeout *temporal.TimeoutError

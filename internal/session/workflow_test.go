@@ -9,14 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // fakeSteps are the activities of a workflow test: a model that asks for
@@ -30,7 +32,7 @@ type fakeSteps struct {
 func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildUserMessageInput) (BuildUserMessageOutput, error) {
 		return BuildUserMessageOutput{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Text}}, nil
-	}, activity.RegisterOptions{Name: client.StepBuildUserMessage})
+	}, activity.RegisterOptions{Name: wire.StepBuildUserMessage})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnInput) (ModelOutcome, error) {
 		f.modelCalls.Add(1)
 		if in.RunState == "" {
@@ -41,9 +43,9 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		rec := in.ToolCalls[0]
 		return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{NewMessages: []pluginapi.FrameworkMessage{
-			{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(rec)},
+			{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(wireconv.RunnerToolCall(rec))},
 		}}}, nil
-	}, activity.RegisterOptions{Name: client.StepRunModel})
+	}, activity.RegisterOptions{Name: wire.StepRunModel})
 	tool := func(ctx context.Context, in ToolInput) (ToolOutcome, error) {
 		f.toolCalls.Add(1)
 		if f.toolErr != nil {
@@ -52,11 +54,11 @@ func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
 		out := "refunded " + in.IdempotencyKey
 		return ToolOutcome{Output: &out}, nil
 	}
-	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallTool})
-	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallSingleAttemptTool})
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallTool})
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallSingleAttemptTool})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnFailureInput) (TurnFailureOutput, error) {
 		return TurnFailureOutput{Messages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: in.Note}}}, nil
-	}, activity.RegisterOptions{Name: client.StepRecordTurnFailure})
+	}, activity.RegisterOptions{Name: wire.StepRecordTurnFailure})
 }
 
 func newEnv(t *testing.T, rt Runtime) (*testsuite.TestWorkflowEnvironment, *fakeSteps) {
@@ -79,13 +81,13 @@ func runtime(deadline time.Duration) Runtime {
 	}}
 }
 
-func snapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) client.Snapshot {
+func snapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) wire.Snapshot {
 	t.Helper()
-	v, err := env.QueryWorkflow(client.QueryAgentSnapshot)
+	v, err := env.QueryWorkflow(wire.QueryAgentSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s client.Snapshot
+	var s wire.Snapshot
 	if err := v.Get(&s); err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +112,13 @@ func TestWorkflowApprovalDeadlinePassesAfterSevenDays(t *testing.T) {
 	lateOK, lateErr := true, error(nil)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
-		if len(s.PendingInterrupts) != 1 || s.State.Status != client.StatusRunningTools {
+		if len(s.PendingInterrupts) != 1 || s.State.Status != wire.StatusRunningTools {
 			t.Errorf("after 1h: %+v", s)
 		}
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
-		if s.State.Status != client.StatusWaitingForUserMessage || len(s.PendingInterrupts) != 0 {
+		if s.State.Status != wire.StatusWaitingForUserMessage || len(s.PendingInterrupts) != 0 {
 			t.Fatalf("after 8 days: %+v", s.State)
 		}
 		want := "rejected: " + ApprovalDeadlinePassed
@@ -124,7 +126,7 @@ func TestWorkflowApprovalDeadlinePassesAfterSevenDays(t *testing.T) {
 			t.Errorf("answer = %q, want %q", got, want)
 		}
 		// An approval after the deadline is refused.
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &lateOK, &lateErr)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &lateOK, &lateErr)
 	}, 8*24*time.Hour)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 8*24*time.Hour+time.Minute)
 	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
@@ -141,7 +143,7 @@ func TestWorkflowApprovalRunsTheTool(t *testing.T) {
 	var ok bool
 	var err error
 	env.RegisterDelayedCallback(func() {
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
@@ -172,11 +174,11 @@ func TestWorkflowUpdatesAnswerFalseWhereTheSpecDoes(t *testing.T) {
 		err  error
 	}
 	calls := []*call{
-		{name: client.UpdateSendUserMessage, req: client.SendUserMessageRequest{Text: strings.Repeat("x", MaxUserMessageBytes+1)}},
-		{name: client.UpdateSendUserMessage, req: client.SendUserMessageRequest{Text: " \n"}},
-		{name: client.UpdateResolveInterrupt, req: client.ResolveInterruptRequest{}},
-		{name: client.UpdateResolveInterrupt, req: client.ResolveInterruptRequest{InterruptID: "nope", Approved: true}},
-		{name: client.UpdateResolveInterrupt, req: client.ResolveInterruptRequest{InterruptID: "nope", RejectionMessage: strings.Repeat("x", MaxUserMessageBytes+1)}},
+		{name: wire.UpdateSendUserMessage, req: wire.SendUserMessageRequest{Text: strings.Repeat("x", MaxUserMessageBytes+1)}},
+		{name: wire.UpdateSendUserMessage, req: wire.SendUserMessageRequest{Text: " \n"}},
+		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{}},
+		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{InterruptID: "nope", Approved: true}},
+		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{InterruptID: "nope", RejectionMessage: strings.Repeat("x", MaxUserMessageBytes+1)}},
 	}
 	env.RegisterDelayedCallback(func() {
 		for _, c := range calls {
@@ -199,7 +201,7 @@ func TestWorkflowToolCrashRecordsOutcomeUnknown(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		var ok bool
 		var err error
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
@@ -215,11 +217,11 @@ func TestWorkflowToolCrashRecordsOutcomeUnknown(t *testing.T) {
 
 func TestWorkflowToolNotStartedRecordsFailed(t *testing.T) {
 	env, f := newEnv(t, runtime(0))
-	f.toolErr = temporal.NewApplicationError("plugin not reachable", ToolNotStartedErrorType)
+	f.toolErr = temporal.NewApplicationError("plugin not reachable", wire.ToolNotStartedErrorType)
 	env.RegisterDelayedCallback(func() {
 		var ok bool
 		var err error
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
@@ -242,10 +244,10 @@ func TestWorkflowContinuesAsNewAtATurnBoundary(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		at := time.Duration(i+1) * time.Hour
 		env.RegisterDelayedCallback(func() {
-			update(env, client.UpdateSendUserMessage, client.SendUserMessageRequest{Text: fmt.Sprintf("refund %d", i)}, &oks[2*i], &errs[2*i])
+			update(env, wire.UpdateSendUserMessage, wire.SendUserMessageRequest{Text: fmt.Sprintf("refund %d", i)}, &oks[2*i], &errs[2*i])
 		}, at)
 		env.RegisterDelayedCallback(func() {
-			update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &oks[2*i+1], &errs[2*i+1])
+			update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &oks[2*i+1], &errs[2*i+1])
 		}, at+time.Minute)
 	}
 	env.ExecuteWorkflow("TestAgent", WorkflowInput{})
@@ -281,7 +283,7 @@ func registerStoringSteps(env *testsuite.TestWorkflowEnvironment, f *fakeSteps, 
 	}
 	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildUserMessageInput) (BuildUserMessageOutput, error) {
 		return BuildUserMessageOutput{Stored: stored(in.Store, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Text})}, nil
-	}, activity.RegisterOptions{Name: client.StepBuildUserMessage})
+	}, activity.RegisterOptions{Name: wire.StepBuildUserMessage})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnInput) (ModelOutcome, error) {
 		f.modelCalls.Add(1)
 		if in.RunState == "" {
@@ -295,15 +297,15 @@ func registerStoringSteps(env *testsuite.TestWorkflowEnvironment, f *fakeSteps, 
 		}
 		rec := in.ToolCalls[0]
 		return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{}, Stored: stored(in.Store,
-			pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(rec)})}, nil
-	}, activity.RegisterOptions{Name: client.StepRunModel})
+			pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(wireconv.RunnerToolCall(rec))})}, nil
+	}, activity.RegisterOptions{Name: wire.StepRunModel})
 	tool := func(ctx context.Context, in ToolInput) (ToolOutcome, error) {
 		f.toolCalls.Add(1)
 		out := "refunded " + in.IdempotencyKey
 		return ToolOutcome{Output: &out}, nil
 	}
-	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallTool})
-	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: client.StepCallSingleAttemptTool})
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallTool})
+	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallSingleAttemptTool})
 }
 
 // TestWorkflowContinuesAsNewInsideATurn: a session with the store whose
@@ -341,11 +343,11 @@ func TestWorkflowContinuesAsNewInsideATurn(t *testing.T) {
 	var ok bool
 	var err error
 	env.RegisterDelayedCallback(func() {
-		update(env, client.UpdateResolveInterrupt, client.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
+		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
-		if s.State.Status != client.StatusWaitingForUserMessage || len(s.Messages) != 2 {
+		if s.State.Status != wire.StatusWaitingForUserMessage || len(s.Messages) != 2 {
 			t.Errorf("after the approval: %+v, %d messages", s.State, len(s.Messages))
 		} else if got := s.Messages[1].Text; !strings.HasPrefix(got, "succeeded: refunded") {
 			t.Errorf("answer = %q", got)

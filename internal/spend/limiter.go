@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Ledger is the part of the message store that sums spend across
@@ -44,7 +44,7 @@ type Call struct {
 	Key               string
 	Token             string
 	SessionID, TurnID string
-	Session, Turn     client.Spend
+	Session, Turn     wire.Spend
 	Now               time.Time
 	SummaryCall       bool
 }
@@ -63,14 +63,14 @@ var ErrNoLedger = errors.New("spend: a per_day spend limit needs the message sto
 // Check returns the refusal of the first budget that stops c, or nil. An
 // error (the ledger or the hook cannot answer) fails the check closed:
 // the Step fails, and its retries ask again.
-func (l *Limiter) Check(ctx context.Context, p *Policy, c *Call) (*client.SpendRefusal, error) {
+func (l *Limiter) Check(ctx context.Context, p *Policy, c *Call) (*wire.SpendRefusal, error) {
 	if !p.Active() {
 		return nil, nil
 	}
 	for _, b := range []struct {
 		scope string
 		b     *Budget
-		used  client.Spend
+		used  wire.Spend
 	}{
 		{"session", p.Limits.Session, c.Session}, {"turn", p.Limits.Turn, c.Turn},
 		{"token_session", p.TokenLimits.Session, c.Session}, {"token_turn", p.TokenLimits.Turn, c.Turn},
@@ -119,7 +119,7 @@ func (l *Limiter) spent(ctx context.Context, scope transcript.SpendScope, now ti
 // it), and to the hook. It returns the call's cost and what the budgets
 // left. A ledger or hook failure here is logged, never returned: the call
 // was made, and failing its Step would make it again.
-func (l *Limiter) Charge(ctx context.Context, p *Policy, c *Call, used Spend) (int64, *client.SpendLeft) {
+func (l *Limiter) Charge(ctx context.Context, p *Policy, c *Call, used Spend) (int64, *wire.SpendLeft) {
 	if !p.Active() {
 		return 0, nil
 	}
@@ -136,7 +136,7 @@ func (l *Limiter) Charge(ctx context.Context, p *Policy, c *Call, used Spend) (i
 		}
 	}
 	session := fromClient(c.Session).Add(used)
-	left := &client.SpendLeft{AsOf: c.Now.UTC().Format(time.RFC3339)}
+	left := &wire.SpendLeft{AsOf: c.Now.UTC().Format(time.RFC3339)}
 	left.Session = toClient(Left(p.Limits.Session, session))
 	left.TokenSession = toClient(Left(p.TokenLimits.Session, session))
 	if p.Limits.Day != nil && l.Ledger != nil {
@@ -169,19 +169,19 @@ func (l *Limiter) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (r *Refusal) client() *client.SpendRefusal {
-	return &client.SpendRefusal{Scope: r.Scope, Counter: r.Counter, Used: r.Used, Limit: r.Limit, Reason: r.Reason}
+func (r *Refusal) client() *wire.SpendRefusal {
+	return &wire.SpendRefusal{Scope: r.Scope, Counter: r.Counter, Used: r.Used, Limit: r.Limit, Reason: r.Reason}
 }
 
-func fromClient(s client.Spend) Spend {
+func fromClient(s wire.Spend) Spend {
 	return Spend{ModelCalls: s.ModelCalls, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CostMicros: s.CostMicros}
 }
 
-func toClient(b *Budget) *client.Spend {
+func toClient(b *Budget) *wire.Spend {
 	if b == nil {
 		return nil
 	}
-	return &client.Spend{ModelCalls: b.ModelCalls, InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, CostMicros: b.CostMicros}
+	return &wire.Spend{ModelCalls: b.ModelCalls, InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, CostMicros: b.CostMicros}
 }
 
 // Hook is an application's spend limit behind HTTP.
@@ -205,9 +205,9 @@ type HookRequest struct {
 	Summary bool `json:"summary_call,omitempty"`
 	// Session and Turn are what the session and the turn used before the
 	// call; Used (report only) is what the call used.
-	Session client.Spend  `json:"session"`
-	Turn    client.Spend  `json:"turn"`
-	Used    *client.Spend `json:"used,omitempty"`
+	Session wire.Spend  `json:"session"`
+	Turn    wire.Spend  `json:"turn"`
+	Used    *wire.Spend `json:"used,omitempty"`
 }
 
 // HookResponse is the hook's answer to a check.
@@ -219,7 +219,7 @@ type HookResponse struct {
 // ErrHook wraps every failure to get an answer from the hook.
 var ErrHook = errors.New("spend limit hook")
 
-func (h *Hook) check(ctx context.Context, hc *http.Client, p *Policy, c *Call) (*client.SpendRefusal, error) {
+func (h *Hook) check(ctx context.Context, hc *http.Client, p *Policy, c *Call) (*wire.SpendRefusal, error) {
 	body, err := h.post(ctx, hc, h.request("check", p, c, nil))
 	if err != nil {
 		return nil, err
@@ -238,11 +238,11 @@ func (h *Hook) check(ctx context.Context, hc *http.Client, p *Policy, c *Call) (
 	if len(reason) > 500 {
 		reason = reason[:500]
 	}
-	return &client.SpendRefusal{Scope: "hook", Reason: ErrorPrefix + reason}, nil
+	return &wire.SpendRefusal{Scope: "hook", Reason: ErrorPrefix + reason}, nil
 }
 
 func (h *Hook) report(ctx context.Context, hc *http.Client, p *Policy, c *Call, used Spend) error {
-	u := client.Spend{ModelCalls: used.ModelCalls, InputTokens: used.InputTokens, OutputTokens: used.OutputTokens, CostMicros: used.CostMicros}
+	u := wire.Spend{ModelCalls: used.ModelCalls, InputTokens: used.InputTokens, OutputTokens: used.OutputTokens, CostMicros: used.CostMicros}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if _, err = h.post(ctx, hc, h.request("report", p, c, &u)); err == nil || ctx.Err() != nil {
@@ -253,7 +253,7 @@ func (h *Hook) report(ctx context.Context, hc *http.Client, p *Policy, c *Call, 
 	return err
 }
 
-func (h *Hook) request(phase string, p *Policy, c *Call, used *client.Spend) HookRequest {
+func (h *Hook) request(phase string, p *Policy, c *Call, used *wire.Spend) HookRequest {
 	return HookRequest{Phase: phase, Key: c.Key, Agent: p.Agent, APIToken: c.Token, SessionID: c.SessionID, TurnID: c.TurnID,
 		Summary: c.SummaryCall, Session: c.Session, Turn: c.Turn, Used: used}
 }

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestCost(t *testing.T) {
@@ -132,7 +132,7 @@ func TestLimiterPerDay(t *testing.T) {
 func TestLimiterSessionAndTurn(t *testing.T) {
 	l := &Limiter{}
 	p := &Policy{Agent: "a", Limits: Limits{Session: &Budget{InputTokens: 1000}, Turn: &Budget{ModelCalls: 2}}, TokenLimits: Limits{Session: &Budget{CostMicros: 50}}}
-	c := &Call{Session: client.Spend{InputTokens: 999, CostMicros: 49}, Turn: client.Spend{ModelCalls: 1}}
+	c := &Call{Session: wire.Spend{InputTokens: 999, CostMicros: 49}, Turn: wire.Spend{ModelCalls: 1}}
 	if r, err := l.Check(t.Context(), p, c); r != nil || err != nil {
 		t.Fatalf("refused: %+v %v", r, err)
 	}
@@ -180,7 +180,7 @@ func TestHook(t *testing.T) {
 	ctx := t.Context()
 	l := &Limiter{}
 	p := &Policy{Agent: "support", Hook: &Hook{URL: srv.URL, Timeout: 100 * time.Millisecond, Headers: map[string]string{"Authorization": "Bearer hook-secret-123"}}}
-	c := &Call{Key: "run/1/1", Token: "app", SessionID: "s1", TurnID: "t1", Session: client.Spend{ModelCalls: 4}, Now: time.Now()}
+	c := &Call{Key: "run/1/1", Token: "app", SessionID: "s1", TurnID: "t1", Session: wire.Spend{ModelCalls: 4}, Now: time.Now()}
 	if r, err := l.Check(ctx, p, c); r != nil || err != nil {
 		t.Fatalf("allowed call: %+v %v", r, err)
 	}

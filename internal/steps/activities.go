@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"go.temporal.io/sdk/activity"
@@ -438,14 +439,6 @@ func hostCalls(req *pluginapi.ToolCallsRequested, offered map[string]mcpsource.T
 	return out
 }
 
-// PermanentErrorType is the application error type of a Step failure that
-// the runner marked permanent; the engine does not retry it.
-const PermanentErrorType = "PermanentRunnerError"
-
-// RetryAfterErrorType is the application error type of a Step failure
-// whose runner said when to retry (a provider's Retry-After).
-const RetryAfterErrorType = "RetryAfterRunnerError"
-
 // stepError wraps a runner failure; a permanent one fails the Step without
 // its remaining attempts, and one that says when to retry sets the next
 // attempt's delay (NextRetryDelay) in place of the retry policy's backoff.
@@ -457,9 +450,9 @@ func stepError(call string, err error) error {
 	switch {
 	case errors.As(err, &perm) || errors.Is(err, runnerhost.ErrMessageTooLarge):
 		// A message past the gRPC limit would be as large on every retry.
-		return temporal.NewNonRetryableApplicationError(call+": "+err.Error(), PermanentErrorType, nil)
+		return temporal.NewNonRetryableApplicationError(call+": "+err.Error(), wire.PermanentRunnerErrorType, nil)
 	case errors.As(err, &retry):
-		return temporal.NewApplicationErrorWithOptions(call+": "+err.Error(), RetryAfterErrorType,
+		return temporal.NewApplicationErrorWithOptions(call+": "+err.Error(), wire.RetryAfterRunnerErrorType,
 			temporal.ApplicationErrorOptions{NextRetryDelay: retry.Delay})
 	}
 	return fmt.Errorf("%s: %w", call, err)
@@ -585,10 +578,10 @@ func turnContext(in session.TurnInput, attempt int) pluginapi.TurnContext {
 		Attempt:   attempt,
 		Messages:  in.Messages,
 		RunState:  in.RunState,
-		ToolCalls: in.ToolCalls,
+		ToolCalls: wireconv.RunnerToolCalls(in.ToolCalls),
 		Policies:  in.Policies,
 		HostTools: in.HostTools,
-		Plan:      in.Plan,
+		Plan:      wireconv.RunnerPlan(in.Plan),
 
 		InteractionMode: in.Mode,
 
@@ -676,9 +669,9 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		}
 		if ctx.Err() != nil {
 			// A turn control cancelled the Step: no attempt follows.
-			return temporal.NewNonRetryableApplicationError("the turn was stopped before the tool started: "+err.Error(), session.ToolNotStartedErrorType, nil)
+			return temporal.NewNonRetryableApplicationError("the turn was stopped before the tool started: "+err.Error(), wire.ToolNotStartedErrorType, nil)
 		}
-		return temporal.NewApplicationError(err.Error(), session.ToolNotStartedErrorType)
+		return temporal.NewApplicationError(err.Error(), wire.ToolNotStartedErrorType)
 	}
 	var r pluginapi.Runner
 	var caps pluginapi.Capabilities
@@ -726,7 +719,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		}
 		if errors.As(err, &canceled) {
 			return session.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
-				"the turn was stopped before the tool started", session.ToolNotStartedErrorType, nil)
+				"the turn was stopped before the tool started", wire.ToolNotStartedErrorType, nil)
 		}
 		return session.ToolOutcome{}, notStarted(fmt.Errorf("record the started marker: %w", err))
 	}
@@ -741,7 +734,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		Agent:               in.Agent,
 		SessionID:           in.SessionID,
 		TurnID:              in.TurnID,
-		ToolCall:            call,
+		ToolCall:            wireconv.RunnerToolCall(call),
 		IdempotencyKey:      in.IdempotencyKey,
 		Attempt:             int(info.Attempt),
 		HeartbeatCheckpoint: w.checkpoint(),
@@ -764,16 +757,9 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	return a.keepOutcome(toolCtx, in, out)
 }
 
-// MCPInterruptedErrorType is the application error type of an MCP call
-// that was sent and then lost (a broken stream, a timeout after the send,
-// -32603, -32700, an HTTP error status): the engine sends a read or
-// idempotent_write again with the same idempotency key; any other effect
-// records outcome_unknown.
-const MCPInterruptedErrorType = "McpToolCallInterrupted"
-
 // callMCP runs a call the session routed to an MCP server and maps its
 // outcome as the spec's table does.
-func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call pluginapi.ToolCall, w *writer) (session.ToolOutcome, error) {
+func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call wire.ToolCall, w *writer) (session.ToolOutcome, error) {
 	progress := func(p mcpsource.Progress) {
 		payload := wire.MCPToolProgressPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, Progress: p.Progress}
 		if p.Total != 0 {
@@ -815,7 +801,7 @@ func (a *Activities) callMCP(ctx context.Context, in session.ToolInput, call plu
 		text := "the MCP tool call was not sent: " + errText(out.Err)
 		return a.keepOutcome(ctx, in, session.ToolOutcome{Error: &text})
 	default:
-		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), MCPInterruptedErrorType)
+		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), wire.MCPInterruptedErrorType)
 	}
 }
 
@@ -883,7 +869,7 @@ func (a *Activities) pollMCPTask(ctx context.Context, in session.PollInput, atte
 		// The task could not be read: the engine polls again; after the
 		// poll's attempts the effect class decides (failed for a read,
 		// outcome_unknown otherwise). A poll never calls the tool again.
-		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), MCPInterruptedErrorType)
+		return session.ToolOutcome{}, temporal.NewApplicationError(a.redact(errText(out.Err)), wire.MCPInterruptedErrorType)
 	}
 }
 
@@ -898,7 +884,7 @@ func endedOutcome(out mcpsource.Outcome) session.ToolOutcome {
 }
 
 // taskStatusPayload is the payload of mcp.task_status.
-func taskStatusPayload(call pluginapi.ToolCall, t *mcpsource.Task) wire.MCPTaskStatusPayload {
+func taskStatusPayload(call wire.ToolCall, t *mcpsource.Task) wire.MCPTaskStatusPayload {
 	return wire.MCPTaskStatusPayload{ToolCallID: call.ToolCallID, ToolName: call.ToolName, TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage}
 }
 
@@ -954,8 +940,8 @@ func (a *Activities) pollTask(ctx context.Context, in session.PollInput) (sessio
 	defer stop()
 	resp, err := poller.PollToolTask(ctx, &pluginapi.PollToolTaskRequest{
 		Agent: in.Agent, SessionID: in.SessionID, TurnID: in.TurnID,
-		ToolCall: in.ToolCall, TaskID: in.ToolCall.TaskID, Continuation: in.ToolCall.InputContinuation,
-		PendingAnswer: in.ToolCall.TaskAnswerPending, Attempt: int(info.Attempt), Events: w,
+		ToolCall: wireconv.RunnerToolCall(in.ToolCall), TaskID: in.ToolCall.TaskID, Continuation: in.ToolCall.InputContinuation,
+		PendingAnswer: wireconv.QuestionAnswer(in.ToolCall.TaskAnswerPending), Attempt: int(info.Attempt), Events: w,
 	})
 	var toolErr *pluginapi.ToolExecutionError
 	if errors.As(err, &toolErr) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestCheckModelResponse(t *testing.T) {
@@ -40,7 +41,7 @@ func TestCheckModelResponse(t *testing.T) {
 }
 
 func TestToolOutcome(t *testing.T) {
-	in := session.ToolInput{ToolCall: pluginapi.ToolCall{ToolName: "report"}}
+	in := session.ToolInput{ToolCall: wire.ToolCall{ToolName: "report"}}
 	out, err := toolOutcome(in, &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: "ok"}}, false)
 	if err != nil || out.Output == nil || *out.Output != "ok" {
 		t.Errorf("result: %+v %v", out, err)

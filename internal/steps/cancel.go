@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -26,7 +29,7 @@ func (a *Activities) CancelToolTask(ctx context.Context, in session.PollInput) (
 			return out, a.finish(ctx, errors.New("this worker runs no MCP tools (no mcp_servers in its config)"))
 		}
 		if err := a.MCP.CancelTask(ctx, in.Agent, in.HostSource, in.ToolCall.TaskID); err != nil {
-			return out, a.finish(ctx, temporal.NewApplicationError(a.redact(err.Error()), MCPInterruptedErrorType))
+			return out, a.finish(ctx, temporal.NewApplicationError(a.redact(err.Error()), wire.MCPInterruptedErrorType))
 		}
 		out.Cancelled = true
 		return out, nil
@@ -40,7 +43,7 @@ func (a *Activities) CancelToolTask(ctx context.Context, in session.PollInput) (
 		return out, nil
 	}
 	if err := c.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{
-		Agent: in.Agent, SessionID: in.SessionID, ToolCall: in.ToolCall, TaskID: in.ToolCall.TaskID,
+		Agent: in.Agent, SessionID: in.SessionID, ToolCall: wireconv.RunnerToolCall(in.ToolCall), TaskID: in.ToolCall.TaskID,
 	}); err != nil {
 		return out, a.finish(ctx, stepError("cancel_tool_task", err))
 	}

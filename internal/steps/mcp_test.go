@@ -105,7 +105,7 @@ func TestRunModelOffersTheAgentsMCPTools(t *testing.T) {
 // with the spec's five keys; no secret reaches an error or an event.
 func TestMCPOutcomesMapToTheSpecsTable(t *testing.T) {
 	in := session.ToolInput{Agent: "a", SessionID: "s", TurnID: "turn-1", IdempotencyKey: "s/turn-1/c1", HostSource: "mcp:files/read",
-		ToolCall: pluginapi.ToolCall{ToolCallID: "c1", ToolName: "files__read", Arguments: `{"path":"/x"}`}}
+		ToolCall: wire.ToolCall{ToolCallID: "c1", ToolName: "files__read", Arguments: `{"path":"/x"}`}}
 	tests := []struct {
 		name      string
 		out       mcpsource.Outcome
@@ -131,8 +131,8 @@ func TestMCPOutcomesMapToTheSpecsTable(t *testing.T) {
 			switch {
 			case tt.wantRetry != "":
 				var app *temporal.ApplicationError
-				if !errors.As(err, &app) || app.NonRetryable() || app.Type() != MCPInterruptedErrorType || !strings.Contains(app.Error(), tt.wantRetry) {
-					t.Errorf("error = %v, want a retryable %s: %s", err, MCPInterruptedErrorType, tt.wantRetry)
+				if !errors.As(err, &app) || app.NonRetryable() || app.Type() != wire.MCPInterruptedErrorType || !strings.Contains(app.Error(), tt.wantRetry) {
+					t.Errorf("error = %v, want a retryable %s: %s", err, wire.MCPInterruptedErrorType, tt.wantRetry)
 				}
 			case err != nil:
 				t.Fatalf("error = %v", err)
@@ -175,7 +175,7 @@ func TestMCPElicitationIsAQuestionAndItsAnswerGoesBack(t *testing.T) {
 		Question: "Which account?", Choices: []string{"checking", "savings"}, Continuation: `{"key":"q1"}`}}}
 	a := &Activities{MCP: f}
 	in := session.ToolInput{Agent: "a", IdempotencyKey: "s/turn-1/c1", HostSource: "mcp:bank/charge",
-		ToolCall: pluginapi.ToolCall{ToolCallID: "c1", ToolName: "bank__charge", Arguments: `{}`}}
+		ToolCall: wire.ToolCall{ToolCallID: "c1", ToolName: "bank__charge", Arguments: `{}`}}
 	got, err := a.callMCP(context.Background(), in, in.ToolCall, &writer{a: a})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestMCPTaskPolls(t *testing.T) {
 	tests := []struct {
 		name         string
 		continuation string
-		pending      *pluginapi.QuestionAnswer
+		pending      *wire.QuestionAnswer
 		attempt      int
 		poll         mcpsource.TaskPoll
 		want         session.ToolOutcome
@@ -230,7 +230,7 @@ func TestMCPTaskPolls(t *testing.T) {
 		{name: "the same request long after the answer", continuation: string(longAgo), poll: mcpsource.TaskPoll{Task: asking, Input: question}, attempt: 1,
 			want:  session.ToolOutcome{InputRequested: &session.InputRequest{Question: "Which queue?", Choices: []string{"fast", "slow"}, Continuation: question.Continuation}},
 			calls: []string{"poll a mcp:ts/job t1"}},
-		{name: "a retried attempt asks again", continuation: question.Continuation, pending: &pluginapi.QuestionAnswer{Resolution: "answered", Answer: "slow"},
+		{name: "a retried attempt asks again", continuation: question.Continuation, pending: &wire.QuestionAnswer{Resolution: "answered", Answer: "slow"},
 			poll: mcpsource.TaskPoll{Task: asking, Input: question}, attempt: 2, events: 1,
 			want:  session.ToolOutcome{InputRequested: &session.InputRequest{Question: "Which queue?", Choices: []string{"fast", "slow"}, Continuation: question.Continuation}},
 			calls: []string{"poll a mcp:ts/job t1"}},
@@ -248,7 +248,7 @@ func TestMCPTaskPolls(t *testing.T) {
 					statuses++
 				}
 			})}
-			in := session.PollInput{Agent: "a", HostSource: "mcp:ts/job", ToolCall: pluginapi.ToolCall{ToolCallID: "c1", ToolName: "ts__job", TaskID: "t1",
+			in := session.PollInput{Agent: "a", HostSource: "mcp:ts/job", ToolCall: wire.ToolCall{ToolCallID: "c1", ToolName: "ts__job", TaskID: "t1",
 				TaskPollIntervalSeconds: 2, InputContinuation: tt.continuation, TaskAnswerPending: tt.pending}}
 			got, err := a.pollMCPTask(context.Background(), in, tt.attempt, &writer{a: a})
 			if err != nil {

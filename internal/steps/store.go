@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -20,10 +22,6 @@ import (
 // chunks, delete chunks for retention), then its own work, then writes its
 // messages as window rows fenced by its Gen and attempt, and returns
 // previews. A Step that runs the model loads the transcript from the store.
-
-// StoreErrorType is the application error type of a Step failure that
-// retrying cannot fix: a message over the store's cap.
-const StoreErrorType = "MessageStoreRefused"
 
 // blobSweepMargin spares blobs younger than this from a sweep: a blob the
 // HTTP API stored for a message on its way to the session, or a running
@@ -118,7 +116,7 @@ func (a *Activities) storeMessages(ctx context.Context, sessionID, turnID string
 		if size > transcript.MaxMessageBytes {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"message %d is %d bytes encoded (its text and framework item); one message may be at most %d", rows[i].Sequence, size, transcript.MaxMessageBytes),
-				StoreErrorType, nil)
+				wire.MessageStoreErrorType, nil)
 		}
 		e := session.Entry{Message: rows[i], Bytes: int64(size)}
 		e.Item = ""
@@ -132,7 +130,7 @@ func (a *Activities) storeMessages(ctx context.Context, sessionID, turnID string
 	}
 	if err := st.PutWindow(ctx, sessionID, transcript.Writer{Gen: w.Gen, Attempt: attempt}, rows); err != nil {
 		if errors.Is(err, transcript.ErrTooLarge) {
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), StoreErrorType, nil)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), wire.MessageStoreErrorType, nil)
 		}
 		return nil, fmt.Errorf("store messages %d..%d: %w", rows[0].Sequence, rows[len(rows)-1].Sequence, err)
 	}
@@ -175,7 +173,7 @@ func (a *Activities) keepLarge(ctx context.Context, sessionID, text string) (pre
 	ref, err = st.PutBlob(ctx, sessionID, []byte(text))
 	if err != nil {
 		if errors.Is(err, transcript.ErrTooLarge) {
-			return "", "", temporal.NewNonRetryableApplicationError(err.Error(), StoreErrorType, nil)
+			return "", "", temporal.NewNonRetryableApplicationError(err.Error(), wire.MessageStoreErrorType, nil)
 		}
 		return "", "", fmt.Errorf("store a large text: %w", err)
 	}
@@ -184,7 +182,7 @@ func (a *Activities) keepLarge(ctx context.Context, sessionID, text string) (pre
 
 // resolveTurn fills a turn's large fields back in from the store: the run
 // state and the records' arguments and outputs.
-func (a *Activities) resolveTurn(ctx context.Context, in session.TurnInput) (string, []pluginapi.ToolCall, error) {
+func (a *Activities) resolveTurn(ctx context.Context, in session.TurnInput) (string, []wire.ToolCall, error) {
 	runState := in.RunState
 	if in.RunStateRef != "" {
 		s, err := a.blob(ctx, in.SessionID, in.RunStateRef)
@@ -193,7 +191,7 @@ func (a *Activities) resolveTurn(ctx context.Context, in session.TurnInput) (str
 		}
 		runState = s
 	}
-	calls := append([]pluginapi.ToolCall(nil), in.ToolCalls...)
+	calls := append([]wire.ToolCall(nil), in.ToolCalls...)
 	for _, r := range in.Refs {
 		for i := range calls {
 			if calls[i].ToolCallID != r.ToolCallID {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/sdk/activity"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -64,7 +66,7 @@ func (e toolExecutionError) Type() string  { return "ToolExecutionError" }
 
 // startToolSpan starts the execute_tool span of a tool Step attempt; end
 // takes the attempt's outcome.
-func (a *Activities) startToolSpan(ctx context.Context, turnID string, call pluginapi.ToolCall) (context.Context, func(session.ToolOutcome, error)) {
+func (a *Activities) startToolSpan(ctx context.Context, turnID string, call wire.ToolCall) (context.Context, func(session.ToolOutcome, error)) {
 	if a.Tracer == nil {
 		return ctx, func(session.ToolOutcome, error) {}
 	}

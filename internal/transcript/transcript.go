@@ -32,7 +32,7 @@ const (
 	// MaxMessageBytes is the hard cap on one message's encoding (its text
 	// and its framework item together), and on one blob. Every write
 	// refuses a larger one with ErrTooLarge. It leaves room for a text at
-	// the senders' limit (8 MiB, client.MaxMessageBytes) and a runner's
+	// the senders' limit (8 MiB, wire.MaxMessageBytes) and a runner's
 	// item that repeats it with escapes.
 	MaxMessageBytes = 32 << 20
 	// DefaultRetainedMessageLimit is the default retained_message_limit.

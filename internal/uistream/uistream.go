@@ -38,9 +38,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/wire"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // Header is the response header of a UI message stream.
@@ -90,9 +88,9 @@ const (
 type Session interface {
 	// ToolCall is the record of a tool call of the turn (its arguments,
 	// output or error); false when the session no longer holds it.
-	ToolCall(id string) (pluginapi.ToolCall, bool)
+	ToolCall(id string) (wire.ToolCall, bool)
 	// Plan is the session's plan, or nil.
-	Plan() *pluginapi.Plan
+	Plan() *wire.Plan
 }
 
 // Options configure a Translator.
@@ -236,7 +234,7 @@ func (t *Translator) Add(e events.Event) []Chunk {
 	case wire.EventToolCallFinished:
 		var p wire.ToolCallFinishedPayload
 		if json.Unmarshal(e.Payload, &p) == nil && p.ToolCallID != "" {
-			out = append(out, t.output(p.ToolCallID, p.ToolName, pluginapi.ToolCallStatus(p.Status))...)
+			out = append(out, t.output(p.ToolCallID, p.ToolName, wire.ToolCallStatus(p.Status))...)
 		}
 	case wire.EventPlanUpdated:
 		var p map[string]any
@@ -323,7 +321,7 @@ func ParseApprovalID(id string) (interruptID, digest string) {
 
 // Settled sends the outputs of calls the session settled before the
 // stream began, which a continuing client may not hold.
-func (t *Translator) Settled(calls []pluginapi.ToolCall) []Chunk {
+func (t *Translator) Settled(calls []wire.ToolCall) []Chunk {
 	var out []Chunk
 	for _, c := range calls {
 		if c.Status.Final() && !t.finished[c.ToolCallID] {
@@ -494,17 +492,17 @@ func (t *Translator) input(id, name string) []Chunk {
 	return []Chunk{{Type: "tool-input-available", ToolCallID: id, ToolName: name, Input: json.RawMessage(args)}}
 }
 
-func (t *Translator) output(id, name string, status pluginapi.ToolCallStatus) []Chunk {
+func (t *Translator) output(id, name string, status wire.ToolCallStatus) []Chunk {
 	rec, ok := t.session.ToolCall(id)
 	if !ok {
-		rec = pluginapi.ToolCall{ToolCallID: id, ToolName: name}
+		rec = wire.ToolCall{ToolCallID: id, ToolName: name}
 	}
 	rec.Status = status
 	return t.outputOf(rec)
 }
 
 // outputOf sends the output of a settled call.
-func (t *Translator) outputOf(rec pluginapi.ToolCall) []Chunk {
+func (t *Translator) outputOf(rec wire.ToolCall) []Chunk {
 	id, name, status := rec.ToolCallID, rec.ToolName, rec.Status
 	var out []Chunk
 	if !t.opts.Continuing {
@@ -515,17 +513,17 @@ func (t *Translator) outputOf(rec pluginapi.ToolCall) []Chunk {
 	t.finished[id] = true
 	delete(t.pending, id)
 	switch status {
-	case pluginapi.ToolCallSucceeded:
+	case wire.ToolCallSucceeded:
 		b, _ := json.Marshal(rec.Output)
 		return append(out, Chunk{Type: "tool-output-available", ToolCallID: id, Output: b})
-	case pluginapi.ToolCallRejected:
+	case wire.ToolCallRejected:
 		return append(out, Chunk{Type: "tool-output-denied", ToolCallID: id})
 	default:
 		text := rec.Error
 		if text == "" {
 			text = "the tool call ended " + string(status)
 		}
-		if status == pluginapi.ToolCallOutcomeUnknown {
+		if status == wire.ToolCallOutcomeUnknown {
 			text = "outcome unknown: " + text
 		}
 		return append(out, Chunk{Type: "tool-output-error", ToolCallID: id, ErrorText: text})
@@ -537,7 +535,7 @@ func (t *Translator) raised(e events.Event) []Chunk {
 	if json.Unmarshal(e.Payload, &p) != nil || p.InterruptID == "" {
 		return nil
 	}
-	if p.Kind == client.InterruptKindQuestion {
+	if p.Kind == wire.InterruptKindQuestion {
 		q := &question{InterruptID: p.InterruptID, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Question: p.Question,
 			Choices: p.Choices, AllowsFreeText: p.AllowsFreeText, Deadline: p.Deadline, Status: "pending"}
 		if q.Choices == nil {

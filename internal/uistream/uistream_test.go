@@ -7,20 +7,20 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/internal/events"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 type fakeSession struct {
-	calls map[string]pluginapi.ToolCall
-	plan  *pluginapi.Plan
+	calls map[string]wire.ToolCall
+	plan  *wire.Plan
 }
 
-func (f fakeSession) ToolCall(id string) (pluginapi.ToolCall, bool) {
+func (f fakeSession) ToolCall(id string) (wire.ToolCall, bool) {
 	c, ok := f.calls[id]
 	return c, ok
 }
 
-func (f fakeSession) Plan() *pluginapi.Plan { return f.plan }
+func (f fakeSession) Plan() *wire.Plan { return f.plan }
 
 func ev(typ, turn, exec string, attempt int, payload string) events.Event {
 	return events.Event{Type: typ, TurnID: turn, StepExecutionID: exec, Attempt: attempt, Payload: json.RawMessage(payload)}
@@ -97,11 +97,11 @@ func render(chunks []Chunk) string {
 }
 
 func TestTranslate(t *testing.T) {
-	sess := fakeSession{calls: map[string]pluginapi.ToolCall{
-		"c1": {ToolCallID: "c1", ToolName: "lookup_order", Arguments: `{"order_id":7}`, Status: pluginapi.ToolCallSucceeded, Output: "order 7: shipped"},
-		"c2": {ToolCallID: "c2", ToolName: "refund_order", Arguments: `{"order_id":7}`, Status: pluginapi.ToolCallRejected},
-		"c3": {ToolCallID: "c3", ToolName: "flaky", Arguments: `not json`, Status: pluginapi.ToolCallFailed, Error: "boom"},
-		"c4": {ToolCallID: "c4", ToolName: "write", Arguments: `{}`, Status: pluginapi.ToolCallOutcomeUnknown, Error: "the worker died"},
+	sess := fakeSession{calls: map[string]wire.ToolCall{
+		"c1": {ToolCallID: "c1", ToolName: "lookup_order", Arguments: `{"order_id":7}`, Status: wire.ToolCallSucceeded, Output: "order 7: shipped"},
+		"c2": {ToolCallID: "c2", ToolName: "refund_order", Arguments: `{"order_id":7}`, Status: wire.ToolCallRejected},
+		"c3": {ToolCallID: "c3", ToolName: "flaky", Arguments: `not json`, Status: wire.ToolCallFailed, Error: "boom"},
+		"c4": {ToolCallID: "c4", ToolName: "write", Arguments: `{}`, Status: wire.ToolCallOutcomeUnknown, Error: "the worker died"},
 	}}
 	tests := []struct {
 		name   string
@@ -301,7 +301,7 @@ data-dex-plan plan {"revision":2,"status":"active","task_count":1,"tasks":[{"con
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := sess
-			s.plan = &pluginapi.Plan{Revision: 2, Status: "active", Tasks: []pluginapi.PlanTask{{Content: "refund 7", Status: "pending"}}}
+			s.plan = &wire.Plan{Revision: 2, Status: "active", Tasks: []wire.PlanTask{{Content: "refund 7", Status: "pending"}}}
 			tr := New(tt.opts, s)
 			var got []Chunk
 			for _, e := range tt.events {
@@ -347,8 +347,8 @@ func TestPauseAndPendingApprovals(t *testing.T) {
 }
 
 func TestContinuingStreamSendsWhatSettledBefore(t *testing.T) {
-	calls := []pluginapi.ToolCall{
-		{ToolCallID: "c1", ToolName: "lookup_order", Status: pluginapi.ToolCallSucceeded, Output: "ok"},
+	calls := []wire.ToolCall{
+		{ToolCallID: "c1", ToolName: "lookup_order", Status: wire.ToolCallSucceeded, Output: "ok"},
 		{ToolCallID: "c2", ToolName: "refund_order", Status: client_awaiting},
 	}
 	tr := New(Options{Turn: "t1", Continuing: true}, fakeSession{})
@@ -362,7 +362,7 @@ func TestContinuingStreamSendsWhatSettledBefore(t *testing.T) {
 	}
 }
 
-const client_awaiting = pluginapi.ToolCallStatus("awaiting_approval")
+const client_awaiting = wire.ToolCallStatus("awaiting_approval")
 
 // FuzzTranslate feeds event sequences (types, step executions, attempts
 // and payloads chosen by the input, any payload bytes) to the translator:
@@ -373,7 +373,7 @@ func FuzzTranslate(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 'a', 0, 2, 1, 'b', 1, 2, 'a', 3, 0, 0, 7}, false)
 	f.Add([]byte{0, 1, 1, 'x', 0, 1, 2, 'y', 2, 1, 1, 'z', 3, 0, 0, 4, 5, 6, 7}, true)
 	f.Fuzz(func(t *testing.T, in []byte, v7 bool) {
-		tr := New(Options{Turn: "t1", V7: v7}, fakeSession{calls: map[string]pluginapi.ToolCall{}})
+		tr := New(Options{Turn: "t1", V7: v7}, fakeSession{calls: map[string]wire.ToolCall{}})
 		types := []string{"text_delta", "reasoning_delta", "text_delta", "usage_recorded", "tool_call_deferred", "tool_call_finished", "interrupt_raised", "turn_completed"}
 		open := map[string]string{} // part ID -> kind
 		ended := false
@@ -440,7 +440,7 @@ func TestApprovalIDCarriesTheDigest(t *testing.T) {
 			t.Errorf("ParseApprovalID(%q) = %q, %q; want %q, %q", id, in, d, wantIn, wantD)
 		}
 	}
-	tr := New(Options{}, fakeSession{calls: map[string]pluginapi.ToolCall{}})
+	tr := New(Options{}, fakeSession{calls: map[string]wire.ToolCall{}})
 	chunks := tr.RequestApproval("c1", "c1", "refund_order", digest)
 	last := chunks[len(chunks)-1]
 	if last.Type != "tool-approval-request" || last.ApprovalID != "c1#"+digest {

@@ -1,11 +1,9 @@
-package client
+package wire
 
 import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
-	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Names on the wire. A session is driven with plain JSON payloads through
@@ -175,12 +173,9 @@ type CancelTurnRequest struct {
 // CloseSessionRequest is the input of close_session.
 type CloseSessionRequest struct{}
 
-// SessionClosedReason is the error of a request a closed session refuses,
-// and SessionClosedErrorType its application error type.
-const (
-	SessionClosedReason    = "session_closed: the session was closed and takes no new messages"
-	SessionClosedErrorType = "SessionClosed"
-)
+// SessionClosedReason is the error of a request a closed session refuses
+// (SessionClosedErrorType).
+const SessionClosedReason = "session_closed: the session was closed and takes no new messages"
 
 // ExecutePlanRequest is the input of execute_plan: the plan revision the
 // user approved.
@@ -229,14 +224,6 @@ type ExtendInterruptResult struct {
 	Deadline string `json:"deadline,omitempty"`
 }
 
-// Application error types of refused approval requests.
-const (
-	// ApprovalDigestErrorType refuses a resolve_interrupt whose digest does
-	// not match the approval's call, or that lacks one where required.
-	ApprovalDigestErrorType = "ApprovalDigestMismatch"
-	// InterruptNotExtendedErrorType refuses an extend_interrupt.
-	InterruptNotExtendedErrorType = "InterruptNotExtended"
-)
 
 // ListMessagesRequest is the input of list_agent_messages. A zero
 // BeforeSequence asks for the newest page.
@@ -250,7 +237,15 @@ type ListMessagesRequest struct {
 // of a long message is cut to its beginning and TextTruncated is set; the
 // HTTP API and the message store serve it whole.
 type Message struct {
-	pluginapi.Message
+	Sequence   int64          `json:"sequence"`
+	Role       Role           `json:"role"`
+	Text       string         `json:"text"`
+	Item       string         `json:"framework_item,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	ToolName   string         `json:"tool_name,omitempty"`
+	TurnID     string         `json:"turn_id,omitempty"`
+	ToolStatus ToolCallStatus `json:"tool_status,omitempty"`
+	// TextTruncated says Text is the beginning of a longer message.
 	TextTruncated bool `json:"text_truncated,omitempty"`
 }
 
@@ -338,15 +333,6 @@ type AnswerQuestionRequest struct {
 	Answer      string `json:"answer"`
 }
 
-// The statuses of a tool call record that waits, as snapshots show them
-// (records a runner sees are final, or approved while the call runs).
-const (
-	ToolCallAwaitingApproval pluginapi.ToolCallStatus = "awaiting_approval"
-	ToolCallAwaitingAnswer   pluginapi.ToolCallStatus = "awaiting_answer"
-	ToolCallWaitingForTimer  pluginapi.ToolCallStatus = "waiting_for_timer"
-	ToolCallWaitingForTask   pluginapi.ToolCallStatus = "waiting_for_task"
-)
-
 // QueuedMessage is a user message waiting for its turn.
 type QueuedMessage struct {
 	MessageID string `json:"message_id"`
@@ -364,8 +350,8 @@ type Snapshot struct {
 	State             *SessionState        `json:"state"`
 	Messages          []Message            `json:"messages"`
 	PendingInterrupts []Interrupt          `json:"pending_interrupts"`
-	ToolCalls         []pluginapi.ToolCall `json:"tool_calls"`
-	Usage             pluginapi.Usage      `json:"usage"`
+	ToolCalls         []ToolCall `json:"tool_calls"`
+	Usage             Usage      `json:"usage"`
 	QueuedMessages    []QueuedMessage      `json:"queued_messages"`
 	QueuedCount       int                  `json:"queued_message_count"`
 	// SteeredMessages are the steered messages not applied yet: the next
@@ -381,7 +367,7 @@ type Snapshot struct {
 	// limits leave, when the worker prices calls or limits spend.
 	Spend *SpendStatus `json:"spend,omitempty"`
 	// Plan is the session's plan (write_todos), once one was written.
-	Plan *pluginapi.Plan `json:"plan,omitempty"`
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // Spend counts model calls, tokens and cost (in millionths of a US
@@ -416,10 +402,6 @@ type SpendLeft struct {
 	// AsOf is when the Step counted them (RFC 3339).
 	AsOf string `json:"as_of"`
 }
-
-// SpendRefusal says which budget stopped a model call; it is the payload
-// of the spend_limit_reached event (package wire).
-type SpendRefusal = wire.SpendRefusal
 
 // SpendLimitErrorPrefix starts the last_turn_error of a turn that a spend
 // limit stopped.

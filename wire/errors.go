@@ -1,0 +1,35 @@
+package wire
+
+// Application error types (a Temporal ApplicationError's type). A client
+// sees the first three as the failure of an update it sent; the rest are
+// failures of Steps, which the session handles itself and which show in
+// the workflow's history.
+const (
+	// SessionClosedErrorType refuses an update a closed session takes no
+	// more (SessionClosedReason).
+	SessionClosedErrorType = "SessionClosed"
+	// ApprovalDigestErrorType refuses a resolve_interrupt whose digest does
+	// not match the approval's call, or that lacks one where required.
+	ApprovalDigestErrorType = "ApprovalDigestMismatch"
+	// InterruptNotExtendedErrorType refuses an extend_interrupt.
+	InterruptNotExtendedErrorType = "InterruptNotExtended"
+
+	// ToolNotStartedErrorType fails a tool Step that failed before any
+	// attempt reached the tool.
+	ToolNotStartedErrorType = "ToolNotStarted"
+	// MessageStoreErrorType fails a Step that retrying cannot fix: a
+	// message over the store's cap.
+	MessageStoreErrorType = "MessageStoreRefused"
+	// PermanentRunnerErrorType fails a Step the runner marked permanent;
+	// the engine does not retry it.
+	PermanentRunnerErrorType = "PermanentRunnerError"
+	// RetryAfterRunnerErrorType fails a Step whose runner said when to
+	// retry (a provider's Retry-After).
+	RetryAfterRunnerErrorType = "RetryAfterRunnerError"
+	// MCPInterruptedErrorType fails an MCP call that was sent and then
+	// lost (a broken stream, a timeout after the send, -32603, -32700, an
+	// HTTP error status): the engine sends a read or idempotent_write again
+	// with the same idempotency key; any other effect records
+	// outcome_unknown.
+	MCPInterruptedErrorType = "McpToolCallInterrupted"
+)
