@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -23,88 +22,10 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
-// What a session can wait for, as ListSessionsOptions.WaitingFor and
-// SessionSummary.WaitingFor name it; each is one Step of the
-// ActiveStepTypes search attribute (see WaitingForStep).
-const (
-	WaitingForApproval = "approval" // AwaitToolApproval: a tool call waits for approval
-	WaitingForQuestion = "question" // AwaitQuestionAnswer: a question (ask_user, a tool's input request) waits for an answer
-	WaitingForTimer    = "timer"    // AwaitTimer: a durable wait runs
-	WaitingForTask     = "task"     // PollToolTask: a tool task is polled until it finishes
-	WaitingForUser     = "user"     // AwaitUserMessage: the session waits for the next user message
-)
-
-// waitingSteps maps each waiting kind to its Step, in the order kinds are
-// listed.
-var waitingSteps = []struct{ kind, step string }{
-	{WaitingForApproval, wire.StepAwaitToolApproval},
-	{WaitingForQuestion, wire.StepAwaitQuestionAnswer},
-	{WaitingForTimer, wire.StepAwaitTimer},
-	{WaitingForTask, wire.StepPollToolTask},
-	{WaitingForUser, wire.StepAwaitUserMessage},
-}
-
-// WaitingForKinds lists the kinds ListSessions takes, in a fixed order.
-func WaitingForKinds() []string {
-	out := make([]string, len(waitingSteps))
-	for i, w := range waitingSteps {
-		out[i] = w.kind
-	}
-	return out
-}
-
-// WaitingForStep returns the Step a waiting kind stands for.
-func WaitingForStep(kind string) (string, bool) {
-	for _, w := range waitingSteps {
-		if w.kind == kind {
-			return w.step, true
-		}
-	}
-	return "", false
-}
-
-// ParseWaitingFor parses a comma-separated list of waiting kinds such as
-// "approval,question" (blanks around the commas are ignored; a kind named
-// twice counts once). An empty list is nil; an unknown or empty item is an
-// error that names it and the kinds allowed.
-func ParseWaitingFor(list string) ([]string, error) {
-	if strings.TrimSpace(list) == "" {
-		return nil, nil
-	}
-	var out []string
-	for _, item := range strings.Split(list, ",") {
-		kind := strings.TrimSpace(item)
-		if _, ok := WaitingForStep(kind); !ok {
-			return nil, fmt.Errorf("waiting_for %q: want one or more of %s, separated by commas", kind, strings.Join(WaitingForKinds(), ", "))
-		}
-		if !slices.Contains(out, kind) {
-			out = append(out, kind)
-		}
-	}
-	return out, nil
-}
-
-// Session list statuses (ListSessionsOptions.Status).
-const (
-	// ListRunning lists running sessions only (the default).
-	ListRunning = "running"
-	// ListAll lists closed sessions too: each session once, by its newest
-	// run (a run that continued as new is not listed).
-	ListAll = "all"
-)
-
-// Page sizes of ListSessions.
-const (
-	DefaultListPageSize = 50
-	MaxListPageSize     = 100
-	// MaxPageTokenLength bounds a page token (base64url text).
-	MaxPageTokenLength = 8192
-)
-
 // ListSessionsOptions choose the sessions ListSessions lists.
 type ListSessionsOptions struct {
 	// WaitingFor lists sessions that wait for any of these kinds
-	// (WaitingForApproval...; see ParseWaitingFor). Empty lists sessions
+	// (wire.WaitingForApproval...; see wire.ParseWaitingFor). Empty lists sessions
 	// whatever they wait for. Only running sessions wait, so with any
 	// kind closed sessions are never listed, whatever Status says.
 	WaitingFor []string
@@ -114,48 +35,13 @@ type ListSessionsOptions struct {
 	// SessionPrefix lists only sessions inside this prefix, by the rule of
 	// InSessionScope ("" lists every session).
 	SessionPrefix string
-	// Status is ListRunning ("" too) or ListAll.
+	// Status is wire.ListRunning ("" too) or wire.ListAll.
 	Status string
-	// PageSize is 1 to MaxListPageSize; 0 means DefaultListPageSize.
+	// PageSize is 1 to wire.MaxListPageSize; 0 means wire.DefaultListPageSize.
 	PageSize int
 	// PageToken continues a list: the NextPageToken of the page before,
 	// with the same options otherwise (PageSize may change).
 	PageToken string
-}
-
-// SessionSummary is one session of a list.
-type SessionSummary struct {
-	SessionID string `json:"session_id"`
-	// Agent is the agent's name when the caller knows its flow types (the
-	// HTTP API and the CLI with a worker config fill it); ListSessions
-	// leaves it empty.
-	Agent    string `json:"agent,omitempty"`
-	FlowType string `json:"flow_type"`
-	// WaitingFor are the kinds (WaitingForApproval...) the session waits
-	// for, in WaitingForKinds order; empty for a closed session.
-	WaitingFor []string `json:"waiting_for"`
-	// ActiveStepTypes is the session's ActiveStepTypes search attribute:
-	// every Step it waits in or runs (RunModel, CallTool...); empty for a
-	// closed session.
-	ActiveStepTypes []string `json:"active_step_types"`
-	// Status is the run's status in lower case: running, completed,
-	// failed, canceled, terminated, timed_out.
-	Status string `json:"status"`
-	// StartedAt is when the session's current run started (a session that
-	// continued as new shows its newest run's start).
-	StartedAt time.Time `json:"started_at"`
-	// ClosedAt is when a closed session ended.
-	ClosedAt *time.Time `json:"closed_at,omitempty"`
-	RunID    string     `json:"run_id"`
-}
-
-// SessionsPage is one page of ListSessions.
-type SessionsPage struct {
-	Sessions []SessionSummary `json:"sessions"`
-	// NextPageToken continues the list; empty on the last page. A page may
-	// hold fewer sessions than the page size (even none) and still have a
-	// next one.
-	NextPageToken string `json:"next_page_token,omitempty"`
 }
 
 // ErrInvalidListOptions reports options ListSessions refuses before it
@@ -176,15 +62,15 @@ var ErrNoSearchAttribute = errors.New("the namespace has no ActiveStepTypes sear
 // (WaitingFor approval and question) across agents, in one call.
 // Visibility is eventually consistent: a session shows what it waits for
 // shortly (usually within a second) after it starts waiting.
-func (s *AgentSessionClient) ListSessions(ctx context.Context, opts ListSessionsOptions) (SessionsPage, error) {
-	page := SessionsPage{Sessions: []SessionSummary{}}
+func (s *AgentSessionClient) ListSessions(ctx context.Context, opts ListSessionsOptions) (wire.SessionsPage, error) {
+	page := wire.SessionsPage{Sessions: []wire.SessionSummary{}}
 	q, err := SessionsQuery(opts)
 	if err != nil {
 		return page, err
 	}
 	size := opts.PageSize
 	if size == 0 {
-		size = DefaultListPageSize
+		size = wire.DefaultListPageSize
 	}
 	token, err := openPageToken(opts.PageToken, q)
 	if err != nil {
@@ -251,8 +137,8 @@ func decodePageToken(token string) ([]byte, error) {
 	if token == "" {
 		return nil, nil
 	}
-	if len(token) > MaxPageTokenLength {
-		return nil, fmt.Errorf("%w: it is longer than %d characters", ErrInvalidPageToken, MaxPageTokenLength)
+	if len(token) > wire.MaxPageTokenLength {
+		return nil, fmt.Errorf("%w: it is longer than %d characters", ErrInvalidPageToken, wire.MaxPageTokenLength)
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil || len(b) < 10 || b[0] != pageTokenVersion {
@@ -274,8 +160,8 @@ func openPageToken(token, query string) ([]byte, error) {
 	return b[9:], nil
 }
 
-func summarize(e *workflowpb.WorkflowExecutionInfo) SessionSummary {
-	sum := SessionSummary{
+func summarize(e *workflowpb.WorkflowExecutionInfo) wire.SessionSummary {
+	sum := wire.SessionSummary{
 		SessionID:       e.GetExecution().GetWorkflowId(),
 		RunID:           e.GetExecution().GetRunId(),
 		FlowType:        e.GetType().GetName(),
@@ -294,9 +180,9 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) SessionSummary {
 		return sum // a closed session waits for nothing, whatever it last upserted
 	}
 	sum.ActiveStepTypes = keywordList(e.GetSearchAttributes().GetIndexedFields()[wire.SearchAttributeActiveStepTypes])
-	for _, w := range waitingSteps {
-		if slices.Contains(sum.ActiveStepTypes, w.step) {
-			sum.WaitingFor = append(sum.WaitingFor, w.kind)
+	for _, kind := range wire.WaitingForKinds() {
+		if step, _ := wire.WaitingForStep(kind); slices.Contains(sum.ActiveStepTypes, step) {
+			sum.WaitingFor = append(sum.WaitingFor, kind)
 		}
 	}
 	return sum
@@ -370,8 +256,8 @@ func InSessionScope(prefix, id string) bool {
 // engine pages through exactly the sessions listed; ListSessions applies
 // the prefix and flow types again to what comes back.
 func SessionsQuery(opts ListSessionsOptions) (string, error) {
-	if opts.PageSize < 0 || opts.PageSize > MaxListPageSize {
-		return "", fmt.Errorf("%w: page size must be 1 to %d", ErrInvalidListOptions, MaxListPageSize)
+	if opts.PageSize < 0 || opts.PageSize > wire.MaxListPageSize {
+		return "", fmt.Errorf("%w: page size must be 1 to %d", ErrInvalidListOptions, wire.MaxListPageSize)
 	}
 	var conds []string
 	if len(opts.FlowTypes) > 0 {
@@ -393,9 +279,9 @@ func SessionsQuery(opts ListSessionsOptions) (string, error) {
 	if len(opts.WaitingFor) > 0 {
 		var steps []string
 		for _, kind := range opts.WaitingFor {
-			step, ok := WaitingForStep(kind)
+			step, ok := wire.WaitingForStep(kind)
 			if !ok {
-				return "", fmt.Errorf("%w: waiting_for %q: want one or more of %s", ErrInvalidListOptions, kind, strings.Join(WaitingForKinds(), ", "))
+				return "", fmt.Errorf("%w: waiting_for %q: want one or more of %s", ErrInvalidListOptions, kind, strings.Join(wire.WaitingForKinds(), ", "))
 			}
 			if !slices.Contains(steps, step) {
 				steps = append(steps, step)
@@ -405,12 +291,12 @@ func SessionsQuery(opts ListSessionsOptions) (string, error) {
 		conds = append(conds, wire.SearchAttributeActiveStepTypes+" IN ("+list+")")
 	}
 	switch {
-	case opts.Status == "" || opts.Status == ListRunning || len(opts.WaitingFor) > 0 && opts.Status == ListAll:
+	case opts.Status == "" || opts.Status == wire.ListRunning || len(opts.WaitingFor) > 0 && opts.Status == wire.ListAll:
 		conds = append(conds, "ExecutionStatus = 'Running'")
-	case opts.Status == ListAll:
+	case opts.Status == wire.ListAll:
 		conds = append(conds, "ExecutionStatus != 'ContinuedAsNew'")
 	default:
-		return "", fmt.Errorf("%w: status %q: want %q or %q", ErrInvalidListOptions, opts.Status, ListRunning, ListAll)
+		return "", fmt.Errorf("%w: status %q: want %q or %q", ErrInvalidListOptions, opts.Status, wire.ListRunning, wire.ListAll)
 	}
 	return strings.Join(conds, " AND "), nil
 }

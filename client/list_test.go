@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestParseWaitingFor(t *testing.T) {
@@ -22,7 +24,7 @@ func TestParseWaitingFor(t *testing.T) {
 		{in: "approval,,question", err: `waiting_for ""`},
 		{in: "AwaitToolApproval", err: `"AwaitToolApproval"`},
 	} {
-		got, err := ParseWaitingFor(tc.in)
+		got, err := wire.ParseWaitingFor(tc.in)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("ParseWaitingFor(%q) error = %v, want %q", tc.in, err, tc.err)
@@ -42,8 +44,8 @@ func TestSessionsQuery(t *testing.T) {
 		err  string
 	}{
 		{name: "default", want: "ExecutionStatus = 'Running'"},
-		{name: "all", opts: ListSessionsOptions{Status: ListAll}, want: "ExecutionStatus != 'ContinuedAsNew'"},
-		{name: "waiting, all", opts: ListSessionsOptions{Status: ListAll, WaitingFor: []string{WaitingForApproval}},
+		{name: "all", opts: ListSessionsOptions{Status: wire.ListAll}, want: "ExecutionStatus != 'ContinuedAsNew'"},
+		{name: "waiting, all", opts: ListSessionsOptions{Status: wire.ListAll, WaitingFor: []string{wire.WaitingForApproval}},
 			want: "ActiveStepTypes IN ('AwaitToolApproval') AND ExecutionStatus = 'Running'"},
 		{name: "every kind", opts: ListSessionsOptions{WaitingFor: []string{"approval", "question", "timer", "task", "user"}},
 			want: "ActiveStepTypes IN ('AwaitToolApproval', 'AwaitQuestionAnswer', 'AwaitTimer', 'PollToolTask', 'AwaitUserMessage') AND ExecutionStatus = 'Running'"},
@@ -100,8 +102,8 @@ func TestInSessionScope(t *testing.T) {
 }
 
 func TestPageTokens(t *testing.T) {
-	q1, _ := SessionsQuery(ListSessionsOptions{WaitingFor: []string{WaitingForApproval}})
-	q2, _ := SessionsQuery(ListSessionsOptions{WaitingFor: []string{WaitingForQuestion}})
+	q1, _ := SessionsQuery(ListSessionsOptions{WaitingFor: []string{wire.WaitingForApproval}})
+	q2, _ := SessionsQuery(ListSessionsOptions{WaitingFor: []string{wire.WaitingForQuestion}})
 	tok := sealPageToken([]byte(`{"engine":1}`), q1)
 	if err := CheckPageToken(tok); err != nil {
 		t.Fatal(err)
@@ -115,7 +117,7 @@ func TestPageTokens(t *testing.T) {
 	if b, err := openPageToken("", q1); b != nil || err != nil {
 		t.Errorf("no token: %q %v", b, err)
 	}
-	for _, bad := range []string{"!!", "bm90LWEtdG9rZW4", tok + "==", "AAAAAAAAAAAAAA", strings.Repeat("a", MaxPageTokenLength+1)} {
+	for _, bad := range []string{"!!", "bm90LWEtdG9rZW4", tok + "==", "AAAAAAAAAAAAAA", strings.Repeat("a", wire.MaxPageTokenLength+1)} {
 		if err := CheckPageToken(bad); !errors.Is(err, ErrInvalidPageToken) {
 			t.Errorf("CheckPageToken(%.20q) = %v", bad, err)
 		}

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 )
-
-// SignalCheckWorkerVersion wakes a session (no payload) so that it looks
-// whether its worker deployment has a newer current version: a session
-// between turns then continues as new onto it at once, one in a turn does
-// at the turn's end. Sessions without worker versioning ignore it.
-const SignalCheckWorkerVersion = "check_worker_version"
 
 // MoveResult is what MoveSessionsToCurrentVersion did.
 type MoveResult struct {
@@ -27,7 +23,7 @@ type MoveResult struct {
 }
 
 // MoveSessionsToCurrentVersion signals every running session pinned to a
-// build of deployment other than its current one (SignalCheckWorkerVersion),
+// build of deployment other than its current one (wire.SignalCheckWorkerVersion),
 // so that idle sessions move to the current build now instead of at their
 // next message, and the old build's workers can stop once none is left.
 // With dryRun it only lists them. The engine's visibility may lag by a
@@ -64,7 +60,7 @@ func (s *AgentSessionClient) MoveSessionsToCurrentVersion(ctx context.Context, d
 				}
 				id := e.GetExecution().GetWorkflowId()
 				if !dryRun {
-					err := s.c.SignalWorkflow(ctx, id, "", SignalCheckWorkerVersion, nil)
+					err := s.c.SignalWorkflow(ctx, id, "", wire.SignalCheckWorkerVersion, nil)
 					var gone *serviceerror.NotFound
 					if errors.As(err, &gone) {
 						continue // it ended since the list: nothing to move

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -269,8 +268,8 @@ func (c *Client) Snapshot(ctx context.Context, sessionID string) (wire.Snapshot,
 
 // ListSessionsOptions choose the sessions ListSessions lists (GET
 // /v1/sessions): running ones that wait for any of WaitingFor
-// (client.WaitingForApproval, ...), of one agent, closed ones too with
-// Status client.ListAll; PageToken continues a list.
+// (wire.WaitingForApproval, ...), of one agent, closed ones too with
+// Status wire.ListAll; PageToken continues a list.
 type ListSessionsOptions struct {
 	WaitingFor []string
 	Agent      string
@@ -281,7 +280,7 @@ type ListSessionsOptions struct {
 
 // ListSessions lists the sessions inside the token's scope, newest first,
 // from the engine's visibility store (which trails a session by a moment).
-func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (client.SessionsPage, error) {
+func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (wire.SessionsPage, error) {
 	q := url.Values{}
 	if len(o.WaitingFor) > 0 {
 		q.Set("waiting_for", strings.Join(o.WaitingFor, ","))
@@ -298,7 +297,7 @@ func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (clien
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var out client.SessionsPage
+	var out wire.SessionsPage
 	err := c.call(ctx, http.MethodGet, path, nil, nil, &out)
 	return out, err
 }

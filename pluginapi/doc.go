@@ -12,7 +12,7 @@
 //
 //	import "github.com/dex-agents/dex-agent-worker/pluginapi"
 //
-//	func main() { pluginapi.Serve(&myRunner{}) }
+//	func main() { pluginapi.Serve(pluginapi.ServeOptions{Runner: &myRunner{}}) }
 //
 // Build the binary and name it in the worker's config (relative paths are
 // resolved against the config file's directory):
@@ -104,9 +104,20 @@
 // a [Runner]: every call crosses the same gRPC code as in production (see
 // the examples).
 //
+// # Packages
+//
+// The contract's values and interfaces (Runner, ToolCall, TurnContext, the
+// requests and responses) are defined in package contract, which imports
+// only the standard library, so the worker's core can use them without
+// gRPC; pluginapi gives every one of them the same name here, so a runner
+// imports pluginapi alone. Package otelenv starts the tracer provider the
+// worker's environment asks for, for runners that export spans.
+//
 // # Other languages
 //
 // proto/dex/runner/v1/runner.proto in this repository is the wire contract.
 // Its file comment says what a plugin without go-plugin must do for the
 // handshake.
 package pluginapi
+
+//go:generate go run ./internal/gencontract ./contract contract_aliases.go

@@ -93,7 +93,7 @@ func Example() {
 // and exits; the worker starts it with the handshake and serves it to every
 // agent whose runner names it.
 func ExampleServe() {
-	pluginapi.Serve(echoRunner{})
+	pluginapi.Serve(pluginapi.ServeOptions{Runner: echoRunner{}})
 }
 
 // toolRunner defers a "weather" tool call on a turn's first model call and

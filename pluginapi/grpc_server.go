@@ -530,3 +530,6 @@ var (
 	_ runnerpb.RunnerServer = (*grpcServer)(nil)
 	_ ToolEventWriter       = (*liveStream)(nil)
 )
+
+// transcriptCacheMiss is the gRPC status message of ErrTranscriptNotCached.
+const transcriptCacheMiss = "transcript_cache_miss"

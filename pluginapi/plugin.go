@@ -5,9 +5,11 @@ import (
 	"errors"
 	"math"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi/internal/runnerpb"
@@ -60,10 +62,29 @@ func (p *RunnerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *
 	return newGRPCClient(ctx, runnerpb.NewRunnerClient(c)), nil
 }
 
-// Serve serves r as a runner plugin and returns when the host is done with
-// the process. Call it from main:
+// ServeOptions configure Serve. Fields may be added; a zero field keeps
+// its default.
+type ServeOptions struct {
+	// Runner serves the contract. Required.
+	Runner Runner
+	// TracerProvider traces each call under the worker's span (nil: the
+	// global provider, which traces nothing unless the program set one).
+	// Serve makes it the global provider, and the W3C propagator the
+	// global propagator, so spans a Runner starts from its methods'
+	// contexts, or its HTTP client's instrumentation, join the turn's
+	// trace. When Serve returns it shuts the provider down (when it has a
+	// Shutdown method), exporting the last spans. Package otelenv starts
+	// the provider the worker's environment asks for; pluginapi itself
+	// uses only the OpenTelemetry API.
+	TracerProvider trace.TracerProvider
+}
+
+// Serve runs the plugin: it answers the go-plugin handshake on stdout,
+// serves the runner contract over gRPC with AutoMTLS, the gRPC health
+// service and the controller's Shutdown, logs as go-hclog JSON on stderr,
+// and returns when the host stops the plugin. Call it from main:
 //
-//	func main() { pluginapi.Serve(myrunner.New()) }
+//	func main() { pluginapi.Serve(pluginapi.ServeOptions{Runner: &myRunner{}}) }
 //
 // Print nothing to stdout before Serve runs (in main, in an init function,
 // or in a package you import): the worker reads the first line of the
@@ -76,19 +97,21 @@ func (p *RunnerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *
 // written to os.Stderr reach the worker's log, tagged with the plugin's
 // name; JSON lines in hashicorp/go-hclog's format keep their level and
 // fields.
-//
-// When the worker traces (telemetry.traces), it tells the plugin where the
-// spans go in its environment (OTEL_TRACES_EXPORTER and the variables
-// named by the EnvTraces* and EnvOTLP* constants). Serve then traces each
-// gRPC call under the worker's span, and sets the global tracer provider
-// and propagator, so spans a Runner starts from its methods' contexts, or
-// its HTTP client's instrumentation, join the turn's trace.
-func Serve(r Runner) {
-	traceOpts, stopTracing := serveTracing()
-	defer stopTracing()
+func Serve(o ServeOptions) {
+	if o.Runner == nil {
+		panic("pluginapi.Serve: ServeOptions.Runner is nil")
+	}
+	traceOpts := serveTracing(o.TracerProvider)
+	if s, ok := o.TracerProvider.(interface{ Shutdown(context.Context) error }); ok {
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.Shutdown(ctx)
+		}()
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
-		Plugins:         plugin.PluginSet{PluginName: &RunnerPlugin{Runner: r}},
+		Plugins:         plugin.PluginSet{PluginName: &RunnerPlugin{Runner: o.Runner}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, traceOpts...)
 			return plugin.DefaultGRPCServer(append(opts, grpc.MaxRecvMsgSize(maxMessageSize), grpc.MaxSendMsgSize(maxMessageSize)))

@@ -34,7 +34,7 @@ fi
 # its output.
 scripts=(
 	internal/webui/browsertest/install.sh
-	plugins/stepwise/model/testdata/aimock/install.sh
+	internal/testpeer/aimock/testdata/aimock/install.sh
 	internal/transcript/pgtest/install.sh
 	internal/mcpsource/testdata/install.sh
 	internal/events/redistest/install.sh

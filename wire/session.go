@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
-
 )
 
 // Names on the wire. A session is driven with plain JSON payloads through
@@ -50,6 +49,12 @@ const (
 	// lists the Steps a session waits in, such as "AwaitToolApproval".
 	SearchAttributeActiveStepTypes = "ActiveStepTypes"
 )
+
+// SignalCheckWorkerVersion wakes a session (no payload) so that it looks
+// whether its worker deployment has a newer current version: a session
+// between turns then continues as new onto it at once, one in a turn does
+// at the turn's end. Sessions without worker versioning ignore it.
+const SignalCheckWorkerVersion = "check_worker_version"
 
 // Step names, as listed in ActiveStepTypes and as activity types.
 const (
@@ -224,7 +229,6 @@ type ExtendInterruptResult struct {
 	Deadline string `json:"deadline,omitempty"`
 }
 
-
 // ListMessagesRequest is the input of list_agent_messages. A zero
 // BeforeSequence asks for the newest page.
 type ListMessagesRequest struct {
@@ -345,15 +349,15 @@ type QueuedMessage struct {
 
 // Snapshot is what get_agent_snapshot returns: everything a UI renders.
 type Snapshot struct {
-	SessionID         string               `json:"session_id"`
-	Agent             string               `json:"agent"`
-	State             *SessionState        `json:"state"`
-	Messages          []Message            `json:"messages"`
-	PendingInterrupts []Interrupt          `json:"pending_interrupts"`
-	ToolCalls         []ToolCall `json:"tool_calls"`
-	Usage             Usage      `json:"usage"`
-	QueuedMessages    []QueuedMessage      `json:"queued_messages"`
-	QueuedCount       int                  `json:"queued_message_count"`
+	SessionID         string          `json:"session_id"`
+	Agent             string          `json:"agent"`
+	State             *SessionState   `json:"state"`
+	Messages          []Message       `json:"messages"`
+	PendingInterrupts []Interrupt     `json:"pending_interrupts"`
+	ToolCalls         []ToolCall      `json:"tool_calls"`
+	Usage             Usage           `json:"usage"`
+	QueuedMessages    []QueuedMessage `json:"queued_messages"`
+	QueuedCount       int             `json:"queued_message_count"`
 	// SteeredMessages are the steered messages not applied yet: the next
 	// turn starts with them, in order.
 	SteeredMessages []QueuedMessage `json:"steered_messages"`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 )
 
 // TestPluginCheck runs `plugin check` on the Go runners of this
@@ -115,7 +115,7 @@ func TestPluginCheckTSRunner(t *testing.T) {
 			testpeer.Missing(t, "the TypeScript runner's "+p, install)
 		}
 	}
-	mock := aimocktest.Start(t, filepath.Join(tsDir, "testdata", "aimock"))
+	mock := aimock.Start(t, filepath.Join(tsDir, "testdata", "aimock"))
 	t.Setenv("DEX_TS_CHECK_KEY", "sk-ts-check")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dex.yaml")

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func newSessionListCmd(g *globals, f *sessionFlags) *cobra.Command {
@@ -23,7 +24,7 @@ func newSessionListCmd(g *globals, f *sessionFlags) *cobra.Command {
 		Use:   "list [--waiting-for approval,question] [--agent NAME] [--json]",
 		Short: "List sessions, such as every session waiting for a person",
 		Long: "list lists running sessions, newest first, from Temporal's visibility store. --waiting-for keeps\n" +
-			"the sessions that wait for any of: " + strings.Join(client.WaitingForKinds(), ", ") + " (comma-separated). --agent keeps\n" +
+			"the sessions that wait for any of: " + strings.Join(wire.WaitingForKinds(), ", ") + " (comma-separated). --agent keeps\n" +
 			"one agent's sessions; its flow type comes from the --config file, else the worker's HTTP API, else\n" +
 			"configs/dev.yaml, as for start. With a --config file the list covers its agents and names them.\n" +
 			"--all lists closed sessions too. Visibility trails a session by a moment.",
@@ -31,12 +32,12 @@ func newSessionListCmd(g *globals, f *sessionFlags) *cobra.Command {
 			"  dex-agent-worker session list --agent orders --json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kinds, err := client.ParseWaitingFor(waitingFor)
+			kinds, err := wire.ParseWaitingFor(waitingFor)
 			if err != nil {
 				return fmt.Errorf("--waiting-for: %w", err)
 			}
 			if cmd.Flags().Changed("waiting-for") && len(kinds) == 0 {
-				return fmt.Errorf("--waiting-for is blank: give one or more of %s", strings.Join(client.WaitingForKinds(), ", "))
+				return fmt.Errorf("--waiting-for is blank: give one or more of %s", strings.Join(wire.WaitingForKinds(), ", "))
 			}
 			cfg, err := f.configFile()
 			if err != nil {
@@ -67,9 +68,9 @@ func newSessionListCmd(g *globals, f *sessionFlags) *cobra.Command {
 				names[ft] = agent
 				flowTypes = []string{ft}
 			}
-			status := client.ListRunning
+			status := wire.ListRunning
 			if all {
-				status = client.ListAll
+				status = wire.ListAll
 			}
 			sessions, closeFn, err := f.dial(cmd.Context(), g)
 			if err != nil {
@@ -101,12 +102,12 @@ func newSessionListCmd(g *globals, f *sessionFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&waitingFor, "waiting-for", "", "keep sessions waiting for any of "+strings.Join(client.WaitingForKinds(), ", ")+" (comma-separated)")
+	cmd.Flags().StringVar(&waitingFor, "waiting-for", "", "keep sessions waiting for any of "+strings.Join(wire.WaitingForKinds(), ", ")+" (comma-separated)")
 	cmd.Flags().StringVar(&agent, "agent", "", "keep one agent's sessions")
 	cmd.Flags().StringVar(&flowType, "flow-type", "", "keep the sessions of this flow type, instead of --agent")
 	cmd.Flags().BoolVar(&all, "all", false, "list closed sessions too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the page JSON")
-	cmd.Flags().IntVar(&pageSize, "page-size", client.DefaultListPageSize, "sessions per page (1 to "+strconv.Itoa(client.MaxListPageSize)+")")
+	cmd.Flags().IntVar(&pageSize, "page-size", wire.DefaultListPageSize, "sessions per page (1 to "+strconv.Itoa(wire.MaxListPageSize)+")")
 	cmd.Flags().StringVar(&pageToken, "page-token", "", "continue a list (the token a page printed)")
 	cmd.Flags().StringVar(&api.address, "http-address", envOr("DEX_HTTP_ADDRESS", defaultHTTPAddress), "the worker's HTTP API, asked for the agent's flow type ($DEX_HTTP_ADDRESS)")
 	cmd.Flags().StringVar(&api.token, "token", "", "API bearer token (default $DEX_API_TOKEN)")
@@ -115,7 +116,7 @@ func newSessionListCmd(g *globals, f *sessionFlags) *cobra.Command {
 
 // printSessionList prints one line per session: its ID, agent (or flow
 // type), what it waits for, status and start.
-func printSessionList(w interface{ Write([]byte) (int, error) }, list []client.SessionSummary) {
+func printSessionList(w interface{ Write([]byte) (int, error) }, list []wire.SessionSummary) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no sessions")
 		return

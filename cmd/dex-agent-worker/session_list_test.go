@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -31,12 +30,12 @@ func TestSessionListThroughTheCLI(t *testing.T) {
 		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == wire.InterruptKindQuestion
 	})
 	// list polls session list --json until it lists exactly want.
-	list := func(want []string, args ...string) client.SessionsPage {
+	list := func(want []string, args ...string) wire.SessionsPage {
 		t.Helper()
 		want = slices.Sorted(slices.Values(want))
-		var page client.SessionsPage
+		var page wire.SessionsPage
 		err := agenttest.WaitFor(context.Background(), fmt.Sprint("session list ", args), 30*time.Second, func() (bool, error) {
-			page = client.SessionsPage{}
+			page = wire.SessionsPage{}
 			if err := json.Unmarshal([]byte(session(append([]string{"list", "--json"}, args...)...)), &page); err != nil {
 				return false, agenttest.Permanent(err)
 			}

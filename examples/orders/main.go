@@ -9,6 +9,7 @@ package main
 
 import (
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 )
 
@@ -16,5 +17,5 @@ import (
 var version = "dev"
 
 func main() {
-	pluginapi.Serve(stepwise.NewRunner("orders", version, buildAgent))
+	pluginapi.Serve(pluginapi.ServeOptions{Runner: stepwise.NewRunner("orders", version, buildAgent), TracerProvider: otelenv.Provider()})
 }

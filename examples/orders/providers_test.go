@@ -13,9 +13,9 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -91,7 +91,7 @@ func TestOrdersAgentAgainstEachProvider(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock"))
+	srv := aimock.Start(t, filepath.Join("testdata", "aimock"))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	t.Setenv("OPENAI_API_KEY", testModelKey)
 	t.Setenv("ANTHROPIC_API_KEY", testModelKey)

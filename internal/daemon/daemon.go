@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/sessionflow"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -293,7 +295,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 				KeepRatio: c.KeepRatio, ReservedInputTokens: c.ReservedInputTokens,
 			}
 		}
-		w.RegisterWorkflowWithOptions(session.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
+		w.RegisterWorkflowWithOptions(sessionflow.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
 	}
 	acts := &steps.Activities{
 		Store:       d.store,
@@ -675,7 +677,7 @@ func (d *Daemon) watchWaiting(cfg *config.Config, searchAttrs bool) {
 			return 0, err
 		}
 		return resp.GetCount(), nil
-	}, client.WaitingForKinds())
+	}, wire.WaitingForKinds())
 }
 
 // MetricsAddress returns the address of /metrics, or "" when none is served.
@@ -810,7 +812,7 @@ func PolicySet(a *config.Agent) pluginapi.PolicySet {
 	return policies
 }
 
-func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) session.Runtime {
+func runtimeFor(a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) sessionflow.Runtime {
 	policies := PolicySet(a)
 	rm := session.DefaultRunModelLimits
 	rm.StartToClose = a.RunModelLimit.StartToCloseTimeout
@@ -831,7 +833,7 @@ func runtimeFor(a *config.Agent, sink session.EventSink, searchAttrs bool) sessi
 	if r := a.Recovery; r != nil {
 		recovery = &session.RecoveryPolicy{MaxAttempts: r.MaxAttempts, NoProgressTimeoutMs: r.NoProgressTimeout.Milliseconds()}
 	}
-	return session.Runtime{
+	return sessionflow.Runtime{
 		Options: session.Options{
 			Agent:                   a.Name,
 			Recovery:                recovery,

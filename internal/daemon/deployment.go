@@ -17,7 +17,7 @@ import (
 // deploymentOptions are the Worker Deployment options of every Temporal
 // worker of the process: versioned, and sessions pinned to the version
 // that runs them (they move at turn boundaries by themselves; see
-// session.Workflow). Nil d: an unversioned worker.
+// sessionflow.Workflow). Nil d: an unversioned worker.
 func deploymentOptions(d *config.WorkerDeployment) worker.DeploymentOptions {
 	if d == nil {
 		return worker.DeploymentOptions{}

@@ -7,10 +7,11 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
+
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 	"github.com/dex-agents/dex-agent-worker/internal/tracing/temporaltrace"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
 )
 
 // startTracing starts the trace exporter the config names (or the console
@@ -55,7 +56,7 @@ func (d *Daemon) startTracing(ctx context.Context, cfg *config.Config, opts Opti
 // place for a plugin's spans.
 func traceEnv(cfg *config.Config, plugin, exporter string) []string {
 	t := cfg.Telemetry.Traces
-	env := []string{pluginapi.EnvServiceName + "=dex-runner-" + plugin}
+	env := []string{otelenv.EnvServiceName + "=dex-runner-" + plugin}
 	switch exporter {
 	case tracing.ExporterOTLP:
 		endpoint, err := tracing.Endpoint(t.Protocol, t.Endpoint)
@@ -66,18 +67,18 @@ func traceEnv(cfg *config.Config, plugin, exporter string) []string {
 		if t.Protocol == tracing.ProtocolHTTP {
 			protocol = "http/protobuf"
 		}
-		env = append(env, pluginapi.EnvTracesExporter+"=otlp",
-			pluginapi.EnvOTLPEndpoint+"="+endpoint, pluginapi.EnvOTLPProtocol+"="+protocol)
+		env = append(env, otelenv.EnvTracesExporter+"=otlp",
+			otelenv.EnvOTLPEndpoint+"="+endpoint, otelenv.EnvOTLPProtocol+"="+protocol)
 		if t.HeadersEnv != "" && slices.Contains(cfg.Plugins[plugin].Env, t.HeadersEnv) {
-			env = append(env, pluginapi.EnvTracesHeadersEnv+"="+t.HeadersEnv)
+			env = append(env, otelenv.EnvTracesHeadersEnv+"="+t.HeadersEnv)
 		}
 	case tracing.ExporterFile:
-		env = append(env, pluginapi.EnvTracesExporter+"=file", pluginapi.EnvTracesFile+"="+t.File)
+		env = append(env, otelenv.EnvTracesExporter+"=file", otelenv.EnvTracesFile+"="+t.File)
 	default:
-		return []string{pluginapi.EnvTracesExporter + "=none"}
+		return []string{otelenv.EnvTracesExporter + "=none"}
 	}
 	if t.SampleRatio > 0 {
-		env = append(env, pluginapi.EnvTracesSampleRatio+"="+strconv.FormatFloat(t.SampleRatio, 'g', -1, 64))
+		env = append(env, otelenv.EnvTracesSampleRatio+"="+strconv.FormatFloat(t.SampleRatio, 'g', -1, 64))
 	}
 	return env
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
-var updateHistories = flag.Bool("update-histories", false, "record the replay histories in internal/session/testdata/histories")
+var updateHistories = flag.Bool("update-histories", false, "record the replay histories in internal/sessionflow/testdata/histories")
 
 // TestRecordApprovalTurnHistory runs a full turn with an approval. It
 // recorded approval_turn.json once; that file now stands for the sessions
@@ -80,7 +80,7 @@ func TestRecordStoreSessionHistory(t *testing.T) {
 }
 
 // recordHistory writes a session's history to
-// internal/session/testdata/histories/name.
+// internal/sessionflow/testdata/histories/name.
 func recordHistory(t *testing.T, s *agenttest.Stack, id, name string) {
 	t.Helper()
 	hist := &historypb.History{}
@@ -96,7 +96,7 @@ func recordHistory(t *testing.T, s *agenttest.Stack, id, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "session", "testdata", "histories", name)
+	path := filepath.Join("..", "sessionflow", "testdata", "histories", name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func recordHistory(t *testing.T, s *agenttest.Stack, id, name string) {
 // TestRecordCompactionSpendHistory runs a session through compactions, a
 // settings update and a spend limit that ends its last turn, and records
 // its history as compaction_spend_turns.json for the replay test of
-// internal/session with -update-histories.
+// internal/sessionflow with -update-histories.
 func TestRecordCompactionSpendHistory(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

@@ -11,7 +11,6 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 )
 
@@ -86,8 +85,8 @@ http:
 		t.Fatalf("interrupt_raised %s: %v", raised.Payload, err)
 	}
 	err = agenttest.WaitFor(ctx, "the session listed as waiting for approval", time.Minute, func() (bool, error) {
-		page, err := c.ListSessions(ctx, httpclient.ListSessionsOptions{WaitingFor: []string{client.WaitingForApproval}})
-		return err == nil && slices.ContainsFunc(page.Sessions, func(s client.SessionSummary) bool { return s.SessionID == id }), err
+		page, err := c.ListSessions(ctx, httpclient.ListSessionsOptions{WaitingFor: []string{wire.WaitingForApproval}})
+		return err == nil && slices.ContainsFunc(page.Sessions, func(s wire.SessionSummary) bool { return s.SessionID == id }), err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -55,13 +55,13 @@ http:
 
 // listPage is GET /v1/sessions?query with token, sent raw; it fails the
 // test on an answer other than 200.
-func listPage(t *testing.T, base, token, query string) client.SessionsPage {
+func listPage(t *testing.T, base, token, query string) wire.SessionsPage {
 	t.Helper()
 	code, body := do(t, "GET", base+"/v1/sessions?"+query, token, "")
 	if code != 200 {
 		t.Fatalf("GET /v1/sessions?%s: %d %s", query, code, body)
 	}
-	var page client.SessionsPage
+	var page wire.SessionsPage
 	if err := json.Unmarshal(body, &page); err != nil {
 		t.Fatalf("GET /v1/sessions?%s: %v: %s", query, err, body)
 	}
@@ -69,7 +69,7 @@ func listPage(t *testing.T, base, token, query string) client.SessionsPage {
 }
 
 // listSessions is c.ListSessions(o); it fails the test on an error.
-func listSessions(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOptions) client.SessionsPage {
+func listSessions(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOptions) wire.SessionsPage {
 	t.Helper()
 	page, err := c.ListSessions(ctx(t), o)
 	if err != nil {
@@ -78,7 +78,7 @@ func listSessions(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsO
 	return page
 }
 
-func pageIDs(p client.SessionsPage) []string {
+func pageIDs(p wire.SessionsPage) []string {
 	ids := []string{}
 	for _, s := range p.Sessions {
 		ids = append(ids, s.SessionID)
@@ -89,13 +89,13 @@ func pageIDs(p client.SessionsPage) []string {
 
 // expectPage polls list until it lists exactly want (any order;
 // visibility trails the sessions) and returns the last page.
-func expectPage(t *testing.T, what string, list func() client.SessionsPage, want ...string) client.SessionsPage {
+func expectPage(t *testing.T, what string, list func() wire.SessionsPage, want ...string) wire.SessionsPage {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
 	if want == nil {
 		want = []string{}
 	}
-	var page client.SessionsPage
+	var page wire.SessionsPage
 	err := agenttest.WaitFor(context.Background(), what, 30*time.Second, func() (bool, error) {
 		page = list()
 		return slices.Equal(pageIDs(page), want) && page.NextPageToken == "", nil
@@ -107,9 +107,9 @@ func expectPage(t *testing.T, what string, list func() client.SessionsPage, want
 }
 
 // expectList polls c.ListSessions(o) until it lists exactly want.
-func expectList(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOptions, want ...string) client.SessionsPage {
+func expectList(t *testing.T, c *httpclient.Client, o httpclient.ListSessionsOptions, want ...string) wire.SessionsPage {
 	t.Helper()
-	return expectPage(t, fmt.Sprintf("ListSessions(%+v)", o), func() client.SessionsPage { return listSessions(t, c, o) }, want...)
+	return expectPage(t, fmt.Sprintf("ListSessions(%+v)", o), func() wire.SessionsPage { return listSessions(t, c, o) }, want...)
 }
 
 // TestListSessionsWaitingForAPerson: one session waits for an approval,
@@ -141,13 +141,13 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 
 	u1, all := apiClient(t, base, tokenU1), apiClient(t, base, tokenAll)
 	type opts = httpclient.ListSessionsOptions
-	person := []string{client.WaitingForApproval, client.WaitingForQuestion}
-	page := expectList(t, u1, opts{WaitingFor: []string{client.WaitingForApproval}}, approval)
+	person := []string{wire.WaitingForApproval, wire.WaitingForQuestion}
+	page := expectList(t, u1, opts{WaitingFor: []string{wire.WaitingForApproval}}, approval)
 	if got := page.Sessions[0]; got.Agent != "test" || got.FlowType != flowType || !slices.Equal(got.WaitingFor, []string{"approval"}) ||
 		got.Status != "running" || got.StartedAt.IsZero() || !slices.Contains(got.ActiveStepTypes, wire.StepAwaitToolApproval) {
 		t.Errorf("the approval session: %+v", got)
 	}
-	page = expectList(t, u1, opts{WaitingFor: []string{client.WaitingForQuestion}}, question)
+	page = expectList(t, u1, opts{WaitingFor: []string{wire.WaitingForQuestion}}, question)
 	if got := page.Sessions[0]; !slices.Equal(got.WaitingFor, []string{"question"}) || got.Agent != "test" {
 		t.Errorf("the question session: %+v", got)
 	}
@@ -155,17 +155,17 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	expectList(t, u1, opts{WaitingFor: person}, approval, question)
 	expectList(t, all, opts{WaitingFor: person}, approval, question, outside)
 	// waiting_for repeated is a form of the query the client does not send.
-	expectPage(t, "GET /v1/sessions?waiting_for=approval&waiting_for=question&agent=test", func() client.SessionsPage {
+	expectPage(t, "GET /v1/sessions?waiting_for=approval&waiting_for=question&agent=test", func() wire.SessionsPage {
 		return listPage(t, base, tokenAll, "waiting_for=approval&waiting_for=question&agent=test")
 	}, approval, question, outside)
-	page = expectList(t, u1, opts{WaitingFor: []string{client.WaitingForUser}}, idle)
+	page = expectList(t, u1, opts{WaitingFor: []string{wire.WaitingForUser}}, idle)
 	if got := page.Sessions[0]; got.Agent != "other" || !slices.Equal(got.WaitingFor, []string{"user"}) {
 		t.Errorf("the idle session: %+v", got)
 	}
 	expectList(t, u1, opts{}, approval, question, idle)
 	expectList(t, u1, opts{Agent: "other"}, idle)
 	expectList(t, u1, opts{Agent: "test"}, approval, question)
-	expectList(t, u1, opts{WaitingFor: []string{client.WaitingForTimer, client.WaitingForTask}})
+	expectList(t, u1, opts{WaitingFor: []string{wire.WaitingForTimer, wire.WaitingForTask}})
 
 	// Pages of one walk the whole list, each session once.
 	var walked []string
@@ -193,7 +193,7 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 		t.Fatal("the first page of 1 has no next page")
 	}
 	var apiErr *httpclient.APIError
-	for _, o := range []opts{{WaitingFor: []string{client.WaitingForUser}}, {WaitingFor: person, Agent: "test"}} {
+	for _, o := range []opts{{WaitingFor: []string{wire.WaitingForUser}}, {WaitingFor: person, Agent: "test"}} {
 		o.PageToken = first.NextPageToken
 		if _, err := u1.ListSessions(ctx(t), o); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "another list") {
 			t.Errorf("%+v with a token of another list: %v", o, err)
@@ -223,14 +223,14 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	startAs(flowType, `b\s"x`, "hello") // outside
 	startAs(flowType, `b\s-1`, "hello") // outside
 	expectList(t, apiClient(t, base, tokenQuote), opts{}, "o'k-1")
-	expectList(t, apiClient(t, base, tokenSlash), opts{WaitingFor: []string{client.WaitingForUser}}, `b\s"-1`)
+	expectList(t, apiClient(t, base, tokenSlash), opts{WaitingFor: []string{wire.WaitingForUser}}, `b\s"-1`)
 
 	// Bad queries are 400s that say what is allowed.
 	for _, c := range []struct {
 		opts opts
 		want string
 	}{
-		{opts{WaitingFor: []string{client.WaitingForApproval, "coffee"}}, `waiting_for "coffee": want one or more of approval, question, timer, task, user`},
+		{opts{WaitingFor: []string{wire.WaitingForApproval, "coffee"}}, `waiting_for "coffee": want one or more of approval, question, timer, task, user`},
 		{opts{Agent: "nobody"}, `unknown agent "nobody"`},
 		{opts{PageSize: 101}, "page_size must be an integer from 1 to 100"},
 		{opts{PageToken: "bm90LWEtdG9rZW4"}, "page_token"},
@@ -250,12 +250,12 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectList(t, u1, opts{}, approval, idle)
-	page = expectList(t, u1, opts{Status: client.ListAll, Agent: "test"}, approval, question)
+	page = expectList(t, u1, opts{Status: wire.ListAll, Agent: "test"}, approval, question)
 	for _, got := range page.Sessions {
 		if got.SessionID == question && (got.Status != "terminated" || len(got.WaitingFor) != 0 || got.ClosedAt == nil) {
 			t.Errorf("the terminated session: %+v", got)
 		}
 	}
 	// What a session waits for holds while it runs: a closed one is not listed.
-	expectList(t, u1, opts{Status: client.ListAll, WaitingFor: []string{client.WaitingForQuestion}})
+	expectList(t, u1, opts{Status: wire.ListAll, WaitingFor: []string{wire.WaitingForQuestion}})
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -317,7 +317,7 @@ func TestMCPToolInAnAimockTurn(t *testing.T) {
 		t.Skip("integration test")
 	}
 	ns := newNotesServer(t)
-	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", "mcp.json"))
+	srv := aimock.Start(t, filepath.Join("testdata", "aimock", "mcp.json"))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 )
 
 // TestProviderRetryAfterSetsTheNextAttempt: the model provider (aimock)
@@ -76,9 +76,9 @@ func TestProviderRetryAfterSetsTheNextAttempt(t *testing.T) {
 // the stepwise runner with a model of provider and name served by aimock
 // from testdata/aimock/fixture. agentYAML goes under the agent, extraYAML
 // after the agents.
-func stepwiseAimockStack(t *testing.T, fixture, provider, name, agentYAML, extraYAML string) (*agenttest.Stack, *aimocktest.Server) {
+func stepwiseAimockStack(t *testing.T, fixture, provider, name, agentYAML, extraYAML string) (*agenttest.Stack, *aimock.Server) {
 	t.Helper()
-	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", fixture))
+	srv := aimock.Start(t, filepath.Join("testdata", "aimock", fixture))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:

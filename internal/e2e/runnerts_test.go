@@ -17,7 +17,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -65,10 +65,10 @@ func tsRunner(t *testing.T) (node, main string) {
 
 // tsStack starts a stack whose orders agent runs on the TypeScript runner
 // against aimock, through the OpenAI API api ("chat" or "responses").
-func tsStack(t *testing.T, api string) (*agenttest.Stack, *aimocktest.Server) {
+func tsStack(t *testing.T, api string) (*agenttest.Stack, *aimock.Server) {
 	t.Helper()
 	node, main := tsRunner(t)
-	mock := aimocktest.Start(t, filepath.Join(tsRunnerDir(), "testdata", "aimock"))
+	mock := aimock.Start(t, filepath.Join(tsRunnerDir(), "testdata", "aimock"))
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 logging: {level: debug}
 plugins:
@@ -130,7 +130,7 @@ type tsChatRequest struct {
 	Model  string `json:"model"`
 	Stream bool   `json:"stream"`
 	// The messages have the shape aimock's journal normalizes them to.
-	Messages []aimocktest.JournalMessage `json:"messages"`
+	Messages []aimock.JournalMessage `json:"messages"`
 	Tools    []struct {
 		Function struct {
 			Name string `json:"name"`
@@ -138,7 +138,7 @@ type tsChatRequest struct {
 	} `json:"tools"`
 }
 
-func tsChatRequests(t *testing.T, mock *aimocktest.Server) []tsChatRequest {
+func tsChatRequests(t *testing.T, mock *aimock.Server) []tsChatRequest {
 	t.Helper()
 	var out []tsChatRequest
 	for _, r := range mock.Requests(tsChatPath) {

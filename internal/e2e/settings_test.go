@@ -13,7 +13,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -27,7 +27,7 @@ func TestSessionSettingsPickTheModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	srv := aimocktest.Start(t, filepath.Join("testdata", "aimock", "settings.json"))
+	srv := aimock.Start(t, filepath.Join("testdata", "aimock", "settings.json"))
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
 	s := agenttest.NewStack(t, fmt.Sprintf(`
 plugins:

@@ -17,7 +17,7 @@ import (
 type sessionListQuery struct {
 	WaitingFor []string
 	Agent      string // "" for every agent the token may use
-	Status     string // client.ListRunning or client.ListAll
+	Status     string // wire.ListRunning or wire.ListAll
 	PageSize   int
 	PageToken  string
 }
@@ -26,7 +26,7 @@ type sessionListQuery struct {
 // ?waiting_for=approval,question&agent=NAME&status=all&page_size=N&page_token=T.
 // waiting_for may repeat (its lists add up); the others are given once.
 func parseSessionListQuery(q url.Values) (sessionListQuery, error) {
-	out := sessionListQuery{Status: client.ListRunning, PageSize: client.DefaultListPageSize}
+	out := sessionListQuery{Status: wire.ListRunning, PageSize: wire.DefaultListPageSize}
 	for key, vs := range q {
 		switch key {
 		case "waiting_for":
@@ -39,12 +39,12 @@ func parseSessionListQuery(q url.Values) (sessionListQuery, error) {
 		}
 	}
 	for _, v := range q["waiting_for"] {
-		kinds, err := client.ParseWaitingFor(v)
+		kinds, err := wire.ParseWaitingFor(v)
 		if err != nil {
 			return out, errorf(http.StatusBadRequest, "bad_request", "%s", err.Error())
 		}
 		if v != "" && len(kinds) == 0 {
-			return out, errorf(http.StatusBadRequest, "bad_request", "waiting_for is blank: want one or more of %s", strings.Join(client.WaitingForKinds(), ", "))
+			return out, errorf(http.StatusBadRequest, "bad_request", "waiting_for is blank: want one or more of %s", strings.Join(wire.WaitingForKinds(), ", "))
 		}
 		for _, k := range kinds {
 			if !slices.Contains(out.WaitingFor, k) {
@@ -59,16 +59,16 @@ func parseSessionListQuery(q url.Values) (sessionListQuery, error) {
 		}
 	}
 	switch v := q.Get("status"); v {
-	case "", client.ListRunning:
-	case client.ListAll:
-		out.Status = client.ListAll
+	case "", wire.ListRunning:
+	case wire.ListAll:
+		out.Status = wire.ListAll
 	default:
-		return out, errorf(http.StatusBadRequest, "bad_request", "status %q: want %q (the default) or %q", v, client.ListRunning, client.ListAll)
+		return out, errorf(http.StatusBadRequest, "bad_request", "status %q: want %q (the default) or %q", v, wire.ListRunning, wire.ListAll)
 	}
 	if q.Has("page_size") {
 		n, err := strconv.Atoi(q.Get("page_size"))
-		if err != nil || n < 1 || n > client.MaxListPageSize {
-			return out, errorf(http.StatusBadRequest, "bad_request", "page_size must be an integer from 1 to %d", client.MaxListPageSize)
+		if err != nil || n < 1 || n > wire.MaxListPageSize {
+			return out, errorf(http.StatusBadRequest, "bad_request", "page_size must be an integer from 1 to %d", wire.MaxListPageSize)
 		}
 		out.PageSize = n
 	}
@@ -112,7 +112,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 		}
 	}
 	if len(flowTypes) == 0 {
-		writeJSON(w, http.StatusOK, client.SessionsPage{Sessions: []client.SessionSummary{}})
+		writeJSON(w, http.StatusOK, wire.SessionsPage{Sessions: []wire.SessionSummary{}})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 func TestParseSessionListQuery(t *testing.T) {
@@ -79,7 +80,7 @@ func FuzzParseSessionListQuery(f *testing.F) {
 			}
 			return
 		}
-		if got.PageSize < 1 || got.PageSize > client.MaxListPageSize || (got.Status != client.ListRunning && got.Status != client.ListAll) {
+		if got.PageSize < 1 || got.PageSize > wire.MaxListPageSize || (got.Status != wire.ListRunning && got.Status != wire.ListAll) {
 			t.Fatalf("accepted %q as %+v", raw, got)
 		}
 		if _, err := client.SessionsQuery(client.ListSessionsOptions{WaitingFor: got.WaitingFor, Status: got.Status, PageSize: got.PageSize, FlowTypes: []string{"OrdersAgent"}, SessionPrefix: "u1"}); err != nil {

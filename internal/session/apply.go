@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -81,7 +81,7 @@ type (
 	// or (with the store) what the Step stored.
 	UserMessageBuilt struct {
 		TurnID  string
-		Message pluginapi.FrameworkMessage
+		Message contract.FrameworkMessage
 		Stored  *StoreResult
 		Attempt int
 	}
@@ -163,7 +163,7 @@ type (
 	// (with the store) what it stored.
 	TurnFailureRecorded struct {
 		TurnID   string
-		Messages []pluginapi.FrameworkMessage
+		Messages []contract.FrameworkMessage
 		Stored   *StoreResult
 		Attempt  int
 	}
@@ -454,7 +454,7 @@ func (s *State) buildingUser(in Input) Result {
 			}
 			role = in.Stored.Messages[0].Role
 		}
-		if role != pluginapi.RoleUser {
+		if role != contract.RoleUser {
 			return applied(s.userMessageFailed("build_user_message returned role " + strconv.Quote(string(role)) + "; want \"user\""))
 		}
 		if reason := s.checkStored(in.Stored); reason != "" {
@@ -462,7 +462,7 @@ func (s *State) buildingUser(in Input) Result {
 		}
 		s.TurnText, s.TurnTextRef = "", ""
 		seq := s.NextSequence
-		s.store([]pluginapi.FrameworkMessage{in.Message}, in.Stored)
+		s.store([]contract.FrameworkMessage{in.Message}, in.Stored)
 		var cmds []Command
 		if !s.TurnStartedSent {
 			// turn_started once, at the turn's first user message.
@@ -496,7 +496,7 @@ func (s *State) userMessageFailed(reason string) []Command {
 	s.Steered = append(s.TurnMore, s.Steered...)
 	s.TurnMore, s.TurnStartedSent = nil, false
 	if !s.Options.Messages.Store {
-		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: s.TurnText})
+		s.append(contract.FrameworkMessage{Role: contract.RoleUser, Text: s.TurnText})
 		s.TurnText = ""
 	}
 	return s.failTurn("build_user_message failed: " + reason)
@@ -587,9 +587,9 @@ func (s *State) recordingFailure(in Input) Result {
 		}
 		// The runner could not build the messages: keep the note as plain
 		// text, so the next turn still learns what ran.
-		var msgs []pluginapi.FrameworkMessage
+		var msgs []contract.FrameworkMessage
 		if note := BuildTurnFailureNote(s.ToolCalls); note != "" {
-			msgs = append(msgs, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: note})
+			msgs = append(msgs, contract.FrameworkMessage{Role: contract.RoleUser, Text: note})
 		}
 		if s.Options.Messages.Store {
 			// The store did not take them: the note and the user's text

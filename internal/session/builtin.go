@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -45,8 +45,8 @@ const (
 
 // BuiltInToolDefinitions returns the definitions of the enabled built-ins,
 // in a fixed order.
-func BuiltInToolDefinitions(enabled []string) []pluginapi.ToolDefinition {
-	var out []pluginapi.ToolDefinition
+func BuiltInToolDefinitions(enabled []string) []contract.ToolDefinition {
+	var out []contract.ToolDefinition
 	for _, d := range builtInDefinitions {
 		if slices.Contains(enabled, d.Name) {
 			out = append(out, d)
@@ -55,7 +55,7 @@ func BuiltInToolDefinitions(enabled []string) []pluginapi.ToolDefinition {
 	return out
 }
 
-var builtInDefinitions = []pluginapi.ToolDefinition{
+var builtInDefinitions = []contract.ToolDefinition{
 	{
 		Name: BuiltInAskUser,
 		Description: "Ask the user a question and wait for the answer. Use it when you cannot go on without " +
@@ -65,7 +65,7 @@ var builtInDefinitions = []pluginapi.ToolDefinition{
 			`"choices":{"type":["array","null"],"items":{"type":"string"},"description":"The answers to choose from, if any."},` +
 			`"allows_free_text":{"type":["boolean","null"],"description":"Whether the user may answer with other text when choices are given."}` +
 			`},"required":["question"],"additionalProperties":false}`),
-		Effect: pluginapi.EffectRead,
+		Effect: contract.EffectRead,
 	},
 	{
 		Name: BuiltInDurableWait,
@@ -75,7 +75,7 @@ var builtInDefinitions = []pluginapi.ToolDefinition{
 			`"duration_seconds":{"type":"integer","minimum":1,"description":"How long to wait, in whole seconds."},` +
 			`"reason":{"type":"string","description":"Why you wait; the user sees it."}` +
 			`},"required":["duration_seconds","reason"],"additionalProperties":false}`),
-		Effect: pluginapi.EffectRead,
+		Effect: contract.EffectRead,
 	},
 	{
 		Name: BuiltInWriteTodos,
@@ -88,7 +88,7 @@ var builtInDefinitions = []pluginapi.ToolDefinition{
 			`"status":{"type":"string","enum":["pending","in_progress","completed"]}` +
 			`},"required":["content","status"],"additionalProperties":false}}` +
 			`},"required":["todos"],"additionalProperties":false}`),
-		Effect: pluginapi.EffectRead,
+		Effect: contract.EffectRead,
 	},
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -72,13 +72,13 @@ var wireNames = map[string]string{
 	"wire.InteractionPlanning":         wire.InteractionPlanning,
 	"wire.InteractionExecuting":        wire.InteractionExecuting,
 
-	"pluginapi.EffectRead":               string(pluginapi.EffectRead),
-	"pluginapi.EffectIdempotentWrite":    string(pluginapi.EffectIdempotentWrite),
-	"pluginapi.EffectNonIdempotentWrite": string(pluginapi.EffectNonIdempotentWrite),
-	"pluginapi.EffectUnclassified":       string(pluginapi.EffectUnclassified),
-	"pluginapi.RoleUser":                 string(pluginapi.RoleUser),
-	"pluginapi.RoleAssistant":            string(pluginapi.RoleAssistant),
-	"pluginapi.RoleTool":                 string(pluginapi.RoleTool),
+	"pluginapi.EffectRead":               string(contract.EffectRead),
+	"pluginapi.EffectIdempotentWrite":    string(contract.EffectIdempotentWrite),
+	"pluginapi.EffectNonIdempotentWrite": string(contract.EffectNonIdempotentWrite),
+	"pluginapi.EffectUnclassified":       string(contract.EffectUnclassified),
+	"pluginapi.RoleUser":                 string(contract.RoleUser),
+	"pluginapi.RoleAssistant":            string(contract.RoleAssistant),
+	"pluginapi.RoleTool":                 string(contract.RoleTool),
 
 	"wire.ToolCallAwaitingApproval": string(wire.ToolCallAwaitingApproval),
 	"wire.ToolCallApproved":         string(wire.ToolCallApproved),
@@ -119,7 +119,7 @@ var eventPayloads = map[string]any{
 
 // modelTexts are the texts the model sees, by Go name.
 var modelTexts = map[string]string{
-	"pluginapi.DefaultRejectionToolResult":     pluginapi.DefaultRejectionToolResult,
+	"pluginapi.DefaultRejectionToolResult":     contract.DefaultRejectionToolResult,
 	"session.ApprovalDeadlinePassed":           ApprovalDeadlinePassed,
 	"session.QuestionDeclined":                 QuestionDeclined,
 	"session.QuestionDeadlinePassed":           QuestionDeadlinePassed,
@@ -127,7 +127,7 @@ var modelTexts = map[string]string{
 	"session.PlanningOnlyWriteTodos":           PlanningOnlyWriteTodos,
 	"session.PlanApprovedMessageFormat":        PlanApprovedMessageFormat,
 	"session.ToolCallNotRunErrorPrefix":        ToolCallNotRunErrorPrefix,
-	"pluginapi.ModelCallLimitToolResultFormat": pluginapi.ModelCallLimitToolResultFormat,
+	"pluginapi.ModelCallLimitToolResultFormat": contract.ModelCallLimitToolResultFormat,
 	"stepwise.ContextSummaryNoteHeader":        stepwise.ContextSummaryNoteHeader,
 	"stepwise.ContextSummaryOmissionFormat":    stepwise.ContextSummaryOmissionFormat,
 	"stepwise.ContextSummaryInstructions":      stepwise.ContextSummaryInstructions,
@@ -249,7 +249,7 @@ func TestActiveStepTypesUseTheSpecNames(t *testing.T) {
 	}
 	s.Apply(Start{InitialMessage: "hi"})
 	check("building the user message")
-	if got := s.activeStepTypes(true); !slices.Equal(got, []string{wire.StepBuildUserMessage}) {
+	if got := s.StepTypes(true); !slices.Equal(got, []string{wire.StepBuildUserMessage}) {
 		t.Errorf("legacy names while building = %v", got)
 	}
 	s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("hi"), Attempt: 1})

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -436,9 +436,9 @@ func (s *State) applyingControl(in Input) Result {
 			s.LastTurnError = "the turn's unfinished-turn messages could not be stored"
 			return applied(s.controlApplied(nil, &StoreResult{}, in.Attempt))
 		}
-		var msgs []pluginapi.FrameworkMessage
+		var msgs []contract.FrameworkMessage
 		if note := BuildTurnFailureNote(s.ToolCalls); note != "" {
-			msgs = append(msgs, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: note})
+			msgs = append(msgs, contract.FrameworkMessage{Role: contract.RoleUser, Text: note})
 		}
 		return applied(s.controlApplied(msgs, nil, in.Attempt))
 	case ModelStepDone:
@@ -447,7 +447,7 @@ func (s *State) applyingControl(in Input) Result {
 		}
 		// The answer is dropped; what the call used is not.
 		out := in.Outcome
-		var u *pluginapi.Usage
+		var u *contract.Usage
 		switch {
 		case out.TurnCompleted != nil:
 			u = &out.TurnCompleted.Usage
@@ -476,7 +476,7 @@ func (s *State) applyingControl(in Input) Result {
 // controlApplied stores the unfinished-turn messages and ends the turn with
 // turn_steered or turn_cancelled; the next turn starts with the steered
 // messages, else the queued ones.
-func (s *State) controlApplied(msgs []pluginapi.FrameworkMessage, stored *StoreResult, attempt int) []Command {
+func (s *State) controlApplied(msgs []contract.FrameworkMessage, stored *StoreResult, attempt int) []Command {
 	if reason := s.checkStored(stored); reason != "" {
 		s.LastTurnError = reason
 		stored = nil

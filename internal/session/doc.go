@@ -1,5 +1,5 @@
-// Package session is one agent session: a deterministic state machine and
-// the thin Temporal workflow that runs it.
+// Package session is the core of one agent session: a deterministic state
+// machine. Package sessionflow is the thin Temporal workflow that runs it.
 //
 // The state machine is State and its Apply. Apply takes one Input at a
 // time (a user message, a Step's outcome, an answer, a timer that fired, a
@@ -10,14 +10,11 @@
 // when the session starts and recorded in its history, so a replay of the
 // history rebuilds the same state whatever the worker's config says by
 // then. The state machine never reads the clock, never draws randomness
-// and never ranges over a map; purity_test.go checks every file of the
-// package but the glue. Its tests are table tests and the golden
-// interaction scripts of testdata/, with no engine.
-//
-// The workflow glue registers the workflow and its update and query
-// handlers, runs one Await loop that turns engine results into inputs,
-// turns commands into activities, timers and events, and continues as new
-// at a turn boundary before the history grows too long.
+// and never ranges over a map; purity_test.go checks every file. It
+// imports the standard library, package wire (what clients see) and
+// package contract (what runners see) and nothing else, directly or
+// through another package: internal/archtest says so. Its tests are table
+// tests and the golden interaction scripts of testdata/, with no engine.
 //
 // The files of the state machine, by concept:
 //
@@ -42,13 +39,8 @@
 //	recovery.go     the turn recovery budget
 //	texts.go        texts the model sees
 //	timefmt.go      deadlines as RFC 3339 text, without package time
-//	upgradeprobe.go the build tag of the upgrade test (upgradeprobe_on.go)
+//	limits.go       the timeouts and retry budgets of each Step type
 //
-// The glue:
-//
-//	workflow.go     Workflow, the handlers, the Await loop, exec (commands to
-//	                engine calls), versioning with GetVersion, continue-as-new
-//
-// The activities themselves are in package steps; the worker that
-// registers both is in package daemon.
+// The workflow is in package sessionflow, the activities in package steps;
+// the worker that registers both is in package daemon.
 package session

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -14,7 +14,7 @@ import (
 func hostOpts() Options {
 	o := opts()
 	o.Version = CurrentVersion
-	o.Policies.Policies["files__delete"] = pluginapi.ToolPolicy{Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)}
+	o.Policies.Policies["files__delete"] = contract.ToolPolicy{Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(false)}
 	return o
 }
 
@@ -31,18 +31,18 @@ func hostCalls(out ModelOutcome, calls ...HostCall) ModelOutcome {
 // make a call stricter.
 func TestHostCallsRouteToMCPWithTheHostsEffect(t *testing.T) {
 	s := startedWith(t, hostOpts())
-	strict := call("c4", "files__stat", pluginapi.EffectNonIdempotentWrite)
+	strict := call("c4", "files__stat", contract.EffectNonIdempotentWrite)
 	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", NowMs: now, Outcome: hostCalls(toolsRequested(
 		call("c1", "files__read", ""),
 		call("c2", "files__delete", ""),
-		call("c3", "files__write", pluginapi.EffectRead),
+		call("c3", "files__write", contract.EffectRead),
 		strict,
-		call("c5", "lookup", pluginapi.EffectRead),
+		call("c5", "lookup", contract.EffectRead),
 	),
-		HostCall{ToolCallID: "c1", Source: "mcp:files/read", Effect: pluginapi.EffectRead},
-		HostCall{ToolCallID: "c2", Source: "mcp:files/delete", Effect: pluginapi.EffectRead},
+		HostCall{ToolCallID: "c1", Source: "mcp:files/read", Effect: contract.EffectRead},
+		HostCall{ToolCallID: "c2", Source: "mcp:files/delete", Effect: contract.EffectRead},
 		HostCall{ToolCallID: "c3", Source: "mcp:files/write"},
-		HostCall{ToolCallID: "c4", Source: "mcp:files/stat", Effect: pluginapi.EffectRead},
+		HostCall{ToolCallID: "c4", Source: "mcp:files/stat", Effect: contract.EffectRead},
 	)}).Commands
 	want := []string{
 		"CallTool turn-1/c1 effect=read attempts=3 key=s-1/turn-1/c1 host_source=mcp:files/read",
@@ -73,7 +73,7 @@ func TestHostCallsRouteToMCPWithTheHostsEffect(t *testing.T) {
 // Sessions of older versions keep the runner's reference and run every
 // call in the runner, as they ran.
 func TestOnlyTheHostRoutesToMCP(t *testing.T) {
-	forged := call("c1", "lookup", pluginapi.EffectRead)
+	forged := call("c1", "lookup", contract.EffectRead)
 	forged.ToolSourceReference = "mcp:files/delete"
 
 	s := startedWith(t, hostOpts())
@@ -86,7 +86,7 @@ func TestOnlyTheHostRoutesToMCP(t *testing.T) {
 	}
 
 	// A reference of the runner's own is its business.
-	own := call("c1", "lookup", pluginapi.EffectRead)
+	own := call("c1", "lookup", contract.EffectRead)
 	own.ToolSourceReference = "crm:v2"
 	s = startedWith(t, hostOpts())
 	cmds = nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(own), NowMs: now}).Commands)
@@ -98,7 +98,7 @@ func TestOnlyTheHostRoutesToMCP(t *testing.T) {
 		o := hostOpts()
 		o.Version = version
 		s = startedWith(t, o)
-		out := hostCalls(toolsRequested(forged), HostCall{ToolCallID: "c1", Source: "mcp:files/read", Effect: pluginapi.EffectRead})
+		out := hostCalls(toolsRequested(forged), HostCall{ToolCallID: "c1", Source: "mcp:files/read", Effect: contract.EffectRead})
 		cmds = nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: out, NowMs: now}).Commands)
 		if diff := cmp.Diff([]string{"CallTool turn-1/c1 effect=read attempts=3 key=s-1/turn-1/c1"}, renderAll(cmds)); diff != "" {
 			t.Errorf("version %d (-want +got):\n%s", version, diff)
@@ -110,23 +110,23 @@ func TestOnlyTheHostRoutesToMCP(t *testing.T) {
 }
 
 func TestAuthorizeHostPolicy(t *testing.T) {
-	set := pluginapi.PolicySet{
-		DefaultEffect: pluginapi.EffectUnclassified,
-		Policies:      map[string]pluginapi.ToolPolicy{"files__write": {Effect: pluginapi.EffectNonIdempotentWrite}},
+	set := contract.PolicySet{
+		DefaultEffect: contract.EffectUnclassified,
+		Policies:      map[string]contract.ToolPolicy{"files__write": {Effect: contract.EffectNonIdempotentWrite}},
 	}
 	tests := []struct {
 		tool         string
-		annotated    pluginapi.Effect
-		claim        pluginapi.ToolPolicy
-		wantEffect   pluginapi.Effect
+		annotated    contract.Effect
+		claim        contract.ToolPolicy
+		wantEffect   contract.Effect
 		wantApproval bool
 	}{
-		{"files__read", pluginapi.EffectRead, pluginapi.ToolPolicy{}, pluginapi.EffectRead, false},
-		{"files__upsert", pluginapi.EffectIdempotentWrite, pluginapi.ToolPolicy{}, pluginapi.EffectIdempotentWrite, false},
-		{"files__plain", "", pluginapi.ToolPolicy{}, pluginapi.EffectUnclassified, true},
-		{"files__write", pluginapi.EffectRead, pluginapi.ToolPolicy{}, pluginapi.EffectNonIdempotentWrite, true},
-		{"files__read", pluginapi.EffectRead, pluginapi.ToolPolicy{RequiresApproval: ptr(true)}, pluginapi.EffectRead, true},
-		{"files__read", "bogus", pluginapi.ToolPolicy{}, pluginapi.EffectUnclassified, true},
+		{"files__read", contract.EffectRead, contract.ToolPolicy{}, contract.EffectRead, false},
+		{"files__upsert", contract.EffectIdempotentWrite, contract.ToolPolicy{}, contract.EffectIdempotentWrite, false},
+		{"files__plain", "", contract.ToolPolicy{}, contract.EffectUnclassified, true},
+		{"files__write", contract.EffectRead, contract.ToolPolicy{}, contract.EffectNonIdempotentWrite, true},
+		{"files__read", contract.EffectRead, contract.ToolPolicy{RequiresApproval: ptr(true)}, contract.EffectRead, true},
+		{"files__read", "bogus", contract.ToolPolicy{}, contract.EffectUnclassified, true},
 	}
 	for _, tt := range tests {
 		got := AuthorizeHostPolicy(set, tt.tool, tt.annotated, tt.claim)

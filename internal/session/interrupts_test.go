@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 )
 
 // deadlineOpts: a 60 s deadline, a 10 s warning, extensions up to 5 min
@@ -27,7 +27,7 @@ func deadlineOpts() Options {
 func awaitingApproval(t *testing.T, o Options) (*State, []Command) {
 	t.Helper()
 	s := startedWith(t, o)
-	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now}).Commands
+	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", contract.EffectNonIdempotentWrite)), NowMs: now}).Commands
 	return s, cmds
 }
 
@@ -201,7 +201,7 @@ func TestQuestionDeadlinesWarnAndExtend(t *testing.T) {
 	o := deadlineOpts()
 	o.BuiltInTools = []string{BuiltInAskUser}
 	s := startedWith(t, o)
-	ask := pluginapi.DeferredToolCall{ToolCallID: "q1", ToolName: BuiltInAskUser, Arguments: `{"question":"Which order?"}`}
+	ask := contract.DeferredToolCall{ToolCallID: "q1", ToolName: BuiltInAskUser, Arguments: `{"question":"Which order?"}`}
 	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(ask), NowMs: now}).Commands
 	if diff := cmp.Diff([]string{"start_timer q1 50s"}, renderAll(nonEmit(cmds))); diff != "" {
 		t.Fatalf("raise (-want +got):\n%s", diff)

@@ -1,6 +1,6 @@
 package session
 
-import "github.com/dex-agents/dex-agent-worker/pluginapi"
+import "github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 
 // AuthorizePolicy returns the policy a tool call runs under. The operator's
 // policies decide: the explicit policy for the tool, else the default
@@ -9,7 +9,7 @@ import "github.com/dex-agents/dex-agent-worker/pluginapi"
 // explicitly requires approval adds the approval. A runner that claims
 // "read" for a write the config classifies as non_idempotent_write still
 // gets one attempt and the approval the config asks for.
-func AuthorizePolicy(set pluginapi.PolicySet, tool string, claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
+func AuthorizePolicy(set contract.PolicySet, tool string, claim contract.ToolPolicy) contract.ToolPolicy {
 	return AuthorizeHostPolicy(set, tool, "", claim)
 }
 
@@ -18,18 +18,18 @@ func AuthorizePolicy(set pluginapi.PolicySet, tool string, claim pluginapi.ToolP
 // the default effect (with that effect's default approval). A policy naming
 // the tool still wins, and the runner's claim may still only make the call
 // stricter.
-func AuthorizeHostPolicy(set pluginapi.PolicySet, tool string, annotated pluginapi.Effect, claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
+func AuthorizeHostPolicy(set contract.PolicySet, tool string, annotated contract.Effect, claim contract.ToolPolicy) contract.ToolPolicy {
 	host, explicit := set.Policies[tool]
 	if !explicit {
-		host = pluginapi.ToolPolicy{Effect: set.DefaultEffect}
+		host = contract.ToolPolicy{Effect: set.DefaultEffect}
 		if annotated.Valid() {
 			host.Effect = annotated
 		}
 	}
 	if !host.Effect.Valid() {
-		host.Effect = pluginapi.EffectUnclassified
+		host.Effect = contract.EffectUnclassified
 	}
-	out := pluginapi.ToolPolicy{Effect: host.Effect}
+	out := contract.ToolPolicy{Effect: host.Effect}
 	if claim.Effect.Valid() && strictness(claim.Effect) > strictness(host.Effect) {
 		out.Effect = claim.Effect
 	}
@@ -45,11 +45,11 @@ func AuthorizeHostPolicy(set pluginapi.PolicySet, tool string, annotated plugina
 // strictness orders the effect classes by how carefully a call runs:
 // retried reads, retried writes with an idempotency key, then single
 // attempts.
-func strictness(e pluginapi.Effect) int {
+func strictness(e contract.Effect) int {
 	switch e {
-	case pluginapi.EffectRead:
+	case contract.EffectRead:
 		return 0
-	case pluginapi.EffectIdempotentWrite:
+	case contract.EffectIdempotentWrite:
 		return 1
 	default:
 		return 2
@@ -59,10 +59,10 @@ func strictness(e pluginapi.Effect) int {
 // legacyPolicy is the policy of a call in a session started before the
 // settings were recorded: the runner's claim, as those sessions ran. It is
 // kept so that their histories replay.
-func legacyPolicy(claim pluginapi.ToolPolicy) pluginapi.ToolPolicy {
+func legacyPolicy(claim contract.ToolPolicy) contract.ToolPolicy {
 	if !claim.Effect.Valid() {
-		claim.Effect = pluginapi.EffectUnclassified
+		claim.Effect = contract.EffectUnclassified
 	}
 	approval := claim.ApprovalRequired()
-	return pluginapi.ToolPolicy{Effect: claim.Effect, RequiresApproval: &approval}
+	return contract.ToolPolicy{Effect: claim.Effect, RequiresApproval: &approval}
 }

@@ -1,15 +1,11 @@
 package session
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
-
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -18,7 +14,7 @@ func recoveryOpts(r *RecoveryPolicy) Options {
 	o.Recovery = r
 	o.RunModel.MaximumAttempts = 10
 	o.Tool.MaximumAttempts = 10
-	o.Policies.Policies["lookup"] = pluginapi.ToolPolicy{Effect: pluginapi.EffectRead, RequiresApproval: ptr(false)}
+	o.Policies.Policies["lookup"] = contract.ToolPolicy{Effect: contract.EffectRead, RequiresApproval: ptr(false)}
 	return o
 }
 
@@ -151,9 +147,9 @@ func TestToolStepPastTheRecoveryBudgetFailsTheTurnOnceItsCallsAreFinal(t *testin
 func TestSingleAttemptToolFailingUnderARecoveryBudget(t *testing.T) {
 	o := recoveryOpts(&RecoveryPolicy{MaxAttempts: 5})
 	o.Version = CurrentVersion
-	o.Policies.Policies["charge"] = pluginapi.ToolPolicy{Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)}
+	o.Policies.Policies["charge"] = contract.ToolPolicy{Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(false)}
 	s := startedWith(t, o)
-	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "charge", pluginapi.EffectNonIdempotentWrite)), 1), NowMs: now}).Commands
+	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "charge", contract.EffectNonIdempotentWrite)), 1), NowMs: now}).Commands
 	if l := limitsOf(t, cmds); l.MaximumAttempts != 1 {
 		t.Fatalf("the write's Step has %d attempts, want 1", l.MaximumAttempts)
 	}
@@ -168,7 +164,7 @@ func TestSingleAttemptToolFailingUnderARecoveryBudget(t *testing.T) {
 	// failure against the tool limits, and the budget failed the turn.
 	o.Version = ToolBudgetVersion - 1
 	s = startedWith(t, o)
-	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "charge", pluginapi.EffectNonIdempotentWrite)), 1), NowMs: now})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: withAttempt(toolsRequested(call("c1", "charge", contract.EffectNonIdempotentWrite)), 1), NowMs: now})
 	s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "worker lost", Attempt: 1, Stop: StopAttempts})
 	if !strings.HasPrefix(s.RecoveryError, "the turn ran out of its recovery budget") {
 		t.Errorf("version %d: recovery error %q; want the budget's, as that version ran", o.Version, s.RecoveryError)
@@ -178,40 +174,4 @@ func TestSingleAttemptToolFailingUnderARecoveryBudget(t *testing.T) {
 func withAttempt(o ModelOutcome, attempt int) ModelOutcome {
 	o.Attempt = attempt
 	return o
-}
-
-// TestWorkflowRecoveryBudgetReachesTheSteps: the no-progress bound is the
-// schedule-to-close timeout the engine gets for each Step (the test
-// environment does not report retry policies; TestTurnPastItsRecoveryBudget
-// in internal/e2e sees the attempts), and an approval that waits an hour, past a 10 s
-// no_progress_timeout, does not count: the turn completes.
-func TestWorkflowRecoveryBudgetReachesTheSteps(t *testing.T) {
-	rt := runtime(0)
-	rt.Options.Recovery = &RecoveryPolicy{MaxAttempts: 1, NoProgressTimeoutMs: 10_000}
-	env, f := newEnv(t, rt)
-	steps := map[string]time.Duration{}
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		steps[info.ActivityType.Name] = info.ScheduleToCloseTimeout
-	})
-	var ok bool
-	var err error
-	env.RegisterDelayedCallback(func() {
-		update(env, wire.UpdateResolveInterrupt, wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, &ok, &err)
-	}, time.Hour)
-	env.RegisterDelayedCallback(func() {
-		s := snapshot(t, env)
-		if s.State.LastTurnError != "" || s.Messages[len(s.Messages)-1].Text != "succeeded: refunded default-test-workflow-id/turn-1/c1" {
-			t.Errorf("after the approval: last_turn_error %q, answer %q", s.State.LastTurnError, s.Messages[len(s.Messages)-1].Text)
-		}
-		env.CancelWorkflow()
-	}, time.Hour+time.Minute)
-	env.ExecuteWorkflow("TestAgent", WorkflowInput{InitialMessage: "refund"})
-	if !ok || err != nil || f.toolCalls.Load() != 1 {
-		t.Fatalf("approve = %v, %v; tool calls %d", ok, err, f.toolCalls.Load())
-	}
-	for _, step := range []string{wire.StepRunModel, wire.StepCallSingleAttemptTool} {
-		if got := steps[step]; got != 10*time.Second {
-			t.Errorf("%s started with schedule-to-close %v; want 10s", step, got)
-		}
-	}
 }

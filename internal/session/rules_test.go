@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 )
 
 // TestApprovalRuleDecisions: the RunModel Step's rule decisions, recorded
@@ -19,8 +19,8 @@ import (
 // policy's.
 func TestApprovalRuleDecisions(t *testing.T) {
 	o := opts()
-	o.Policies.Policies["refund"] = pluginapi.ToolPolicy{Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(true)}
-	o.Policies.Policies["lookup"] = pluginapi.ToolPolicy{Effect: pluginapi.EffectRead}
+	o.Policies.Policies["refund"] = contract.ToolPolicy{Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(true)}
+	o.Policies.Policies["lookup"] = contract.ToolPolicy{Effect: contract.EffectRead}
 	s := startedWith(t, o)
 	out := toolsRequested(
 		call("c1", "refund", ""),

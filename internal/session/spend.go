@@ -3,7 +3,7 @@ package session
 import (
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -23,7 +23,7 @@ func (s *State) sessionSpend() wire.Spend {
 // chargeSpend adds a model call's usage and cost to the turn's counters
 // (recordUsage adds the usage to the session's) and keeps what the Step
 // said its budgets left.
-func (s *State) chargeSpend(u pluginapi.Usage, sp *StepSpend) {
+func (s *State) chargeSpend(u contract.Usage, sp *StepSpend) {
 	var cost int64
 	if sp != nil {
 		cost = max(sp.CostMicros, 0)

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -25,7 +25,7 @@ type Options struct {
 	// Policies are the explicit tool policies and the default effect. They
 	// are the authority on every call's effect and approval: a runner may
 	// only make a call stricter (see AuthorizePolicy).
-	Policies pluginapi.PolicySet `json:"policies"`
+	Policies contract.PolicySet `json:"policies"`
 	// InterruptDeadlineMs is the approval deadline in milliseconds (0: none).
 	InterruptDeadlineMs int64 `json:"interrupt_deadline_ms,omitempty"`
 	// InterruptExpiringLeadMs, when set, writes interrupt_expiring this
@@ -150,7 +150,7 @@ type HostCall struct {
 	// Effect is the effect of the tool's annotations on a server whose
 	// annotations are trusted; "" when they say nothing, so the session's
 	// default effect applies. A tool policy naming the tool wins.
-	Effect pluginapi.Effect `json:"effect,omitempty"`
+	Effect contract.Effect `json:"effect,omitempty"`
 }
 
 // InterruptKind tags a pending interrupt: what answers it and how.
@@ -200,7 +200,7 @@ type State struct {
 	NextSequence int64 `json:"next_sequence"`
 	// Messages holds every message whole, in a session without the
 	// message store.
-	Messages []pluginapi.Message `json:"messages"`
+	Messages []contract.Message `json:"messages"`
 	// Window holds the newest messages as previews, in a session with the
 	// message store (which holds them whole); the store's chunks hold the
 	// older ones from DeletedBefore on.
@@ -231,9 +231,9 @@ type State struct {
 	RunStateRef string          `json:"run_state_ref,omitempty"`
 	ToolCalls   []wire.ToolCall `json:"tool_calls,omitempty"`
 	// Refs hold the store references of the records' large fields.
-	Refs       []RecordRefs    `json:"refs,omitempty"`
-	Interrupts []Interrupt     `json:"interrupts,omitempty"`
-	Usage      pluginapi.Usage `json:"usage"`
+	Refs       []RecordRefs   `json:"refs,omitempty"`
+	Interrupts []Interrupt    `json:"interrupts,omitempty"`
+	Usage      contract.Usage `json:"usage"`
 	// Settings are the session settings the next turn starts with, as
 	// compact JSON of one object ("" for none).
 	Settings string `json:"session_settings,omitempty"`
@@ -385,10 +385,10 @@ func (s *State) heldRefs() []string {
 	return refs
 }
 
-func (s *State) append(m pluginapi.FrameworkMessage) int64 {
+func (s *State) append(m contract.FrameworkMessage) int64 {
 	seq := s.NextSequence
 	s.NextSequence++
-	s.Messages = append(s.Messages, pluginapi.Message{
+	s.Messages = append(s.Messages, contract.Message{
 		Sequence:   seq,
 		Role:       m.Role,
 		Text:       m.Text,
@@ -407,11 +407,11 @@ func (s *State) append(m pluginapi.FrameworkMessage) int64 {
 // (RunStateRef; RunState holds its preview), and so are long tool call
 // arguments (Refs; Arguments holds their preview).
 type ModelOutcome struct {
-	TurnCompleted      *pluginapi.TurnCompleted      `json:"turn_completed,omitempty"`
-	ToolCallsRequested *pluginapi.ToolCallsRequested `json:"tool_calls_requested,omitempty"`
-	Stored             *StoreResult                  `json:"stored,omitempty"`
-	RunStateRef        string                        `json:"run_state_ref,omitempty"`
-	Refs               []RecordRefs                  `json:"refs,omitempty"`
+	TurnCompleted      *contract.TurnCompleted      `json:"turn_completed,omitempty"`
+	ToolCallsRequested *contract.ToolCallsRequested `json:"tool_calls_requested,omitempty"`
+	Stored             *StoreResult                 `json:"stored,omitempty"`
+	RunStateRef        string                       `json:"run_state_ref,omitempty"`
+	Refs               []RecordRefs                 `json:"refs,omitempty"`
 	// UnfinishedCapable reports that the runner implements
 	// build_unfinished_turn_messages.
 	UnfinishedCapable bool `json:"unfinished_capable,omitempty"`
@@ -485,7 +485,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	if out.CompactThrough != 0 {
 		return s.compact(out)
 	}
-	var usage pluginapi.Usage
+	var usage contract.Usage
 	switch {
 	case out.TurnCompleted != nil && out.ToolCallsRequested == nil:
 		usage = out.TurnCompleted.Usage
@@ -525,7 +525,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	}
 	for _, call := range req.ToolCalls {
 		source := call.ToolSourceReference
-		var policy pluginapi.ToolPolicy
+		var policy contract.ToolPolicy
 		switch hc := s.hostCall(out, call.ToolCallID); {
 		case hc != nil:
 			policy = AuthorizeHostPolicy(s.Options.Policies, call.ToolName, hc.Effect, call.Policy)
@@ -689,7 +689,7 @@ func (s *State) turnInput() TurnInput {
 // one attempt for the effects that do not retry.
 func (s *State) toolLimits(rec wire.ToolCall) Limits {
 	limits := s.Options.Tool
-	if !pluginapi.Effect(rec.Effect).Retryable() {
+	if !contract.Effect(rec.Effect).Retryable() {
 		limits.MaximumAttempts = 1
 	}
 	return limits
@@ -699,7 +699,7 @@ func (s *State) toolLimits(rec wire.ToolCall) Limits {
 // effects that retry, CallSingleAttemptTool (one attempt) otherwise.
 func (s *State) runTool(rec wire.ToolCall) RunTool {
 	limits, step := s.toolLimits(rec), wire.StepCallTool
-	if !pluginapi.Effect(rec.Effect).Retryable() {
+	if !contract.Effect(rec.Effect).Retryable() {
 		step = wire.StepCallSingleAttemptTool
 	}
 	return RunTool{
@@ -729,7 +729,7 @@ func (s *State) hostSource(rec wire.ToolCall) string {
 // recordUsage adds one RunModel outcome's usage as the runner reported it:
 // model_calls 0 stays 0, and total_tokens is what the runner reported (the
 // runner contract computes it only when the runner left it out).
-func (s *State) recordUsage(u pluginapi.Usage, attempt int) []Command {
+func (s *State) recordUsage(u contract.Usage, attempt int) []Command {
 	s.Usage = s.Usage.Add(u)
 	return []Command{Emit{Event: newEvent(wire.EventUsageRecorded, s.ActiveTurnID, attempt, wire.UsageRecordedPayload{Recorded: wire.Usage(u), Session: wire.Usage(s.Usage)})}}
 }
@@ -751,7 +751,7 @@ func (s *State) failTurn(reason string) []Command {
 // turnFailureRecorded stores the unfinished-turn messages and the note
 // (stored is what the Step stored, with the store), and ends the failed
 // turn.
-func (s *State) turnFailureRecorded(msgs []pluginapi.FrameworkMessage, stored *StoreResult, attempt int) []Command {
+func (s *State) turnFailureRecorded(msgs []contract.FrameworkMessage, stored *StoreResult, attempt int) []Command {
 	if reason := s.checkStored(stored); reason != "" {
 		// Our own Step broke the store contract: keep what the Step said
 		// out of the session and end the turn with the reason.
@@ -837,7 +837,7 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 		return applied(append(cmds, s.runTool(s.ToolCalls[c])))
 	}
 	if rejection == "" {
-		rejection = pluginapi.DefaultRejectionToolResult
+		rejection = contract.DefaultRejectionToolResult
 	}
 	s.ToolCalls[c].RejectionMessage = rejection
 	return applied(append(cmds, s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)...))
@@ -1025,12 +1025,12 @@ func (s *State) QueuedCount() int { return len(s.Queued) }
 
 // ActiveStepTypes lists the Steps the session waits in, sorted, for the
 // ActiveStepTypes search attribute: the spec's Step names only.
-func (s *State) ActiveStepTypes() []string { return s.activeStepTypes(false) }
+func (s *State) ActiveStepTypes() []string { return s.StepTypes(false) }
 
-// activeStepTypes is ActiveStepTypes; legacy adds the names runs of older
+// StepTypes is ActiveStepTypes; legacy adds the names runs of older
 // workers upserted (BuildUserMessage, RecordTurnFailure), so that their
 // histories replay with the same upserts.
-func (s *State) activeStepTypes(legacy bool) []string {
+func (s *State) StepTypes(legacy bool) []string {
 	var steps []string
 	add := func(name string) {
 		for _, have := range steps {
@@ -1074,7 +1074,7 @@ func (s *State) activeStepTypes(legacy bool) []string {
 				add(wire.StepCancelToolTask)
 			case c.Status == wire.ToolCallWaitingForTask:
 				add(wire.StepPollToolTask)
-			case c.Status == wire.ToolCallApproved && pluginapi.Effect(c.Effect).Retryable():
+			case c.Status == wire.ToolCallApproved && contract.Effect(c.Effect).Retryable():
 				add(wire.StepCallTool)
 			case c.Status == wire.ToolCallApproved:
 				add(wire.StepCallSingleAttemptTool)

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 )
 
 const now = int64(1_800_000_000_000)
@@ -22,13 +22,13 @@ func ptr[T any](v T) *T { return &v }
 func opts() Options {
 	return Options{
 		Agent: "orders",
-		Policies: pluginapi.PolicySet{
-			DefaultEffect: pluginapi.EffectUnclassified,
-			Policies: map[string]pluginapi.ToolPolicy{
-				"lookup":  {Effect: pluginapi.EffectRead},
-				"refund":  {Effect: pluginapi.EffectNonIdempotentWrite},
-				"ping":    {Effect: pluginapi.EffectIdempotentWrite},
-				"mystery": {Effect: pluginapi.EffectUnclassified, RequiresApproval: ptr(false)},
+		Policies: contract.PolicySet{
+			DefaultEffect: contract.EffectUnclassified,
+			Policies: map[string]contract.ToolPolicy{
+				"lookup":  {Effect: contract.EffectRead},
+				"refund":  {Effect: contract.EffectNonIdempotentWrite},
+				"ping":    {Effect: contract.EffectIdempotentWrite},
+				"mystery": {Effect: contract.EffectUnclassified, RequiresApproval: ptr(false)},
 			},
 		},
 		InterruptDeadlineMs: 60_000,
@@ -38,22 +38,22 @@ func opts() Options {
 	}
 }
 
-func userMsg(text string) pluginapi.FrameworkMessage {
-	return pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: text, Item: `{"u":"` + text + `"}`}
+func userMsg(text string) contract.FrameworkMessage {
+	return contract.FrameworkMessage{Role: contract.RoleUser, Text: text, Item: `{"u":"` + text + `"}`}
 }
 
-func call(id, name string, effect pluginapi.Effect) pluginapi.DeferredToolCall {
-	return pluginapi.DeferredToolCall{ToolCallID: id, ToolName: name, Arguments: `{"order_id":"7"}`, Policy: pluginapi.ToolPolicy{Effect: effect}}
+func call(id, name string, effect contract.Effect) contract.DeferredToolCall {
+	return contract.DeferredToolCall{ToolCallID: id, ToolName: name, Arguments: `{"order_id":"7"}`, Policy: contract.ToolPolicy{Effect: effect}}
 }
 
-func toolsRequested(calls ...pluginapi.DeferredToolCall) ModelOutcome {
-	return ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{RunState: `{"calls":1}`, ToolCalls: calls, Usage: pluginapi.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12, ModelCalls: 1}}}
+func toolsRequested(calls ...contract.DeferredToolCall) ModelOutcome {
+	return ModelOutcome{ToolCallsRequested: &contract.ToolCallsRequested{RunState: `{"calls":1}`, ToolCalls: calls, Usage: contract.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12, ModelCalls: 1}}}
 }
 
 func completed(text string) ModelOutcome {
-	return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{
-		NewMessages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleAssistant, Text: text}},
-		Usage:       pluginapi.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1},
+	return ModelOutcome{TurnCompleted: &contract.TurnCompleted{
+		NewMessages: []contract.FrameworkMessage{{Role: contract.RoleAssistant, Text: text}},
+		Usage:       contract.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1},
 	}}
 }
 
@@ -209,7 +209,7 @@ func TestUserMessages(t *testing.T) {
 	if s.Messages[1].Sequence != 2 || s.Messages[1].Text != "done" {
 		t.Errorf("answer = %+v", s.Messages[1])
 	}
-	want := pluginapi.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1}
+	want := contract.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1}
 	if diff := cmp.Diff(want, s.Usage); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
@@ -222,7 +222,7 @@ func TestUserMessageBuildFailures(t *testing.T) {
 		want  string
 	}{
 		{"wrong role", func(s *State) []Command {
-			return s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: "x"}, Attempt: 1}).Commands
+			return s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: contract.FrameworkMessage{Role: contract.RoleAssistant, Text: "x"}, Attempt: 1}).Commands
 		}, `build_user_message failed: build_user_message returned role "assistant"; want "user"`},
 		{"runner error", func(s *State) []Command {
 			return s.Apply(UserMessageFailed{TurnID: "turn-1", Reason: "boom", Attempt: 1}).Commands
@@ -236,7 +236,7 @@ func TestUserMessageBuildFailures(t *testing.T) {
 			if diff := cmp.Diff([]string{"record_turn_failure turn-1"}, renderAll(cmds)); diff != "" {
 				t.Fatalf("commands (-want +got):\n%s", diff)
 			}
-			if len(s.Messages) != 1 || s.Messages[0].Text != "hi" || s.Messages[0].Role != pluginapi.RoleUser {
+			if len(s.Messages) != 1 || s.Messages[0].Text != "hi" || s.Messages[0].Role != contract.RoleUser {
 				t.Errorf("user text not kept: %+v", s.Messages)
 			}
 			s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: nil, Attempt: 1})
@@ -250,10 +250,10 @@ func TestUserMessageBuildFailures(t *testing.T) {
 func TestToolCallsRequested(t *testing.T) {
 	s := started(t)
 	cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(
-		call("c1", "lookup", pluginapi.EffectRead),
-		call("c2", "refund", pluginapi.EffectNonIdempotentWrite),
-		pluginapi.DeferredToolCall{ToolCallID: "c3", ToolName: "ping", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectIdempotentWrite, RequiresApproval: ptr(true)}},
-		pluginapi.DeferredToolCall{ToolCallID: "c4", ToolName: "mystery", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectUnclassified, RequiresApproval: ptr(false)}},
+		call("c1", "lookup", contract.EffectRead),
+		call("c2", "refund", contract.EffectNonIdempotentWrite),
+		contract.DeferredToolCall{ToolCallID: "c3", ToolName: "ping", Arguments: "{}", Policy: contract.ToolPolicy{Effect: contract.EffectIdempotentWrite, RequiresApproval: ptr(true)}},
+		contract.DeferredToolCall{ToolCallID: "c4", ToolName: "mystery", Arguments: "{}", Policy: contract.ToolPolicy{Effect: contract.EffectUnclassified, RequiresApproval: ptr(false)}},
 	), NowMs: now}).Commands
 	wantCmds := []string{
 		"CallTool turn-1/c1 effect=read attempts=3 key=s-1/turn-1/c1",
@@ -299,12 +299,12 @@ func TestInvalidToolCallsFailTheTurn(t *testing.T) {
 		{"empty id", toolsRequested(call("", "lookup", "read")), "tool call 0 (lookup) has an empty tool_call_id"},
 		{"slash in id", toolsRequested(call("a/b", "lookup", "read")), `tool call ID "a/b" contains '/'`},
 		{"duplicate id", toolsRequested(call("a", "lookup", "read"), call("a", "lookup", "read")), `tool call ID "a" is used twice in turn turn-1`},
-		{"empty run state", ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{ToolCalls: []pluginapi.DeferredToolCall{call("a", "x", "read")}}},
+		{"empty run state", ModelOutcome{ToolCallsRequested: &contract.ToolCallsRequested{ToolCalls: []contract.DeferredToolCall{call("a", "x", "read")}}},
 			"the runner returned tool_calls_requested with an empty framework_run_state"},
-		{"no tool calls", ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{RunState: "x"}}, "the runner returned tool_calls_requested without tool calls"},
+		{"no tool calls", ModelOutcome{ToolCallsRequested: &contract.ToolCallsRequested{RunState: "x"}}, "the runner returned tool_calls_requested without tool calls"},
 		{"neither outcome", ModelOutcome{}, "the runner returned a malformed outcome: want exactly one of turn_completed and tool_calls_requested"},
-		{"new messages without unfinished builder", ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{
-			RunState: "x", ToolCalls: []pluginapi.DeferredToolCall{call("a", "x", "read")}, NewMessages: []pluginapi.FrameworkMessage{{Role: "assistant"}}}},
+		{"new messages without unfinished builder", ModelOutcome{ToolCallsRequested: &contract.ToolCallsRequested{
+			RunState: "x", ToolCalls: []contract.DeferredToolCall{call("a", "x", "read")}, NewMessages: []contract.FrameworkMessage{{Role: "assistant"}}}},
 			"the runner stored new_messages in tool_calls_requested but does not implement build_unfinished_turn_messages"},
 	}
 	for _, tt := range tests {
@@ -374,22 +374,22 @@ func TestToolResultsResumeTheTurn(t *testing.T) {
 func TestToolStepFailures(t *testing.T) {
 	tests := []struct {
 		name       string
-		effect     pluginapi.Effect
+		effect     contract.Effect
 		notStarted bool
 		wantStatus wire.ToolCallStatus
 		wantError  string
 	}{
-		{"read retries spent", pluginapi.EffectRead, false, "failed", "boom"},
-		{"idempotent write retries spent", pluginapi.EffectIdempotentWrite, false, "outcome_unknown", "boom"},
-		{"non-idempotent write crashed", pluginapi.EffectNonIdempotentWrite, false, "outcome_unknown", "boom"},
-		{"unclassified crashed", pluginapi.EffectUnclassified, false, "outcome_unknown", "boom"},
-		{"write never started", pluginapi.EffectNonIdempotentWrite, true, "failed", ToolCallNotRunErrorPrefix + ": boom"},
-		{"read never started", pluginapi.EffectRead, true, "failed", ToolCallNotRunErrorPrefix + ": boom"},
+		{"read retries spent", contract.EffectRead, false, "failed", "boom"},
+		{"idempotent write retries spent", contract.EffectIdempotentWrite, false, "outcome_unknown", "boom"},
+		{"non-idempotent write crashed", contract.EffectNonIdempotentWrite, false, "outcome_unknown", "boom"},
+		{"unclassified crashed", contract.EffectUnclassified, false, "outcome_unknown", "boom"},
+		{"write never started", contract.EffectNonIdempotentWrite, true, "failed", ToolCallNotRunErrorPrefix + ": boom"},
+		{"read never started", contract.EffectRead, true, "failed", ToolCallNotRunErrorPrefix + ": boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := opts()
-			o.Policies.Policies = map[string]pluginapi.ToolPolicy{"tool": {Effect: tt.effect, RequiresApproval: ptr(false)}}
+			o.Policies.Policies = map[string]contract.ToolPolicy{"tool": {Effect: tt.effect, RequiresApproval: ptr(false)}}
 			s := startedWith(t, o)
 			c := call("c1", "tool", tt.effect)
 			s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(c), NowMs: now})
@@ -421,14 +421,14 @@ func TestApprovals(t *testing.T) {
 		{"reject with message", wire.ResolveInterruptRequest{InterruptID: "c1", RejectionMessage: "not that one"}, now + 1, true, "rejected",
 			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, "not that one"},
 		{"reject without message", wire.ResolveInterruptRequest{InterruptID: "c1"}, now + 1, true, "rejected",
-			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, pluginapi.DefaultRejectionToolResult},
+			[]string{"cancel_timer c1", `run_model turn-1 messages=[1] run_state={"calls":1} tool_calls=[c1:rejected] attempts=3`}, contract.DefaultRejectionToolResult},
 		{"unknown interrupt", wire.ResolveInterruptRequest{InterruptID: "nope", Approved: true}, now + 1, false, "awaiting_approval", nil, ""},
 		{"past the deadline", wire.ResolveInterruptRequest{InterruptID: "c1", Approved: true}, now + 60_000, false, "awaiting_approval", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := started(t)
-			s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
+			s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", contract.EffectNonIdempotentWrite)), NowMs: now})
 			ok, cmds := resolve(s, tt.req, tt.at)
 			if ok != tt.wantOK {
 				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
@@ -452,7 +452,7 @@ func TestApprovals(t *testing.T) {
 
 func TestApprovalDeadline(t *testing.T) {
 	s := started(t)
-	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", contract.EffectNonIdempotentWrite)), NowMs: now})
 	// A timer that fires early is armed again.
 	cmds := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 59_999}).Commands
 	if diff := cmp.Diff([]string{"start_timer c1 1s"}, renderAll(cmds)); diff != "" {
@@ -480,7 +480,7 @@ func TestNoDeadlineWithoutInterruptDeadline(t *testing.T) {
 	s := New("s-1", o)
 	s.Apply(Start{InitialMessage: "x"})
 	s.Apply(UserMessageBuilt{TurnID: "turn-1", Message: userMsg("x"), Attempt: 1})
-	cmds := nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now}).Commands)
+	cmds := nonEmit(s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", contract.EffectNonIdempotentWrite)), NowMs: now}).Commands)
 	if cmds != nil {
 		t.Errorf("commands = %q, want none (no deadline timer)", renderAll(cmds))
 	}
@@ -491,21 +491,21 @@ func TestNoDeadlineWithoutInterruptDeadline(t *testing.T) {
 
 func TestModelFailureLeavesNote(t *testing.T) {
 	s := started(t)
-	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "lookup", pluginapi.EffectRead), call("c2", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "lookup", contract.EffectRead), call("c2", "refund", contract.EffectNonIdempotentWrite)), NowMs: now})
 	s.Apply(ToolStepDone{TurnID: "turn-1", ToolCallID: "c1", Outcome: ToolOutcome{Output: ptr("found")}})
 	resolve(s, wire.ResolveInterruptRequest{InterruptID: "c2", Approved: true}, now)
 	s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c2", Detail: "worker lost", NotStarted: false, Attempt: 1})
 	cmds := s.Apply(ModelStepFailed{TurnID: "turn-1", Reason: "RunModel failed after 3 attempts: 503", Attempt: 1}).Commands
 	wantNote := TurnFailureNoteHeader + "\n" +
 		`- lookup {"order_id":"7"} -> succeeded: found` + "\n" +
-		`- refund {"order_id":"7"} -> outcome_unknown: ` + pluginapi.OutcomeUnknownToolResult + "\n" +
+		`- refund {"order_id":"7"} -> outcome_unknown: ` + contract.OutcomeUnknownToolResult + "\n" +
 		TurnFailureNoteFooter
 	want := []string{fmt.Sprintf("record_turn_failure turn-1 note=%q", wantNote)}
 	if diff := cmp.Diff(want, renderAll(cmds)); diff != "" || s.LastTurnError != "RunModel failed after 3 attempts: 503" {
 		t.Fatalf("commands (-want +got):\n%s\nlast_turn_error %q", diff, s.LastTurnError)
 	}
 	send(s, "next")
-	cmds = s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: wantNote}}, Attempt: 1}).Commands
+	cmds = s.Apply(TurnFailureRecorded{TurnID: "turn-1", Messages: []contract.FrameworkMessage{{Role: contract.RoleUser, Text: wantNote}}, Attempt: 1}).Commands
 	if diff := cmp.Diff([]string{wire.EventTurnFailed}, eventTypes(cmds)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -542,7 +542,7 @@ func TestStaleInputsAreIgnored(t *testing.T) {
 
 func TestStateSurvivesJSON(t *testing.T) {
 	s := started(t)
-	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", pluginapi.EffectNonIdempotentWrite)), NowMs: now})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", contract.EffectNonIdempotentWrite)), NowMs: now})
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -560,7 +560,7 @@ func TestListMessages(t *testing.T) {
 	s := New("s", opts())
 	s.Apply(Start{})
 	for i := 0; i < 5; i++ {
-		s.append(pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: strings.Repeat("x", i)})
+		s.append(contract.FrameworkMessage{Role: contract.RoleUser, Text: strings.Repeat("x", i)})
 	}
 	seqs := func(p wire.MessagesPage) []int64 {
 		var out []int64
@@ -609,37 +609,37 @@ func TestFormatDeadline(t *testing.T) {
 }
 
 func TestAuthorizePolicy(t *testing.T) {
-	set := pluginapi.PolicySet{
-		DefaultEffect: pluginapi.EffectUnclassified,
-		Policies: map[string]pluginapi.ToolPolicy{
-			"refund":      {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(true)},
-			"lookup":      {Effect: pluginapi.EffectRead},
-			"write_quiet": {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)},
-			"idem":        {Effect: pluginapi.EffectIdempotentWrite},
+	set := contract.PolicySet{
+		DefaultEffect: contract.EffectUnclassified,
+		Policies: map[string]contract.ToolPolicy{
+			"refund":      {Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(true)},
+			"lookup":      {Effect: contract.EffectRead},
+			"write_quiet": {Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(false)},
+			"idem":        {Effect: contract.EffectIdempotentWrite},
 		},
 	}
-	claim := func(e pluginapi.Effect, approval *bool) pluginapi.ToolPolicy {
-		return pluginapi.ToolPolicy{Effect: e, RequiresApproval: approval}
+	claim := func(e contract.Effect, approval *bool) contract.ToolPolicy {
+		return contract.ToolPolicy{Effect: e, RequiresApproval: approval}
 	}
 	tests := []struct {
 		name         string
-		set          pluginapi.PolicySet
+		set          contract.PolicySet
 		tool         string
-		claim        pluginapi.ToolPolicy
-		wantEffect   pluginapi.Effect
+		claim        contract.ToolPolicy
+		wantEffect   contract.Effect
 		wantApproval bool
 	}{
-		{"a runner claiming read for a configured write gets the write's policy", set, "refund", claim(pluginapi.EffectRead, ptr(false)), pluginapi.EffectNonIdempotentWrite, true},
-		{"a runner claiming read for an unconfigured tool gets the default effect", set, "unknown", claim(pluginapi.EffectRead, nil), pluginapi.EffectUnclassified, true},
-		{"a runner may make a read stricter", set, "lookup", claim(pluginapi.EffectNonIdempotentWrite, nil), pluginapi.EffectNonIdempotentWrite, true},
-		{"a runner may add an approval", set, "lookup", claim(pluginapi.EffectRead, ptr(true)), pluginapi.EffectRead, true},
-		{"a runner may not drop an approval", set, "refund", claim(pluginapi.EffectNonIdempotentWrite, ptr(false)), pluginapi.EffectNonIdempotentWrite, true},
-		{"the config may drop the approval of a write", set, "write_quiet", claim(pluginapi.EffectNonIdempotentWrite, nil), pluginapi.EffectNonIdempotentWrite, false},
-		{"a configured read runs without approval", set, "lookup", claim(pluginapi.EffectRead, nil), pluginapi.EffectRead, false},
-		{"a runner without a claim gets the config's policy", set, "idem", pluginapi.ToolPolicy{}, pluginapi.EffectIdempotentWrite, false},
-		{"unclassified and non-idempotent are equally strict: the config's stays", set, "write_quiet", claim(pluginapi.EffectUnclassified, nil), pluginapi.EffectNonIdempotentWrite, false},
-		{"a read default lets reads run", pluginapi.PolicySet{DefaultEffect: pluginapi.EffectRead}, "x", claim(pluginapi.EffectRead, nil), pluginapi.EffectRead, false},
-		{"a missing default is unclassified", pluginapi.PolicySet{}, "x", claim(pluginapi.EffectRead, nil), pluginapi.EffectUnclassified, true},
+		{"a runner claiming read for a configured write gets the write's policy", set, "refund", claim(contract.EffectRead, ptr(false)), contract.EffectNonIdempotentWrite, true},
+		{"a runner claiming read for an unconfigured tool gets the default effect", set, "unknown", claim(contract.EffectRead, nil), contract.EffectUnclassified, true},
+		{"a runner may make a read stricter", set, "lookup", claim(contract.EffectNonIdempotentWrite, nil), contract.EffectNonIdempotentWrite, true},
+		{"a runner may add an approval", set, "lookup", claim(contract.EffectRead, ptr(true)), contract.EffectRead, true},
+		{"a runner may not drop an approval", set, "refund", claim(contract.EffectNonIdempotentWrite, ptr(false)), contract.EffectNonIdempotentWrite, true},
+		{"the config may drop the approval of a write", set, "write_quiet", claim(contract.EffectNonIdempotentWrite, nil), contract.EffectNonIdempotentWrite, false},
+		{"a configured read runs without approval", set, "lookup", claim(contract.EffectRead, nil), contract.EffectRead, false},
+		{"a runner without a claim gets the config's policy", set, "idem", contract.ToolPolicy{}, contract.EffectIdempotentWrite, false},
+		{"unclassified and non-idempotent are equally strict: the config's stays", set, "write_quiet", claim(contract.EffectUnclassified, nil), contract.EffectNonIdempotentWrite, false},
+		{"a read default lets reads run", contract.PolicySet{DefaultEffect: contract.EffectRead}, "x", claim(contract.EffectRead, nil), contract.EffectRead, false},
+		{"a missing default is unclassified", contract.PolicySet{}, "x", claim(contract.EffectRead, nil), contract.EffectUnclassified, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -656,7 +656,7 @@ func TestAuthorizePolicy(t *testing.T) {
 // operator's config says; a session started before settings were recorded
 // keeps the runner's claim, as it ran.
 func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
-	lying := call("c1", "refund", pluginapi.EffectRead)
+	lying := call("c1", "refund", contract.EffectRead)
 	lying.Policy.RequiresApproval = ptr(false)
 
 	s := started(t)
@@ -684,17 +684,17 @@ func TestTheConfigDecidesAToolCallsPolicy(t *testing.T) {
 func TestUsageIsRecordedAsReported(t *testing.T) {
 	tests := []struct {
 		name string
-		u    pluginapi.Usage
+		u    contract.Usage
 	}{
-		{"one call", pluginapi.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1}},
-		{"no model call", pluginapi.Usage{ModelCalls: 0}},
-		{"a provider total that is not the sum", pluginapi.Usage{InputTokens: 5, OutputTokens: 3, ReasoningTokens: 4, TotalTokens: 12, ModelCalls: 1}},
-		{"a harness that made three calls", pluginapi.Usage{InputTokens: 30, OutputTokens: 9, TotalTokens: 39, ModelCalls: 3}},
+		{"one call", contract.Usage{InputTokens: 5, OutputTokens: 3, TotalTokens: 8, ModelCalls: 1}},
+		{"no model call", contract.Usage{ModelCalls: 0}},
+		{"a provider total that is not the sum", contract.Usage{InputTokens: 5, OutputTokens: 3, ReasoningTokens: 4, TotalTokens: 12, ModelCalls: 1}},
+		{"a harness that made three calls", contract.Usage{InputTokens: 30, OutputTokens: 9, TotalTokens: 39, ModelCalls: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := started(t)
-			cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{Usage: tt.u}, Attempt: 2}, NowMs: now}).Commands
+			cmds := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: ModelOutcome{TurnCompleted: &contract.TurnCompleted{Usage: tt.u}, Attempt: 2}, NowMs: now}).Commands
 			if diff := cmp.Diff(tt.u, s.Usage); diff != "" {
 				t.Errorf("session usage (-want +got):\n%s", diff)
 			}
@@ -729,7 +729,7 @@ func TestPlanRoll(t *testing.T) {
 	window := func(sizes ...int64) []Entry {
 		out := make([]Entry, len(sizes))
 		for i, b := range sizes {
-			out[i] = Entry{Message: pluginapi.Message{Sequence: int64(i + 1)}, Bytes: b}
+			out[i] = Entry{Message: contract.Message{Sequence: int64(i + 1)}, Bytes: b}
 		}
 		return out
 	}

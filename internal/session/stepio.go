@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -75,7 +75,7 @@ type StoreResult struct {
 // without its framework item, with its text cut to PreviewBytes, and the
 // size of its stored encoding.
 type Entry struct {
-	pluginapi.Message
+	contract.Message
 	// Bytes is the size of the stored message's encoding.
 	Bytes int64 `json:"bytes"`
 	// Truncated reports that Text holds only the first PreviewBytes.
@@ -106,7 +106,7 @@ type BuildUserMessageInput struct {
 // BuildUserMessageOutput is the result of the BuildUserMessage local activity.
 type BuildUserMessageOutput struct {
 	// Message is the built message, in a session without the store.
-	Message pluginapi.FrameworkMessage `json:"message"`
+	Message contract.FrameworkMessage `json:"message"`
 	// Stored is what the Step stored, in a session with the store.
 	Stored  *StoreResult `json:"stored,omitempty"`
 	Attempt int          `json:"attempt,omitempty"`
@@ -118,7 +118,7 @@ type TurnInput struct {
 	SessionID string `json:"session_id"`
 	TurnID    string `json:"turn_id"`
 	// Messages holds every message, in a session without the store.
-	Messages []pluginapi.Message `json:"messages"`
+	Messages []contract.Message `json:"messages"`
 	// Transcript locates the messages in the store, in a session with it.
 	Transcript *Transcript `json:"transcript,omitempty"`
 	// RunState is the framework run state, or its preview when RunStateRef
@@ -127,9 +127,9 @@ type TurnInput struct {
 	RunStateRef string `json:"run_state_ref,omitempty"`
 	// ToolCalls are the turn's records; their large arguments and outputs
 	// travel by reference (Refs).
-	ToolCalls []wire.ToolCall     `json:"tool_calls,omitempty"`
-	Refs      []RecordRefs        `json:"refs,omitempty"`
-	Policies  pluginapi.PolicySet `json:"policies"`
+	ToolCalls []wire.ToolCall    `json:"tool_calls,omitempty"`
+	Refs      []RecordRefs       `json:"refs,omitempty"`
+	Policies  contract.PolicySet `json:"policies"`
 	// Store is set when the session keeps its messages in the store.
 	Store *StoreWork `json:"store,omitempty"`
 	// Settings are the turn's session settings, compact JSON of one object
@@ -145,7 +145,7 @@ type TurnInput struct {
 	Spend SpendInput `json:"spend"`
 	// HostTools are the tools the session runs itself (the enabled
 	// built-ins), offered to the runner.
-	HostTools []pluginapi.ToolDefinition `json:"host_tools,omitempty"`
+	HostTools []contract.ToolDefinition `json:"host_tools,omitempty"`
 	// Plan is the session's plan, which the runner shows the model.
 	Plan *wire.Plan `json:"plan,omitempty"`
 	// Mode is the turn's interaction mode (chat, planning, executing).
@@ -180,11 +180,11 @@ type CompactInput struct {
 // beginning, and the store reference of a longer text) and the usage of
 // the summary call.
 type CompactOutcome struct {
-	Text    string          `json:"text"`
-	TextRef string          `json:"text_ref,omitempty"`
-	Usage   pluginapi.Usage `json:"usage"`
-	Attempt int             `json:"attempt,omitempty"`
-	Spend   *StepSpend      `json:"spend,omitempty"`
+	Text    string         `json:"text"`
+	TextRef string         `json:"text_ref,omitempty"`
+	Usage   contract.Usage `json:"usage"`
+	Attempt int            `json:"attempt,omitempty"`
+	Spend   *StepSpend     `json:"spend,omitempty"`
 }
 
 // RecordRefs are the message store references of a tool call record's
@@ -271,7 +271,7 @@ type TurnFailureInput struct {
 // TurnFailureOutput holds the messages RecordTurnFailure stores.
 type TurnFailureOutput struct {
 	// Messages are the messages, in a session without the store.
-	Messages []pluginapi.FrameworkMessage `json:"messages"`
+	Messages []contract.FrameworkMessage `json:"messages"`
 	// Stored is what the Step stored, in a session with the store.
 	Stored  *StoreResult `json:"stored,omitempty"`
 	Attempt int          `json:"attempt,omitempty"`

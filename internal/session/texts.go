@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -45,7 +45,7 @@ func BuildTurnFailureNote(calls []wire.ToolCall) string {
 		b.WriteString(" -> ")
 		b.WriteString(string(c.Status))
 		b.WriteString(": ")
-		b.WriteString(pluginapi.DescribeToolCallOutcome(wireconv.RunnerToolCall(c)))
+		b.WriteString(contract.DescribeToolCallOutcome(wireconv.RunnerToolCall(c)))
 		b.WriteByte('\n')
 	}
 	if n == 0 {

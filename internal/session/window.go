@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 )
 
 // The message window of a session that keeps its messages in the store.
@@ -138,7 +138,7 @@ func (s *State) checkStored(r *StoreResult) string {
 // store appends a Step's messages: framework messages themselves without
 // the store, the stored previews with it (after dropping the window
 // messages its chunks now hold). It returns how many messages it added.
-func (s *State) store(msgs []pluginapi.FrameworkMessage, r *StoreResult) int {
+func (s *State) store(msgs []contract.FrameworkMessage, r *StoreResult) int {
 	if r == nil {
 		for _, m := range msgs {
 			s.append(m)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 )
 
@@ -55,7 +54,7 @@ var wireTypes = map[string]any{
 	"envelope.session.Event": Event{},
 
 	"snapshot.Snapshot":       wire.Snapshot{},
-	"snapshot.SessionsPage":   client.SessionsPage{},
+	"snapshot.SessionsPage":   wire.SessionsPage{},
 	"snapshot.MessagesPage":   wire.MessagesPage{},
 	"snapshot.SpendRefusal":   wire.SpendRefusal{},
 	"snapshot.ContextSummary": wire.ContextSummary{},

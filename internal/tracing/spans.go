@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -18,7 +20,7 @@ const (
 	KeyOperationName   = "gen_ai.operation.name"
 	KeyProviderName    = "gen_ai.provider.name"
 	KeyAgentName       = "gen_ai.agent.name"
-	KeyConversationID  = "gen_ai.conversation.id"
+	KeyConversationID  = otelenv.KeyConversationID
 	KeyRequestModel    = "gen_ai.request.model"
 	KeyResponseModel   = "gen_ai.response.model"
 	KeyResponseID      = "gen_ai.response.id"
@@ -33,7 +35,7 @@ const (
 	KeyToolArguments   = "gen_ai.tool.call.arguments"
 	KeyToolResult      = "gen_ai.tool.call.result"
 	KeyErrorType       = "error.type"
-	KeySessionID       = "session.id"
+	KeySessionID       = otelenv.KeySessionID
 	KeyFlowID          = "dex.flow.id"
 	KeyRunID           = "dex.run.id"
 	KeyTurnID          = "dex.agent.turn.id"

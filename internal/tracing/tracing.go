@@ -29,19 +29,17 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -50,11 +48,11 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// The exporters.
+// The exporters: the runner SDK's (package otelenv), and the console.
 const (
-	ExporterNone = "none"
-	ExporterOTLP = "otlp"
-	ExporterFile = "file"
+	ExporterNone = otelenv.ExporterNone
+	ExporterOTLP = otelenv.ExporterOTLP
+	ExporterFile = otelenv.ExporterFile
 	// ExporterConsole prints each turn's span tree when the turn ends
 	// (dev --trace).
 	ExporterConsole = "console"
@@ -62,8 +60,8 @@ const (
 
 // The OTLP protocols.
 const (
-	ProtocolGRPC = "grpc"
-	ProtocolHTTP = "http"
+	ProtocolGRPC = otelenv.ProtocolGRPC
+	ProtocolHTTP = otelenv.ProtocolHTTP
 )
 
 // ScopeName is the instrumentation scope of the worker's own spans.
@@ -174,70 +172,18 @@ func New(ctx context.Context, o Options) (*Tracer, error) {
 }
 
 func exporter(ctx context.Context, o Options) (sdktrace.SpanExporter, error) {
-	switch o.Exporter {
-	case ExporterOTLP:
-		endpoint, err := Endpoint(o.Protocol, o.Endpoint)
-		if err != nil {
-			return nil, err
-		}
-		if o.Protocol == ProtocolHTTP {
-			return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint), otlptracehttp.WithHeaders(o.Headers))
-		}
-		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint), otlptracegrpc.WithHeaders(o.Headers))
-	case ExporterFile:
-		if o.File == "" {
-			return nil, errors.New("tracing: the file exporter needs a file")
-		}
-		f, err := os.OpenFile(o.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("tracing: open the trace file: %w", err)
-		}
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return closingExporter{exp, f}, nil
-	case ExporterConsole:
+	if o.Exporter == ExporterConsole {
 		w := o.Writer
 		if w == nil {
 			w = os.Stderr
 		}
 		return NewConsoleExporter(w), nil
 	}
-	return nil, fmt.Errorf("tracing: unknown exporter %q (want otlp, file or none)", o.Exporter)
+	return otelenv.NewExporter(ctx, otelenv.Options{Exporter: o.Exporter, Endpoint: o.Endpoint, Protocol: o.Protocol, Headers: o.Headers, File: o.File})
 }
 
-// Endpoint returns the OTLP endpoint URL for protocol, with the default
-// when endpoint is empty and /v1/traces added for http; an error names an
-// endpoint that is no http:// or https:// URL.
-func Endpoint(protocol, endpoint string) (string, error) {
-	if endpoint == "" {
-		endpoint = "http://localhost:4317"
-		if protocol == ProtocolHTTP {
-			endpoint = "http://localhost:4318"
-		}
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("tracing: endpoint %q is not an http:// or https:// URL (such as http://otel-collector:4317)", endpoint)
-	}
-	if protocol == ProtocolHTTP && (u.Path == "" || u.Path == "/") {
-		u.Path = "/v1/traces"
-	}
-	return u.String(), nil
-}
-
-// closingExporter closes the trace file after the last export.
-type closingExporter struct {
-	sdktrace.SpanExporter
-	f *os.File
-}
-
-func (c closingExporter) Shutdown(ctx context.Context) error {
-	err := c.SpanExporter.Shutdown(ctx)
-	return errors.Join(err, c.f.Close())
-}
+// Endpoint returns the OTLP endpoint URL for protocol (otelenv.Endpoint).
+func Endpoint(protocol, endpoint string) (string, error) { return otelenv.Endpoint(protocol, endpoint) }
 
 // Shutdown exports what is left and stops the exporter.
 func (t *Tracer) Shutdown(ctx context.Context) error {
@@ -350,7 +296,7 @@ func newSpanID() trace.SpanID {
 // The session's baggage member: every span started under it gets
 // gen_ai.conversation.id and session.id, in this process and in the
 // runner plugins its gRPC calls reach.
-const sessionBaggage = "dex.session.id"
+const sessionBaggage = otelenv.SessionBaggage
 
 // WithSession returns ctx carrying the session ID as baggage.
 func WithSession(ctx context.Context, sessionID string) context.Context {
@@ -367,16 +313,7 @@ func WithSession(ctx context.Context, sessionID string) context.Context {
 
 // SessionProcessor sets gen_ai.conversation.id and session.id on every span
 // started under a context whose baggage names the session.
-type SessionProcessor struct{}
-
-func (SessionProcessor) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
-	if id := baggage.FromContext(parent).Member(sessionBaggage).Value(); id != "" {
-		s.SetAttributes(attribute.String(KeyConversationID, id), attribute.String(KeySessionID, id))
-	}
-}
-func (SessionProcessor) OnEnd(sdktrace.ReadOnlySpan)      {}
-func (SessionProcessor) Shutdown(context.Context) error   { return nil }
-func (SessionProcessor) ForceFlush(context.Context) error { return nil }
+type SessionProcessor = otelenv.SessionProcessor
 
 // ErrorType names an error for error.type: its Temporal application error
 // type when it has one, else its Go type.

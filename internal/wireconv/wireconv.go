@@ -6,12 +6,12 @@
 package wireconv
 
 import (
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Message returns a stored message as clients see it.
-func Message(m pluginapi.Message, truncated bool) wire.Message {
+func Message(m contract.Message, truncated bool) wire.Message {
 	return wire.Message{
 		Sequence:      m.Sequence,
 		Role:          wire.Role(m.Role),
@@ -26,7 +26,7 @@ func Message(m pluginapi.Message, truncated bool) wire.Message {
 }
 
 // Messages returns stored messages as clients see them, none truncated.
-func Messages(ms []pluginapi.Message) []wire.Message {
+func Messages(ms []contract.Message) []wire.Message {
 	out := make([]wire.Message, len(ms))
 	for i, m := range ms {
 		out[i] = Message(m, false)
@@ -35,7 +35,7 @@ func Messages(ms []pluginapi.Message) []wire.Message {
 }
 
 // Usage returns a runner's usage count as a session record.
-func Usage(u pluginapi.Usage) wire.Usage {
+func Usage(u contract.Usage) wire.Usage {
 	return wire.Usage{
 		InputTokens:       u.InputTokens,
 		OutputTokens:      u.OutputTokens,
@@ -48,14 +48,14 @@ func Usage(u pluginapi.Usage) wire.Usage {
 
 // RunnerToolCall returns the part of a session's tool call record that a
 // runner sees.
-func RunnerToolCall(c wire.ToolCall) pluginapi.ToolCall {
-	return pluginapi.ToolCall{
+func RunnerToolCall(c wire.ToolCall) contract.ToolCall {
+	return contract.ToolCall{
 		ToolCallID:              c.ToolCallID,
 		ToolName:                c.ToolName,
 		Arguments:               c.Arguments,
-		Effect:                  pluginapi.Effect(c.Effect),
+		Effect:                  contract.Effect(c.Effect),
 		RequiresApproval:        c.RequiresApproval,
-		Status:                  pluginapi.ToolCallStatus(c.Status),
+		Status:                  contract.ToolCallStatus(c.Status),
 		DeferralOrder:           c.DeferralOrder,
 		Output:                  c.Output,
 		Error:                   c.Error,
@@ -69,11 +69,11 @@ func RunnerToolCall(c wire.ToolCall) pluginapi.ToolCall {
 }
 
 // RunnerToolCalls returns RunnerToolCall of each record.
-func RunnerToolCalls(cs []wire.ToolCall) []pluginapi.ToolCall {
+func RunnerToolCalls(cs []wire.ToolCall) []contract.ToolCall {
 	if cs == nil {
 		return nil
 	}
-	out := make([]pluginapi.ToolCall, len(cs))
+	out := make([]contract.ToolCall, len(cs))
 	for i, c := range cs {
 		out[i] = RunnerToolCall(c)
 	}
@@ -81,21 +81,21 @@ func RunnerToolCalls(cs []wire.ToolCall) []pluginapi.ToolCall {
 }
 
 // RunnerPlan returns a session's plan as a runner sees it.
-func RunnerPlan(p *wire.Plan) *pluginapi.Plan {
+func RunnerPlan(p *wire.Plan) *contract.Plan {
 	if p == nil {
 		return nil
 	}
-	out := &pluginapi.Plan{Revision: p.Revision, Status: p.Status, Tasks: make([]pluginapi.PlanTask, len(p.Tasks))}
+	out := &contract.Plan{Revision: p.Revision, Status: p.Status, Tasks: make([]contract.PlanTask, len(p.Tasks))}
 	for i, t := range p.Tasks {
-		out.Tasks[i] = pluginapi.PlanTask{Content: t.Content, Status: t.Status}
+		out.Tasks[i] = contract.PlanTask{Content: t.Content, Status: t.Status}
 	}
 	return out
 }
 
 // QuestionAnswer returns a resolution of a question as a runner sees it.
-func QuestionAnswer(a *wire.QuestionAnswer) *pluginapi.QuestionAnswer {
+func QuestionAnswer(a *wire.QuestionAnswer) *contract.QuestionAnswer {
 	if a == nil {
 		return nil
 	}
-	return &pluginapi.QuestionAnswer{Resolution: a.Resolution, Answer: a.Answer}
+	return &contract.QuestionAnswer{Resolution: a.Resolution, Answer: a.Answer}
 }

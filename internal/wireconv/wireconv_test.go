@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -61,12 +61,12 @@ func TestRunnerToolCallMapsEveryField(t *testing.T) {
 	if z := zeroFields(reflect.ValueOf(got)); len(z) > 0 {
 		t.Errorf("RunnerToolCall leaves %v unset", z)
 	}
-	rt, wt := reflect.TypeFor[pluginapi.ToolCall](), reflect.TypeFor[wire.ToolCall]()
+	rt, wt := reflect.TypeFor[contract.ToolCall](), reflect.TypeFor[wire.ToolCall]()
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		w, ok := wt.FieldByName(f.Name)
 		if !ok || w.Tag.Get("json") != f.Tag.Get("json") {
-			t.Errorf("pluginapi.ToolCall.%s (json %q) has no wire.ToolCall field of that name and JSON name", f.Name, f.Tag.Get("json"))
+			t.Errorf("contract.ToolCall.%s (json %q) has no wire.ToolCall field of that name and JSON name", f.Name, f.Tag.Get("json"))
 		}
 	}
 	for i := range wt.NumField() {
@@ -81,19 +81,19 @@ func TestRunnerToolCallMapsEveryField(t *testing.T) {
 }
 
 func TestMessageMapsEveryField(t *testing.T) {
-	var m pluginapi.Message
+	var m contract.Message
 	fill(t, reflect.ValueOf(&m).Elem())
 	got := Message(m, true)
 	if z := zeroFields(reflect.ValueOf(got)); len(z) > 0 {
 		t.Errorf("Message leaves %v unset", z)
 	}
-	if n, w := reflect.TypeFor[wire.Message]().NumField(), reflect.TypeFor[pluginapi.Message]().NumField(); n != w+1 {
+	if n, w := reflect.TypeFor[wire.Message]().NumField(), reflect.TypeFor[contract.Message]().NumField(); n != w+1 {
 		t.Errorf("wire.Message has %d fields, want the runner's %d and TextTruncated", n, w)
 	}
 }
 
 func TestUsageMapsEveryField(t *testing.T) {
-	var u pluginapi.Usage
+	var u contract.Usage
 	fill(t, reflect.ValueOf(&u).Elem())
 	if z := zeroFields(reflect.ValueOf(Usage(u))); len(z) > 0 {
 		t.Errorf("Usage leaves %v unset", z)
@@ -109,7 +109,7 @@ func TestRunnerPlanAndAnswer(t *testing.T) {
 		t.Errorf("RunnerPlan = %+v", p)
 	}
 	a := QuestionAnswer(&wire.QuestionAnswer{Resolution: wire.QuestionAnswered, Answer: "yes"})
-	if a.Resolution != pluginapi.QuestionAnswered || a.Answer != "yes" {
+	if a.Resolution != contract.QuestionAnswered || a.Answer != "yes" {
 		t.Errorf("QuestionAnswer = %+v", a)
 	}
 }

@@ -43,6 +43,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest/probe"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 )
 
@@ -340,5 +341,5 @@ func (m slowStream) CallModel(ctx context.Context, req *stepwise.ModelRequest, o
 }
 
 func main() {
-	pluginapi.Serve(stepwise.NewRunner("testrunner", "test", build))
+	pluginapi.Serve(pluginapi.ServeOptions{Runner: stepwise.NewRunner("testrunner", "test", build), TracerProvider: otelenv.Provider()})
 }

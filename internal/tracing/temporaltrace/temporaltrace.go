@@ -11,7 +11,7 @@
 //
 //	tr, _ := temporaltrace.New(t)
 //	c, _ := client.Dial(client.Options{Interceptors: tr.Interceptors()}) // its workers take them too
-//	session.Runtime{Tracer: tr}
+//	sessionflow.Runtime{Tracer: tr}
 package temporaltrace
 
 import (

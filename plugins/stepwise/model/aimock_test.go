@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
-	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model/aimocktest"
 )
 
 // aimockCase is one provider under test against aimock.
 type aimockCase struct {
 	name   string
-	cfg    func(srv *aimocktest.Server) Config
+	cfg    func(srv *aimock.Server) Config
 	path   string
 	finish []string // the finish reasons of a text answer and of tool calls
 }
@@ -29,7 +29,7 @@ const aimockKey = "sk-aimock-secret-0123456789"
 var aimockCases = []aimockCase{
 	{
 		name: ProviderOpenAI,
-		cfg: func(srv *aimocktest.Server) Config {
+		cfg: func(srv *aimock.Server) Config {
 			return Config{Provider: ProviderOpenAI, Name: "gpt-5-mini", APIBase: srv.URL + "/v1", APIKeyEnv: "TEST_OPENAI_KEY",
 				Settings: stepwise.ModelSettings{ReasoningEffort: "low"}}
 		},
@@ -38,7 +38,7 @@ var aimockCases = []aimockCase{
 	},
 	{
 		name: ProviderOpenAIChat,
-		cfg: func(srv *aimocktest.Server) Config {
+		cfg: func(srv *aimock.Server) Config {
 			return Config{Provider: ProviderOpenAIChat, Name: "gpt-5-mini", APIBase: srv.URL + "/v1", APIKeyEnv: "TEST_OPENAI_KEY"}
 		},
 		path:   "/v1/chat/completions",
@@ -46,7 +46,7 @@ var aimockCases = []aimockCase{
 	},
 	{
 		name: ProviderOpenAICompatible,
-		cfg: func(srv *aimocktest.Server) Config {
+		cfg: func(srv *aimock.Server) Config {
 			// No key: a local server such as Ollama needs none.
 			return Config{Provider: ProviderOpenAICompatible, Name: "qwen3-8b", APIBase: srv.URL + "/v1"}
 		},
@@ -55,7 +55,7 @@ var aimockCases = []aimockCase{
 	},
 	{
 		name: ProviderAnthropic,
-		cfg: func(srv *aimocktest.Server) Config {
+		cfg: func(srv *aimock.Server) Config {
 			return Config{Provider: ProviderAnthropic, Name: "claude-sonnet-4-5", APIBase: srv.URL, APIKeyEnv: "TEST_ANTHROPIC_KEY",
 				Settings: stepwise.ModelSettings{ThinkingBudget: 2048}}
 		},
@@ -73,7 +73,7 @@ func fixturesDir() string { return filepath.Join("testdata", "aimock", "fixtures
 func TestAimockStreamedText(t *testing.T) {
 	for _, tc := range aimockCases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := aimocktest.Start(t, fixturesDir())
+			srv := aimock.Start(t, fixturesDir())
 			cfg := tc.cfg(srv)
 			c := withFakeClock(mustNew(t, cfg, aimockEnv))
 			resp, rec, err := call(t, c, &stepwise.ModelRequest{Instructions: "Be brief.", Items: []stepwise.ModelItem{user("say hello")}, Tools: nil})
@@ -222,7 +222,7 @@ func opaqueItems(t *testing.T, out stepwise.ModelOutputItem) []string {
 func TestAimockFaults(t *testing.T) {
 	for _, tc := range aimockCases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := aimocktest.Start(t, fixturesDir())
+			srv := aimock.Start(t, fixturesDir())
 			c := mustNew(t, tc.cfg(srv), aimockEnv)
 			ask := func(text string) (*recorder, error) {
 				_, rec, err := call(t, c, &stepwise.ModelRequest{Items: []stepwise.ModelItem{user(text)}})
@@ -283,7 +283,7 @@ func TestAimockSummaryCall(t *testing.T) {
 			continue // the openai-chat wire format again
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			srv := aimocktest.Start(t, fixturesDir())
+			srv := aimock.Start(t, fixturesDir())
 			client := mustNew(t, tc.cfg(srv), aimockEnv)
 			r := stepwise.NewRunner("summaries", "0", func(_ context.Context, agent string, _ json.RawMessage) (*stepwise.AgentDefinition, error) {
 				return &stepwise.AgentDefinition{Name: agent, Instructions: "You help with orders.", Model: client, ModelName: tc.cfg(srv).Name}, nil
@@ -434,9 +434,9 @@ func TestAimockRepairedTranscript(t *testing.T) {
 
 // twoLookups asks tc's provider, through aimock, to look up orders 3 and 4
 // and checks it answers with the two parallel calls call_a and call_b.
-func twoLookups(t *testing.T, tc aimockCase) (*aimocktest.Server, stepwise.ModelClient, []stepwise.ModelItem, []pluginapi.ToolDefinition, *stepwise.ModelResponse, *recorder) {
+func twoLookups(t *testing.T, tc aimockCase) (*aimock.Server, stepwise.ModelClient, []stepwise.ModelItem, []pluginapi.ToolDefinition, *stepwise.ModelResponse, *recorder) {
 	t.Helper()
-	srv := aimocktest.Start(t, fixturesDir())
+	srv := aimock.Start(t, fixturesDir())
 	c := mustNew(t, tc.cfg(srv), aimockEnv)
 	items := []stepwise.ModelItem{user("look up orders 3 and 4")}
 	tools := []pluginapi.ToolDefinition{lookupTool}

@@ -41,7 +41,7 @@ func main() {
 	if len(os.Args) == 3 && os.Args[1] == "print-before-serve" {
 		fmt.Println(os.Args[2])
 	}
-	pluginapi.Serve(&runner{configs: map[string]string{}})
+	pluginapi.Serve(pluginapi.ServeOptions{Runner: &runner{configs: map[string]string{}}})
 	os.Exit(int(exitStatus.Load()))
 }
 

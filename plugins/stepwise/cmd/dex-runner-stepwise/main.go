@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model"
 )
@@ -139,5 +140,5 @@ func echo(_ context.Context, req *stepwise.ModelRequest) (stepwise.ScriptedReply
 }
 
 func main() {
-	pluginapi.Serve(stepwise.NewRunner("stepwise", version, build))
+	pluginapi.Serve(pluginapi.ServeOptions{Runner: stepwise.NewRunner("stepwise", version, build), TracerProvider: otelenv.Provider()})
 }

@@ -7,12 +7,13 @@ import (
 	"os"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/otelenv"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise"
 	"github.com/dex-agents/dex-agent-worker/plugins/stepwise/model"
 )
 
 func main() {
-	pluginapi.Serve(stepwise.NewRunner("orders", "1.0.0", buildAgent))
+	pluginapi.Serve(pluginapi.ServeOptions{Runner: stepwise.NewRunner("orders", "1.0.0", buildAgent), TracerProvider: otelenv.Provider()})
 }
 
 // config is the agent's runner_config, such as

@@ -1,4 +1,4 @@
-package pluginapi
+package contract
 
 // Texts the model sees for tool calls that did not produce an output. They
 // are part of the contract: runners render them through

@@ -1,6 +1,6 @@
 //go:build !dexupgradeprobe
 
-package session
+package sessionflow
 
 // upgradeProbe is false in every real build. The upgrade test builds a
 // second worker with the tag dexupgradeprobe, whose workflow code records

@@ -1,6 +1,6 @@
 //go:build dexupgradeprobe
 
-package session
+package sessionflow
 
 // upgradeProbe: see upgradeprobe.go.
 const upgradeProbe = true

@@ -1,4 +1,4 @@
-package session
+package sessionflow
 
 import (
 	"encoding/json"
@@ -14,14 +14,15 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
 )
 
 type recordingSink struct {
 	mu     sync.Mutex
-	events []Event
+	events []session.Event
 }
 
-func (r *recordingSink) Publish(_ string, e Event, _ string, _ uint64) {
+func (r *recordingSink) Publish(_ string, e session.Event, _ string, _ uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)

@@ -1,4 +1,4 @@
-package session
+package sessionflow
 
 import (
 	"log/slog"
@@ -12,7 +12,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 )
 
 // Histories in testdata/histories were recorded from real sessions (see
@@ -71,18 +72,18 @@ var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 
 // recordedSettings are the worker settings the histories were recorded
 // with (internal/e2e's test config).
-func recordedSettings() Options {
-	return Options{
+func recordedSettings() session.Options {
+	return session.Options{
 		Agent: "test",
-		Policies: pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified, Policies: map[string]pluginapi.ToolPolicy{
-			"read_gate":     {Effect: pluginapi.EffectRead},
-			"idem_gate":     {Effect: pluginapi.EffectIdempotentWrite},
-			"noop":          {Effect: pluginapi.EffectRead},
-			"write_gate":    {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(false)},
-			"approve_write": {Effect: pluginapi.EffectNonIdempotentWrite, RequiresApproval: ptr(true)},
+		Policies: contract.PolicySet{DefaultEffect: contract.EffectUnclassified, Policies: map[string]contract.ToolPolicy{
+			"read_gate":     {Effect: contract.EffectRead},
+			"idem_gate":     {Effect: contract.EffectIdempotentWrite},
+			"noop":          {Effect: contract.EffectRead},
+			"write_gate":    {Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(false)},
+			"approve_write": {Effect: contract.EffectNonIdempotentWrite, RequiresApproval: ptr(true)},
 		}},
-		RunModel:         DefaultRunModelLimits,
-		Tool:             DefaultToolLimits,
+		RunModel:         session.DefaultRunModelLimits,
+		Tool:             session.DefaultToolLimits,
 		SearchAttributes: true,
 	}
 }
@@ -92,42 +93,44 @@ func recordedSettings() Options {
 // each of them.
 var changedSettings = []struct {
 	name   string
-	change func(*Options)
+	change func(*session.Options)
 }{
-	{"as recorded", func(*Options) {}},
-	{"a new approval deadline", func(o *Options) { o.InterruptDeadlineMs = time.Hour.Milliseconds() }},
-	{"model calls on a model queue", func(o *Options) { o.ModelTaskQueue = "dex-agents-model-openai" }},
-	{"a tight recovery budget", func(o *Options) { o.Recovery = &RecoveryPolicy{MaxAttempts: 1, NoProgressTimeoutMs: 1000} }},
-	{"another warning lead and extension maximum", func(o *Options) {
+	{"as recorded", func(*session.Options) {}},
+	{"a new approval deadline", func(o *session.Options) { o.InterruptDeadlineMs = time.Hour.Milliseconds() }},
+	{"model calls on a model queue", func(o *session.Options) { o.ModelTaskQueue = "dex-agents-model-openai" }},
+	{"a tight recovery budget", func(o *session.Options) {
+		o.Recovery = &session.RecoveryPolicy{MaxAttempts: 1, NoProgressTimeoutMs: 1000}
+	}},
+	{"another warning lead and extension maximum", func(o *session.Options) {
 		o.InterruptExpiringLeadMs, o.MaxInterruptDeadlineMs = time.Minute.Milliseconds(), 0
 	}},
-	{"the search attribute missing", func(o *Options) { o.SearchAttributes = false }},
-	{"every tool a read", func(o *Options) {
-		o.Policies = pluginapi.PolicySet{DefaultEffect: pluginapi.EffectRead}
+	{"the search attribute missing", func(o *session.Options) { o.SearchAttributes = false }},
+	{"every tool a read", func(o *session.Options) {
+		o.Policies = contract.PolicySet{DefaultEffect: contract.EffectRead}
 	}},
-	{"every tool needs approval", func(o *Options) {
-		o.Policies = pluginapi.PolicySet{DefaultEffect: pluginapi.EffectNonIdempotentWrite}
+	{"every tool needs approval", func(o *session.Options) {
+		o.Policies = contract.PolicySet{DefaultEffect: contract.EffectNonIdempotentWrite}
 	}},
-	{"another message window, chunk and retention", func(o *Options) {
-		o.Messages = MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20, RetainedLimit: 1000}
+	{"another message window, chunk and retention", func(o *session.Options) {
+		o.Messages = session.MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20, RetainedLimit: 1000}
 	}},
-	{"no message store", func(o *Options) { o.Messages = MessageOptions{} }},
-	{"compaction off", func(o *Options) { o.Compaction = nil }},
-	{"another compaction policy", func(o *Options) {
-		o.Compaction = &CompactionPolicy{ContextWindowTokens: 1000, TriggerRatio: 0.5, KeepRatio: 0.1}
+	{"no message store", func(o *session.Options) { o.Messages = session.MessageOptions{} }},
+	{"compaction off", func(o *session.Options) { o.Compaction = nil }},
+	{"another compaction policy", func(o *session.Options) {
+		o.Compaction = &session.CompactionPolicy{ContextWindowTokens: 1000, TriggerRatio: 0.5, KeepRatio: 0.1}
 	}},
-	{"built-in tools off", func(o *Options) { o.BuiltInTools = nil }},
-	{"plan mode off", func(o *Options) { o.PlanModeEnabled = false }},
-	{"another longest wait", func(o *Options) {
-		o.BuiltInTools, o.MaxDurableWaitMs = []string{BuiltInAskUser, BuiltInDurableWait}, 1000
+	{"built-in tools off", func(o *session.Options) { o.BuiltInTools = nil }},
+	{"plan mode off", func(o *session.Options) { o.PlanModeEnabled = false }},
+	{"another longest wait", func(o *session.Options) {
+		o.BuiltInTools, o.MaxDurableWaitMs = []string{session.BuiltInAskUser, session.BuiltInDurableWait}, 1000
 	}},
-	{"other Step limits", func(o *Options) {
+	{"other Step limits", func(o *session.Options) {
 		o.RunModel.MaximumAttempts, o.Tool.MaximumAttempts = 1, 7
 		o.Tool.StartToClose = time.Minute
 	}},
 }
 
-func replayer(opts Options) worker.WorkflowReplayer {
+func replayer(opts session.Options) worker.WorkflowReplayer {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(Workflow(Runtime{Options: opts}), workflow.RegisterOptions{Name: "TestAgent"})
 	return r
@@ -209,3 +212,5 @@ func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

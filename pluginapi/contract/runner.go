@@ -1,4 +1,4 @@
-package pluginapi
+package contract
 
 import (
 	"context"
@@ -288,9 +288,6 @@ type RunModelStepRequest struct {
 // cached messages (TurnContext.CachedThrough) the plugin does not
 // have (it restarted, or dropped them for room): send the whole transcript.
 var ErrTranscriptNotCached = errors.New("the runner plugin does not have the cached transcript")
-
-// transcriptCacheMiss is the gRPC status message of ErrTranscriptNotCached.
-const transcriptCacheMiss = "transcript_cache_miss"
 
 // RunModelStepResponse holds exactly one outcome.
 type RunModelStepResponse struct {

@@ -1,4 +1,4 @@
-package session
+package sessionflow
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
 
 	"go.temporal.io/sdk/activity"
@@ -17,7 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -30,34 +31,34 @@ type fakeSteps struct {
 }
 
 func (f *fakeSteps) register(env *testsuite.TestWorkflowEnvironment) {
-	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildUserMessageInput) (BuildUserMessageOutput, error) {
-		return BuildUserMessageOutput{Message: pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Text}}, nil
+	env.RegisterActivityWithOptions(func(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
+		return session.BuildUserMessageOutput{Message: contract.FrameworkMessage{Role: contract.RoleUser, Text: in.Text}}, nil
 	}, activity.RegisterOptions{Name: wire.StepBuildUserMessage})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnInput) (ModelOutcome, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
 		f.modelCalls.Add(1)
 		if in.RunState == "" {
-			return ModelOutcome{ToolCallsRequested: &pluginapi.ToolCallsRequested{
+			return session.ModelOutcome{ToolCallsRequested: &contract.ToolCallsRequested{
 				RunState:  "r",
-				ToolCalls: []pluginapi.DeferredToolCall{{ToolCallID: "c1", ToolName: "refund", Arguments: "{}", Policy: pluginapi.ToolPolicy{Effect: pluginapi.EffectNonIdempotentWrite}}},
+				ToolCalls: []contract.DeferredToolCall{{ToolCallID: "c1", ToolName: "refund", Arguments: "{}", Policy: contract.ToolPolicy{Effect: contract.EffectNonIdempotentWrite}}},
 			}}, nil
 		}
 		rec := in.ToolCalls[0]
-		return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{NewMessages: []pluginapi.FrameworkMessage{
-			{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(wireconv.RunnerToolCall(rec))},
+		return session.ModelOutcome{TurnCompleted: &contract.TurnCompleted{NewMessages: []contract.FrameworkMessage{
+			{Role: contract.RoleAssistant, Text: string(rec.Status) + ": " + contract.DescribeToolCallOutcome(wireconv.RunnerToolCall(rec))},
 		}}}, nil
 	}, activity.RegisterOptions{Name: wire.StepRunModel})
-	tool := func(ctx context.Context, in ToolInput) (ToolOutcome, error) {
+	tool := func(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
 		f.toolCalls.Add(1)
 		if f.toolErr != nil {
-			return ToolOutcome{}, f.toolErr
+			return session.ToolOutcome{}, f.toolErr
 		}
 		out := "refunded " + in.IdempotencyKey
-		return ToolOutcome{Output: &out}, nil
+		return session.ToolOutcome{Output: &out}, nil
 	}
 	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallTool})
 	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallSingleAttemptTool})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnFailureInput) (TurnFailureOutput, error) {
-		return TurnFailureOutput{Messages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleUser, Text: in.Note}}}, nil
+	env.RegisterActivityWithOptions(func(ctx context.Context, in session.TurnFailureInput) (session.TurnFailureOutput, error) {
+		return session.TurnFailureOutput{Messages: []contract.FrameworkMessage{{Role: contract.RoleUser, Text: in.Note}}}, nil
 	}, activity.RegisterOptions{Name: wire.StepRecordTurnFailure})
 }
 
@@ -72,12 +73,12 @@ func newEnv(t *testing.T, rt Runtime) (*testsuite.TestWorkflowEnvironment, *fake
 }
 
 func runtime(deadline time.Duration) Runtime {
-	return Runtime{Options: Options{
+	return Runtime{Options: session.Options{
 		Agent:               "a",
-		Policies:            pluginapi.PolicySet{DefaultEffect: pluginapi.EffectUnclassified},
+		Policies:            contract.PolicySet{DefaultEffect: contract.EffectUnclassified},
 		InterruptDeadlineMs: deadline.Milliseconds(),
-		RunModel:            DefaultRunModelLimits,
-		Tool:                DefaultToolLimits,
+		RunModel:            session.DefaultRunModelLimits,
+		Tool:                session.DefaultToolLimits,
 	}}
 }
 
@@ -121,7 +122,7 @@ func TestWorkflowApprovalDeadlinePassesAfterSevenDays(t *testing.T) {
 		if s.State.Status != wire.StatusWaitingForUserMessage || len(s.PendingInterrupts) != 0 {
 			t.Fatalf("after 8 days: %+v", s.State)
 		}
-		want := "rejected: " + ApprovalDeadlinePassed
+		want := "rejected: " + session.ApprovalDeadlinePassed
 		if got := s.Messages[len(s.Messages)-1].Text; got != want {
 			t.Errorf("answer = %q, want %q", got, want)
 		}
@@ -174,11 +175,11 @@ func TestWorkflowUpdatesAnswerFalseWhereTheSpecDoes(t *testing.T) {
 		err  error
 	}
 	calls := []*call{
-		{name: wire.UpdateSendUserMessage, req: wire.SendUserMessageRequest{Text: strings.Repeat("x", MaxUserMessageBytes+1)}},
+		{name: wire.UpdateSendUserMessage, req: wire.SendUserMessageRequest{Text: strings.Repeat("x", session.MaxUserMessageBytes+1)}},
 		{name: wire.UpdateSendUserMessage, req: wire.SendUserMessageRequest{Text: " \n"}},
 		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{}},
 		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{InterruptID: "nope", Approved: true}},
-		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{InterruptID: "nope", RejectionMessage: strings.Repeat("x", MaxUserMessageBytes+1)}},
+		{name: wire.UpdateResolveInterrupt, req: wire.ResolveInterruptRequest{InterruptID: "nope", RejectionMessage: strings.Repeat("x", session.MaxUserMessageBytes+1)}},
 	}
 	env.RegisterDelayedCallback(func() {
 		for _, c := range calls {
@@ -205,7 +206,7 @@ func TestWorkflowToolCrashRecordsOutcomeUnknown(t *testing.T) {
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
-		want := "outcome_unknown: " + pluginapi.OutcomeUnknownToolResult
+		want := "outcome_unknown: " + contract.OutcomeUnknownToolResult
 		if got := s.Messages[len(s.Messages)-1].Text; got != want {
 			t.Errorf("answer = %q, want %q", got, want)
 		}
@@ -226,7 +227,7 @@ func TestWorkflowToolNotStartedRecordsFailed(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		s := snapshot(t, env)
 		got := s.Messages[len(s.Messages)-1].Text
-		if !strings.HasPrefix(got, "failed: The tool call failed: "+ToolCallNotRunErrorPrefix+": ") {
+		if !strings.HasPrefix(got, "failed: The tool call failed: "+session.ToolCallNotRunErrorPrefix+": ") {
 			t.Errorf("answer = %q", got)
 		}
 		env.CancelWorkflow()
@@ -274,35 +275,35 @@ func TestWorkflowContinuesAsNewAtATurnBoundary(t *testing.T) {
 // storing Step reports the roll it was asked for and its messages as
 // previews, as the real Steps do.
 func registerStoringSteps(env *testsuite.TestWorkflowEnvironment, f *fakeSteps, onToolsRequested func()) {
-	stored := func(w *StoreWork, msgs ...pluginapi.FrameworkMessage) *StoreResult {
-		r := &StoreResult{Chunks: w.Roll}
+	stored := func(w *session.StoreWork, msgs ...contract.FrameworkMessage) *session.StoreResult {
+		r := &session.StoreResult{Chunks: w.Roll}
 		for i, m := range msgs {
-			r.Messages = append(r.Messages, Entry{Message: pluginapi.Message{Sequence: w.NextSequence + int64(i), Role: m.Role, Text: m.Text}, Bytes: int64(len(m.Text) + 20)})
+			r.Messages = append(r.Messages, session.Entry{Message: contract.Message{Sequence: w.NextSequence + int64(i), Role: m.Role, Text: m.Text}, Bytes: int64(len(m.Text) + 20)})
 		}
 		return r
 	}
-	env.RegisterActivityWithOptions(func(ctx context.Context, in BuildUserMessageInput) (BuildUserMessageOutput, error) {
-		return BuildUserMessageOutput{Stored: stored(in.Store, pluginapi.FrameworkMessage{Role: pluginapi.RoleUser, Text: in.Text})}, nil
+	env.RegisterActivityWithOptions(func(ctx context.Context, in session.BuildUserMessageInput) (session.BuildUserMessageOutput, error) {
+		return session.BuildUserMessageOutput{Stored: stored(in.Store, contract.FrameworkMessage{Role: contract.RoleUser, Text: in.Text})}, nil
 	}, activity.RegisterOptions{Name: wire.StepBuildUserMessage})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in TurnInput) (ModelOutcome, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in session.TurnInput) (session.ModelOutcome, error) {
 		f.modelCalls.Add(1)
 		if in.RunState == "" {
 			if onToolsRequested != nil {
 				onToolsRequested()
 			}
-			return ModelOutcome{Stored: stored(in.Store), ToolCallsRequested: &pluginapi.ToolCallsRequested{
+			return session.ModelOutcome{Stored: stored(in.Store), ToolCallsRequested: &contract.ToolCallsRequested{
 				RunState:  "r",
-				ToolCalls: []pluginapi.DeferredToolCall{{ToolCallID: "c1", ToolName: "refund", Arguments: "{}"}},
+				ToolCalls: []contract.DeferredToolCall{{ToolCallID: "c1", ToolName: "refund", Arguments: "{}"}},
 			}}, nil
 		}
 		rec := in.ToolCalls[0]
-		return ModelOutcome{TurnCompleted: &pluginapi.TurnCompleted{}, Stored: stored(in.Store,
-			pluginapi.FrameworkMessage{Role: pluginapi.RoleAssistant, Text: string(rec.Status) + ": " + pluginapi.DescribeToolCallOutcome(wireconv.RunnerToolCall(rec))})}, nil
+		return session.ModelOutcome{TurnCompleted: &contract.TurnCompleted{}, Stored: stored(in.Store,
+			contract.FrameworkMessage{Role: contract.RoleAssistant, Text: string(rec.Status) + ": " + contract.DescribeToolCallOutcome(wireconv.RunnerToolCall(rec))})}, nil
 	}, activity.RegisterOptions{Name: wire.StepRunModel})
-	tool := func(ctx context.Context, in ToolInput) (ToolOutcome, error) {
+	tool := func(ctx context.Context, in session.ToolInput) (session.ToolOutcome, error) {
 		f.toolCalls.Add(1)
 		out := "refunded " + in.IdempotencyKey
-		return ToolOutcome{Output: &out}, nil
+		return session.ToolOutcome{Output: &out}, nil
 	}
 	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallTool})
 	env.RegisterActivityWithOptions(tool, activity.RegisterOptions{Name: wire.StepCallSingleAttemptTool})
@@ -314,7 +315,7 @@ func registerStoringSteps(env *testsuite.TestWorkflowEnvironment, f *fakeSteps, 
 // approval, runs the tool once, and ends the turn.
 func TestWorkflowContinuesAsNewInsideATurn(t *testing.T) {
 	rt := runtime(time.Hour)
-	rt.Options.Messages = MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20}
+	rt.Options.Messages = session.MessageOptions{Store: true, WindowSize: 64, ChunkSize: 32, ChunkMaxBytes: 1 << 20}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(quietLogger)
 	env := suite.NewTestWorkflowEnvironment()
@@ -332,7 +333,7 @@ func TestWorkflowContinuesAsNewInsideATurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := next.Continued
-	if st == nil || st.Phase != phaseRunningTools || len(st.Interrupts) != 1 || st.Interrupts[0].DeadlineUnixMs == 0 {
+	if st == nil || st.Status != wire.StatusRunningTools || len(st.Interrupts) != 1 || st.Interrupts[0].DeadlineUnixMs == 0 {
 		t.Fatalf("carried state = %+v, want the turn waiting for the approval", st)
 	}
 

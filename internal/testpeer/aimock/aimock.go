@@ -1,9 +1,9 @@
-// Package aimocktest starts @copilotkit/aimock, a fake model provider that
+// Package aimock starts @copilotkit/aimock, a fake model provider that
 // speaks the real wire formats (OpenAI Responses, OpenAI Chat Completions,
 // Anthropic Messages, streamed, with tool calls, reasoning and fault
 // injection), for tests.
 //
-// Install it once with plugins/stepwise/model/testdata/aimock/install.sh.
+// Install it once with internal/testpeer/aimock/testdata/aimock/install.sh.
 // Start skips the test with the reason when node or the package is missing,
 // unless CI=true, where it fails instead.
 //
@@ -12,7 +12,7 @@
 // blocks. So the Server also puts a recording reverse proxy in front of
 // aimock: Server.URL is the proxy, and Server.Requests returns the exact
 // bytes each request carried.
-package aimocktest
+package aimock
 
 import (
 	"bufio"
@@ -44,7 +44,7 @@ import (
 // node_modules.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "aimock")
+	return filepath.Join(filepath.Dir(file), "testdata", "aimock")
 }
 
 // Request is one request the proxy passed to aimock, byte for byte.

@@ -1,4 +1,4 @@
-package session
+package sessionflow
 
 import (
 	"encoding/json"
@@ -14,47 +14,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/tracing"
 )
-
-// Limits are the timeouts and retry budgets of one Step type.
-type Limits struct {
-	StartToClose     time.Duration `json:"start_to_close"`
-	Heartbeat        time.Duration `json:"heartbeat"`
-	MaximumAttempts  int32         `json:"maximum_attempts"`
-	ScheduleToClose  time.Duration `json:"schedule_to_close,omitempty"`
-	InitialRetryWait time.Duration `json:"initial_retry_wait"`
-}
-
-// DefaultRunModelLimits are the spec's RunModel limits: 15 minute attempts, a
-// 2 minute heartbeat timeout, 3 attempts within 30 minutes.
-var DefaultRunModelLimits = Limits{
-	StartToClose:     15 * time.Minute,
-	Heartbeat:        2 * time.Minute,
-	MaximumAttempts:  3,
-	ScheduleToClose:  30 * time.Minute,
-	InitialRetryWait: time.Second,
-}
-
-// DefaultToolLimits bound one tool call attempt. The tool Step heartbeats in
-// the background, so a lost worker is noticed within the heartbeat timeout.
-var DefaultToolLimits = Limits{
-	StartToClose:     15 * time.Minute,
-	Heartbeat:        time.Minute,
-	MaximumAttempts:  3,
-	InitialRetryWait: time.Second,
-}
-
-// CancelTaskLimits are the spec's CancelToolTask limits: 30 s attempts, 3
-// attempts within 2 minutes.
-var CancelTaskLimits = Limits{
-	StartToClose:     30 * time.Second,
-	MaximumAttempts:  3,
-	ScheduleToClose:  2 * time.Minute,
-	InitialRetryWait: time.Second,
-}
 
 // Runtime is what a worker fixes for one agent's workflow type.
 type Runtime struct {
@@ -62,7 +25,7 @@ type Runtime struct {
 	// A session records them in its history when it starts and keeps them
 	// for its whole life (continue-as-new carries them), so it never
 	// replays with settings other than its own.
-	Options Options
+	Options session.Options
 	Events  EventSink
 	// MaxUpdatesPerRun continues the session as new at a turn boundary once
 	// a run accepted this many updates (Temporal allows 2,000 per run).
@@ -100,7 +63,7 @@ type TurnMark struct {
 // the run's workflow tasks: a task that runs again (its worker died before
 // completing it) publishes the same pairs, which the sink stores once.
 type EventSink interface {
-	Publish(sessionID string, e Event, origin string, index uint64)
+	Publish(sessionID string, e session.Event, origin string, index uint64)
 }
 
 // WorkflowInput is the workflow input: wire.StartInput on the wire, plus
@@ -111,8 +74,8 @@ type WorkflowInput struct {
 	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
 	APIToken          string          `json:"api_token,omitempty"`
 	// ActiveStepSearchMode is wire.StartInput's.
-	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
-	Continued            *State `json:"continued,omitempty"`
+	ActiveStepSearchMode string         `json:"active_step_search_mode,omitempty"`
+	Continued            *session.State `json:"continued,omitempty"`
 	// Turn is the active turn's start, carried through continue-as-new.
 	Turn *TurnMark `json:"trace_turn,omitempty"`
 }
@@ -142,8 +105,8 @@ type pendingFuture struct {
 type loop struct {
 	ctx     workflow.Context
 	rt      Runtime
-	st      *State
-	pending []Command
+	st      *session.State
+	pending []session.Command
 	futures []*pendingFuture
 	updates int
 	steps   []string
@@ -178,8 +141,8 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		if in.ActiveStepSearchMode == wire.ActiveStepSearchDisabled {
 			opts.SearchAttributes = false
 		}
-		l.st = New(info.WorkflowExecution.ID, opts)
-		l.apply(Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken})
+		l.st = session.New(info.WorkflowExecution.ID, opts)
+		l.apply(session.Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken})
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
 	// with them.
@@ -188,7 +151,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		return err
 	}
 	if in.Continued != nil {
-		l.apply(Continued{NowMs: l.now()})
+		l.apply(session.Continued{NowMs: l.now()})
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
@@ -247,7 +210,7 @@ const specStepNamesChangeID = "active-step-types-spec-names"
 // continue-as-new when they were recorded, else the worker's current
 // settings, recorded once in history with a side effect so that every
 // replay uses them, whatever the worker's config says by then.
-func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options, error) {
+func sessionOptions(ctx workflow.Context, rt Runtime, continued *session.State) (session.Options, error) {
 	current := rt.Options
 	if continued != nil {
 		// The agent, its policies and the deadline were fixed when the
@@ -262,13 +225,13 @@ func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options
 		current.Recovery = nil
 		return current, nil
 	}
-	if continued != nil && continued.Options.Version >= SettingsVersion {
+	if continued != nil && continued.Options.Version >= session.SettingsVersion {
 		return continued.Options, nil
 	}
-	current.Version = CurrentVersion
-	var opts Options
+	current.Version = session.CurrentVersion
+	var opts session.Options
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return current }).Get(&opts); err != nil {
-		return Options{}, err
+		return session.Options{}, err
 	}
 	return opts, nil
 }
@@ -276,7 +239,7 @@ func sessionOptions(ctx workflow.Context, rt Runtime, continued *State) (Options
 func (l *loop) registerHandlers() error {
 	// check_worker_version only wakes the session: the main loop then sees
 	// whether a newer worker version is current (upgradeDue).
-	wake := workflow.GetSignalChannel(l.ctx, client.SignalCheckWorkerVersion)
+	wake := workflow.GetSignalChannel(l.ctx, wire.SignalCheckWorkerVersion)
 	workflow.Go(l.ctx, func(ctx workflow.Context) {
 		for {
 			wake.Receive(ctx, nil)
@@ -305,7 +268,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateSendUserMessage,
 		func(ctx workflow.Context, req wire.SendUserMessageRequest) (bool, error) {
 			l.updates++
-			return l.request(SendUserMessage{Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode, Mode: req.Mode})
+			return l.request(session.SendUserMessage{Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode, Mode: req.Mode})
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.SendUserMessageRequest) error {
 			return wire.CheckSendMode(req.Mode)
@@ -316,7 +279,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateSteerUserMessage,
 		func(ctx workflow.Context, req wire.SteerUserMessageRequest) (bool, error) {
 			l.updates++
-			return l.request(SteerUserMessage{MessageID: req.MessageID, Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode})
+			return l.request(session.SteerUserMessage{MessageID: req.MessageID, Text: req.Text, TextRef: req.TextRef, PlanMode: req.PlanMode})
 		},
 	); err != nil {
 		return err
@@ -324,7 +287,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateDeleteQueuedMessage,
 		func(ctx workflow.Context, req wire.DeleteQueuedMessageRequest) (bool, error) {
 			l.updates++
-			return l.request(DeleteQueuedMessage{MessageID: req.MessageID})
+			return l.request(session.DeleteQueuedMessage{MessageID: req.MessageID})
 		},
 	); err != nil {
 		return err
@@ -332,7 +295,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateCancelTurn,
 		func(ctx workflow.Context, req wire.CancelTurnRequest) (bool, error) {
 			l.updates++
-			return l.request(CancelTurn{TurnID: req.TurnID})
+			return l.request(session.CancelTurn{TurnID: req.TurnID})
 		},
 	); err != nil {
 		return err
@@ -340,7 +303,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateCloseSession,
 		func(ctx workflow.Context, req wire.CloseSessionRequest) (bool, error) {
 			l.updates++
-			return l.request(CloseSession{})
+			return l.request(session.CloseSession{})
 		},
 	); err != nil {
 		return err
@@ -348,7 +311,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateExecutePlan,
 		func(ctx workflow.Context, req wire.ExecutePlanRequest) (bool, error) {
 			l.updates++
-			return l.request(ExecutePlan{Revision: req.Revision})
+			return l.request(session.ExecutePlan{Revision: req.Revision})
 		},
 	); err != nil {
 		return err
@@ -356,7 +319,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateSessionSettings,
 		func(ctx workflow.Context, req wire.UpdateSessionSettingsRequest) (bool, error) {
 			l.updates++
-			return l.apply(UpdateSessionSettings{Settings: string(req.SessionSettings)}), nil
+			return l.apply(session.UpdateSessionSettings{Settings: string(req.SessionSettings)}), nil
 		},
 	); err != nil {
 		return err
@@ -364,7 +327,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateAnswerQuestion,
 		func(ctx workflow.Context, req wire.AnswerQuestionRequest) (bool, error) {
 			l.updates++
-			return l.apply(AnswerQuestion{InterruptID: req.InterruptID, Answer: req.Answer, NowMs: workflow.Now(ctx).UnixMilli()}), nil
+			return l.apply(session.AnswerQuestion{InterruptID: req.InterruptID, Answer: req.Answer, NowMs: workflow.Now(ctx).UnixMilli()}), nil
 		},
 	); err != nil {
 		return err
@@ -372,7 +335,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateExtendInterrupt,
 		func(ctx workflow.Context, req wire.ExtendInterruptRequest) (wire.ExtendInterruptResult, error) {
 			l.updates++
-			ok := l.apply(ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
+			ok := l.apply(session.ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
 			out := wire.ExtendInterruptResult{Extended: ok}
 			if ok {
 				out.Deadline = l.st.InterruptDeadline(req.InterruptID)
@@ -380,7 +343,7 @@ func (l *loop) registerHandlers() error {
 			return out, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.ExtendInterruptRequest) error {
-			refusal, _ := l.st.CheckExtend(ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
+			refusal, _ := l.st.CheckExtend(session.ExtendInterrupt{InterruptID: req.InterruptID, ExtendBySeconds: req.ExtendBySeconds, NowMs: workflow.Now(ctx).UnixMilli()})
 			if refusal != "" {
 				return temporal.NewApplicationError("extend_interrupt: "+refusal, wire.InterruptNotExtendedErrorType)
 			}
@@ -392,7 +355,7 @@ func (l *loop) registerHandlers() error {
 	return workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateResolveInterrupt,
 		func(ctx workflow.Context, req wire.ResolveInterruptRequest) (bool, error) {
 			l.updates++
-			return l.apply(ResolveInterrupt{
+			return l.apply(session.ResolveInterrupt{
 				InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage,
 				NowMs: workflow.Now(ctx).UnixMilli(),
 			}), nil
@@ -480,7 +443,7 @@ func (l *loop) upgradeDue() bool {
 // that runs finishes here, on the version that started it.
 func (l *loop) holdTurns() {
 	if !l.st.HoldTurns && l.upgradeDue() {
-		l.st.Apply(HoldTurns{})
+		l.st.Apply(session.HoldTurns{})
 	}
 }
 
@@ -515,7 +478,7 @@ func (l *loop) shouldContinueMidTurn() bool {
 // the run ends; the other commands are re-created by the next run.
 func (l *loop) emitPending() {
 	for _, c := range l.pending {
-		if e, ok := c.(Emit); ok {
+		if e, ok := c.(session.Emit); ok {
 			l.exec(e)
 		}
 	}
@@ -554,7 +517,7 @@ func (l *loop) addKeyed(f workflow.Future, key string, cancel workflow.CancelFun
 
 // apply applies one input to the session and queues its commands; it
 // reports whether the input was accepted.
-func (l *loop) apply(in Input) bool {
+func (l *loop) apply(in session.Input) bool {
 	l.holdTurns()
 	r := l.st.Apply(in)
 	l.pending = append(l.pending, r.Commands...)
@@ -563,7 +526,7 @@ func (l *loop) apply(in Input) bool {
 
 // request applies a client's request: false where the session does not
 // take it, an error where it refuses it (a closed session).
-func (l *loop) request(in Input) (bool, error) {
+func (l *loop) request(in session.Input) (bool, error) {
 	l.holdTurns()
 	r := l.st.Apply(in)
 	l.pending = append(l.pending, r.Commands...)
@@ -586,11 +549,11 @@ func (l *loop) now() int64 { return workflow.Now(l.ctx).UnixMilli() }
 // active turn's ID, which keys the timers of tool tasks and durable waits
 // (StartTaskTimer, StartWaitTimer) and goes into the input their firing
 // applies.
-func (l *loop) exec(cmd Command) {
+func (l *loop) exec(cmd session.Command) {
 	switch c := cmd.(type) {
-	case FailSession:
+	case session.FailSession:
 		l.failure = temporal.NewNonRetryableApplicationError(c.Reason, "InvalidStartSessionSettings", nil)
-	case Emit:
+	case session.Emit:
 		l.emits++
 		if l.rt.Events != nil && !workflow.IsReplaying(l.ctx) {
 			e := c.Event
@@ -610,7 +573,7 @@ func (l *loop) exec(cmd Command) {
 		if l.rt.Tracer != nil && !workflow.IsReplaying(l.ctx) {
 			l.traceTurnEnd(c.Event)
 		}
-	case BuildUserMessage:
+	case session.BuildUserMessage:
 		if l.turn.TurnID != c.Input.TurnID {
 			l.turn = TurnMark{TurnID: c.Input.TurnID, StartedMs: l.now()}
 		}
@@ -622,38 +585,38 @@ func (l *loop) exec(cmd Command) {
 		f := workflow.ExecuteLocalActivity(ctx, wire.StepBuildUserMessage, c.Input)
 		turn := c.Input.TurnID
 		l.add(f, func(f workflow.Future) {
-			var out BuildUserMessageOutput
+			var out session.BuildUserMessageOutput
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(UserMessageFailed{TurnID: turn, Reason: errorText(err), Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
+				l.apply(session.UserMessageFailed{TurnID: turn, Reason: errorText(err), Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
 				return
 			}
-			l.apply(UserMessageBuilt{TurnID: turn, Message: out.Message, Stored: out.Stored, Attempt: out.Attempt})
+			l.apply(session.UserMessageBuilt{TurnID: turn, Message: out.Message, Stored: out.Stored, Attempt: out.Attempt})
 		})
-	case RunModel:
+	case session.RunModel:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, "")))
 		f := workflow.ExecuteActivity(l.modelQueue(ctx), wire.StepRunModel, c.Input)
 		turn := c.Input.TurnID
-		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
-			var out ModelOutcome
+		l.addKeyed(f, session.StepKey(c, turn), cancel, func(f workflow.Future) {
+			var out session.ModelOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(ModelStepFailed{TurnID: turn, Reason: "RunModel failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
+				l.apply(session.ModelStepFailed{TurnID: turn, Reason: "RunModel failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
 				return
 			}
-			l.apply(ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
+			l.apply(session.ModelStepDone{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
-	case CompactContext:
+	case session.CompactContext:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.Turn.TurnID), activityOptions(c.Limits, "")))
 		f := workflow.ExecuteActivity(l.modelQueue(ctx), wire.StepCompactContext, c.Input)
 		turn := c.Input.Turn.TurnID
-		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
-			var out CompactOutcome
+		l.addKeyed(f, session.StepKey(c, turn), cancel, func(f workflow.Future) {
+			var out session.CompactOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(CompactionFailed{TurnID: turn, Reason: "CompactContext failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
+				l.apply(session.CompactionFailed{TurnID: turn, Reason: "CompactContext failed: " + errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
 				return
 			}
-			l.apply(ContextCompacted{TurnID: turn, Outcome: out, NowMs: l.now()})
+			l.apply(session.ContextCompacted{TurnID: turn, Outcome: out, NowMs: l.now()})
 		})
-	case RunTool:
+	case session.RunTool:
 		opts := activityOptions(c.Limits, c.ActivityID)
 		// A cancel reaches the Step only before its started marker; the
 		// workflow waits for the Step's own answer (a result, or not run).
@@ -661,15 +624,15 @@ func (l *loop) exec(cmd Command) {
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), opts))
 		f := workflow.ExecuteActivity(ctx, c.Step, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
-		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
-			var out ToolOutcome
+		l.addKeyed(f, session.StepKey(c, turn), cancel, func(f workflow.Future) {
+			var out session.ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
+				l.apply(session.ToolStepFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), NotStarted: toolNotStarted(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts), Stop: stepStop(err)})
 				return
 			}
-			l.apply(ToolStepDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
+			l.apply(session.ToolStepDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
 		})
-	case StartTimer:
+	case session.StartTimer:
 		tctx, cancel := workflow.WithCancel(l.ctx)
 		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
 		id := c.InterruptID
@@ -677,43 +640,43 @@ func (l *loop) exec(cmd Command) {
 			if err := f.Get(l.ctx, nil); err != nil {
 				return // cancelled
 			}
-			l.apply(DeadlineTimerFired{InterruptID: id, NowMs: l.now()})
+			l.apply(session.DeadlineTimerFired{InterruptID: id, NowMs: l.now()})
 		}})
-	case StartTaskTimer:
+	case session.StartTaskTimer:
 		tctx, cancel := workflow.WithCancel(l.ctx)
 		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
 		turn, call := l.st.ActiveTurnID, c.ToolCallID
-		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
+		l.addKeyed(f, session.StepKey(c, turn), cancel, func(f workflow.Future) {
 			if err := f.Get(l.ctx, nil); err != nil {
 				return
 			}
-			l.apply(TaskPollTimerFired{TurnID: turn, ToolCallID: call})
+			l.apply(session.TaskPollTimerFired{TurnID: turn, ToolCallID: call})
 		})
-	case RunPoll:
+	case session.RunPoll:
 		ctx, cancel := workflow.WithCancel(workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, c.ActivityID)))
 		f := workflow.ExecuteActivity(ctx, wire.StepPollToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
-		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
-			var out ToolOutcome
+		l.addKeyed(f, session.StepKey(c, turn), cancel, func(f workflow.Future) {
+			var out session.ToolOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(TaskPollFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				l.apply(session.TaskPollFailed{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
 				return
 			}
-			l.apply(TaskPollDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
+			l.apply(session.TaskPollDone{TurnID: turn, ToolCallID: call, Outcome: out, NowMs: l.now()})
 		})
-	case StartWaitTimer:
+	case session.StartWaitTimer:
 		tctx, cancel := workflow.WithCancel(l.ctx)
 		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
 		turn, call := l.st.ActiveTurnID, c.ToolCallID
-		l.addKeyed(f, StepKey(c, turn), cancel, func(f workflow.Future) {
+		l.addKeyed(f, session.StepKey(c, turn), cancel, func(f workflow.Future) {
 			if err := f.Get(l.ctx, nil); err != nil {
 				return
 			}
-			l.apply(WaitTimerFired{TurnID: turn, ToolCallID: call, NowMs: l.now()})
+			l.apply(session.WaitTimerFired{TurnID: turn, ToolCallID: call, NowMs: l.now()})
 		})
-	case CancelTimer:
+	case session.CancelTimer:
 		l.cancelTimer(c.InterruptID)
-	case CancelStep:
+	case session.CancelStep:
 		for _, f := range l.futures {
 			if f.key == c.Key && f.cancel != nil {
 				// The future stays: it resolves with the Step's answer (a
@@ -721,19 +684,19 @@ func (l *loop) exec(cmd Command) {
 				f.cancel()
 			}
 		}
-	case CancelTask:
+	case session.CancelTask:
 		ctx := workflow.WithActivityOptions(l.stepCtx(c.Input.TurnID), activityOptions(c.Limits, c.ActivityID))
 		f := workflow.ExecuteActivity(ctx, wire.StepCancelToolTask, c.Input)
 		turn, call := c.Input.TurnID, c.Input.ToolCall.ToolCallID
 		l.add(f, func(f workflow.Future) {
-			var out TaskCancelOutcome
+			var out session.TaskCancelOutcome
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(TaskCancelDone{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
+				l.apply(session.TaskCancelDone{TurnID: turn, ToolCallID: call, Detail: errorText(err), Attempt: attemptOf(err, c.Limits.MaximumAttempts)})
 				return
 			}
-			l.apply(TaskCancelDone{TurnID: turn, ToolCallID: call, Attempt: out.Attempt})
+			l.apply(session.TaskCancelDone{TurnID: turn, ToolCallID: call, Attempt: out.Attempt})
 		})
-	case RecordTurnFailure:
+	case session.RecordTurnFailure:
 		opts := localOptions()
 		if c.Input.Turn.Store != nil {
 			// With the store, the failure record is where the turn's last
@@ -750,13 +713,13 @@ func (l *loop) exec(cmd Command) {
 		f := workflow.ExecuteLocalActivity(ctx, step, c.Input)
 		turn := c.Input.Turn.TurnID
 		l.add(f, func(f workflow.Future) {
-			var out TurnFailureOutput
+			var out session.TurnFailureOutput
 			if err := f.Get(l.ctx, &out); err != nil {
 				workflow.GetLogger(l.ctx).Warn("RecordTurnFailure could not reach the runner; storing the note as plain text", "error", err)
-				l.apply(TurnFailureRecordFailed{TurnID: turn, Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
+				l.apply(session.TurnFailureRecordFailed{TurnID: turn, Attempt: attemptOf(err, localOptions().RetryPolicy.MaximumAttempts)})
 				return
 			}
-			l.apply(TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Stored: out.Stored, Attempt: out.Attempt})
+			l.apply(session.TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	}
 }
@@ -779,7 +742,7 @@ var turnEnds = map[string]string{
 }
 
 // traceTurnEnd writes the root span of the turn e ends.
-func (l *loop) traceTurnEnd(e Event) {
+func (l *loop) traceTurnEnd(e session.Event) {
 	outcome := turnEnds[e.Type]
 	if outcome == "" || e.TurnID == "" {
 		return
@@ -819,7 +782,7 @@ func (l *loop) upsertSteps() {
 	if !l.st.Options.SearchAttributes {
 		return
 	}
-	steps := l.st.activeStepTypes(l.legacySteps)
+	steps := l.st.StepTypes(l.legacySteps)
 	if equalStrings(steps, l.steps) {
 		return
 	}
@@ -852,7 +815,7 @@ func (l *loop) modelQueue(ctx workflow.Context) workflow.Context {
 	return ctx
 }
 
-func activityOptions(lim Limits, id string) workflow.ActivityOptions {
+func activityOptions(lim session.Limits, id string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		ActivityID:             id,
 		StartToCloseTimeout:    lim.StartToClose,
@@ -893,7 +856,7 @@ func toolNotStarted(err error) bool {
 		if !timeout.HasLastHeartbeatDetails() {
 			return true
 		}
-		var hb StepHeartbeat
+		var hb session.StepHeartbeat
 		if timeout.LastHeartbeatDetails(&hb) != nil {
 			return false
 		}
@@ -904,21 +867,21 @@ func toolNotStarted(err error) bool {
 
 // stepStop says what stopped a failed Step: its retry policy's attempts,
 // its schedule-to-close timeout, or neither.
-func stepStop(err error) StepStop {
+func stepStop(err error) session.StepStop {
 	var act *temporal.ActivityError
 	if errors.As(err, &act) {
 		switch act.RetryState() {
 		case enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED:
-			return StopAttempts
+			return session.StopAttempts
 		case enumspb.RETRY_STATE_TIMEOUT:
-			return StopTimeout
+			return session.StopTimeout
 		}
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE {
-		return StopTimeout
+		return session.StopTimeout
 	}
-	return StopOther
+	return session.StopOther
 }
 
 // attemptOf returns the attempt of a Step that failed: from its error's
@@ -927,14 +890,14 @@ func stepStop(err error) StepStop {
 func attemptOf(err error, maxAttempts int32) int {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.HasDetails() {
-		var f StepFailure
+		var f session.StepFailure
 		if app.Details(&f) == nil && f.Attempt > 0 {
 			return f.Attempt
 		}
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) && timeout.HasLastHeartbeatDetails() {
-		var hb StepHeartbeat
+		var hb session.StepHeartbeat
 		if timeout.LastHeartbeatDetails(&hb) == nil && hb.Attempt > 0 {
 			return hb.Attempt
 		}
@@ -971,7 +934,7 @@ func errorText(err error) string {
 func (l *loop) signRaised(raw json.RawMessage) json.RawMessage {
 	var p wire.InterruptRaisedPayload
 	err := json.Unmarshal(raw, &p) //workflowcheck:ignore (a fixed struct; outside replay)
-	if err != nil || p.Kind != string(InterruptApproval) {
+	if err != nil || p.Kind != string(session.InterruptApproval) {
 		return raw
 	}
 	if p.Digest = l.approvalDigest(p.InterruptID); p.Digest == "" {

@@ -1,0 +1,3 @@
+package httpclient
+
+import _ "github.com/dex-agents/dex-agent-worker/client"

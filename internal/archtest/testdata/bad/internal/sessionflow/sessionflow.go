@@ -1,0 +1,3 @@
+package sessionflow
+
+import _ "github.com/dex-agents/dex-agent-worker/internal/session"

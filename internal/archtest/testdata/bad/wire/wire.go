@@ -1,0 +1,3 @@
+package wire
+
+import _ "github.com/dex-agents/dex-agent-worker/pluginapi/contract"

@@ -1,0 +1,121 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// What a session can wait for, as a list's waiting_for and
+// SessionSummary.WaitingFor name it; each is one Step of the
+// ActiveStepTypes search attribute (see WaitingForStep).
+const (
+	WaitingForApproval = "approval" // AwaitToolApproval: a tool call waits for approval
+	WaitingForQuestion = "question" // AwaitQuestionAnswer: a question (ask_user, a tool's input request) waits for an answer
+	WaitingForTimer    = "timer"    // AwaitTimer: a durable wait runs
+	WaitingForTask     = "task"     // PollToolTask: a tool task is polled until it finishes
+	WaitingForUser     = "user"     // AwaitUserMessage: the session waits for the next user message
+)
+
+// waitingSteps maps each waiting kind to its Step, in the order kinds are
+// listed.
+var waitingSteps = []struct{ kind, step string }{
+	{WaitingForApproval, StepAwaitToolApproval},
+	{WaitingForQuestion, StepAwaitQuestionAnswer},
+	{WaitingForTimer, StepAwaitTimer},
+	{WaitingForTask, StepPollToolTask},
+	{WaitingForUser, StepAwaitUserMessage},
+}
+
+// WaitingForKinds lists the kinds a session list takes, in a fixed order.
+func WaitingForKinds() []string {
+	out := make([]string, len(waitingSteps))
+	for i, w := range waitingSteps {
+		out[i] = w.kind
+	}
+	return out
+}
+
+// WaitingForStep returns the Step a waiting kind stands for.
+func WaitingForStep(kind string) (string, bool) {
+	for _, w := range waitingSteps {
+		if w.kind == kind {
+			return w.step, true
+		}
+	}
+	return "", false
+}
+
+// ParseWaitingFor parses a comma-separated list of waiting kinds such as
+// "approval,question" (blanks around the commas are ignored; a kind named
+// twice counts once). An empty list is nil; an unknown or empty item is an
+// error that names it and the kinds allowed.
+func ParseWaitingFor(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		kind := strings.TrimSpace(item)
+		if _, ok := WaitingForStep(kind); !ok {
+			return nil, fmt.Errorf("waiting_for %q: want one or more of %s, separated by commas", kind, strings.Join(WaitingForKinds(), ", "))
+		}
+		if !slices.Contains(out, kind) {
+			out = append(out, kind)
+		}
+	}
+	return out, nil
+}
+
+// Session list statuses (ListSessionsOptions.Status).
+const (
+	// ListRunning lists running sessions only (the default).
+	ListRunning = "running"
+	// ListAll lists closed sessions too: each session once, by its newest
+	// run (a run that continued as new is not listed).
+	ListAll = "all"
+)
+
+// Page sizes of ListSessions.
+const (
+	DefaultListPageSize = 50
+	MaxListPageSize     = 100
+	// MaxPageTokenLength bounds a page token (base64url text).
+	MaxPageTokenLength = 8192
+)
+
+// SessionSummary is one session of a list.
+type SessionSummary struct {
+	SessionID string `json:"session_id"`
+	// Agent is the agent's name when the caller knows its flow types (the
+	// HTTP API and the CLI with a worker config fill it); ListSessions
+	// leaves it empty.
+	Agent    string `json:"agent,omitempty"`
+	FlowType string `json:"flow_type"`
+	// WaitingFor are the kinds (WaitingForApproval...) the session waits
+	// for, in WaitingForKinds order; empty for a closed session.
+	WaitingFor []string `json:"waiting_for"`
+	// ActiveStepTypes is the session's ActiveStepTypes search attribute:
+	// every Step it waits in or runs (RunModel, CallTool...); empty for a
+	// closed session.
+	ActiveStepTypes []string `json:"active_step_types"`
+	// Status is the run's status in lower case: running, completed,
+	// failed, canceled, terminated, timed_out.
+	Status string `json:"status"`
+	// StartedAt is when the session's current run started (a session that
+	// continued as new shows its newest run's start).
+	StartedAt time.Time `json:"started_at"`
+	// ClosedAt is when a closed session ended.
+	ClosedAt *time.Time `json:"closed_at,omitempty"`
+	RunID    string     `json:"run_id"`
+}
+
+// SessionsPage is one page of a session list (GET /v1/sessions).
+type SessionsPage struct {
+	Sessions []SessionSummary `json:"sessions"`
+	// NextPageToken continues the list; empty on the last page. A page may
+	// hold fewer sessions than the page size (even none) and still have a
+	// next one.
+	NextPageToken string `json:"next_page_token,omitempty"`
+}
