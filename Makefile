@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 # The container image (Dockerfile) builds with -trimpath.
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 # The workflow code that workflowcheck verifies for determinism.
-WORKFLOW_PKGS := ./internal/session/...
+WORKFLOW_PKGS := ./internal/session/... ./internal/sessionflow/...
 
 # The packages whose tests run a Temporal server (in the test process or in
 # a child). They run once, without the race detector (which would compile
