@@ -5,6 +5,7 @@ FROM golang:1.26-bookworm AS build
 ENV GOTOOLCHAIN=go1.27.3 CGO_ENABLED=0
 WORKDIR /src
 COPY go.mod go.sum ./
+COPY pluginapi/go.mod pluginapi/go.sum ./pluginapi/
 RUN go mod download
 COPY . .
 ARG VERSION=dev

@@ -64,10 +64,13 @@ TESTREPORT := bin/testreport
 $(TESTREPORT): $(wildcard internal/testreport/*.go)
 	$(GO) build -o $@ ./internal/testreport
 
-# The unit packages, with the race detector.
+# The unit packages, with the race detector: the root module's, then the
+# runner SDK's own module (pluginapi).
 test-unit: $(TESTREPORT)
 	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(TESTREPORT) run -o $(REPORT)/unit.json -- \
 		$(GO) test -json -race -count=1 -timeout 15m $$(bash scripts/unit-pkgs.sh $(INTEGRATION_PKGS))
+	cd pluginapi && DEX_SKIPPED_PEERS_FILE=$(CURDIR)/$(SKIPPED_PEERS) $(CURDIR)/$(TESTREPORT) run -o $(CURDIR)/$(REPORT)/unit-pluginapi.json -- \
+		$(GO) test -json -race -count=1 -timeout 15m ./...
 
 # The integration packages, once each, with the binaries make build made
 # (agenttest.BuildBinary takes them from DEX_TEST_BIN_DIR).
@@ -111,7 +114,8 @@ fuzz: $(TESTREPORT)
 # text_delta p50/p99, and each process's CPU time).
 bench: build
 	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta|CancelTurn)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
-	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ ./pluginapi/
+	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/
+	cd pluginapi && $(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m .
 	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
 	$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchtime=1x -count=1 -timeout 30m -v ./internal/e2e/
 
@@ -131,6 +135,7 @@ lint:
 	@bash scripts/check-tracked-files.sh
 	@bash scripts/check-integration-pkgs.sh "$(INTEGRATION_PKGS)"
 	$(GO) vet ./...
+	cd pluginapi && $(GO) vet ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 $(WORKFLOW_PKGS)
 
 clean:

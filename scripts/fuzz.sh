@@ -29,7 +29,17 @@ export go fuzztime report testreport
 echo "$targets" | xargs -P 2 -L 1 bash -c '
 	pkg=$0 target=$1
 	out="$report/fuzz-$(echo "${pkg#./}" | tr / -)-$target.json"
-	if "$testreport" run -o "$out" -- "$go" test -json -run="^$" -fuzz="^$target\$" -fuzztime="$fuzztime" -parallel=1 "$pkg"; then
+	# A package of a nested module (pluginapi) is tested from its module.
+	mod=${pkg#./} dir=.
+	while [ "$mod" != "." ] && [ -n "$mod" ]; do
+		if [ -f "$mod/go.mod" ]; then dir=$mod; break; fi
+		[ "$mod" = "${mod%/*}" ] && break
+		mod=${mod%/*}
+	done
+	rel=./${pkg#./$dir}; rel=${rel%/}; [ "$dir" = . ] && rel=$pkg
+	case "$testreport" in /*) ;; *) testreport=$PWD/$testreport ;; esac
+	case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+	if (cd "$dir" && "$testreport" run -o "$out" -- "$go" test -json -run="^$" -fuzz="^$target\$" -fuzztime="$fuzztime" -parallel=1 "$rel"); then
 		echo "fuzz: ok   $target $pkg"
 	else
 		echo "fuzz: FAIL $target $pkg (events in $out)"

@@ -127,7 +127,7 @@ func (c *pluginCheck) run(ctx context.Context, logger *slog.Logger) bool {
 	if info.Name == "" {
 		c.fail("info", "return the runner's name (and version) from Info", "Info returned no name")
 	} else {
-		c.pass("info", "name %q, version %q", info.Name, info.Version)
+		c.pass("info", "name %q, version %q, runner contract v%d", info.Name, info.Version, h.ContractVersion(a.Runner))
 	}
 
 	raw, err := a.RunnerConfigJSON()

@@ -67,7 +67,7 @@ agents:
 			t.Errorf("orders: %s did not pass:\n%s", check, out)
 		}
 	}
-	if !strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "lookup_order") || !strings.Contains(out, "plugin orders passes for agent orders") {
+	if !strings.Contains(out, "runner contract v1") || !strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "lookup_order") || !strings.Contains(out, "plugin orders passes for agent orders") {
 		t.Errorf("orders report:\n%s", out)
 	}
 

@@ -309,6 +309,18 @@ func (h *Host) Info(plugin string) (pluginapi.InfoResponse, pluginapi.Capabiliti
 	return inst.info, inst.caps, true
 }
 
+// ContractVersion returns the runner contract version the plugin's latest
+// process speaks (the handshake's), and 0 for a plugin never launched.
+func (h *Host) ContractVersion(plugin string) int {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return 0
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.version
+}
+
 // Tools returns the names of the tools the plugin reported for the agent in
 // its latest successful Configure, in the plugin's order. nil means unknown:
 // the agent was never configured, or the plugin reports no tools (a plugin

@@ -393,6 +393,26 @@ func TestPrintBeforeServe(t *testing.T) {
 	}
 }
 
+// TestUnknownContractVersionIsRefused launches a runner whose handshake
+// names runner contract version 2: the host refuses it before it connects,
+// with an error that says which versions each side speaks and what to do.
+func TestUnknownContractVersionIsRefused(t *testing.T) {
+	h, _ := newTestHost(t)
+	err := h.Launch(testContext(t), PluginSpec{Name: "tp", Command: testPluginPath, Args: []string{"contract-version", "2"}})
+	if err == nil {
+		t.Fatal("Launch succeeded")
+	}
+	t.Logf("Launch error: %v", err)
+	for _, part := range []string{`runner plugin "tp"`, "the runner speaks runner contract version 2; this worker speaks version 1 (dex.runner.v1)", "docs/runners.md"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("Launch error lacks %q", part)
+		}
+	}
+	if strings.Contains(err.Error(), "incompatible API version") {
+		t.Errorf("Launch error shows go-plugin's raw message")
+	}
+}
+
 // TestExitLogLevel checks the level of the log record of a plugin
 // process's exit: INFO when the host stopped it, whatever its exit status;
 // WARN for SIGTERM from elsewhere; ERROR for a crash.

@@ -55,6 +55,7 @@ type instance struct {
 	closed    bool
 	info      pluginapi.InfoResponse
 	caps      pluginapi.Capabilities
+	version   int
 	configs   map[string]agentConfig
 	rev       uint64                               // the newest agentConfig.rev
 	tools     map[string][]string                  // agent -> the tools its latest Configure reported
@@ -230,7 +231,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		applied:  map[string]uint64{},
 	}
 	i.mu.Lock()
-	i.info, i.caps = p.info, p.caps
+	i.info, i.caps, i.version = p.info, p.caps, p.version
 	i.mu.Unlock()
 	i.logger.Info("runner plugin started", "pid", p.id, "name", info.Name, "version", info.Version, "protocol", version)
 	return p, nil

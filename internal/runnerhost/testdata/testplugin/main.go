@@ -14,7 +14,9 @@
 //
 // It implements the ToolTaskPoller optional interface and no other. With
 // the arguments "print-before-serve LINE" it prints LINE to stdout before it
-// calls pluginapi.Serve, which breaks the handshake.
+// calls pluginapi.Serve, which breaks the handshake. With "contract-version
+// N" it answers the handshake as a runner of contract version N would, and
+// waits to be killed.
 package main
 
 import (
@@ -40,6 +42,13 @@ func main() {
 	// plugin prints nothing to stdout before Serve.
 	if len(os.Args) == 3 && os.Args[1] == "print-before-serve" {
 		fmt.Println(os.Args[2])
+	}
+	// Run as "testplugin contract-version N", it is a runner of another
+	// contract version: its handshake line names N, which the host refuses
+	// before it connects.
+	if len(os.Args) == 3 && os.Args[1] == "contract-version" {
+		fmt.Printf("1|%s|tcp|127.0.0.1:1|grpc|\n", os.Args[2])
+		select {}
 	}
 	pluginapi.Serve(pluginapi.ServeOptions{Runner: &runner{configs: map[string]string{}}})
 	os.Exit(int(exitStatus.Load()))
