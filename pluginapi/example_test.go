@@ -14,7 +14,7 @@ import (
 // calls.
 type echoRunner struct{}
 
-func (echoRunner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+func (echoRunner) Info(context.Context, *pluginapi.InfoRequest) (*pluginapi.InfoResponse, error) {
 	return &pluginapi.InfoResponse{Name: "echo", Version: "1.0.0"}, nil
 }
 

@@ -114,7 +114,7 @@ func (c *grpcClient) Describe(ctx context.Context) (*InfoResponse, Capabilities,
 }
 
 // Info implements Runner.
-func (c *grpcClient) Info(ctx context.Context) (*InfoResponse, error) {
+func (c *grpcClient) Info(ctx context.Context, _ *InfoRequest) (*InfoResponse, error) {
 	info, _, _, err := c.Describe(ctx)
 	return info, err
 }
@@ -243,10 +243,10 @@ func (c *grpcClient) receiveToolCall(ctx context.Context, method string, stream 
 }
 
 // BuildUnfinishedTurnMessages implements UnfinishedTurnMessageBuilder.
-func (c *grpcClient) BuildUnfinishedTurnMessages(ctx context.Context, turn *TurnContext) ([]FrameworkMessage, error) {
+func (c *grpcClient) BuildUnfinishedTurnMessages(ctx context.Context, req *BuildUnfinishedTurnMessagesRequest) (*BuildUnfinishedTurnMessagesResponse, error) {
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.client.BuildUnfinishedTurnMessages(callCtx, &runnerpb.BuildUnfinishedTurnMessagesRequest{Turn: toProtoTurn(turn)})
+	resp, err := c.client.BuildUnfinishedTurnMessages(callCtx, &runnerpb.BuildUnfinishedTurnMessagesRequest{Turn: toProtoTurn(&req.Turn)})
 	if err != nil {
 		return nil, c.fail(ctx, "BuildUnfinishedTurnMessages", err)
 	}
@@ -254,28 +254,28 @@ func (c *grpcClient) BuildUnfinishedTurnMessages(ctx context.Context, turn *Turn
 	if reason := checkMessages("BuildUnfinishedTurnMessages: messages", msgs); reason != "" {
 		return nil, malformed(reason)
 	}
-	return msgs, nil
+	return &BuildUnfinishedTurnMessagesResponse{Messages: msgs}, nil
 }
 
 // CancelToolTask implements ToolTaskCanceller.
-func (c *grpcClient) CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) error {
+func (c *grpcClient) CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) (*CancelToolTaskResponse, error) {
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
 	if _, err := c.client.CancelToolTask(callCtx, toProtoCancelToolTaskRequest(req)); err != nil {
-		return c.fail(ctx, "CancelToolTask", err)
+		return nil, c.fail(ctx, "CancelToolTask", err)
 	}
-	return nil
+	return &CancelToolTaskResponse{}, nil
 }
 
 // EstimateInputTokens implements InputTokenEstimator.
-func (c *grpcClient) EstimateInputTokens(ctx context.Context, turn *TurnContext) (int64, error) {
+func (c *grpcClient) EstimateInputTokens(ctx context.Context, req *EstimateInputTokensRequest) (*EstimateInputTokensResponse, error) {
 	callCtx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.client.EstimateInputTokens(callCtx, &runnerpb.EstimateInputTokensRequest{Turn: toProtoTurn(turn)})
+	resp, err := c.client.EstimateInputTokens(callCtx, &runnerpb.EstimateInputTokensRequest{Turn: toProtoTurn(&req.Turn)})
 	if err != nil {
-		return 0, c.fail(ctx, "EstimateInputTokens", err)
+		return nil, c.fail(ctx, "EstimateInputTokens", err)
 	}
-	return resp.GetInputTokens(), nil
+	return &EstimateInputTokensResponse{InputTokens: resp.GetInputTokens()}, nil
 }
 
 // SelectCompactionCutoff implements Compactor.

@@ -78,7 +78,7 @@ func retryAfterStatus(msg string, d time.Duration) error {
 }
 
 func (s *grpcServer) Info(ctx context.Context, _ *runnerpb.InfoRequest) (*runnerpb.InfoResponse, error) {
-	resp, err := call("Info", func() (*InfoResponse, error) { return s.impl.Info(ctx) })
+	resp, err := call("Info", func() (*InfoResponse, error) { return s.impl.Info(ctx, &InfoRequest{}) })
 	if err != nil {
 		return nil, err
 	}
@@ -245,9 +245,15 @@ func (s *grpcServer) BuildUnfinishedTurnMessages(ctx context.Context, req *runne
 		return nil, unimplemented("BuildUnfinishedTurnMessages", "UnfinishedTurnMessageBuilder")
 	}
 	turn := fromProtoTurn(req.GetTurn())
-	msgs, err := call("BuildUnfinishedTurnMessages", func() ([]FrameworkMessage, error) { return b.BuildUnfinishedTurnMessages(ctx, &turn) })
+	resp, err := call("BuildUnfinishedTurnMessages", func() (*BuildUnfinishedTurnMessagesResponse, error) {
+		return b.BuildUnfinishedTurnMessages(ctx, &BuildUnfinishedTurnMessagesRequest{Turn: turn})
+	})
 	if err != nil {
 		return nil, err
+	}
+	var msgs []FrameworkMessage
+	if resp != nil {
+		msgs = resp.Messages
 	}
 	if reason := checkMessages("BuildUnfinishedTurnMessages: messages", msgs); reason != "" {
 		return nil, malformedStatus(reason)
@@ -264,8 +270,8 @@ func (s *grpcServer) CancelToolTask(ctx context.Context, req *runnerpb.CancelToo
 	if !ok {
 		return nil, unimplemented("CancelToolTask", "ToolTaskCanceller")
 	}
-	_, err := call("CancelToolTask", func() (struct{}, error) {
-		return struct{}{}, c.CancelToolTask(ctx, fromProtoCancelToolTaskRequest(req))
+	_, err := call("CancelToolTask", func() (*CancelToolTaskResponse, error) {
+		return c.CancelToolTask(ctx, fromProtoCancelToolTaskRequest(req))
 	})
 	if err != nil {
 		return nil, err
@@ -282,11 +288,16 @@ func (s *grpcServer) EstimateInputTokens(ctx context.Context, req *runnerpb.Esti
 	if err != nil {
 		return nil, err
 	}
-	n, err := call("EstimateInputTokens", func() (int64, error) { return e.EstimateInputTokens(ctx, &turn) })
+	resp, err := call("EstimateInputTokens", func() (*EstimateInputTokensResponse, error) {
+		return e.EstimateInputTokens(ctx, &EstimateInputTokensRequest{Turn: turn})
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &runnerpb.EstimateInputTokensResponse{InputTokens: n}, nil
+	if resp == nil {
+		return nil, malformedStatus("EstimateInputTokens returned no response")
+	}
+	return &runnerpb.EstimateInputTokensResponse{InputTokens: resp.InputTokens}, nil
 }
 
 func (s *grpcServer) SelectCompactionCutoff(ctx context.Context, req *runnerpb.CompactionCutoffRequest) (*runnerpb.CompactionCutoffResponse, error) {

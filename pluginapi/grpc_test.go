@@ -483,9 +483,9 @@ func TestOptionalCalls(t *testing.T) {
 	ctx := testContext(t)
 	rec := &recorder{}
 
-	msgs, err := c.BuildUnfinishedTurnMessages(ctx, &turn)
-	if err != nil || len(msgs) != 1 || msgs[0].Item != "{}" {
-		t.Errorf("BuildUnfinishedTurnMessages = %+v, %v", msgs, err)
+	unfinished, err := c.BuildUnfinishedTurnMessages(ctx, &BuildUnfinishedTurnMessagesRequest{Turn: turn})
+	if err != nil || len(unfinished.Messages) != 1 || unfinished.Messages[0].Item != "{}" {
+		t.Errorf("BuildUnfinishedTurnMessages = %+v, %v", unfinished, err)
 	}
 	poll, err := c.PollToolTask(ctx, &PollToolTaskRequest{
 		Agent: "a", TaskID: "job", Continuation: "k1", Attempt: 2,
@@ -497,11 +497,11 @@ func TestOptionalCalls(t *testing.T) {
 	if _, err := c.PollToolTask(ctx, &PollToolTaskRequest{Agent: "a", TaskID: "job2"}); err != nil {
 		t.Errorf("PollToolTask without an answer: %v", err)
 	}
-	if err := c.CancelToolTask(ctx, &CancelToolTaskRequest{Agent: "a", SessionID: "s", ToolCall: ToolCall{ToolCallID: "c1"}, TaskID: "job"}); err != nil {
+	if _, err := c.CancelToolTask(ctx, &CancelToolTaskRequest{Agent: "a", SessionID: "s", ToolCall: ToolCall{ToolCallID: "c1"}, TaskID: "job"}); err != nil {
 		t.Errorf("CancelToolTask: %v", err)
 	}
-	if n, err := c.EstimateInputTokens(ctx, &turn); err != nil || n != 1234 {
-		t.Errorf("EstimateInputTokens = %d, %v", n, err)
+	if n, err := c.EstimateInputTokens(ctx, &EstimateInputTokensRequest{Turn: turn}); err != nil || n.InputTokens != 1234 {
+		t.Errorf("EstimateInputTokens = %+v, %v", n, err)
 	}
 	if cut, err := c.SelectCompactionCutoff(ctx, &CompactionCutoffRequest{Turn: turn, RetainedTokenBudget: 3000}); err != nil || cut.ThroughSequence != 2 {
 		t.Errorf("SelectCompactionCutoff = %+v, %v", cut, err)
@@ -532,12 +532,15 @@ func TestOptionalCallsUnimplemented(t *testing.T) {
 	c, _ := connect(t, &mockRunner{})
 	ctx := testContext(t)
 	calls := map[string]func() error{
-		"BuildUnfinishedTurnMessages": func() error { _, err := c.BuildUnfinishedTurnMessages(ctx, &TurnContext{}); return err },
-		"PollToolTask":                func() error { _, err := c.PollToolTask(ctx, &PollToolTaskRequest{}); return err },
-		"CancelToolTask":              func() error { return c.CancelToolTask(ctx, &CancelToolTaskRequest{}) },
-		"EstimateInputTokens":         func() error { _, err := c.EstimateInputTokens(ctx, &TurnContext{}); return err },
-		"SelectCompactionCutoff":      func() error { _, err := c.SelectCompactionCutoff(ctx, &CompactionCutoffRequest{}); return err },
-		"SummarizeContext":            func() error { _, err := c.SummarizeContext(ctx, &SummarizeContextRequest{}); return err },
+		"BuildUnfinishedTurnMessages": func() error {
+			_, err := c.BuildUnfinishedTurnMessages(ctx, &BuildUnfinishedTurnMessagesRequest{})
+			return err
+		},
+		"PollToolTask":           func() error { _, err := c.PollToolTask(ctx, &PollToolTaskRequest{}); return err },
+		"CancelToolTask":         func() error { _, err := c.CancelToolTask(ctx, &CancelToolTaskRequest{}); return err },
+		"EstimateInputTokens":    func() error { _, err := c.EstimateInputTokens(ctx, &EstimateInputTokensRequest{}); return err },
+		"SelectCompactionCutoff": func() error { _, err := c.SelectCompactionCutoff(ctx, &CompactionCutoffRequest{}); return err },
+		"SummarizeContext":       func() error { _, err := c.SummarizeContext(ctx, &SummarizeContextRequest{}); return err },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

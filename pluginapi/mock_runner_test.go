@@ -20,7 +20,7 @@ type mockRunner struct {
 	ExecuteDeferredToolCallF func(context.Context, *ExecuteToolRequest) (*ExecuteToolResponse, error)
 }
 
-func (m *mockRunner) Info(ctx context.Context) (*InfoResponse, error) {
+func (m *mockRunner) Info(ctx context.Context, _ *InfoRequest) (*InfoResponse, error) {
 	if m.InfoF == nil {
 		return &InfoResponse{Name: "mock", Version: "0.0.1"}, nil
 	}
@@ -54,20 +54,31 @@ type mockFullRunner struct {
 	SummarizeContextF            func(context.Context, *SummarizeContextRequest) (*SummarizeContextResponse, error)
 }
 
-func (m *mockFullRunner) BuildUnfinishedTurnMessages(ctx context.Context, turn *TurnContext) ([]FrameworkMessage, error) {
-	return m.BuildUnfinishedTurnMessagesF(ctx, turn)
+func (m *mockFullRunner) BuildUnfinishedTurnMessages(ctx context.Context, req *BuildUnfinishedTurnMessagesRequest) (*BuildUnfinishedTurnMessagesResponse, error) {
+	msgs, err := m.BuildUnfinishedTurnMessagesF(ctx, &req.Turn)
+	if err != nil {
+		return nil, err
+	}
+	return &BuildUnfinishedTurnMessagesResponse{Messages: msgs}, nil
 }
 
 func (m *mockFullRunner) PollToolTask(ctx context.Context, req *PollToolTaskRequest) (*ExecuteToolResponse, error) {
 	return m.PollToolTaskF(ctx, req)
 }
 
-func (m *mockFullRunner) CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) error {
-	return m.CancelToolTaskF(ctx, req)
+func (m *mockFullRunner) CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) (*CancelToolTaskResponse, error) {
+	if err := m.CancelToolTaskF(ctx, req); err != nil {
+		return nil, err
+	}
+	return &CancelToolTaskResponse{}, nil
 }
 
-func (m *mockFullRunner) EstimateInputTokens(ctx context.Context, turn *TurnContext) (int64, error) {
-	return m.EstimateInputTokensF(ctx, turn)
+func (m *mockFullRunner) EstimateInputTokens(ctx context.Context, req *EstimateInputTokensRequest) (*EstimateInputTokensResponse, error) {
+	n, err := m.EstimateInputTokensF(ctx, &req.Turn)
+	if err != nil {
+		return nil, err
+	}
+	return &EstimateInputTokensResponse{InputTokens: n}, nil
 }
 
 func (m *mockFullRunner) SelectCompactionCutoff(ctx context.Context, req *CompactionCutoffRequest) (*CompactionCutoffResponse, error) {

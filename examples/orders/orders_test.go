@@ -282,7 +282,7 @@ func TestStopCancelsAPrintingLabel(t *testing.T) {
 	call := pluginapi.ToolCall{ToolCallID: "c1", ToolName: "request_return_label"}
 	id := start("s/turn-1/c1")
 	for range 2 {
-		if err := r.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: id}); err != nil {
+		if _, err := r.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: id}); err != nil {
 			t.Fatalf("cancel %s: %v", id, err)
 		}
 	}
@@ -296,7 +296,7 @@ func TestStopCancelsAPrintingLabel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := r.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: ready}); err != nil {
+	if _, err := r.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{Agent: "orders", ToolCall: call, TaskID: ready}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := r.PollToolTask(ctx, poll); err != nil || p.Result == nil {

@@ -19,12 +19,12 @@ func (h *handle) unsupported(call string) error {
 }
 
 // Info implements pluginapi.Runner.
-func (h *handle) Info(ctx context.Context) (*pluginapi.InfoResponse, error) {
+func (h *handle) Info(ctx context.Context, req *pluginapi.InfoRequest) (*pluginapi.InfoResponse, error) {
 	p, err := h.inst.acquireFor(ctx, "Info")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.runner.Info(ctx)
+	resp, err := p.runner.Info(ctx, req)
 	return resp, h.inst.wrap(ctx, p, "Info", err)
 }
 
@@ -77,7 +77,7 @@ func (h *handle) ExecuteDeferredToolCall(ctx context.Context, req *pluginapi.Exe
 }
 
 // BuildUnfinishedTurnMessages implements pluginapi.UnfinishedTurnMessageBuilder.
-func (h *handle) BuildUnfinishedTurnMessages(ctx context.Context, turn *pluginapi.TurnContext) ([]pluginapi.FrameworkMessage, error) {
+func (h *handle) BuildUnfinishedTurnMessages(ctx context.Context, req *pluginapi.BuildUnfinishedTurnMessagesRequest) (*pluginapi.BuildUnfinishedTurnMessagesResponse, error) {
 	const call = "BuildUnfinishedTurnMessages"
 	p, err := h.inst.acquireFor(ctx, call)
 	if err != nil {
@@ -86,8 +86,8 @@ func (h *handle) BuildUnfinishedTurnMessages(ctx context.Context, turn *pluginap
 	if !p.caps.UnfinishedTurnMessages {
 		return nil, h.unsupported(call)
 	}
-	msgs, err := p.runner.BuildUnfinishedTurnMessages(ctx, turn)
-	return msgs, h.inst.wrap(ctx, p, call, err)
+	resp, err := p.runner.BuildUnfinishedTurnMessages(ctx, req)
+	return resp, h.inst.wrap(ctx, p, call, err)
 }
 
 // PollToolTask implements pluginapi.ToolTaskPoller.
@@ -105,30 +105,31 @@ func (h *handle) PollToolTask(ctx context.Context, req *pluginapi.PollToolTaskRe
 }
 
 // CancelToolTask implements pluginapi.ToolTaskCanceller.
-func (h *handle) CancelToolTask(ctx context.Context, req *pluginapi.CancelToolTaskRequest) error {
+func (h *handle) CancelToolTask(ctx context.Context, req *pluginapi.CancelToolTaskRequest) (*pluginapi.CancelToolTaskResponse, error) {
 	const call = "CancelToolTask"
 	p, err := h.inst.acquireFor(ctx, call)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !p.caps.ToolTaskCancelling {
-		return h.unsupported(call)
+		return nil, h.unsupported(call)
 	}
-	return h.inst.wrap(ctx, p, call, p.runner.CancelToolTask(ctx, req))
+	resp, err := p.runner.CancelToolTask(ctx, req)
+	return resp, h.inst.wrap(ctx, p, call, err)
 }
 
 // EstimateInputTokens implements pluginapi.InputTokenEstimator.
-func (h *handle) EstimateInputTokens(ctx context.Context, turn *pluginapi.TurnContext) (int64, error) {
+func (h *handle) EstimateInputTokens(ctx context.Context, req *pluginapi.EstimateInputTokensRequest) (*pluginapi.EstimateInputTokensResponse, error) {
 	const call = "EstimateInputTokens"
 	p, err := h.inst.acquireFor(ctx, call)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if !p.caps.InputTokenEstimation {
-		return 0, h.unsupported(call)
+		return nil, h.unsupported(call)
 	}
-	n, err := p.runner.EstimateInputTokens(ctx, turn)
-	return n, h.inst.wrap(ctx, p, call, err)
+	resp, err := p.runner.EstimateInputTokens(ctx, req)
+	return resp, h.inst.wrap(ctx, p, call, err)
 }
 
 // SelectCompactionCutoff implements pluginapi.Compactor.

@@ -204,12 +204,12 @@ func TestLaunchInfoAndCapabilities(t *testing.T) {
 	if err := h.Ping(ctx, "tp"); err != nil {
 		t.Errorf("Ping: %v", err)
 	}
-	got, err := r.Info(ctx)
+	got, err := r.Info(ctx, &pluginapi.InfoRequest{})
 	if err != nil || got.Name != "testplugin" {
 		t.Errorf("Runner.Info = %+v, %v", got, err)
 	}
 	// An optional call the plugin lacks fails without a round trip.
-	if _, err := r.(pluginapi.InputTokenEstimator).EstimateInputTokens(ctx, &pluginapi.TurnContext{}); !errors.Is(err, ErrUnsupported) {
+	if _, err := r.(pluginapi.InputTokenEstimator).EstimateInputTokens(ctx, &pluginapi.EstimateInputTokensRequest{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("EstimateInputTokens error = %v, want ErrUnsupported", err)
 	}
 	poll, err := r.(pluginapi.ToolTaskPoller).PollToolTask(ctx, &pluginapi.PollToolTaskRequest{Agent: "a", TaskID: "t1"})

@@ -1076,8 +1076,11 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 	}
 	unfinished := false // the runner built the unfinished-turn messages
 	if b, ok := r.(pluginapi.UnfinishedTurnMessageBuilder); ok && caps.UnfinishedTurnMessages {
-		tc := turnContext(in.Turn, 1)
-		msgs, err := b.BuildUnfinishedTurnMessages(ctx, &tc)
+		var msgs []pluginapi.FrameworkMessage
+		resp, err := b.BuildUnfinishedTurnMessages(ctx, &pluginapi.BuildUnfinishedTurnMessagesRequest{Turn: turnContext(in.Turn, 1)})
+		if err == nil && resp != nil {
+			msgs = resp.Messages
+		}
 		if err == nil {
 			for _, m := range msgs {
 				if m.Role == "" {
@@ -1118,7 +1121,7 @@ func (a *Activities) recordTurnFailure(ctx context.Context, in session.TurnFailu
 func preflight(ctx context.Context, r pluginapi.Runner) error {
 	var err error
 	for i := 0; i < 4; i++ {
-		if _, err = r.Info(ctx); err == nil {
+		if _, err = r.Info(ctx, &pluginapi.InfoRequest{}); err == nil {
 			return nil
 		}
 		select {

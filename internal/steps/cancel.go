@@ -42,7 +42,7 @@ func (a *Activities) CancelToolTask(ctx context.Context, in session.PollInput) (
 	if !ok || !caps.ToolTaskCancelling {
 		return out, nil
 	}
-	if err := c.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{
+	if _, err := c.CancelToolTask(ctx, &pluginapi.CancelToolTaskRequest{
 		Agent: in.Agent, SessionID: in.SessionID, ToolCall: wireconv.RunnerToolCall(in.ToolCall), TaskID: in.ToolCall.TaskID,
 	}); err != nil {
 		return out, a.finish(ctx, stepError("cancel_tool_task", err))

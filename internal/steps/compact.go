@@ -35,8 +35,10 @@ func (a *Activities) compactionCutoff(ctx context.Context, r pluginapi.Runner, c
 	var estimate int64
 	err := a.withTranscript(ctx, caps, in, attempt, func(turn pluginapi.TurnContext) error {
 		if e, ok := r.(pluginapi.InputTokenEstimator); ok && caps.InputTokenEstimation {
-			n, err := e.EstimateInputTokens(ctx, &turn)
-			estimate = n
+			resp, err := e.EstimateInputTokens(ctx, &pluginapi.EstimateInputTokensRequest{Turn: turn})
+			if err == nil && resp != nil {
+				estimate = resp.InputTokens
+			}
 			return err
 		}
 		if turn.CachedThrough > 0 {

@@ -27,7 +27,7 @@ type leakyRunner struct {
 	toolErr  error
 }
 
-func (r leakyRunner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+func (r leakyRunner) Info(context.Context, *pluginapi.InfoRequest) (*pluginapi.InfoResponse, error) {
 	return &pluginapi.InfoResponse{Name: "leaky"}, nil
 }
 

@@ -24,7 +24,7 @@ const ProtocolVersion = 1
 // Steps, concurrently.
 type Runner interface {
 	// Info reports the plugin's name and version.
-	Info(ctx context.Context) (*InfoResponse, error)
+	Info(ctx context.Context, req *InfoRequest) (*InfoResponse, error)
 	// Configure receives one agent's runner_config (JSON) from the worker's
 	// config file. Return an error that names the problem for bad config,
 	// and list the tools the runner offers the agent in the response.
@@ -48,7 +48,19 @@ type Runner interface {
 // as they appear (ToolCallsRequested.NewMessages). When a turn fails, the
 // session stores the messages it returns before the turn-failure note.
 type UnfinishedTurnMessageBuilder interface {
-	BuildUnfinishedTurnMessages(ctx context.Context, turn *TurnContext) ([]FrameworkMessage, error)
+	BuildUnfinishedTurnMessages(ctx context.Context, req *BuildUnfinishedTurnMessagesRequest) (*BuildUnfinishedTurnMessagesResponse, error)
+}
+
+// BuildUnfinishedTurnMessagesRequest carries the failed turn.
+type BuildUnfinishedTurnMessagesRequest struct {
+	// Turn is the failed turn's state; Turn.Agent names the agent.
+	Turn TurnContext
+}
+
+// BuildUnfinishedTurnMessagesResponse holds the messages to store, in
+// order, before the turn-failure note.
+type BuildUnfinishedTurnMessagesResponse struct {
+	Messages []FrameworkMessage
 }
 
 // ToolTaskPoller is implemented by runners whose tools start remote work
@@ -60,12 +72,29 @@ type ToolTaskPoller interface {
 // ToolTaskCanceller stops a tool task's remote work, best effort. It must be
 // idempotent by task ID.
 type ToolTaskCanceller interface {
-	CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) error
+	CancelToolTask(ctx context.Context, req *CancelToolTaskRequest) (*CancelToolTaskResponse, error)
 }
+
+// CancelToolTaskResponse is the answer of CancelToolTask. It has no fields
+// yet.
+type CancelToolTaskResponse struct{}
 
 // InputTokenEstimator estimates the size of the next model input.
 type InputTokenEstimator interface {
-	EstimateInputTokens(ctx context.Context, turn *TurnContext) (int64, error)
+	EstimateInputTokens(ctx context.Context, req *EstimateInputTokensRequest) (*EstimateInputTokensResponse, error)
+}
+
+// EstimateInputTokensRequest carries the turn whose next model input is
+// estimated.
+type EstimateInputTokensRequest struct {
+	// Turn is the committed session state; Turn.Agent names the agent.
+	Turn TurnContext
+}
+
+// EstimateInputTokensResponse holds the estimate.
+type EstimateInputTokensResponse struct {
+	// InputTokens is the estimated size of the next model input.
+	InputTokens int64
 }
 
 // Compactor summarizes old context so long sessions fit the model.
@@ -73,6 +102,9 @@ type Compactor interface {
 	SelectCompactionCutoff(ctx context.Context, req *CompactionCutoffRequest) (*CompactionCutoffResponse, error)
 	SummarizeContext(ctx context.Context, req *SummarizeContextRequest) (*SummarizeContextResponse, error)
 }
+
+// InfoRequest is the input of Info. It has no fields yet.
+type InfoRequest struct{}
 
 // InfoResponse describes a plugin.
 type InfoResponse struct {

@@ -40,19 +40,19 @@ func TestCancelToolTaskCallsTheToolsCancel(t *testing.T) {
 	req := func(tool, task string) *pluginapi.CancelToolTaskRequest {
 		return &pluginapi.CancelToolTaskRequest{Agent: "a", SessionID: "s", TaskID: task, ToolCall: pluginapi.ToolCall{ToolCallID: "c1", ToolName: tool, TaskID: task}}
 	}
-	if err := r.CancelToolTask(context.Background(), req("print", "job-1")); err != nil {
+	if _, err := r.CancelToolTask(context.Background(), req("print", "job-1")); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0] != (TaskCancel{SessionID: "s", ToolCallID: "c1", TaskID: "job-1"}) {
 		t.Errorf("cancel got %+v", got)
 	}
-	if err := r.CancelToolTask(context.Background(), req("print", "job-bad")); err == nil || err.Error() != "carrier down" {
+	if _, err := r.CancelToolTask(context.Background(), req("print", "job-bad")); err == nil || err.Error() != "carrier down" {
 		t.Errorf("a failing cancel = %v; want its error", err)
 	}
-	if err := r.CancelToolTask(context.Background(), req("build", "job-2")); err != nil {
+	if _, err := r.CancelToolTask(context.Background(), req("build", "job-2")); err != nil {
 		t.Errorf("a tool without a cancel function = %v; want nil", err)
 	}
-	if err := r.CancelToolTask(context.Background(), &pluginapi.CancelToolTaskRequest{Agent: "nobody"}); err == nil {
+	if _, err := r.CancelToolTask(context.Background(), &pluginapi.CancelToolTaskRequest{Agent: "nobody"}); err == nil {
 		t.Error("an unknown agent: no error")
 	}
 }

@@ -37,7 +37,7 @@ func NewRunner(name, version string, build BuildFunc) *Runner {
 }
 
 // Info implements pluginapi.Runner.
-func (r *Runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+func (r *Runner) Info(context.Context, *pluginapi.InfoRequest) (*pluginapi.InfoResponse, error) {
 	return &pluginapi.InfoResponse{Name: r.name, Version: r.version}, nil
 }
 
@@ -184,7 +184,8 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 // BuildUnfinishedTurnMessages implements pluginapi.UnfinishedTurnMessageBuilder:
 // the results of the last model response's tool calls, which no later model
 // call stored.
-func (r *Runner) BuildUnfinishedTurnMessages(_ context.Context, turn *pluginapi.TurnContext) ([]pluginapi.FrameworkMessage, error) {
+func (r *Runner) BuildUnfinishedTurnMessages(_ context.Context, req *pluginapi.BuildUnfinishedTurnMessagesRequest) (*pluginapi.BuildUnfinishedTurnMessagesResponse, error) {
+	turn := &req.Turn
 	st, err := parseRunState(turn.RunState)
 	if err != nil {
 		return nil, err
@@ -197,26 +198,27 @@ func (r *Runner) BuildUnfinishedTurnMessages(_ context.Context, turn *pluginapi.
 		msg, _ := toolResultMessage(turn, id)
 		out = append(out, msg)
 	}
-	return out, nil
+	return &pluginapi.BuildUnfinishedTurnMessagesResponse{Messages: out}, nil
 }
 
 // EstimateInputTokens implements pluginapi.InputTokenEstimator.
-func (r *Runner) EstimateInputTokens(_ context.Context, turn *pluginapi.TurnContext) (int64, error) {
+func (r *Runner) EstimateInputTokens(_ context.Context, in *pluginapi.EstimateInputTokensRequest) (*pluginapi.EstimateInputTokensResponse, error) {
+	turn := &in.Turn
 	c, err := r.agent(turn.Agent)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	decoded, err := r.memo.decode(turn.SessionID, turn.Messages)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	items := withPlan(turn, withSummary(turn, RepairItems(decoded)))
 	m, err := c.def.model(turn.SessionSettings)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req := &ModelRequest{Model: m.Name, Instructions: c.def.Instructions, Items: items, Settings: m.Settings, Tools: offeredTools(c, turn)}
-	return m.Client.EstimateInputTokens(req), nil
+	return &pluginapi.EstimateInputTokensResponse{InputTokens: m.Client.EstimateInputTokens(req)}, nil
 }
 
 // ExecuteDeferredToolCall implements pluginapi.Runner.
@@ -280,16 +282,19 @@ func (r *Runner) PollToolTask(ctx context.Context, req *pluginapi.PollToolTaskRe
 
 // CancelToolTask implements pluginapi.ToolTaskCanceller: it calls the
 // cancel function of the tool that started the task, if it has one.
-func (r *Runner) CancelToolTask(ctx context.Context, req *pluginapi.CancelToolTaskRequest) error {
+func (r *Runner) CancelToolTask(ctx context.Context, req *pluginapi.CancelToolTaskRequest) (*pluginapi.CancelToolTaskResponse, error) {
 	c, err := r.agent(req.Agent)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t, ok := c.tools[req.ToolCall.ToolName]
 	if !ok || t.cancel == nil {
-		return nil // nothing to stop: the task is abandoned
+		return &pluginapi.CancelToolTaskResponse{}, nil // nothing to stop: the task is abandoned
 	}
-	return t.cancel(ctx, TaskCancel{SessionID: req.SessionID, ToolCallID: req.ToolCall.ToolCallID, TaskID: req.TaskID})
+	if err := t.cancel(ctx, TaskCancel{SessionID: req.SessionID, ToolCallID: req.ToolCall.ToolCallID, TaskID: req.TaskID}); err != nil {
+		return nil, err
+	}
+	return &pluginapi.CancelToolTaskResponse{}, nil
 }
 
 // Interface guards

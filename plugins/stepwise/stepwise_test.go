@@ -179,7 +179,11 @@ func TestRunnerTurn(t *testing.T) {
 		{ToolCallID: req.ToolCalls[0].ToolCallID, ToolName: "lookup", Status: pluginapi.ToolCallSucceeded, Output: out.Result.Output},
 		{ToolCallID: req.ToolCalls[1].ToolCallID, ToolName: "refund", Status: pluginapi.ToolCallRejected, RejectionMessage: "no"},
 	}
-	unfinished, err := r.BuildUnfinishedTurnMessages(ctx, &turn)
+	ub, err := r.BuildUnfinishedTurnMessages(ctx, &pluginapi.BuildUnfinishedTurnMessagesRequest{Turn: turn})
+	var unfinished []pluginapi.FrameworkMessage
+	if ub != nil {
+		unfinished = ub.Messages
+	}
 	if err != nil || len(unfinished) != 2 || unfinished[1].Text != "no" || unfinished[1].ToolStatus != pluginapi.ToolCallRejected || unfinished[0].ToolStatus != pluginapi.ToolCallSucceeded {
 		t.Fatalf("unfinished = %+v, %v", unfinished, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 type echo struct{}
 
-func (echo) Info(context.Context) (*pluginapi.InfoResponse, error) {
+func (echo) Info(context.Context, *pluginapi.InfoRequest) (*pluginapi.InfoResponse, error) {
 	return &pluginapi.InfoResponse{Name: "minimal", Version: "1.0.0"}, nil
 }
 

@@ -63,7 +63,7 @@ type runner struct {
 	configs map[string]string
 }
 
-func (r *runner) Info(context.Context) (*pluginapi.InfoResponse, error) {
+func (r *runner) Info(context.Context, *pluginapi.InfoRequest) (*pluginapi.InfoResponse, error) {
 	return &pluginapi.InfoResponse{Name: "testplugin", Version: "1.2.3"}, nil
 }
 
