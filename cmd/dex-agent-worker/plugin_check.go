@@ -32,6 +32,7 @@ const checkToolName = "dex_plugin_check_no_such_tool"
 func newPluginCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "plugin", Short: "Work with runner plugins"}
 	var cfgPath, agent, message string
+	var noVectors bool
 	check := &cobra.Command{
 		Use:   "check --config FILE --agent NAME [--message TEXT]",
 		Short: "Run the runner contract's checks on an agent's plugin; exit 1 if one fails",
@@ -41,7 +42,9 @@ func newPluginCmd(g *globals) *cobra.Command {
 			"capabilities against the agent's config, BuildUserMessage, one model call (RunModelStep with\n" +
 			"--message: a real call to the agent's model, which may cost money), the deferral of the tool\n" +
 			"calls it asks for (IDs, names, JSON arguments, a run state; the check never runs them), the events\n" +
-			"it wrote, and error mapping: a call of a tool the runner does not offer must come back as a tool\n" +
+			"it wrote, the runner contract's test vectors (each vector's requests that any runner can answer,\n" +
+			"with the contract's rules on the answers: one valid outcome, a cancelled call that ends, a\n" +
+			"compaction cutoff within the transcript), and error mapping: a call of a tool the runner does not offer must come back as a tool\n" +
 			"error, not as a result, a crash or a hang. The worker drops event writes after a call returned\n" +
 			"whatever the runner does, so no check can fail there.",
 		Args: cobra.NoArgs,
@@ -60,7 +63,7 @@ func newPluginCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stderr, "%s has no agent %q (it has: %s)\n", cfgPath, agent, strings.Join(names, ", "))
 				return exitError{code: 2}
 			}
-			c := &pluginCheck{out: g.stdout, cfg: cfg, agent: &cfg.Agents[i], message: message}
+			c := &pluginCheck{out: g.stdout, cfg: cfg, agent: &cfg.Agents[i], message: message, vectors: !noVectors}
 			if c.run(cmd.Context(), validateLogger(g, cmd)) {
 				fmt.Fprintf(g.stdout, "\nplugin %s passes for agent %s (%d checks passed, %d skipped)\n", c.agent.Runner, agent, c.passed, c.skipped)
 				return nil
@@ -73,6 +76,8 @@ func newPluginCmd(g *globals) *cobra.Command {
 	check.Flags().StringVar(&agent, "agent", "", "the agent whose plugin to check (required)")
 	check.Flags().StringVar(&message, "message", "Hello! What can you do? Use one of your tools if you have any.",
 		"the user message of the checked model call; ask for a tool call to check the deferral")
+	check.Flags().BoolVar(&noVectors, "no-vectors", false,
+		"skip the contract's test vectors (they make up to four more model calls)")
 	_ = check.MarkFlagRequired("config")
 	_ = check.MarkFlagRequired("agent")
 	cmd.AddCommand(check)
@@ -85,6 +90,8 @@ type pluginCheck struct {
 	cfg     *config.Config
 	agent   *config.Agent
 	message string
+	// vectors sends the fresh requests of the contract's test vectors.
+	vectors bool
 
 	passed, failed, skipped int
 }
@@ -159,6 +166,9 @@ func (c *pluginCheck) run(ctx context.Context, logger *slog.Logger) bool {
 		return false
 	}
 	c.checkTurn(ctx, r, offered)
+	if c.vectors {
+		c.checkVectors(ctx, r, caps)
+	}
 	c.checkErrorMapping(ctx, h, r)
 	return c.failed == 0
 }

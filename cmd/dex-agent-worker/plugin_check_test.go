@@ -67,6 +67,11 @@ agents:
 			t.Errorf("orders: %s did not pass:\n%s", check, out)
 		}
 	}
+	for _, line := range []string{"PASS vector plain_answer", "PASS vector compaction", "PASS vector cancelled_call", "SKIP vector tool_task"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("orders: no %q line:\n%s", line, out)
+		}
+	}
 	if !strings.Contains(out, "runner contract v1") || !strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "lookup_order") || !strings.Contains(out, "plugin orders passes for agent orders") {
 		t.Errorf("orders report:\n%s", out)
 	}
@@ -154,11 +159,23 @@ agents:
 		!strings.Contains(out, "plugin ts passes for agent orders") {
 		t.Errorf("ts report:\n%s", out)
 	}
-	// The check made one model call, through the plugin, with the key
-	// the config granted.
+	for _, line := range []string{"PASS vector plain_answer", "PASS vector tool_calls_deferred", "PASS vector cancelled_call", "PASS vector malformed_outcome", "SKIP vector tool_task", "SKIP vector question"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("ts: no %q line:\n%s", line, out)
+		}
+	}
+	// The check made its model call and the vectors' four (plain_answer,
+	// tool_calls_deferred, cancelled_call, malformed_outcome; the runner
+	// cannot compact), through the plugin, with the key the config
+	// granted.
 	reqs := mock.Requests("/v1/chat/completions")
-	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer sk-ts-check" {
+	if len(reqs) != 5 {
 		t.Fatalf("aimock got %d requests: %v", len(reqs), reqs)
+	}
+	for _, r := range reqs {
+		if r.Header.Get("Authorization") != "Bearer sk-ts-check" {
+			t.Errorf("a model request without the granted key: %v", r)
+		}
 	}
 	var body struct {
 		Model string `json:"model"`
