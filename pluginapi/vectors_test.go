@@ -46,9 +46,9 @@ type vectorCall struct {
 	} `json:"runner"`
 	CancelAfterFrames int `json:"cancel_after_frames"`
 	Wire              *struct {
-		Frames        []json.RawMessage `json:"frames"`
-		Status        string            `json:"status"`
-		MessageContains string          `json:"message_contains"`
+		Frames          []json.RawMessage `json:"frames"`
+		Status          string            `json:"status"`
+		MessageContains string            `json:"message_contains"`
 	} `json:"wire"`
 }
 

@@ -115,34 +115,14 @@ func TestPluginCheckTSRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"node_modules/@grpc/grpc-js/package.json", "dist/main.js"} {
+	for _, p := range []string{"node_modules/@dex-agents/runner/dist/src/index.js", "dist/main.js"} {
 		if _, err := os.Stat(filepath.Join(tsDir, p)); err != nil {
 			testpeer.Missing(t, "the TypeScript runner's "+p, install)
 		}
 	}
 	mock := aimock.Start(t, filepath.Join(tsDir, "testdata", "aimock"))
 	t.Setenv("DEX_TS_CHECK_KEY", "sk-ts-check")
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "dex.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-plugins:
-  ts:
-    command: %s
-    args: [%s]
-    env: [DEX_TS_CHECK_KEY]
-agents:
-  - name: orders
-    flow_type: OrdersTS
-    runner: ts
-    runner_config:
-      store_path: %s
-      model: {base_url: "%s/v1", name: gpt-ts-check, api_key_env: DEX_TS_CHECK_KEY}
-    tool_policies:
-      lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
-`, node, filepath.Join(tsDir, "dist", "main.js"), filepath.Join(dir, "orders.json"), mock.URL)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := tsCheckConfig(t, node, filepath.Join(tsDir, "dist", "main.js"), mock.URL)
 
 	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "[ts-check] look up order 3")
 	if code != 0 {
@@ -183,4 +163,93 @@ agents:
 	if err := json.Unmarshal(reqs[0].Body, &body); err != nil || body.Model != "gpt-ts-check" {
 		t.Errorf("model request: %v %s", err, reqs[0].Body)
 	}
+}
+
+// TestRunnerGuideTypeScriptCopy runs the copy steps of the TypeScript half
+// of docs/runner-in-15-minutes.md as written, in a directory beside a
+// checkout of the worker: a copy of examples/runner-ts, pointed at the SDK
+// of the checkout, built on its own. Then plugin check passes on the copy.
+func TestRunnerGuideTypeScriptCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs npm packages")
+	}
+	const install = "bash examples/runner-ts/install.sh (make test-peers)"
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testpeer.Missing(t, "node (for the TypeScript runner)", install)
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		testpeer.Missing(t, "npm (for the TypeScript runner)", install)
+	}
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile(filepath.Join(repo, "docs", "runner-in-15-minutes.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(guide), "## The same in TypeScript")
+	if !ok {
+		t.Fatal("the guide has no TypeScript section")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("the TypeScript section has no sh block")
+	}
+	steps, _, _ := strings.Cut(block, "```")
+	if !strings.Contains(steps, "cp -r dex-agent-worker/examples/runner-ts my-runner") || !strings.Contains(steps, "bash install.sh") {
+		t.Fatalf("the copy steps changed; update this test:\n%s", steps)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(repo, filepath.Join(dir, "dex-agent-worker")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", steps)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the guide's steps failed: %v\n%s\n%s", err, steps, out)
+	}
+	copyDir := filepath.Join(dir, "my-runner")
+	link, err := filepath.EvalSymlinks(filepath.Join(copyDir, "node_modules", "@dex-agents", "runner"))
+	if sdk, _ := filepath.EvalSymlinks(filepath.Join(repo, "sdk", "typescript")); err != nil || link != sdk {
+		t.Fatalf("the copy's @dex-agents/runner is %s (%v), want the checkout's SDK %s", link, err, sdk)
+	}
+
+	mock := aimock.Start(t, filepath.Join(repo, "examples", "runner-ts", "testdata", "aimock"))
+	t.Setenv("DEX_TS_CHECK_KEY", "sk-ts-check")
+	cfg := tsCheckConfig(t, node, filepath.Join(copyDir, "dist", "main.js"), mock.URL)
+	report, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--no-vectors", "--message", "[ts-check] look up order 3")
+	if code != 0 || !strings.Contains(report, "plugin ts passes for agent orders") || !strings.Contains(report, "runner contract v1") {
+		t.Fatalf("plugin check on the copy: exit %d\n%s%s", code, report, stderr)
+	}
+}
+
+// tsCheckConfig writes a worker config whose orders agent runs the
+// TypeScript runner at mainJS against aimock at mockURL.
+func tsCheckConfig(t *testing.T, node, mainJS, mockURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  ts:
+    command: %s
+    args: [%s]
+    env: [DEX_TS_CHECK_KEY]
+agents:
+  - name: orders
+    flow_type: OrdersTS
+    runner: ts
+    runner_config:
+      store_path: %s
+      model: {base_url: "%s/v1", name: gpt-ts-check, api_key_env: DEX_TS_CHECK_KEY}
+    tool_policies:
+      lookup_order: {effect: read}
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+`, node, mainJS, filepath.Join(dir, "orders.json"), mockURL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

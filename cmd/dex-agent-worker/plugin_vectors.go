@@ -43,8 +43,7 @@ func (c *pluginCheck) checkVectors(ctx context.Context, r pluginapi.Runner, caps
 			continue
 		}
 		name := "vector " + v.Case
-		var done []string
-		var problems []string
+		var done, problems, notes []string
 		skipped := 0
 		for _, call := range v.Calls {
 			if !call.Fresh {
@@ -55,15 +54,23 @@ func (c *pluginCheck) checkVectors(ctx context.Context, r pluginapi.Runner, caps
 				skipped++
 				continue
 			}
-			if p := c.vectorCall(ctx, r, call, session); p != "" {
-				problems = append(problems, call.Method+": "+p)
-			} else {
+			p := c.vectorCall(ctx, r, call, session)
+			var skip skipVector
+			switch {
+			case errors.As(p, &skip):
+				skipped++
+				notes = append(notes, call.Method+": "+skip.reason)
+			case p != nil:
+				problems = append(problems, call.Method+": "+p.Error())
+			default:
 				done = append(done, call.Method)
 			}
 		}
 		switch {
 		case len(problems) > 0:
 			c.fail(name, "answer each request with exactly one valid outcome, and end a call when its context is cancelled", "%s", strings.Join(problems, "; "))
+		case len(done) == 0 && len(notes) > 0:
+			c.skip(name, "%s", strings.Join(notes, "; "))
 		case len(done) == 0:
 			c.skip(name, "its %d call(s) need the tools, run state or capabilities of the vector's own runner", skipped)
 		case skipped > 0:
@@ -74,9 +81,30 @@ func (c *pluginCheck) checkVectors(ctx context.Context, r pluginapi.Runner, caps
 	}
 }
 
+// skipVector is a call plugin check could not set up for this runner,
+// which is no fault of the runner.
+type skipVector struct{ reason string }
+
+func (s skipVector) Error() string { return s.reason }
+
 // vectorCall sends one fresh request and returns what breaks the
-// contract's rules in the answer, or "".
-func (c *pluginCheck) vectorCall(ctx context.Context, r pluginapi.Runner, call pluginapi.VectorCall, session string) string {
+// contract's rules in the answer (a skipVector when the call could not be
+// set up), or nil.
+func (c *pluginCheck) vectorCall(ctx context.Context, r pluginapi.Runner, call pluginapi.VectorCall, session string) error {
+	p := c.vectorCallText(ctx, r, call, session)
+	if p == "" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(p, skipPrefix); ok {
+		return skipVector{rest}
+	}
+	return errors.New(p)
+}
+
+// skipPrefix marks a vectorCallText result that is a skip.
+const skipPrefix = "\x00skip:"
+
+func (c *pluginCheck) vectorCallText(ctx context.Context, r pluginapi.Runner, call pluginapi.VectorCall, session string) string {
 	agent := c.agent.Name
 	cctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
 	defer cancel()
@@ -199,8 +227,11 @@ func (w *countingEvents) seen() {
 	}
 }
 
-func (w *countingEvents) WriteTextDelta(s string)      { w.checkEvents.WriteTextDelta(s); w.seen() }
-func (w *countingEvents) WriteReasoningDelta(s string) { w.checkEvents.WriteReasoningDelta(s); w.seen() }
+func (w *countingEvents) WriteTextDelta(s string) { w.checkEvents.WriteTextDelta(s); w.seen() }
+func (w *countingEvents) WriteReasoningDelta(s string) {
+	w.checkEvents.WriteReasoningDelta(s)
+	w.seen()
+}
 
 // ownTranscript builds msgs again with the runner's own items: each user
 // message through BuildUserMessage, and, for the vector's answer to it,
@@ -234,7 +265,7 @@ func (c *pluginCheck) ownTranscript(ctx context.Context, r pluginapi.Runner, tur
 		}
 		answered = true
 		if resp.TurnCompleted == nil {
-			return nil, "RunModelStep for the transcript asked for tools; the vector's transcript needs a plain answer"
+			return nil, skipPrefix + "the runner's model asked for tools when plugin check built the vector's transcript, which needs plain answers"
 		}
 		for _, nm := range resp.TurnCompleted.NewMessages {
 			add(nm, t.TurnID)

@@ -112,7 +112,10 @@ func buildInNewModule(t *testing.T, module, mainGo, binary string) string {
 		}
 	}
 	goCmd("mod", "init", module)
-	goCmd("mod", "edit", "-replace", "github.com/dex-agents/dex-agent-worker="+repo)
+	// Both modules of the repository, as the guides say: the worker's (for
+	// plugins/stepwise) and the runner SDK's (pluginapi).
+	goCmd("mod", "edit", "-replace", "github.com/dex-agents/dex-agent-worker="+repo,
+		"-replace", "github.com/dex-agents/dex-agent-worker/pluginapi="+filepath.Join(repo, "pluginapi"))
 	goCmd("build", "-o", filepath.Join("bin", binary), ".")
 	return dir
 }

@@ -55,7 +55,7 @@ func tsRunner(t *testing.T) (node, main string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"node_modules/@grpc/grpc-js/package.json", "node_modules/ai/package.json", "dist/main.js"} {
+	for _, p := range []string{"node_modules/@dex-agents/runner/dist/src/index.js", "node_modules/ai/package.json", "dist/main.js"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			testpeer.Missing(t, "the TypeScript runner's "+p, tsInstallTS)
 		}
@@ -456,6 +456,30 @@ func TestTSRunnerUnitTests(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^# pass [1-9]`).Match(out) || !regexp.MustCompile(`(?m)^# fail 0$`).Match(out) {
 		t.Fatalf("node --test ran no test or failed:\n%s", out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestTypeScriptSDKTests runs the TypeScript runner SDK's own tests
+// (sdk/typescript, node:test) on its build: the shared test vectors, the
+// contract's texts and event types against the Go SDK's, the handshake
+// certificate, and a runner served over mutual TLS.
+func TestTypeScriptSDKTests(t *testing.T) {
+	t.Parallel()
+	node, _ := tsRunner(t)
+	dir := filepath.Join(tsRunnerDir(), "..", "..", "sdk", "typescript")
+	if _, err := os.Stat(filepath.Join(dir, "dist", "test", "vectors.test.js")); err != nil {
+		testpeer.Missing(t, "the TypeScript runner SDK's build", "bash sdk/typescript/install.sh (make test-peers)")
+	}
+	cmd := exec.Command(node, "--test", "dist/test/")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^# pass [1-9]`).Match(out) || !regexp.MustCompile(`(?m)^# fail 0$`).Match(out) ||
+		!regexp.MustCompile(`(?m)^ok \d+ - vector tool_task$`).Match(out) {
+		t.Fatalf("node --test ran no test, no vector, or failed:\n%s", out)
 	}
 	t.Logf("%s", out)
 }

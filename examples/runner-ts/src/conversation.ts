@@ -21,67 +21,27 @@
 // tool call records the request carries.
 
 import type { AssistantModelMessage, ModelMessage, ToolModelMessage } from "ai";
+import {
+  describeToolCallOutcome as describeOutcome,
+  isFinal,
+  modelCallLimitToolResultFormat as ModelCallLimitToolResultFormat,
+  outcomeUnknownToolResult as OutcomeUnknownToolResult,
+} from "@dex-agents/runner";
+import type { FrameworkMessage as ContractMessage, Message, ToolCall } from "@dex-agents/runner";
 
-/** Message is the proto's Message (keepCase field names). */
-export interface Message {
-  sequence: number;
-  role: string;
-  text: string;
-  framework_item: string;
-  tool_call_id: string;
-  tool_name: string;
-  turn_id: string;
-  tool_status: string;
-}
+// The contract's types and texts come from the SDK, so a runner in any
+// language shows the model the same words.
+export { describeOutcome, isFinal, ModelCallLimitToolResultFormat, OutcomeUnknownToolResult };
+export type { Message };
 
-/** FrameworkMessage is the proto's FrameworkMessage. */
-export interface FrameworkMessage {
-  role: string;
-  text: string;
-  framework_item: string;
-  tool_call_id: string;
-  tool_name: string;
-  tool_status: string;
-}
+/** FrameworkMessage is the contract's, with every field this runner sets. */
+export type FrameworkMessage = Required<Pick<ContractMessage, "role" | "text" | "framework_item" | "tool_call_id" | "tool_name" | "tool_status">>;
 
-/** ToolCall is the proto's ToolCall record (the fields this runner reads). */
-export interface ToolCallRecord {
-  tool_call_id: string;
-  tool_name: string;
-  arguments: string;
-  effect: string;
-  requires_approval: boolean;
-  status: string;
-  output: string;
-  error: string;
-  rejection_message: string;
-}
-
-// The texts of pluginapi/outcome.go: part of the contract, so a runner in
-// any language shows the model the same words.
-export const DefaultRejectionToolResult = "The user rejected this tool call.";
-export const OutcomeUnknownToolResult =
-  "The outcome of this tool call is unknown: it may or may not have taken effect. Check its effect before you call it again.";
-export const ModelCallLimitToolResultFormat = "The tool call was not run: this turn reached its limit of %d model calls.";
-
-const finalStatuses = new Set(["rejected", "succeeded", "failed", "outcome_unknown"]);
-
-export function isFinal(status: string): boolean {
-  return finalStatuses.has(status);
-}
-
-/** describeOutcome is pluginapi.DescribeToolCallOutcome. */
-export function describeOutcome(c: ToolCallRecord): string {
-  switch (c.status) {
-    case "succeeded":
-      return c.output;
-    case "failed":
-      return c.error ? "The tool call failed: " + c.error : "The tool call failed.";
-    case "rejected":
-      return c.rejection_message || DefaultRejectionToolResult;
-  }
-  return OutcomeUnknownToolResult;
-}
+/** ToolCallRecord is the part of the contract's ToolCall this runner reads. */
+export type ToolCallRecord = Pick<
+  ToolCall,
+  "tool_call_id" | "tool_name" | "arguments" | "effect" | "requires_approval" | "status" | "output" | "error" | "rejection_message"
+>;
 
 /** userMessage is BuildUserMessage's answer. */
 export function userMessage(text: string): FrameworkMessage {

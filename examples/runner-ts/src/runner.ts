@@ -6,17 +6,34 @@
 // process keeps is each agent's parsed runner_config, which the host sends
 // again (Configure) after every restart.
 
-import * as grpc from "@grpc/grpc-js";
 import { createOpenAI } from "@ai-sdk/openai";
 import { APICallError, RetryError, jsonSchema, streamText, tool } from "ai";
 import type { AssistantModelMessage, LanguageModelUsage, ModelMessage, ToolSet } from "ai";
+import { RunnerError, logger, permanent, resolvePolicy, status } from "@dex-agents/runner";
+import type {
+  BuildUnfinishedTurnMessagesRequest,
+  BuildUnfinishedTurnMessagesResponse,
+  BuildUserMessageRequest,
+  BuildUserMessageResponse,
+  CallContext,
+  ConfigureRequest,
+  ConfigureResponse,
+  DeferredToolCall,
+  ExecuteToolRequest,
+  ExecuteToolResponse,
+  InfoResult,
+  Runner,
+  RunModelStepRequest,
+  RunModelStepResponse,
+  ToolPolicy,
+  TurnContext,
+  Usage,
+} from "@dex-agents/runner";
 
 import { AgentConfig, ConfigError, ownTools, parseConfig, runTool } from "./agent";
 import {
   FrameworkMessage,
-  Message,
   ModelCallLimitToolResultFormat,
-  ToolCallRecord,
   assistantMessage,
   isFinal,
   rebuild,
@@ -25,118 +42,30 @@ import {
   toolResultMessage,
   userMessage,
 } from "./conversation";
-import { logger } from "./log";
 import { Store } from "./store";
 
 export const pluginName = "dex-runner-ts";
 export const pluginVersion = "0.1.0";
 
 // ---------------------------------------------------------------------------
-// The proto's messages this file reads (proto-loader with keepCase: the
-// proto's own field names).
-
-interface ToolPolicy {
-  effect: string;
-  requires_approval?: boolean;
-}
-
-interface PolicySet {
-  policies?: Record<string, ToolPolicy & { _requires_approval?: string }>;
-  default_effect?: string;
-}
-
-interface ToolDefinition {
-  name: string;
-  description: string;
-  input_schema: string;
-  effect: string;
-}
-
-interface TurnContext {
-  agent: string;
-  session_id: string;
-  turn_id: string;
-  attempt: number;
-  messages: Message[];
-  run_state: string;
-  tool_calls: ToolCallRecord[];
-  policies?: PolicySet | null;
-  host_tools: ToolDefinition[];
-  session_settings_json: string;
-  context_summary?: { text: string; last_sequence: number } | null;
-  plan?: { revision: number; status: string; tasks: { content: string; status: string }[] } | null;
-  interaction_mode: string;
-}
-
-interface DeferredToolCall {
-  tool_call_id: string;
-  tool_name: string;
-  arguments: string;
-  policy: ToolPolicy;
-  tool_source_reference: string;
-}
-
-interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  cached_input_tokens: number;
-  reasoning_tokens: number;
-  total_tokens?: number;
-}
-
-// ---------------------------------------------------------------------------
 // Errors
-
-/** Failure is a call's gRPC error status. */
-export class Failure extends Error {
-  constructor(
-    readonly code: grpc.status,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 // Provider answers that retrying cannot fix (the proto's FAILED_PRECONDITION).
 const permanentHTTP = new Set([400, 401, 403, 404, 422]);
 
-let shuttingDown = false;
-
-/** beginShutdown makes the calls that fail from now on answer UNAVAILABLE
- * (the plugin is going away: the host retries them). */
-export function beginShutdown(): void {
-  shuttingDown = true;
-}
-
-function toStatus(err: unknown, what: string): grpc.ServiceError {
-  let code = grpc.status.UNKNOWN;
-  let message = err instanceof Error ? err.message : String(err);
-  if (err instanceof Failure) {
-    code = err.code;
-  } else {
-    let cause: unknown = err;
-    if (RetryError.isInstance(cause)) {
-      cause = cause.lastError;
-    }
-    if (APICallError.isInstance(cause)) {
-      const status = cause.statusCode;
-      message = `${what}: the model provider answered ${status ?? "without a status"}: ${cause.message}`;
-      if (status !== undefined && permanentHTTP.has(status)) {
-        code = grpc.status.FAILED_PRECONDITION;
-      }
-    } else {
-      message = `${what}: ${message}`;
-    }
-    if (shuttingDown && code !== grpc.status.FAILED_PRECONDITION) {
-      code = grpc.status.UNAVAILABLE;
-      message = `${message} (the plugin is shutting down)`;
-    }
+/** providerError names a model provider's failure; one retrying cannot fix
+ * is permanent. Other errors pass unchanged: the SDK reports them. */
+function providerError(err: unknown, what: string): unknown {
+  let cause: unknown = err;
+  if (RetryError.isInstance(cause)) {
+    cause = cause.lastError;
   }
-  const e = new Error(message) as grpc.ServiceError;
-  e.code = code;
-  e.details = message;
-  e.metadata = new grpc.Metadata();
-  return e;
+  if (!APICallError.isInstance(cause)) {
+    return err;
+  }
+  const code = cause.statusCode;
+  const message = `${what}: the model provider answered ${code ?? "without a status"}: ${cause.message}`;
+  return code !== undefined && permanentHTTP.has(code) ? permanent(message) : new RunnerError(status.UNKNOWN, message);
 }
 
 // ---------------------------------------------------------------------------
@@ -152,7 +81,7 @@ const agents = new Map<string, Agent>();
 function agentOf(name: string): Agent {
   const a = agents.get(name);
   if (!a) {
-    throw new Failure(grpc.status.UNKNOWN, `agent ${JSON.stringify(name)} is not configured in this runner`);
+    throw new RunnerError(status.UNKNOWN, `agent ${JSON.stringify(name)} is not configured in this runner`);
   }
   return a;
 }
@@ -162,34 +91,6 @@ function agentOf(name: string): Agent {
 // (a host tool: its definition's effect; an own tool: the explicit
 // policy, else the tool's own effect; an unknown tool: unclassified
 // without approval, so it fails in its tool Step at once).
-
-const effects = new Set(["read", "idempotent_write", "non_idempotent_write", "unclassified"]);
-
-function explicitPolicy(set: PolicySet | null | undefined, name: string): ToolPolicy | undefined {
-  const p = set?.policies?.[name];
-  if (!p) {
-    return undefined;
-  }
-  const out: ToolPolicy = { effect: p.effect };
-  if (p.requires_approval !== undefined && p.requires_approval !== null) {
-    out.requires_approval = p.requires_approval;
-  }
-  return out;
-}
-
-export function resolvePolicy(set: PolicySet | null | undefined, name: string, frameworkEffect: string): ToolPolicy {
-  const p = explicitPolicy(set, name);
-  if (p) {
-    return p;
-  }
-  if (effects.has(frameworkEffect)) {
-    return { effect: frameworkEffect };
-  }
-  if (set?.default_effect && effects.has(set.default_effect)) {
-    return { effect: set.default_effect };
-  }
-  return { effect: "unclassified" };
-}
 
 function policyOf(turn: TurnContext, name: string): ToolPolicy {
   const host = turn.host_tools.find((h) => h.name === name);
@@ -224,7 +125,7 @@ function offeredTools(turn: TurnContext): ToolSet {
       try {
         schema = JSON.parse(h.input_schema) as Record<string, unknown>;
       } catch {
-        throw new Failure(grpc.status.UNKNOWN, `host tool ${h.name}: input_schema is not JSON`);
+        throw new RunnerError(status.UNKNOWN, `host tool ${h.name}: input_schema is not JSON`);
       }
     }
     tools[h.name] = tool({ description: h.description, inputSchema: jsonSchema(schema) });
@@ -249,7 +150,7 @@ function parseRunState(s: string): RunState {
     const v = JSON.parse(s) as Partial<RunState>;
     return { model_calls: Number(v.model_calls ?? 0), pending: Array.isArray(v.pending) ? v.pending.map(String) : [] };
   } catch (err) {
-    throw new Failure(grpc.status.UNKNOWN, `run state is not this runner's: ${(err as Error).message}`);
+    throw new RunnerError(status.UNKNOWN, `run state is not this runner's: ${(err as Error).message}`);
   }
 }
 
@@ -265,8 +166,8 @@ function instructionsOf(cfg: AgentConfig, turn: TurnContext): string {
   return system;
 }
 
-function usageOf(u: LanguageModelUsage | undefined): Usage {
-  const out: Usage = {
+function usageOf(u: LanguageModelUsage | undefined): Usage & { input_tokens: number; output_tokens: number } {
+  const out: Usage & { input_tokens: number; output_tokens: number } = {
     input_tokens: u?.inputTokens ?? 0,
     output_tokens: u?.outputTokens ?? 0,
     cached_input_tokens: u?.inputTokenDetails?.cacheReadTokens ?? 0,
@@ -304,17 +205,17 @@ function fixToolCallIDs(msg: AssistantModelMessage, turn: TurnContext): void {
 // ---------------------------------------------------------------------------
 // Live frames
 
-/** LiveWriter batches text and reasoning deltas into frames: one frame at
+/** LiveWriter batches text and reasoning deltas: one write (one frame) at
  * most every 50 ms or 64 characters per kind. Live frames are best effort. */
 class LiveWriter {
-  private kind: "text_delta" | "reasoning_delta" | "" = "";
+  private kind: "text" | "reasoning" | "" = "";
   private buf = "";
   private timer: NodeJS.Timeout | undefined;
   frames = 0;
 
-  constructor(private readonly call: grpc.ServerWritableStream<unknown, unknown>) {}
+  constructor(private readonly ctx: CallContext) {}
 
-  write(kind: "text_delta" | "reasoning_delta", text: string): void {
+  write(kind: "text" | "reasoning", text: string): void {
     if (!text) {
       return;
     }
@@ -335,8 +236,12 @@ class LiveWriter {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.buf && this.kind && !this.call.cancelled) {
-      this.call.write({ [this.kind]: { text: this.buf } });
+    if (this.buf && !this.ctx.signal.aborted) {
+      if (this.kind === "text") {
+        this.ctx.writeTextDelta(this.buf);
+      } else if (this.kind === "reasoning") {
+        this.ctx.writeReasoningDelta(this.buf);
+      }
       this.frames++;
     }
     this.buf = "";
@@ -346,59 +251,10 @@ class LiveWriter {
 // ---------------------------------------------------------------------------
 // The calls
 
-type Unary<Req, Res> = grpc.handleUnaryCall<Req, Res>;
-
-function unary<Req, Res>(method: string, f: (req: Req) => Res | Promise<Res>): Unary<Req, Res> {
-  return (call, callback) => {
-    Promise.resolve()
-      .then(() => f(call.request))
-      .then(
-        (res) => callback(null, res),
-        (err: unknown) => {
-          const st = toStatus(err, method);
-          logger.warn(method + " failed", { error: st.details, code: grpc.status[st.code] });
-          callback(st);
-        },
-      );
-  };
-}
-
-function streaming<Req>(method: string, f: (call: grpc.ServerWritableStream<Req, unknown>) => Promise<unknown>): grpc.handleServerStreamingCall<Req, unknown> {
-  return (call) => {
-    f(call).then(
-      (outcome) => {
-        if (!call.cancelled) {
-          call.write({ outcome });
-        }
-        call.end();
-      },
-      (err: unknown) => {
-        const st = toStatus(err, method);
-        if (!call.cancelled) {
-          logger.warn(method + " failed", { error: st.details, code: grpc.status[st.code] });
-        }
-        call.emit("error", st);
-      },
-    );
-  };
-}
-
-function notImplemented(method: string, capability: string) {
-  const err = new Failure(grpc.status.UNIMPLEMENTED, `runner does not implement ${method} (capability ${capability})`);
-  return {
-    unary: unary(method, () => {
-      throw err;
-    }),
-    streaming: streaming(method, async () => {
-      throw err;
-    }),
-  };
-}
-
-async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext }, unknown>): Promise<unknown> {
-  const turn = call.request.turn;
+async function runModelStep(req: RunModelStepRequest, ctx: CallContext): Promise<RunModelStepResponse> {
+  const turn = req.turn;
   if (!turn) {
-    throw new Failure(grpc.status.UNKNOWN, "RunModelStep: the request has no turn");
+    throw new RunnerError(status.UNKNOWN, "RunModelStep: the request has no turn");
   }
   const { cfg } = agentOf(turn.agent);
   const st = parseRunState(turn.run_state);
@@ -419,10 +275,7 @@ async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext 
   const limitReached = st.model_calls >= cfg.maxModelCallsPerTurn;
   const provider = createOpenAI({ baseURL: cfg.model.baseURL, apiKey: process.env[cfg.model.apiKeyEnv] ?? "", name: "openai" });
   const model = cfg.model.api === "chat" ? provider.chat(cfg.model.name) : provider.responses(cfg.model.name);
-  const abort = new AbortController();
-  call.on("cancelled", () => abort.abort(new Error("the host cancelled the call")));
-
-  const live = new LiveWriter(call);
+  const live = new LiveWriter(ctx);
   const result = streamText({
     model,
     system: instructionsOf(cfg, turn),
@@ -431,7 +284,7 @@ async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext 
     // One step: the calls of tools without execute functions come back.
     // The session's Step retries a failed call, so the SDK does not.
     maxRetries: 0,
-    abortSignal: abort.signal,
+    abortSignal: ctx.signal,
     // The Responses API would refer to earlier items by ID (item_reference),
     // which only a provider that stored them resolves: send them whole.
     providerOptions: cfg.model.api === "responses" ? { openai: { store: false } } : undefined,
@@ -443,22 +296,22 @@ async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext 
   for await (const part of result.fullStream) {
     switch (part.type) {
       case "text-delta":
-        live.write("text_delta", part.text);
+        live.write("text", part.text);
         break;
       case "reasoning-delta":
-        live.write("reasoning_delta", part.text);
+        live.write("reasoning", part.text);
         break;
       case "error":
         streamError ??= part.error;
         break;
       case "abort":
-        streamError ??= new Failure(grpc.status.CANCELLED, "the model call was cancelled");
+        streamError ??= new RunnerError(status.CANCELLED, "the model call was cancelled");
         break;
     }
   }
   live.flush();
   if (streamError !== undefined) {
-    throw streamError;
+    throw providerError(streamError, "RunModelStep");
   }
   const [response, usage, finishReason, rawFinishReason] = await Promise.all([result.response, result.usage, result.finishReason, result.rawFinishReason]);
   const metadata = {
@@ -472,7 +325,7 @@ async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext 
   if (answers.length === 0) {
     answers = [{ role: "assistant", content: [{ type: "text", text: "" }] }];
   }
-  const calls: DeferredToolCall[] = [];
+  const calls: (Required<Pick<DeferredToolCall, "tool_call_id" | "tool_name" | "arguments" | "tool_source_reference">> & { policy: ToolPolicy })[] = [];
   for (const msg of answers) {
     fixToolCallIDs(msg, turn);
     newMessages.push(assistantMessage(msg));
@@ -519,21 +372,11 @@ async function runModelStep(call: grpc.ServerWritableStream<{ turn: TurnContext 
   };
 }
 
-interface ExecuteToolRequest {
-  agent: string;
-  session_id: string;
-  turn_id: string;
-  tool_call: ToolCallRecord;
-  idempotency_key: string;
-  attempt: number;
-}
-
-async function executeDeferredToolCall(call: grpc.ServerWritableStream<ExecuteToolRequest, unknown>): Promise<unknown> {
-  const req = call.request;
+async function executeDeferredToolCall(req: ExecuteToolRequest): Promise<ExecuteToolResponse> {
   const { store } = agentOf(req.agent);
   const tc = req.tool_call;
   if (!tc) {
-    throw new Failure(grpc.status.UNKNOWN, "ExecuteDeferredToolCall: the request has no tool_call");
+    throw new RunnerError(status.UNKNOWN, "ExecuteDeferredToolCall: the request has no tool_call");
   }
   const out = runTool(store, tc.tool_name, tc.arguments, req.idempotency_key);
   logger.info("tool call", {
@@ -547,8 +390,11 @@ async function executeDeferredToolCall(call: grpc.ServerWritableStream<ExecuteTo
   return "result" in out ? { result: { output: out.result } } : { error: { message: out.error } };
 }
 
-function buildUnfinishedTurnMessages(req: { turn: TurnContext }): { messages: FrameworkMessage[] } {
+function buildUnfinishedTurnMessages(req: BuildUnfinishedTurnMessagesRequest): BuildUnfinishedTurnMessagesResponse {
   const turn = req.turn;
+  if (!turn) {
+    return { messages: [] };
+  }
   const st = parseRunState(turn.run_state);
   const messages: FrameworkMessage[] = [];
   for (const id of st.pending) {
@@ -560,7 +406,7 @@ function buildUnfinishedTurnMessages(req: { turn: TurnContext }): { messages: Fr
   return { messages };
 }
 
-function configure(req: { agent: string; runner_config: string; protocol_version: number }) {
+function configure(req: ConfigureRequest): ConfigureResponse {
   const cfg = parseConfig(req.runner_config, process.env);
   let store: Store;
   try {
@@ -573,41 +419,33 @@ function configure(req: { agent: string; runner_config: string; protocol_version
   return { tools: ownTools.map((t) => t.name), setting_choices: [] };
 }
 
-/** runnerService is the implementation of dex.runner.v1.Runner. */
-export function runnerService(): grpc.UntypedServiceImplementation {
-  const poll = notImplemented("PollToolTask", "tool_task_polling");
-  const cancel = notImplemented("CancelToolTask", "tool_task_cancelling");
-  const estimate = notImplemented("EstimateInputTokens", "input_token_estimation");
-  const cutoff = notImplemented("SelectCompactionCutoff", "compaction");
-  const summarize = notImplemented("SummarizeContext", "compaction");
-  return {
-    Info: unary("Info", () => ({
-      name: pluginName,
-      version: pluginVersion,
-      protocol_versions: [1],
-      // Only what this file implements. No transcript_cache: the host
-      // sends the whole transcript with every call.
-      capabilities: {
-        unfinished_turn_messages: true,
-        tool_task_polling: false,
-        tool_task_cancelling: false,
-        input_token_estimation: false,
-        compaction: false,
-        transcript_cache: false,
-      },
-    })),
-    Configure: unary("Configure", configure),
-    BuildUserMessage: unary("BuildUserMessage", (req: { agent: string; text: string }) => {
-      agentOf(req.agent);
-      return { message: userMessage(req.text) };
-    }),
-    RunModelStep: streaming("RunModelStep", runModelStep),
-    ExecuteDeferredToolCall: streaming("ExecuteDeferredToolCall", executeDeferredToolCall),
-    BuildUnfinishedTurnMessages: unary("BuildUnfinishedTurnMessages", buildUnfinishedTurnMessages),
-    PollToolTask: poll.streaming,
-    CancelToolTask: cancel.unary,
-    EstimateInputTokens: estimate.unary,
-    SelectCompactionCutoff: cutoff.unary,
-    SummarizeContext: summarize.streaming,
-  };
+/** OrdersRunner is the orders agent on the AI SDK, as a runner of the
+ * contract: the SDK (@dex-agents/runner) serves it. It implements
+ * BuildUnfinishedTurnMessages and none of the other optional calls, so
+ * the SDK announces only that capability. */
+export class OrdersRunner implements Runner {
+  info(): InfoResult {
+    return { name: pluginName, version: pluginVersion };
+  }
+
+  configure(req: ConfigureRequest): ConfigureResponse {
+    return configure(req);
+  }
+
+  buildUserMessage(req: BuildUserMessageRequest): BuildUserMessageResponse {
+    agentOf(req.agent);
+    return { message: userMessage(req.text) };
+  }
+
+  runModelStep(req: RunModelStepRequest, ctx: CallContext): Promise<RunModelStepResponse> {
+    return runModelStep(req, ctx);
+  }
+
+  executeDeferredToolCall(req: ExecuteToolRequest): Promise<ExecuteToolResponse> {
+    return executeDeferredToolCall(req);
+  }
+
+  buildUnfinishedTurnMessages(req: BuildUnfinishedTurnMessagesRequest): BuildUnfinishedTurnMessagesResponse {
+    return buildUnfinishedTurnMessages(req);
+  }
 }

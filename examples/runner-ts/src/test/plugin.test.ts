@@ -5,7 +5,6 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, ChildProcess } from "node:child_process";
-import { X509Certificate } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -13,7 +12,7 @@ import * as readline from "node:readline";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
-import { handshakeCert, makeCert } from "../tls";
+import { makeCert, protoDir } from "@dex-agents/runner";
 
 const root = path.resolve(__dirname, "..", "..");
 const mainJS = path.join(root, "dist", "main.js");
@@ -26,20 +25,6 @@ function load(file: string): grpc.GrpcObject {
 function pem(der: Buffer): string {
   return "-----BEGIN CERTIFICATE-----\n" + der.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n?$/, "\n") + "-----END CERTIFICATE-----\n";
 }
-
-test("the handshake certificate is what go-plugin's AutoMTLS expects", () => {
-  const c = makeCert();
-  const x = new X509Certificate(c.der);
-  assert.equal(x.ca, true);
-  assert.match(x.subjectAltName ?? "", /DNS:localhost/);
-  assert.deepEqual([...(x.keyUsage ?? [])].sort(), ["1.3.6.1.5.5.7.3.1", "1.3.6.1.5.5.7.3.2"]); // serverAuth, clientAuth
-  assert.ok(x.checkIssued(x), "self-signed");
-  assert.ok(x.verify(x.publicKey));
-  assert.ok(x.checkHost("localhost"));
-  const line = handshakeCert(c.der);
-  assert.doesNotMatch(line, /=/);
-  assert.deepEqual(Buffer.from(line, "base64"), c.der);
-});
 
 interface Plugin {
   proc: ChildProcess;
@@ -91,8 +76,8 @@ test("the plugin serves the runner protocol over mutual TLS", async () => {
   const creds = grpc.credentials.createSsl(Buffer.from(pem(serverDer)), Buffer.from(client.keyPem), Buffer.from(client.certPem));
   const opts = { "grpc.ssl_target_name_override": "localhost" };
   const addr = `127.0.0.1:${port}`;
-  const Runner = (load(path.resolve(root, "..", "..", "proto", "dex", "runner", "v1", "runner.proto")) as any).dex.runner.v1.Runner;
-  const Health = (load(path.join(root, "proto", "health.proto")) as any).grpc.health.v1.Health;
+  const Runner = (load(path.join(protoDir, "dex", "runner", "v1", "runner.proto")) as any).dex.runner.v1.Runner;
+  const Health = (load(path.join(protoDir, "health.proto")) as any).grpc.health.v1.Health;
   const runner = new Runner(addr, creds, opts);
   const health = new Health(addr, creds, opts);
   const unary = (c: any, method: string, req: unknown) =>

@@ -38,7 +38,7 @@ export function makeCert(now: Date = new Date()): PluginCert {
   cert.validity.notAfter = new Date(now.getTime() + 365 * 24 * 3600 * 1000);
   const subject = [
     { name: "commonName", value: "localhost" },
-    { name: "organizationName", value: "dex-runner-ts" },
+    { name: "organizationName", value: "dex-agents runner" },
   ];
   cert.setSubject(subject);
   cert.setIssuer(subject);

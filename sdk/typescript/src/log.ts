@@ -2,7 +2,15 @@
 // format ("@level", "@message", "@timestamp", then fields), which the host
 // copies into its own log with the level and fields kept. stdout carries
 // the handshake line and nothing else, so console.log is sent to stderr
-// too (see main.ts).
+// too (see serve).
+
+/** module is the "@module" field of every line; set it with setLogModule. */
+let logModule = "runner";
+
+/** setLogModule names the plugin in its log lines ("@module"). */
+export function setLogModule(name: string): void {
+  logModule = name;
+}
 
 export type Level = "trace" | "debug" | "info" | "warn" | "error";
 
@@ -19,7 +27,7 @@ export function log(level: Level, message: string, fields: Fields = {}): void {
   const line: Record<string, unknown> = {
     "@level": level,
     "@message": message,
-    "@module": "runner-ts",
+    "@module": logModule,
     "@timestamp": timestamp(new Date()),
   };
   for (const [k, v] of Object.entries(fields)) {
@@ -33,7 +41,7 @@ export function log(level: Level, message: string, fields: Fields = {}): void {
   try {
     text = JSON.stringify(line);
   } catch {
-    text = JSON.stringify({ "@level": level, "@message": message, "@module": "runner-ts" });
+    text = JSON.stringify({ "@level": level, "@message": message, "@module": logModule });
   }
   process.stderr.write(text + "\n");
 }
