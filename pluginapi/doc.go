@@ -99,10 +99,15 @@
 //
 // # Testing a runner
 //
-// Serve a runner in process with [RunnerPlugin] and go-plugin's
-// plugin.TestPluginGRPCConn, dispense [PluginName], and call the result as
-// a [Runner]: every call crosses the same gRPC code as in production (see
-// the examples).
+// Package runnertest drives a runner through whole turns in a unit test,
+// with no engine: the model calls, approvals and questions the test
+// answers, the approved tool calls, the records handed back. Underneath it
+// serves the runner in process with [RunnerPlugin] and go-plugin's
+// plugin.TestPluginGRPCConn, so every call crosses the same gRPC code as
+// in production (see the examples). [ParseVector] reads the contract's
+// shared test vectors. For what only the session does (approvals through
+// the API, a worker killed mid-call), use package agenttest of the
+// worker's module.
 //
 // # Packages
 //

@@ -38,6 +38,18 @@ func firstBlock(t *testing.T, text, lang string) string {
 	return m[1]
 }
 
+// blockWith returns the first lang block of text that contains marker.
+func blockWith(t *testing.T, text, lang, marker string) string {
+	t.Helper()
+	for _, m := range regexp.MustCompile("(?s)\n```"+lang+"\n(.*?)```\n").FindAllStringSubmatch(text, -1) {
+		if strings.Contains(m[1], marker) {
+			return m[1]
+		}
+	}
+	t.Fatalf("no %s block with %q", lang, marker)
+	return ""
+}
+
 // TestPluginQuickstart follows the plugin quickstart of docs/runners.md as a plugin
 // author would, in a module of its own that requires this repository
 // through a replace directive: it builds the plugin, validates the config

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,6 +61,19 @@ func TestRunnerWalkthrough(t *testing.T) {
 	}
 	if _, err := os.Stat(notes); !os.IsNotExist(err) {
 		t.Fatalf("plugin check ran save_note (the notes file exists: %v)", err)
+	}
+
+	// Step 5: the guide's tests, with runnertest and agenttest, in the
+	// walkthrough's module.
+	testGo := blockWith(t, string(doc), "go", "runnertest.New")
+	if err := os.WriteFile(filepath.Join(dir, "main_test.go"), []byte(testGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gotest := exec.Command("go", "test", "-count=1", "./...")
+	gotest.Dir = dir
+	gotest.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := gotest.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok  \texample.com/notes") {
+		t.Fatalf("the guide's go test: %v\n%s", err, out)
 	}
 
 	stack := agenttest.NewStack(t, strings.ReplaceAll(dexYAML, "./bin/notes", filepath.Join(dir, "bin", "notes")))
