@@ -146,7 +146,9 @@ func (s *Session) context() (context.Context, context.CancelFunc) {
 }
 
 // Messages returns every message the session stored.
-func (s *Session) Messages() []pluginapi.Message { return append([]pluginapi.Message(nil), s.messages...) }
+func (s *Session) Messages() []pluginapi.Message {
+	return append([]pluginapi.Message(nil), s.messages...)
+}
 
 // Events returns the live events the runner wrote.
 func (s *Session) Events() *Events { return s.events }
