@@ -59,6 +59,11 @@ func newDevCmd(g *globals) *cobra.Command {
 			if userDataDir != "" && userDataDir != abs && cmd.Flags().Changed("data-dir") {
 				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
 			}
+			// A data dir that does not exist yet is a new one: say so, so
+			// that a dev started from another directory (--data-dir is
+			// relative to the current one) does not look like lost sessions.
+			_, statErr := os.Stat(abs)
+			fresh := os.IsNotExist(statErr)
 			started := time.Now()
 			srv, err := devserver.Start(ctx, devserver.Options{
 				DataDir:                     abs,
@@ -95,7 +100,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer d.Stop()
-			printBanner(g, cfg, srv, abs, cfgPath, time.Since(started), d.HTTPAddress(), access)
+			printBanner(g, cfg, srv, abs, fresh, cfgPath, time.Since(started), d.HTTPAddress(), access)
 			<-ctx.Done()
 			logger.Info("stopping")
 			return nil
@@ -186,7 +191,7 @@ type engineAddresses interface {
 	UIAddress() string
 }
 
-func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir, cfgPath string, took time.Duration, httpAddr string, access apiAccess) {
+func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir string, fresh bool, cfgPath string, took time.Duration, httpAddr string, access apiAccess) {
 	w := g.stdout
 	base := "http://" + httpAddr
 	if cfg.HTTP.TLS != nil {
@@ -209,6 +214,9 @@ func printBanner(g *globals, cfg *config.Config, srv engineAddresses, dataDir, c
 		fmt.Fprintf(w, "  API token          %s\n", access.source)
 	}
 	fmt.Fprintf(w, "  Data directory     %s\n", dataDir)
+	if fresh {
+		fmt.Fprintf(w, "                     (new: no sessions yet; --data-dir is relative to the current directory)\n")
+	}
 	fmt.Fprintf(w, "  Config             %s\n", cfgPath)
 	fmt.Fprintf(w, "  Agents            ")
 	for _, a := range cfg.Agents {

@@ -351,7 +351,7 @@ http:
 				t.Errorf("tokens %q from %q, want %q from %q", values, access.source, tt.wantTokens, tt.wantSource)
 			}
 			var out bytes.Buffer
-			printBanner(&globals{stdout: &out}, tt.cfg, fakeEngine{}, "/data", "dev.yaml", time.Second, "127.0.0.1:8080", access)
+			printBanner(&globals{stdout: &out}, tt.cfg, fakeEngine{}, "/data", false, "dev.yaml", time.Second, "127.0.0.1:8080", access)
 			banner := out.String()
 			if !strings.Contains(banner, "  API token          "+tt.wantSource+"\n") {
 				t.Errorf("the banner does not say the token is %s:\n%s", tt.wantSource, banner)
@@ -405,8 +405,25 @@ http:
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	printBanner(&globals{stdout: &out}, cfg, fakeEngine{}, "/data", "dev.yaml", time.Second, "127.0.0.1:8443", apiAccess{source: "generated (printed below)", token: "t", generated: true})
+	printBanner(&globals{stdout: &out}, cfg, fakeEngine{}, "/data", false, "dev.yaml", time.Second, "127.0.0.1:8443", apiAccess{source: "generated (printed below)", token: "t", generated: true})
 	if !strings.Contains(out.String(), "  HTTP API           https://127.0.0.1:8443/v1") || strings.Contains(out.String(), "http://127.0.0.1:8443") {
 		t.Errorf("banner:\n%s", out.String())
+	}
+}
+
+// TestBannerMarksANewDataDir: a data dir dev has just created is marked
+// new, so a dev started from another directory (a relative --data-dir)
+// does not look like lost sessions.
+func TestBannerMarksANewDataDir(t *testing.T) {
+	cfg, err := config.LoadBytes([]byte("agents: [{name: a, flow_type: A, runner: r}]\nplugins: {r: {command: /bin/true}}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fresh := range []bool{true, false} {
+		var out strings.Builder
+		printBanner(&globals{stdout: &out}, cfg, fakeEngine{}, "/data", fresh, "dev.yaml", time.Second, "127.0.0.1:8080", apiAccess{source: "generated", token: "t", generated: true})
+		if got := strings.Contains(out.String(), "(new: no sessions yet; --data-dir is relative to the current directory)"); got != fresh {
+			t.Errorf("fresh %v: the banner marks it new: %v\n%s", fresh, got, out.String())
+		}
 	}
 }

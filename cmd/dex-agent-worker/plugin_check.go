@@ -122,7 +122,7 @@ func (c *pluginCheck) run(ctx context.Context, logger *slog.Logger) bool {
 	a := c.agent
 	p := c.cfg.Plugins[a.Runner]
 	lctx, cancel := context.WithTimeout(ctx, pluginCheckTimeout)
-	err := h.Launch(lctx, runnerhost.PluginSpec{Name: a.Runner, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env})
+	err := h.Launch(lctx, runnerhost.PluginSpec{Name: a.Runner, Command: p.Command, Args: p.Args, Dir: c.cfg.Dir(), SHA256: p.SHA256, Env: p.Env})
 	cancel()
 	if err != nil {
 		c.fail("handshake", "build the plugin; call pluginapi.Serve (or the documented go-plugin handshake) first and print nothing to stdout before it; check plugins."+a.Runner+".command and sha256", "%v", err)

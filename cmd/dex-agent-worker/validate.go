@@ -106,7 +106,7 @@ func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		}
 		p := cfg.Plugins[name]
 		lctx, cancel := context.WithTimeout(ctx, pluginCheckTimeout)
-		err := h.Launch(lctx, runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env})
+		err := h.Launch(lctx, runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, Dir: cfg.Dir(), SHA256: p.SHA256, Env: p.Env})
 		cancel()
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("plugins.%s: %v", name, err))

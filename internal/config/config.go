@@ -64,6 +64,8 @@ type Config struct {
 	// fromEnv holds the key paths of the values that came from ${VAR}
 	// expansion; Redacted hides those passed to plugins.
 	fromEnv map[string]bool
+	// dir is Dir.
+	dir string
 }
 
 // ModelQueue is one task queue of model calls.
@@ -959,6 +961,11 @@ func load(data []byte, baseDir, file string) (*Config, error) {
 	d.decode("", root, reflect.ValueOf(cfg).Elem())
 	cfg.fromEnv = d.fromEnv
 	cfg.resolve(baseDir)
+	if baseDir != "" {
+		if abs, err := filepath.Abs(baseDir); err == nil {
+			cfg.dir = abs
+		}
+	}
 
 	// Validate even when decoding failed, so the user sees every problem at
 	// once, but drop what Validate says about a key that failed to decode
@@ -1022,6 +1029,13 @@ func yamlError(err error) *FieldError {
 	}
 	return &FieldError{Line: line, Message: "invalid YAML: " + msg}
 }
+
+// Dir is the config file's directory (absolute), where runner plugins
+// start, so that relative paths in their args and runner_config resolve
+// against it as command does; "" for a config loaded without one
+// (LoadBytes with no baseDir), whose plugins start in the worker's
+// working directory.
+func (c *Config) Dir() string { return c.dir }
 
 // resolve makes file paths absolute against baseDir and normalizes the
 // checksums to lowercase.

@@ -397,7 +397,7 @@ func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		p := cfg.Plugins[name]
-		spec := runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, SHA256: p.SHA256, Env: p.Env}
+		spec := runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, Dir: cfg.Dir(), SHA256: p.SHA256, Env: p.Env}
 		if d.tracer != nil {
 			spec.TraceEnv = traceEnv(cfg, name, d.traceExporter)
 		}

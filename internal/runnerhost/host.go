@@ -72,6 +72,10 @@ type PluginSpec struct {
 	Command string
 	// Args are the command's arguments.
 	Args []string
+	// Dir is the plugin process's working directory ("" for the worker's):
+	// the worker passes its config file's directory, so relative paths in
+	// args and runner_config resolve against it, as command does.
+	Dir string
 	// SHA256 is the executable's expected SHA-256 in hex, or "" to skip
 	// the check. A mismatch refuses to start the plugin.
 	SHA256 string

@@ -393,6 +393,29 @@ func TestPrintBeforeServe(t *testing.T) {
 	}
 }
 
+// TestPluginStartsInItsDir: a plugin starts in PluginSpec.Dir (the config
+// file's directory), so relative paths in its args and runner_config
+// resolve there, and in the worker's directory without one.
+func TestPluginStartsInItsDir(t *testing.T) {
+	dir := t.TempDir()
+	h, _ := newTestHost(t)
+	ctx := testContext(t)
+	if err := h.Launch(ctx, PluginSpec{Name: "tp", Command: testPluginPath, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Configure(ctx, "tp", "a", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Runner("tp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(dir)
+	if got, _ := filepath.EvalSymlinks(runTool(t, r, "cwd")); got != want {
+		t.Errorf("the plugin runs in %s, want %s", got, want)
+	}
+}
+
 // TestUnknownContractVersionIsRefused launches a runner whose handshake
 // names runner contract version 2: the host refuses it before it connects,
 // with an error that says which versions each side speaks and what to do.

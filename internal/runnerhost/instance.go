@@ -153,6 +153,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 	env := i.spec.environ()
 	redact := newRedactor(env)
 	cmd := exec.Command(i.spec.Command, i.spec.Args...)
+	cmd.Dir = i.spec.Dir
 	cmd.Env = append(env, i.spec.TraceEnv...)
 	cmd.SysProcAttr = pluginProcAttr()
 	stderr := newTail()

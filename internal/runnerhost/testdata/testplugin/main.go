@@ -9,7 +9,8 @@
 //     with its process ID and waits until the call is cancelled; any other
 //     text completes the turn with "pid=<pid> config=<the agent's config>".
 //   - ExecuteDeferredToolCall runs tool "env" (output: the sorted
-//     environment as JSON, also logged to both stderr streams) and "pid"
+//     environment as JSON, also logged to both stderr streams), "pid"
+//     and "cwd" (its working directory)
 //     (output: the process ID).
 //
 // It implements the ToolTaskPoller optional interface and no other. With
@@ -133,6 +134,12 @@ func (r *runner) ExecuteDeferredToolCall(_ context.Context, req *pluginapi.Execu
 		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: string(out)}}, nil
 	case "pid":
 		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: strconv.Itoa(os.Getpid())}}, nil
+	case "cwd":
+		dir, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		return &pluginapi.ExecuteToolResponse{Result: &pluginapi.ToolResult{Output: dir}}, nil
 	}
 	return nil, &pluginapi.ToolExecutionError{Message: "unknown tool " + req.ToolCall.ToolName}
 }
