@@ -32,7 +32,7 @@ const checkToolName = "dex_plugin_check_no_such_tool"
 func newPluginCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "plugin", Short: "Work with runner plugins"}
 	var cfgPath, agent, message string
-	var noVectors bool
+	var noVectors, runReadTools bool
 	check := &cobra.Command{
 		Use:   "check --config FILE --agent NAME [--message TEXT]",
 		Short: "Run the runner contract's checks on an agent's plugin; exit 1 if one fails",
@@ -63,7 +63,7 @@ func newPluginCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stderr, "%s has no agent %q (it has: %s)\n", cfgPath, agent, strings.Join(names, ", "))
 				return exitError{code: 2}
 			}
-			c := &pluginCheck{out: g.stdout, cfg: cfg, agent: &cfg.Agents[i], message: message, vectors: !noVectors}
+			c := &pluginCheck{out: g.stdout, cfg: cfg, agent: &cfg.Agents[i], message: message, vectors: !noVectors, runReadTools: runReadTools}
 			if c.run(cmd.Context(), validateLogger(g, cmd)) {
 				fmt.Fprintf(g.stdout, "\nplugin %s passes for agent %s (%d checks passed, %d skipped)\n", c.agent.Runner, agent, c.passed, c.skipped)
 				return nil
@@ -78,6 +78,8 @@ func newPluginCmd(g *globals) *cobra.Command {
 		"the user message of the checked model call; ask for a tool call to check the deferral")
 	check.Flags().BoolVar(&noVectors, "no-vectors", false,
 		"skip the contract's test vectors (they make up to four more model calls)")
+	check.Flags().BoolVar(&runReadTools, "run-read-tools", false,
+		"run the tool calls the model call deferred whose policy is read without approval, then the model call that takes their results")
 	_ = check.MarkFlagRequired("config")
 	_ = check.MarkFlagRequired("agent")
 	cmd.AddCommand(check)
@@ -92,6 +94,8 @@ type pluginCheck struct {
 	message string
 	// vectors sends the fresh requests of the contract's test vectors.
 	vectors bool
+	// runReadTools runs the deferred read tools and the model call after.
+	runReadTools bool
 
 	passed, failed, skipped int
 }
@@ -220,6 +224,11 @@ func (c *pluginCheck) checkTurn(ctx context.Context, r pluginapi.Runner, offered
 		}
 		c.pass("run_model_step", "asked for %d tool call(s) in %s: %s%s", len(req.ToolCalls), took, strings.Join(names, ", "), metadataOf(req.Metadata))
 		c.checkDeferral(req, offered)
+		if c.runReadTools {
+			c.checkReadTools(ctx, r, turn, req)
+		} else {
+			c.skip("read_tools", "pass --run-read-tools to run the deferred read tools and the model call after them")
+		}
 	}
 	if w.invalid > 0 {
 		c.fail("events", "write standard events with their fields, and custom ones with an adapter prefix (pluginapi.CheckEvent)", "%d of %d event(s) refused: %s", w.invalid, w.count, w.firstErr)
@@ -355,4 +364,88 @@ func (w *checkEvents) WriteEvent(eventType string, payload any) error {
 	}
 	w.note(err)
 	return err
+}
+
+// checkReadTools runs the deferred calls whose policy (the agent's
+// tool_policies first, as the worker applies them) is a read that needs no
+// approval, rejects the others without running them, and makes the model
+// call that takes the records: the turn must go on with one valid outcome.
+func (c *pluginCheck) checkReadTools(ctx context.Context, r pluginapi.Runner, turn pluginapi.TurnContext, req *pluginapi.ToolCallsRequested) {
+	a := c.agent
+	policies := daemon.PolicySet(a)
+	var ran, rejected []string
+	var records []pluginapi.ToolCall
+	for i, call := range req.ToolCalls {
+		policy := call.Policy
+		if p, ok := policies.Policies[call.ToolName]; ok {
+			policy = p
+		}
+		rec := pluginapi.ToolCall{
+			ToolCallID: call.ToolCallID, ToolName: call.ToolName, Arguments: call.Arguments, Effect: policy.Effect,
+			RequiresApproval: policy.ApprovalRequired(), DeferralOrder: i, ToolSourceReference: call.ToolSourceReference,
+		}
+		if policy.Effect != pluginapi.EffectRead || policy.ApprovalRequired() {
+			rec.Status, rec.RejectionMessage = pluginapi.ToolCallRejected, "plugin check runs only reads that need no approval"
+			rejected = append(rejected, call.ToolName)
+			records = append(records, rec)
+			continue
+		}
+		rec.Status = pluginapi.ToolCallApproved
+		tctx, cancel := context.WithTimeout(ctx, pluginCheckTimeout)
+		resp, err := r.ExecuteDeferredToolCall(tctx, &pluginapi.ExecuteToolRequest{
+			Agent: a.Name, SessionID: turn.SessionID, TurnID: turn.TurnID, ToolCall: rec, Attempt: 1,
+			IdempotencyKey: turn.SessionID + "/" + turn.TurnID + "/" + call.ToolCallID, Events: &checkEvents{},
+		})
+		cancel()
+		var toolErr *pluginapi.ToolExecutionError
+		switch {
+		case errors.As(err, &toolErr):
+			rec.Status, rec.Error = pluginapi.ToolCallFailed, toolErr.Message
+		case errors.Is(err, context.DeadlineExceeded):
+			c.fail("read_tools", "return from ExecuteDeferredToolCall: a read tool must not hang", "%s (%s) did not answer within %s", call.ToolName, call.ToolCallID, pluginCheckTimeout)
+			return
+		case err != nil:
+			c.fail("read_tools", "answer a tool failure the model should see with a ToolExecutionError; fail the call only when it must be retried", "%s (%s) failed the call: %v", call.ToolName, call.ToolCallID, err)
+			return
+		case resp.Result != nil:
+			rec.Status, rec.Output = pluginapi.ToolCallSucceeded, resp.Result.Output
+		case resp.Error != nil:
+			rec.Status, rec.Error = pluginapi.ToolCallFailed, resp.Error.Message
+		default:
+			c.fail("read_tools", "answer a read with a result or an error; a question or a task needs a person or a poll, which plugin check does not do", "%s (%s) answered %+v", call.ToolName, call.ToolCallID, resp)
+			return
+		}
+		ran = append(ran, fmt.Sprintf("%s: %s", call.ToolName, rec.Status))
+		records = append(records, rec)
+	}
+	if len(ran) == 0 {
+		c.skip("read_tools", "no deferred call is a read without approval (%s by policy)", strings.Join(rejected, ", "))
+		return
+	}
+	c.pass("read_tools", "ran %s%s", strings.Join(ran, ", "), map[bool]string{true: "; rejected without running: " + strings.Join(rejected, ", "), false: ""}[len(rejected) > 0])
+
+	// The model call that takes the records, as the session makes it.
+	next := turn
+	next.Messages = append([]pluginapi.Message(nil), turn.Messages...)
+	for _, m := range req.NewMessages {
+		next.Messages = append(next.Messages, pluginapi.Message{Sequence: int64(len(next.Messages) + 1), Role: m.Role, Text: m.Text, Item: m.Item,
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, TurnID: turn.TurnID, ToolStatus: m.ToolStatus})
+	}
+	next.RunState, next.ToolCalls = req.RunState, records
+	w := &checkEvents{}
+	mctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
+	start := time.Now()
+	resp, err := r.RunModelStep(mctx, &pluginapi.RunModelStepRequest{Turn: next, Events: w})
+	cancel()
+	took := time.Since(start).Round(time.Millisecond)
+	switch {
+	case err != nil:
+		c.fail("follow_up", "resume the turn from RunState and the final records in TurnContext.ToolCalls (each record's Output, Error or RejectionMessage is what the model sees)", "after %s: %v", took, err)
+	case w.invalid > 0:
+		c.fail("follow_up", "write standard events with their fields, and custom ones with an adapter prefix (pluginapi.CheckEvent)", "%d of %d event(s) refused: %s", w.invalid, w.count, w.firstErr)
+	case resp.TurnCompleted != nil:
+		c.pass("follow_up", "the model call after the tools completed the turn in %s: %d message(s)", took, len(resp.TurnCompleted.NewMessages))
+	default:
+		c.pass("follow_up", "the model call after the tools asked for %d more tool call(s) in %s", len(resp.ToolCallsRequested.ToolCalls), took)
+	}
 }

@@ -67,7 +67,7 @@ agents:
 			t.Errorf("orders: %s did not pass:\n%s", check, out)
 		}
 	}
-	for _, line := range []string{"PASS vector plain_answer", "PASS vector compaction", "PASS vector cancelled_call", "SKIP vector tool_task"} {
+	for _, line := range []string{"PASS vector plain_answer", "PASS vector compaction", "PASS vector cancelled_call", "SKIP vector tool_task", "SKIP read_tools"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("orders: no %q line:\n%s", line, out)
 		}
@@ -92,6 +92,14 @@ agents:
 		t.Errorf("not a plugin: exit %d\n%s", code, out)
 	}
 
+	// --run-read-tools runs the read the model deferred (lookup_order) and
+	// the model call after it; the refund that follows is a write, which
+	// it never runs.
+	out, stderr, code = runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--no-vectors", "--run-read-tools", "--message", "refund order 7")
+	if code != 0 || !regexp.MustCompile(`(?m)^PASS read_tools +ran lookup_order: succeeded$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^PASS follow_up +the model call after the tools asked for 1 more tool call`).MatchString(out) {
+		t.Errorf("--run-read-tools: exit %d\n%s%s", code, out, stderr)
+	}
 	_, stderr, code = runCLI(t, "plugin", "check", "--config", cfg, "--agent", "nobody")
 	if code != 2 || !strings.Contains(stderr, `has no agent "nobody" (it has: orders, test, broken)`) {
 		t.Errorf("unknown agent: exit %d, %s", code, stderr)
