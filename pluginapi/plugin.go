@@ -3,8 +3,11 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -101,6 +104,10 @@ func Serve(o ServeOptions) {
 	if o.Runner == nil {
 		panic("pluginapi.Serve: ServeOptions.Runner is nil")
 	}
+	if os.Getenv(EnvDebug) != "" {
+		serveDebug(o)
+		return
+	}
 	traceOpts := serveTracing(o.TracerProvider)
 	if s, ok := o.TracerProvider.(interface{ Shutdown(context.Context) error }); ok {
 		defer func() {
@@ -123,6 +130,42 @@ func Serve(o ServeOptions) {
 			JSONFormat: true,
 		}),
 	})
+}
+
+// EnvDebug, set to any value, makes Serve run the runner in debug mode:
+// started by hand (under a debugger such as dlv), it serves on a local
+// socket without the handshake or TLS, prints to stderr the value of the
+// worker's --reattach flag that connects to it, and runs until interrupted.
+// The worker then uses it instead of starting the plugin's command:
+//
+//	DEX_RUNNER_DEBUG=1 dlv exec ./bin/notes
+//	dex-agent-worker dev --config dex.yaml --reattach notes=4242:unix:/tmp/plugin123
+const EnvDebug = "DEX_RUNNER_DEBUG"
+
+// serveDebug serves the runner in debug mode (EnvDebug).
+func serveDebug(o ServeOptions) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	go plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         plugin.PluginSet{PluginName: &RunnerPlugin{Runner: o.Runner}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			opts = append(opts, serveTracing(o.TracerProvider)...)
+			return plugin.DefaultGRPCServer(append(opts, grpc.MaxRecvMsgSize(maxMessageSize), grpc.MaxSendMsgSize(maxMessageSize)))
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "runner", Level: hclog.Info, Output: os.Stderr, JSONFormat: true}),
+		Test:   &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
+	})
+	select {
+	case rc := <-reattach:
+		fmt.Fprintf(os.Stderr, "runner serving in debug mode (pid %d); start the worker with:\n  --reattach NAME=%d:%s:%s\n(NAME: the plugin's name in the worker config). Stop with Ctrl-C.\n",
+			rc.Pid, rc.Pid, rc.Addr.Network(), rc.Addr.String())
+	case <-closed:
+		return
+	}
+	<-closed
 }
 
 // Interface guards

@@ -30,6 +30,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		apiToken     string
 		showTraces   bool
 		reset        bool
+		reattach     map[string]string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -95,6 +96,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				ExtraTokens:      access.tokens,
 				WebUI:            webUI(),
 				Version:          version,
+				Reattach:         reattach,
 			})
 			if err != nil {
 				return err
@@ -107,6 +109,9 @@ func newDevCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "configs/dev.yaml", "config file")
+	cmd.Flags().StringToStringVar(&reattach, "reattach", nil,
+		"NAME=PID:NETWORK:ADDRESS: attach plugin NAME to a runner you started in debug mode (DEX_RUNNER_DEBUG=1, say under a\n"+
+			"debugger) instead of starting its command; the runner prints the value (repeat the flag for more plugins)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", envOr("DEX_DATA_DIR", ".dex"),
 		"directory of the SQLite file and other state (default $DEX_DATA_DIR, else .dex); dev sets DEX_DATA_DIR to it\n"+
 			"before it loads the config, for values such as ${DEX_DATA_DIR:-.dex}/orders.json (the flag wins over a DEX_DATA_DIR you set)")

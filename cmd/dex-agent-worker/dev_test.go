@@ -427,3 +427,95 @@ func TestBannerMarksANewDataDir(t *testing.T) {
 		}
 	}
 }
+
+// TestDevReattachesToARunnerInDebugMode starts the orders runner by hand in
+// debug mode, as under a debugger, and dev with --reattach: the session's
+// model and tool calls reach that process, which dev never started.
+func TestDevReattachesToARunnerInDebugMode(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	dir := t.TempDir()
+
+	runner := exec.Command(plugin)
+	runner.Env = append(os.Environ(), "DEX_RUNNER_DEBUG=1")
+	stderr, err := runner.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = runner.Process.Kill()
+		_ = runner.Wait()
+	})
+	value := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, v, ok := strings.Cut(sc.Text(), "--reattach NAME="); ok {
+				value <- strings.TrimSpace(v)
+			}
+		}
+	}()
+	var reattach string
+	select {
+	case reattach = <-value:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runner printed no --reattach value")
+	}
+
+	cfg := filepath.Join(dir, "dev.yaml")
+	// The command does not exist: dev must not start it.
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: %s}
+    tool_policies:
+      lookup_order: {effect: read}
+`, filepath.Join(dir, "not-built"), filepath.Join(dir, "orders.json"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := agenttest.FreePort(t)
+	dev, _ := startDev(t, bin, "", nil, "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port),
+		"--ui-port", "0", "--http", "127.0.0.1:0", "--reattach", "orders="+reattach)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	sessions := client.New(tc, "default", "")
+	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "look up order 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = agenttest.WaitFor(ctx, "the answer", time.Minute, func() (bool, error) {
+		s, err := sessions.GetAgentSnapshot(ctx, id)
+		return err == nil && s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && len(s.Messages) > 2, err
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, dev.log(t))
+	}
+	if !strings.Contains(dev.log(t), "attaching to a runner in debug mode") {
+		t.Errorf("dev did not say it attached:\n%s", dev.log(t))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "orders.json")); err != nil {
+		t.Errorf("the debugged runner did not serve the turn (no store): %v", err)
+	}
+	if err := dev.stop(t); err != nil {
+		t.Errorf("dev exited with %v", err)
+	}
+	if err := runner.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("stopping dev stopped the debugged runner: %v", err)
+	}
+}

@@ -76,6 +76,10 @@ type Options struct {
 	WebUI http.Handler
 	// Version is the worker's version, which it names in MCP handshakes.
 	Version string
+	// Reattach attaches plugins, by name, to runners already running in
+	// debug mode (DEX_RUNNER_DEBUG=1) instead of starting their commands:
+	// the PID:NETWORK:ADDRESS each printed (runnerhost.ParseReattach).
+	Reattach map[string]string
 	// MessageStorePath is the SQLite file of the message store when the
 	// config has no message_store (dev: in its data dir). Without either,
 	// Start fails: a worker needs to know where messages live.
@@ -187,7 +191,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	if role != RoleAPI {
-		if err := d.launchPlugins(ctx, cfg); err != nil {
+		if err := d.launchPlugins(ctx, cfg, opts.Reattach); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +385,12 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
+func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config, reattach map[string]string) error {
+	for name := range reattach {
+		if _, ok := cfg.Plugins[name]; !ok {
+			return fmt.Errorf("--reattach %s: the config has no plugin %q", name, name)
+		}
+	}
 	names := make([]string, 0, len(cfg.Plugins))
 	for name := range cfg.Plugins {
 		names = append(names, name)
@@ -397,7 +406,10 @@ func (d *Daemon) launchPlugins(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		p := cfg.Plugins[name]
-		spec := runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, Dir: cfg.Dir(), SHA256: p.SHA256, Env: p.Env}
+		spec := runnerhost.PluginSpec{Name: name, Command: p.Command, Args: p.Args, Dir: cfg.Dir(), SHA256: p.SHA256, Env: p.Env, Reattach: reattach[name]}
+		if spec.Reattach != "" {
+			d.log.Warn("attaching to a runner in debug mode instead of starting it", "plugin", name, "reattach", spec.Reattach)
+		}
 		if d.tracer != nil {
 			spec.TraceEnv = traceEnv(cfg, name, d.traceExporter)
 		}

@@ -49,7 +49,7 @@ agents:
 	defer d.host.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if err := d.launchPlugins(ctx, cfg); err != nil {
+	if err := d.launchPlugins(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := logs.String()

@@ -86,6 +86,11 @@ type PluginSpec struct {
 	// Listed variables that are unset are left out; nothing else is passed
 	// (not even PATH) besides go-plugin's own handshake variables.
 	Env []string
+	// Reattach, when set, attaches to a runner already running in debug
+	// mode (DEX_RUNNER_DEBUG=1, started by hand, say under a debugger)
+	// instead of starting Command: the PID:NETWORK:ADDRESS it printed. The
+	// host neither starts, restarts nor stops such a runner.
+	Reattach string
 	// TraceEnv are NAME=value pairs the worker adds to say where the
 	// plugin's spans go (OTEL_*, DEX_TRACES_*): tracing settings, not
 	// secrets, so its logs are not redacted by them.
@@ -121,6 +126,10 @@ func (s PluginSpec) validate() (checksum []byte, err error) {
 // in words: go-plugin would only say "fork/exec ...". A bare name is looked
 // up on the worker's PATH, as exec.Command does.
 func (s PluginSpec) checkCommand() error {
+	if s.Reattach != "" {
+		_, err := ParseReattach(s.Reattach)
+		return err
+	}
 	path := s.Command
 	if !strings.ContainsRune(path, filepath.Separator) {
 		p, err := exec.LookPath(path)

@@ -1,6 +1,7 @@
 package runnerhost
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -413,6 +414,76 @@ func TestPluginStartsInItsDir(t *testing.T) {
 	want, _ := filepath.EvalSymlinks(dir)
 	if got, _ := filepath.EvalSymlinks(runTool(t, r, "cwd")); got != want {
 		t.Errorf("the plugin runs in %s, want %s", got, want)
+	}
+}
+
+// TestReattachToARunnerInDebugMode starts the test plugin by hand in debug
+// mode (DEX_RUNNER_DEBUG=1, as under a debugger), reads the --reattach value
+// it prints, and attaches to it: the host's calls reach that very process,
+// and closing the host leaves it running.
+func TestReattachToARunnerInDebugMode(t *testing.T) {
+	cmd := exec.Command(testPluginPath)
+	cmd.Env = append(os.Environ(), "DEX_RUNNER_DEBUG=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	value := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, v, ok := strings.Cut(sc.Text(), "--reattach NAME="); ok {
+				value <- strings.TrimSpace(v)
+			}
+		}
+	}()
+	var reattach string
+	select {
+	case reattach = <-value:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the runner printed no --reattach value")
+	}
+	if _, err := ParseReattach(reattach); err != nil {
+		t.Fatalf("the printed value %q: %v", reattach, err)
+	}
+
+	h, _ := newTestHost(t)
+	ctx := testContext(t)
+	if err := h.Launch(ctx, PluginSpec{Name: "tp", Command: "/nonexistent/never-started", Reattach: reattach}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Configure(ctx, "tp", "a", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Runner("tp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runTool(t, r, "pid"); got != strconv.Itoa(cmd.Process.Pid) {
+		t.Errorf("the call reached pid %s, want the debugged runner's %d", got, cmd.Process.Pid)
+	}
+	h.Close()
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("closing the host stopped the debugged runner: %v", err)
+	}
+}
+
+func TestParseReattach(t *testing.T) {
+	for _, bad := range []string{"", "4242", "4242:unix", "x:unix:/tmp/p", "0:unix:/tmp/p", "4242:udp:1.2.3.4:5", "4242:tcp:nohost"} {
+		if _, err := ParseReattach(bad); err == nil {
+			t.Errorf("ParseReattach(%q) succeeded", bad)
+		}
+	}
+	rc, err := ParseReattach("4242:tcp:127.0.0.1:40001")
+	if err != nil || rc.Pid != 4242 || rc.Addr.String() != "127.0.0.1:40001" || rc.Addr.Network() != "tcp" {
+		t.Errorf("ParseReattach = %+v, %v", rc, err)
 	}
 }
 

@@ -178,7 +178,18 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		cfg.GRPCDialOptions = append(cfg.GRPCDialOptions, grpc.WithStatsHandler(otelgrpc.NewClientHandler(
 			otelgrpc.WithTracerProvider(tracing.ChildOnly(i.tracer)), otelgrpc.WithPropagators(tracing.Propagator))))
 	}
-	if i.checksum != nil {
+	if i.spec.Reattach != "" {
+		// A runner someone started by hand (under a debugger) in debug
+		// mode: no process to start, check or manage, and no AutoMTLS (the
+		// runner serves on a local socket without TLS).
+		rc, err := ParseReattach(i.spec.Reattach)
+		if err != nil {
+			return nil, fmt.Errorf("runner plugin %q: %w", i.spec.Name, err)
+		}
+		cfg.Cmd, cfg.Reattach, cfg.AutoMTLS, cfg.Managed, cfg.SkipHostEnv = nil, rc, false, false, false
+		cfg.SyncStdout, cfg.SyncStderr = nil, nil
+	}
+	if i.checksum != nil && i.spec.Reattach == "" {
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: i.checksum, Hash: sha256.New()}
 	}
 	client := plugin.NewClient(cfg)
