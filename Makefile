@@ -69,7 +69,7 @@ $(TESTREPORT): $(wildcard internal/testreport/*.go)
 test-unit: $(TESTREPORT)
 	DEX_SKIPPED_PEERS_FILE=$(SKIPPED_PEERS) $(TESTREPORT) run -o $(REPORT)/unit.json -- \
 		$(GO) test -json -race -count=1 -timeout 15m $$(bash scripts/unit-pkgs.sh $(INTEGRATION_PKGS))
-	cd pluginapi && DEX_SKIPPED_PEERS_FILE=$(CURDIR)/$(SKIPPED_PEERS) $(CURDIR)/$(TESTREPORT) run -o $(CURDIR)/$(REPORT)/unit-pluginapi.json -- \
+	cd pluginapi && DEX_SKIPPED_PEERS_FILE=$(abspath $(SKIPPED_PEERS)) $(abspath $(TESTREPORT)) run -o $(abspath $(REPORT))/unit-pluginapi.json -- \
 		$(GO) test -json -race -count=1 -timeout 15m ./...
 
 # The integration packages, once each, with the binaries make build made
