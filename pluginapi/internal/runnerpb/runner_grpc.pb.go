@@ -55,6 +55,16 @@
 // than gRPC's default 4 MB receive limit. Raise your server's maximum
 // receive message size (the Go plugin side allows 2 GB).
 //
+// # Who sets what
+//
+// Every message says who sets it and when: the host sets the requests and
+// what they carry (TurnContext, Message, ToolCall, ...); the runner sets the
+// responses, the frames and what they carry. A runner hands back unchanged
+// what it set earlier (run_state, framework_item, continuations,
+// tool_source_reference, checkpoints). Fields marked "(host only)" are the
+// host's bookkeeping: a runner may read them but needs none of them to
+// answer correctly.
+//
 // # Calls
 //
 // The host calls Info once after the process starts, then Configure once per
@@ -90,6 +100,10 @@
 //   - FAILED_PRECONDITION: a permanent failure that retrying cannot fix
 //     (a model provider's 400, 401, 403, 404 or 422): the Step fails at once,
 //     without its remaining attempts.
+//   - any code with a google.rpc.RetryInfo detail (RESOURCE_EXHAUSTED suits
+//     a provider's 429): the call is retried after RetryInfo.retry_delay
+//     (at most 1 hour) instead of the Step's backoff; send it when the
+//     model provider said when to retry (Retry-After).
 // Use UNKNOWN or INTERNAL for ordinary failures. A tool failure the model
 // should see is NOT a gRPC error: send the ExecuteToolResponse.error outcome.
 //
