@@ -56,11 +56,11 @@ func runWorkerChild() int {
 			BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
 				_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
 			},
-			AfterStoreWork: func(ctx context.Context, _ string, w *session.StoreWork) {
+			AfterStoreWork: func(ctx context.Context, _ string, w *session.StoreWork, done *session.StoreResult) {
 				if len(w.Roll) > 0 {
 					_ = FileGate{Dir: dir, Name: fmt.Sprintf("after-roll-%d", w.Roll[0].First)}.WaitIfArmed(ctx)
 				}
-				if w.RetainFrom > 0 {
+				if w.RetainFrom > 0 && done.DeletedBefore > 0 {
 					_ = FileGate{Dir: dir, Name: "after-retention"}.WaitIfArmed(ctx)
 				}
 			},

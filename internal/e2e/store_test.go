@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -159,6 +162,39 @@ func storeStack(t *testing.T) *agenttest.Stack {
 	return agenttest.NewStack(t, cfg)
 }
 
+// retentionStack is storeStack with compaction on a 1,000-token window.
+func retentionStack(t *testing.T) *agenttest.Stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "    run_model_limit:", "    message_window_size: 2\n    message_chunk_size: 2\n    retained_message_limit: 6\n"+
+		"    compaction: {context_window_tokens: 1000, trigger_ratio: 0.85, keep_ratio: 0.3}\n    run_model_limit:", 1)
+	return agenttest.NewStack(t, cfg)
+}
+
+// wantTranscriptWithSummaries is wantTranscript for stored messages that
+// may include what compaction stores besides the turns.
+func wantTranscriptWithSummaries(t *testing.T, stored []pluginapi.Message, texts []string, first int) {
+	t.Helper()
+	var want []string
+	for _, text := range texts {
+		want = append(want, "user:"+text, "assistant:echo: "+text)
+	}
+	var got []string
+	for i, m := range stored {
+		if m.Sequence != int64(first+i) {
+			t.Errorf("message %d has sequence %d: a hole or a repeat", first+i, m.Sequence)
+		}
+		got = append(got, string(m.Role)+":"+m.Text)
+	}
+	// The kept messages are the end of the turns, in order.
+	if len(got) > len(want) || strings.Join(got, "\n") != strings.Join(want[len(want)-len(got):], "\n") {
+		t.Errorf("stored transcript:\n%s\nwant the end of:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // wantTranscript checks that the session's stored messages are exactly the
 // turns sent, in order, from first on: no message lost, none twice.
 func wantTranscript(t *testing.T, s *agenttest.Stack, id string, texts []string, first int) {
@@ -225,40 +261,55 @@ func TestKilledBetweenAChunkWriteAndItsCommit(t *testing.T) {
 	wantTranscript(t, s, id, []string{"one", "two", "three", "four"}, 1)
 }
 
-// TestKilledDuringRetention: the worker dies after a Step deleted old
-// chunks for retention, before the workflow committed it. The next attempt
-// deletes what is left (nothing), and the session goes on: the messages
-// retention kept are all there, once, and pages say where deletion ended.
+// TestKilledDuringRetention: with compaction, retention deletes only the
+// chunks the context summary covers, and never the newest
+// retained_message_limit (6) messages. The worker dies after a Step deleted
+// them, before the workflow committed it. The next attempt deletes what is
+// left (nothing), and the session goes on: the messages retention kept are
+// all there, once, and pages say where deletion ended.
 func TestKilledDuringRetention(t *testing.T) {
 	t.Parallel()
-	s := storeStack(t)
+	s := retentionStack(t)
 	w := s.StartWorker()
-	id := start(t, s, "one")
-	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
-	texts := []string{"one"}
 	gate := s.Gate("after-retention")
-	for i := 2; i <= 6; i++ {
-		text := fmt.Sprintf("m%d", i)
-		texts = append(texts, text)
-		if i == 6 {
-			if err := gate.Arm(); err != nil {
-				t.Fatal(err)
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	// 300-byte messages: the 1,000-token window (about 3,000 bytes) is
+	// compacted every few turns.
+	text := func(i int) string { return fmt.Sprintf("m%02d %s", i, strings.Repeat("x", 300)) }
+	texts := []string{text(1)}
+	id := start(t, s, texts[0])
+	for {
+		turn, retained := len(texts), false
+		err := agenttest.WaitFor(ctx(t), fmt.Sprintf("turn %d, or retention", turn), 90*time.Second, func() (bool, error) {
+			if _, ok := gate.Reached(); ok {
+				retained = true
+				return true, nil
 			}
+			snap, err := s.Sessions.GetAgentSnapshot(ctx(t), id)
+			return err == nil && idleWithAnswer(snap) && snap.State.TurnCount == turn, nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
+		if retained {
+			break
+		}
+		if turn == 30 {
+			t.Fatal("30 turns and retention deleted nothing")
+		}
+		texts = append(texts, text(turn+1))
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, texts[turn]); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		if i < 6 {
-			s.WaitForSnapshot(text, id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
-		}
 	}
-	reached(t, gate)
 	w.Kill()
 	if err := gate.Release(); err != nil {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	s.WaitForSnapshot("turn 6", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 6 })
+	snap := s.WaitForSnapshot("the last turn", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == len(texts) })
 	page, err := s.Sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{Limit: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -266,19 +317,51 @@ func TestKilledDuringRetention(t *testing.T) {
 	if page.DeletedBeforeSequence < 2 || page.FirstSequence != page.DeletedBeforeSequence {
 		t.Fatalf("page = first %d, deleted before %d; want retention to have deleted the oldest chunks", page.FirstSequence, page.DeletedBeforeSequence)
 	}
+	// Only summarized messages went.
+	if snap.ContextSummary == nil || snap.ContextSummary.LastSequence < page.DeletedBeforeSequence-1 {
+		t.Fatalf("retention deleted before %d, but the summary covers %+v", page.DeletedBeforeSequence, snap.ContextSummary)
+	}
 	stored, err := s.StoredMessages(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Retention deleted whole chunks before the newest 6 messages; what is
-	// left starts where it says and runs to the end with no hole.
+	// What is left starts where the page says and runs to the end with no
+	// hole; at least the newest 6 messages are kept.
 	if len(stored) == 0 || stored[0].Sequence < page.DeletedBeforeSequence {
 		t.Fatalf("stored from %v, but retention cut before %d", stored, page.DeletedBeforeSequence)
 	}
-	wantTranscript(t, s, id, texts, int(stored[0].Sequence))
-	if n := int64(12) - stored[0].Sequence + 1; n < 6 {
+	wantTranscriptWithSummaries(t, stored, texts, int(stored[0].Sequence))
+	if n := len(stored); n < 6 {
 		t.Errorf("%d messages kept, want at least the newest 6", n)
 	}
+}
+
+// TestNoRetentionWithoutCompaction: without compaction the model's input
+// is every message, so retention deletes none, however many there are
+// past retained_message_limit (6).
+func TestNoRetentionWithoutCompaction(t *testing.T) {
+	t.Parallel()
+	s := storeStack(t)
+	s.StartWorker()
+	id := start(t, s, "one")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	texts := []string{"one"}
+	for i := 2; i <= 8; i++ {
+		text := fmt.Sprintf("m%d", i)
+		texts = append(texts, text)
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		s.WaitForSnapshot(text, id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
+	}
+	page, err := s.Sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.DeletedBeforeSequence != 0 || page.FirstSequence != 1 {
+		t.Errorf("page = first %d, deleted before %d; want nothing deleted", page.FirstSequence, page.DeletedBeforeSequence)
+	}
+	wantTranscript(t, s, id, texts, 1)
 }
 
 // TestOlderPagesComeFromTheStore: the workflow holds only the window; the

@@ -110,8 +110,10 @@ type MessageOptions struct {
 	// ChunkSize and ChunkMaxBytes bound one chunk.
 	ChunkSize     int   `json:"chunk_size,omitempty"`
 	ChunkMaxBytes int64 `json:"chunk_max_bytes,omitempty"`
-	// RetainedLimit is retained_message_limit: whole chunks older than the
-	// newest RetainedLimit messages are deleted; 0 keeps every message.
+	// RetainedLimit is retained_message_limit: with compaction, whole
+	// chunks that the summary covers and that precede the newest
+	// RetainedLimit messages are deleted; 0 keeps every message. Without
+	// compaction nothing is deleted (from RetentionVersion on).
 	RetainedLimit int64 `json:"retained_limit,omitempty"`
 }
 
@@ -132,8 +134,15 @@ const HostToolsVersion = 2
 // versions replay as they ran, weighing it against the tool limits.
 const ToolBudgetVersion = 3
 
+// RetentionVersion is the version from which retention deletes only what a
+// compaction summary covers: a session without compaction keeps every
+// message (the model's input and list_agent_messages need them all).
+// Sessions of older versions replay as they ran, deleting the chunks
+// before the newest retained_message_limit messages without compaction too.
+const RetentionVersion = 4
+
 // CurrentVersion is the version new sessions record.
-const CurrentVersion = ToolBudgetVersion
+const CurrentVersion = RetentionVersion
 
 // MCPSourcePrefix starts the tool source reference of a call the worker
 // routes to an MCP server ("mcp:<server>/<tool>").

@@ -48,7 +48,11 @@ func (s *State) storeWork() *StoreWork {
 		Roll:          s.planRoll(),
 		DeletedBefore: s.DeletedBefore,
 	}
-	if limit := s.Options.Messages.RetainedLimit; limit > 0 {
+	// Retention deletes only what a summary covers: without compaction the
+	// model's input is every message (sessions before RetentionVersion
+	// deleted them anyway, and replay as they ran).
+	retains := s.Options.Compaction != nil || s.Options.Version < RetentionVersion
+	if limit := s.Options.Messages.RetainedLimit; limit > 0 && retains {
 		// Only whole chunks are deleted, so never past what chunks hold.
 		from := min(s.NextSequence-limit, s.windowFirst())
 		if s.Options.Compaction != nil {

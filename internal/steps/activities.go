@@ -65,8 +65,10 @@ type Hooks struct {
 	// AfterStoreWork runs in a Step that stores messages after it did the
 	// session's store work (chunks cut and written, chunks deleted) and
 	// before its own, so a test can kill the worker between a chunk's
-	// write and the workflow's commit of it.
-	AfterStoreWork func(ctx context.Context, sessionID string, w *session.StoreWork)
+	// write and the workflow's commit of it. done is what that store work
+	// reports (DeletedBefore set once retention deleted, by this attempt
+	// or one before it).
+	AfterStoreWork func(ctx context.Context, sessionID string, w *session.StoreWork, done *session.StoreResult)
 }
 
 // Activities are the session's Steps that call out: the model, the tools and

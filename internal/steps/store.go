@@ -93,7 +93,7 @@ func (a *Activities) doStoreWork(ctx context.Context, sessionID string, w *sessi
 		}
 	}
 	if a.Hooks.AfterStoreWork != nil {
-		a.Hooks.AfterStoreWork(ctx, sessionID, w)
+		a.Hooks.AfterStoreWork(ctx, sessionID, w, out)
 	}
 	return out, nil
 }
