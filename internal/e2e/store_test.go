@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
+
+	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -453,4 +458,80 @@ func TestLongTextsStartAndContinueSessions(t *testing.T) {
 	if code, resp := do(t, "POST", base+"/v1/sessions", tokenAll, string(huge)); code != 413 || !strings.Contains(string(resp), "may be at most 8388608") {
 		t.Errorf("start with 8.5 MiB: %d %s; want 413 naming the limit", code, resp)
 	}
+}
+
+// TestPagingEnds pages a 300-message session, oldest last, through the raw
+// list_agent_messages query (the window only: older messages live in the
+// store, which it cannot read), the Go client with the store, and the HTTP
+// API: each pager stops on its own, the raw one where the window begins.
+func TestPagingEnds(t *testing.T) {
+	t.Parallel()
+	s := storeStack(t)
+	s.StartWorker()
+	id := start(t, s, "t1")
+	s.WaitForSnapshot("turn 1", id, idleWithAnswer)
+	for i := 2; i <= 150; i++ {
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, fmt.Sprintf("t%d", i)); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i), id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i })
+	}
+	type pager func(before int64) (wire.MessagesPage, error)
+	walk := func(name string, next pager) (seqs []int64, last wire.MessagesPage) {
+		t.Helper()
+		before := int64(0)
+		for pages := 0; ; pages++ {
+			if pages > 400 {
+				t.Fatalf("%s: paging did not end after 400 pages", name)
+			}
+			p, err := next(before)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var got []int64
+			for _, m := range p.Messages {
+				got = append(got, m.Sequence)
+			}
+			seqs = append(got, seqs...)
+			if !p.HasMore {
+				return seqs, p
+			}
+			if before != 0 && p.NextBeforeSequence >= before {
+				t.Fatalf("%s: a page before %d points at %d", name, before, p.NextBeforeSequence)
+			}
+			before = p.NextBeforeSequence
+		}
+	}
+	whole := func(name string, seqs []int64) {
+		t.Helper()
+		if len(seqs) != 300 || seqs[0] != 1 || seqs[299] != 300 {
+			t.Errorf("%s: %d messages from %v to %v, want 1..300", name, len(seqs), seqs[:min(1, len(seqs))], seqs[max(len(seqs)-1, 0):])
+		}
+	}
+
+	raw, last := walk("raw query", func(before int64) (wire.MessagesPage, error) {
+		return s.Sessions.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{BeforeSequence: before, Limit: 7})
+	})
+	if len(raw) == 0 || raw[0] != last.WindowFirstSequence || raw[len(raw)-1] != 300 || last.WindowFirstSequence <= 1 {
+		t.Errorf("raw query: %d messages from %v, window first %d; want the window, ending where it begins", len(raw), raw[:min(1, len(raw))], last.WindowFirstSequence)
+	}
+
+	store := s.Sessions.WithMessages(s.MessageStore(t))
+	seqs, _ := walk("Go client", func(before int64) (wire.MessagesPage, error) {
+		return store.ListAgentMessages(ctx(t), id, wire.ListMessagesRequest{BeforeSequence: before, Limit: 7})
+	})
+	whole("Go client", seqs)
+
+	api := httpapi.New(httpapi.Options{
+		Temporal: s.Client, Namespace: "default", TaskQueue: wire.DefaultTaskQueue,
+		Broker:   events.NewMemoryBroker(events.MemoryOptions{}),
+		Agents:   []httpapi.Agent{{Name: "test", FlowType: flowType}},
+		Tokens:   []httpapi.Token{{Name: "all", Value: tokenAll}},
+		Messages: s.MessageStore(t).(transcript.Reader).Store,
+	})
+	hs := httptest.NewServer(api)
+	t.Cleanup(func() { api.Close(); hs.Close() })
+	hc := apiClient(t, hs.URL, tokenAll)
+	seqs, _ = walk("HTTP", func(before int64) (wire.MessagesPage, error) { return hc.Messages(ctx(t), id, before, 7) })
+	whole("HTTP", seqs)
 }

@@ -120,7 +120,11 @@ func (s *State) ListMessages(req wire.ListMessagesRequest) wire.MessagesPage {
 			page.DeletedBeforeSequence = s.DeletedBefore
 		}
 	}
-	if start < len(msgs) && msgs[start].Sequence > page.FirstSequence {
+	// Only a page with messages points further back: an empty page before
+	// the window's start (older messages live in the store, which this
+	// query cannot read) ends the paging, and WindowFirstSequence says
+	// where the store's part begins.
+	if start < end && msgs[start].Sequence > page.FirstSequence {
 		page.HasMore = true
 		page.NextBeforeSequence = msgs[start].Sequence
 	}

@@ -764,3 +764,41 @@ func TestPlanRoll(t *testing.T) {
 		})
 	}
 }
+
+// TestListMessagesPagingEnds: a session whose older messages live in the
+// store answers from its window; a pager that follows has_more reaches an
+// empty page before the window, which ends the paging (has_more false) and
+// says where the window begins, instead of pointing at itself.
+func TestListMessagesPagingEnds(t *testing.T) {
+	s := &State{Options: Options{Messages: MessageOptions{Store: true, WindowSize: 4, ChunkSize: 2, ChunkMaxBytes: 1000}}}
+	s.NextSequence = 65
+	for seq := int64(61); seq <= 64; seq++ {
+		s.Window = append(s.Window, Entry{Message: contract.Message{Sequence: seq}})
+	}
+	var pages [][]int64
+	before := int64(0)
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatalf("paging did not end: %v", pages)
+		}
+		p := s.ListMessages(wire.ListMessagesRequest{BeforeSequence: before, Limit: 3})
+		var seqs []int64
+		for _, m := range p.Messages {
+			seqs = append(seqs, m.Sequence)
+		}
+		pages = append(pages, seqs)
+		if p.WindowFirstSequence != 61 || p.FirstSequence != 1 {
+			t.Errorf("page %d: window first %d, first %d; want 61 and 1", i, p.WindowFirstSequence, p.FirstSequence)
+		}
+		if !p.HasMore {
+			break
+		}
+		if p.NextBeforeSequence >= before && before != 0 {
+			t.Fatalf("page %d points at %d, not before %d", i, p.NextBeforeSequence, before)
+		}
+		before = p.NextBeforeSequence
+	}
+	if got := fmt.Sprint(pages); got != "[[62 63 64] [61] []]" {
+		t.Errorf("pages %s, want [[62 63 64] [61] []]", got)
+	}
+}
