@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -324,14 +325,39 @@ func (s *AgentSessionClient) ExtendInterrupt(ctx context.Context, sessionID stri
 	return out, err
 }
 
+// updateRetries bounds the retries of an update whose workflow task failed
+// before the workflow accepted it (WorkflowNotReady).
+const updateRetries = 5
+
 func (s *AgentSessionClient) updateInto(ctx context.Context, sessionID, name, updateID string, arg, out any) error {
-	h, err := s.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
-		UpdateID:     updateID,
-		WorkflowID:   sessionID,
-		UpdateName:   name,
-		Args:         []any{arg},
-		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
-	})
+	// One ID for every attempt: an attempt the engine did accept after all
+	// answers the retry with its own outcome, so the update applies once.
+	if updateID == "" {
+		updateID = uuid.NewString()
+	}
+	var h temporalclient.WorkflowUpdateHandle
+	var err error
+	for attempt := 0; ; attempt++ {
+		h, err = s.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+			UpdateID:     updateID,
+			WorkflowID:   sessionID,
+			UpdateName:   name,
+			Args:         []any{arg},
+			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		})
+		// The workflow task that carried the update failed before the
+		// workflow accepted it (such as a close racing an activity's
+		// result): the update did not apply, and the engine says to retry.
+		var notReady *serviceerror.WorkflowNotReady
+		if !errors.As(err, &notReady) || attempt == updateRetries {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return fmt.Errorf("%s on session %s: the session is not running (it was closed or ended, or does not exist): %w", name, sessionID, err)

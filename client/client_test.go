@@ -1,8 +1,12 @@
 package client
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"go.temporal.io/api/serviceerror"
+	temporalclient "go.temporal.io/sdk/client"
 )
 
 func TestCheckMessageID(t *testing.T) {
@@ -24,5 +28,45 @@ func TestCheckMessageID(t *testing.T) {
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.err)) {
 			t.Errorf("CheckMessageID(%q) = %v, want %q", tt.id, err, tt.err)
 		}
+	}
+}
+
+// notReadyClient fails the first updates as the engine does when the
+// workflow task that carried an update failed before it was accepted.
+type notReadyClient struct {
+	temporalclient.Client
+	failures int
+	ids      []string
+}
+
+func (c *notReadyClient) UpdateWorkflow(_ context.Context, o temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+	c.ids = append(c.ids, o.UpdateID)
+	if len(c.ids) <= c.failures {
+		return nil, serviceerror.NewWorkflowNotReady("Unable to perform workflow execution update due to unexpected workflow task failure.")
+	}
+	return doneHandle{}, nil
+}
+
+type doneHandle struct {
+	temporalclient.WorkflowUpdateHandle
+}
+
+func (doneHandle) Get(_ context.Context, out any) error {
+	*(out.(*bool)) = true
+	return nil
+}
+
+func TestUpdateRetriesAWorkflowTaskFailure(t *testing.T) {
+	c := &notReadyClient{failures: 2}
+	ok, err := New(c, "default", "").CloseSession(context.Background(), "s-1")
+	if err != nil || !ok {
+		t.Fatalf("close = %v, %v; want it applied after two retries", ok, err)
+	}
+	if len(c.ids) != 3 || c.ids[0] == "" || c.ids[0] != c.ids[1] || c.ids[1] != c.ids[2] {
+		t.Errorf("update IDs %q: want three attempts with one ID", c.ids)
+	}
+	c = &notReadyClient{failures: 100}
+	if _, err := New(c, "default", "").CloseSession(context.Background(), "s-1"); err == nil || len(c.ids) != updateRetries+1 {
+		t.Errorf("a task that keeps failing: %v after %d attempts, want an error after %d", err, len(c.ids), updateRetries+1)
 	}
 }
