@@ -375,8 +375,10 @@ func (s *AgentSessionClient) updateInto(ctx context.Context, sessionID, name, up
 // served while a worker runs.
 func (s *AgentSessionClient) GetAgentSnapshot(ctx context.Context, sessionID string) (wire.Snapshot, error) {
 	var snap wire.Snapshot
-	err := s.query(ctx, sessionID, wire.QueryAgentSnapshot, &snap)
-	return snap, err
+	if err := s.query(ctx, sessionID, wire.QueryAgentSnapshot, &snap); err != nil {
+		return snap, err
+	}
+	return snap, s.fillSnapshot(ctx, sessionID, &snap)
 }
 
 // ListAgentMessages returns one page of stored messages, oldest first.

@@ -141,3 +141,39 @@ func (s *AgentSessionClient) CompleteMessages(ctx context.Context, sessionID str
 	}
 	return nil
 }
+
+// fillSnapshot gives a snapshot whose messages are only the window
+// (WindowFirstSequence set) the newest wire.SnapshotMessageLimit stored
+// messages, whole, read from the store. When a message was stored between
+// the snapshot and the read, the snapshot's own window is kept (its texts
+// completed) and only the older messages, which chunks hold and which never
+// change, come from the store. Without a MessageReader it leaves the
+// snapshot as the workflow answered.
+func (s *AgentSessionClient) fillSnapshot(ctx context.Context, sessionID string, snap *wire.Snapshot) error {
+	if s.messages == nil || snap.WindowFirstSequence == 0 || len(snap.Messages) == 0 {
+		return nil
+	}
+	window := snap.Messages
+	page, err := s.ListAgentMessages(ctx, sessionID, wire.ListMessagesRequest{Limit: wire.SnapshotMessageLimit})
+	if err != nil {
+		return fmt.Errorf("the messages of session %s's snapshot: %w", sessionID, err)
+	}
+	if n := len(page.Messages); n > 0 && page.Messages[n-1].Sequence == window[len(window)-1].Sequence {
+		snap.Messages, snap.WindowFirstSequence = page.Messages, 0
+		return nil
+	}
+	if err := s.CompleteMessages(ctx, sessionID, window); err != nil {
+		return err
+	}
+	var kept []wire.Message
+	for _, m := range page.Messages {
+		if m.Sequence < snap.WindowFirstSequence {
+			kept = append(kept, m)
+		}
+	}
+	if extra := len(kept) + len(window) - wire.SnapshotMessageLimit; extra > 0 {
+		kept = kept[min(extra, len(kept)):]
+	}
+	snap.Messages, snap.WindowFirstSequence = append(kept, window...), 0
+	return nil
+}

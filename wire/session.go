@@ -372,7 +372,18 @@ type Snapshot struct {
 	Spend *SpendStatus `json:"spend,omitempty"`
 	// Plan is the session's plan (write_todos), once one was written.
 	Plan *Plan `json:"plan,omitempty"`
+	// WindowFirstSequence is set when Messages are only the session's
+	// window: the workflow's own answer, in a session whose older messages
+	// live in the message store, begins its messages there. A reader of
+	// the store (package client with WithMessages, the HTTP API, the CLI)
+	// fills in the older of the newest SnapshotMessageLimit messages and
+	// leaves it unset.
+	WindowFirstSequence int64 `json:"window_first_sequence,omitempty"`
 }
+
+// SnapshotMessageLimit is how many of the newest stored messages a
+// snapshot holds.
+const SnapshotMessageLimit = 200
 
 // Spend counts model calls, tokens and cost (in millionths of a US
 // dollar). As what a budget leaves, -1 means the counter has no bound.

@@ -534,4 +534,40 @@ func TestPagingEnds(t *testing.T) {
 	hc := apiClient(t, hs.URL, tokenAll)
 	seqs, _ = walk("HTTP", func(before int64) (wire.MessagesPage, error) { return hc.Messages(ctx(t), id, before, 7) })
 	whole("HTTP", seqs)
+
+	// The snapshot holds the newest 200 stored messages wherever the store
+	// can be read; the raw query holds the window and says where it begins.
+	newest := func(name string, msgs []wire.Message, windowFirst int64) {
+		t.Helper()
+		if len(msgs) != wire.SnapshotMessageLimit || msgs[0].Sequence != 101 || msgs[len(msgs)-1].Sequence != 300 || windowFirst != 0 {
+			t.Errorf("%s snapshot: %d messages, window first %d; want 101..300 and no window", name, len(msgs), windowFirst)
+		}
+		for _, m := range msgs {
+			if m.TextTruncated || (m.Role == wire.RoleAssistant && m.Item == "") {
+				t.Errorf("%s snapshot: message %d is not whole", name, m.Sequence)
+				break
+			}
+		}
+	}
+	rawSnap, err := s.Sessions.GetAgentSnapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rawSnap.Messages); n == 0 || n >= 200 || rawSnap.WindowFirstSequence != rawSnap.Messages[0].Sequence {
+		t.Errorf("raw snapshot: %d messages, window first %d; want the window, and where it begins", n, rawSnap.WindowFirstSequence)
+	}
+	goSnap, err := store.GetAgentSnapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest("Go client", goSnap.Messages, goSnap.WindowFirstSequence)
+	httpSnap, _, err := hc.Snapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The browser form leaves framework items out.
+	for i := range httpSnap.Messages {
+		httpSnap.Messages[i].Item = "x"
+	}
+	newest("HTTP", httpSnap.Messages, httpSnap.WindowFirstSequence)
 }

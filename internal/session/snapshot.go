@@ -6,7 +6,7 @@ import (
 )
 
 // SnapshotMessageLimit is how many of the newest messages a snapshot holds.
-const SnapshotMessageLimit = 200
+const SnapshotMessageLimit = wire.SnapshotMessageLimit
 
 // Snapshot renders get_agent_snapshot.
 func (s *State) Snapshot() wire.Snapshot {
@@ -54,6 +54,13 @@ func (s *State) Snapshot() wire.Snapshot {
 		msgs = msgs[len(msgs)-SnapshotMessageLimit:]
 	}
 	snap.Messages = append(snap.Messages, msgs...)
+	// The workflow holds only the window: say where it begins when older
+	// messages are in the store, so a reader of the store fills them in.
+	if s.Options.Messages.Store && len(msgs) < SnapshotMessageLimit {
+		if first := s.windowFirst(); first > max(s.DeletedBefore, 1) {
+			snap.WindowFirstSequence = first
+		}
+	}
 	for _, in := range s.Interrupts {
 		ci := wire.Interrupt{
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,

@@ -802,3 +802,27 @@ func TestListMessagesPagingEnds(t *testing.T) {
 		t.Errorf("pages %s, want [[62 63 64] [61] []]", got)
 	}
 }
+
+// TestSnapshotSaysWhereItsWindowBegins: a session whose older messages live
+// in the store answers its window and says where it begins, so a reader of
+// the store fills the snapshot to the newest 200; a session with nothing
+// older says nothing.
+func TestSnapshotSaysWhereItsWindowBegins(t *testing.T) {
+	s := &State{Options: Options{Messages: MessageOptions{Store: true, WindowSize: 4, ChunkSize: 2, ChunkMaxBytes: 1000}}}
+	s.NextSequence = 65
+	for seq := int64(61); seq <= 64; seq++ {
+		s.Window = append(s.Window, Entry{Message: contract.Message{Sequence: seq}})
+	}
+	if got := s.Snapshot().WindowFirstSequence; got != 61 {
+		t.Errorf("window first = %d, want 61", got)
+	}
+	s.DeletedBefore = 61 // retention deleted everything before the window
+	if got := s.Snapshot().WindowFirstSequence; got != 0 {
+		t.Errorf("window first = %d with nothing older stored, want 0", got)
+	}
+	plain := New("s", opts())
+	plain.Apply(Start{})
+	if got := plain.Snapshot().WindowFirstSequence; got != 0 {
+		t.Errorf("a session without the store: window first %d, want 0", got)
+	}
+}
