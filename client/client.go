@@ -382,7 +382,12 @@ func (s *AgentSessionClient) GetAgentSnapshot(ctx context.Context, sessionID str
 }
 
 // ListAgentMessages returns one page of stored messages, oldest first.
+// A zero Limit reads wire.DefaultMessagesPageSize (50); the query clamps
+// any other to 1..200.
 func (s *AgentSessionClient) ListAgentMessages(ctx context.Context, sessionID string, req wire.ListMessagesRequest) (wire.MessagesPage, error) {
+	if req.Limit == 0 {
+		req.Limit = wire.DefaultMessagesPageSize
+	}
 	var page wire.MessagesPage
 	if err := s.query(ctx, sessionID, wire.QueryListAgentMessages, &page, req); err != nil {
 		return page, err

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/converter"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
+
 	"go.temporal.io/api/serviceerror"
 	temporalclient "go.temporal.io/sdk/client"
 )
@@ -68,5 +72,33 @@ func TestUpdateRetriesAWorkflowTaskFailure(t *testing.T) {
 	c = &notReadyClient{failures: 100}
 	if _, err := New(c, "default", "").CloseSession(context.Background(), "s-1"); err == nil || len(c.ids) != updateRetries+1 {
 		t.Errorf("a task that keeps failing: %v after %d attempts, want an error after %d", err, len(c.ids), updateRetries+1)
+	}
+}
+
+// queryClient records the arguments of list_agent_messages queries.
+type queryClient struct {
+	temporalclient.Client
+	reqs []wire.ListMessagesRequest
+}
+
+func (c *queryClient) QueryWorkflow(_ context.Context, _, _, _ string, args ...any) (converter.EncodedValue, error) {
+	c.reqs = append(c.reqs, args[0].(wire.ListMessagesRequest))
+	return emptyPage{}, nil
+}
+
+type emptyPage struct{ converter.EncodedValue }
+
+func (emptyPage) Get(out any) error { return nil }
+
+func TestZeroLimitReadsFifty(t *testing.T) {
+	c := &queryClient{}
+	s := New(c, "default", "")
+	for _, limit := range []int{0, 7} {
+		if _, err := s.ListAgentMessages(context.Background(), "s-1", wire.ListMessagesRequest{Limit: limit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.reqs) != 2 || c.reqs[0].Limit != 50 || c.reqs[1].Limit != 7 {
+		t.Errorf("queried %+v; want limit 50 for a zero limit, and 7 as given", c.reqs)
 	}
 }

@@ -229,6 +229,14 @@ type ExtendInterruptResult struct {
 	Deadline string `json:"deadline,omitempty"`
 }
 
+// Page sizes of stored messages: list_agent_messages clamps a limit to
+// 1..MaxMessagesPageSize (0 reads 1, as the reference says); the Go client
+// and the HTTP API read DefaultMessagesPageSize when no limit is given.
+const (
+	DefaultMessagesPageSize = 50
+	MaxMessagesPageSize     = 200
+)
+
 // ListMessagesRequest is the input of list_agent_messages. A zero
 // BeforeSequence asks for the newest page.
 type ListMessagesRequest struct {

@@ -84,10 +84,8 @@ func decodeJSON(body []byte, v any) error {
 	return nil
 }
 
-// DefaultPageSize is the page size of GET .../messages without a limit
-// (list_agent_messages itself reads 1 for a missing limit, as the spec
-// clamps it to 1..200).
-const DefaultPageSize = 50
+// DefaultPageSize is the page size of GET .../messages without a limit.
+const DefaultPageSize = wire.DefaultMessagesPageSize
 
 func parseListQuery(q url.Values) (wire.ListMessagesRequest, error) {
 	req := wire.ListMessagesRequest{Limit: DefaultPageSize}
@@ -104,11 +102,13 @@ func parseListQuery(q url.Values) (wire.ListMessagesRequest, error) {
 		req.BeforeSequence = n
 	}
 	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			return req, errorf(http.StatusBadRequest, "bad_request", "limit must be an integer from 1 to 200")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return req, errorf(http.StatusBadRequest, "bad_request", "limit must be an integer (it is clamped to 1..200)")
 		}
-		req.Limit = n
+		// As list_agent_messages does: a limit outside 1..200 is clamped,
+		// not refused.
+		req.Limit = int(min(max(n, 1), int64(wire.MaxMessagesPageSize)))
 	}
 	return req, nil
 }

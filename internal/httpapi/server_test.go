@@ -614,3 +614,27 @@ func TestEventStreamsPerTokenAreLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestMessagesLimitIsClamped: a limit outside 1..200 is clamped, as
+// list_agent_messages does, not refused; a limit that is no integer is.
+func TestMessagesLimitIsClamped(t *testing.T) {
+	for _, tt := range []struct {
+		query string
+		want  int
+		err   bool
+	}{
+		{"", DefaultPageSize, false},
+		{"limit=7", 7, false},
+		{"limit=0", 1, false},
+		{"limit=-5", 1, false},
+		{"limit=201", 200, false},
+		{"limit=99999999999", 200, false},
+		{"limit=seven", 0, true},
+	} {
+		q, _ := url.ParseQuery(tt.query)
+		req, err := parseListQuery(q)
+		if (err != nil) != tt.err || (!tt.err && req.Limit != tt.want) {
+			t.Errorf("%q: limit %d, error %v; want %d, error %v", tt.query, req.Limit, err, tt.want, tt.err)
+		}
+	}
+}

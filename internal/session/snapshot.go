@@ -97,7 +97,7 @@ func (s *State) messages() []wire.Message {
 }
 
 // MaxPageSize bounds list_agent_messages.
-const MaxPageSize = 200
+const MaxPageSize = wire.MaxMessagesPageSize
 
 // ListMessages renders list_agent_messages: up to Limit messages (clamped to
 // 1..200, as the spec says: a limit of 0 or less reads 1) older than
