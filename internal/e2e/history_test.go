@@ -43,7 +43,7 @@ func TestRecordApprovalTurnHistory(t *testing.T) {
 // the store (a window of 2, chunks of 2, the newest 6 retained): a turn
 // with an approval, a message sent by reference, and turns enough to roll
 // chunks (and, in sessions before version 4, to delete old ones). With
-// -update-histories it stores the history as store_turns.json for the
+// -update-histories it stores the history as store_v4_turns.json for the
 // replay test of internal/sessionflow.
 func TestRecordStoreSessionHistory(t *testing.T) {
 	t.Parallel()
@@ -78,7 +78,9 @@ func TestRecordStoreSessionHistory(t *testing.T) {
 		t.Errorf("the worker warns about deleted messages, or its log is unreadable (%v)", err)
 	}
 	if *updateHistories {
-		recordHistory(t, s, id, "store_turns.json")
+		// store_turns.json is the version-3 session of this test, which
+		// deleted chunks without compaction; it stays, and replays as it ran.
+		recordHistory(t, s, id, "store_v4_turns.json")
 	}
 }
 

@@ -339,6 +339,9 @@ func TestKilledDuringRetention(t *testing.T) {
 	if n := len(stored); n < 6 {
 		t.Errorf("%d messages kept, want at least the newest 6", n)
 	}
+	if *updateHistories {
+		recordHistory(t, s, id, "retention_turns.json")
+	}
 }
 
 // TestNoRetentionWithoutCompaction: without compaction the model's input

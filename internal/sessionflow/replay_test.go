@@ -66,6 +66,13 @@ import (
 //     outcome_unknown and told to the model (not the budget's failure), a
 //     model call that kept failing bounded to 2 attempts and the turn
 //     failed with the budget's last_turn_error, then a turn that answered.
+//   - store_v4_turns.json: store_turns.json's session at version 4
+//     (RetentionVersion): the same turns roll chunks, and without
+//     compaction nothing is deleted.
+//   - retention_turns.json: a version-4 session with compaction and a
+//     retained limit of 6: summaries, then retention deleting the chunks
+//     the summary covers, with the worker killed after a Step that deleted
+//     them and before its commit.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
