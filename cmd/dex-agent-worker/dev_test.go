@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
+
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
@@ -148,12 +150,7 @@ agents:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	sessions := client.New(tc, "default", "")
+	sessions := devSessions(t, ctx, port)
 	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "refund order 5"})
 	if err != nil {
 		t.Fatal(err)
@@ -440,34 +437,7 @@ func TestDevReattachesToARunnerInDebugMode(t *testing.T) {
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	dir := t.TempDir()
 
-	runner := exec.Command(plugin)
-	runner.Env = append(os.Environ(), "DEX_RUNNER_DEBUG=1")
-	stderr, err := runner.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = runner.Process.Kill()
-		_ = runner.Wait()
-	})
-	value := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if _, v, ok := strings.Cut(sc.Text(), "--reattach NAME="); ok {
-				value <- strings.TrimSpace(v)
-			}
-		}
-	}()
-	var reattach string
-	select {
-	case reattach = <-value:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the runner printed no --reattach value")
-	}
+	runner, reattach := testpeer.StartDebugRunner(t, plugin)
 
 	cfg := filepath.Join(dir, "dev.yaml")
 	// The command does not exist: dev must not start it.
@@ -489,12 +459,7 @@ agents:
 		"--ui-port", "0", "--http", "127.0.0.1:0", "--reattach", "orders="+reattach)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	sessions := client.New(tc, "default", "")
+	sessions := devSessions(t, ctx, port)
 	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "look up order 3"})
 	if err != nil {
 		t.Fatal(err)
@@ -518,4 +483,15 @@ agents:
 	if err := runner.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("stopping dev stopped the debugged runner: %v", err)
 	}
+}
+
+// devSessions is a session client of the engine dev runs on port.
+func devSessions(t *testing.T, ctx context.Context, port int) *client.AgentSessionClient {
+	t.Helper()
+	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+	return client.New(tc, "default", "")
 }

@@ -1,7 +1,6 @@
 package runnerhost
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-plugin"
@@ -422,34 +423,7 @@ func TestPluginStartsInItsDir(t *testing.T) {
 // it prints, and attaches to it: the host's calls reach that very process,
 // and closing the host leaves it running.
 func TestReattachToARunnerInDebugMode(t *testing.T) {
-	cmd := exec.Command(testPluginPath)
-	cmd.Env = append(os.Environ(), "DEX_RUNNER_DEBUG=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	value := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if _, v, ok := strings.Cut(sc.Text(), "--reattach NAME="); ok {
-				value <- strings.TrimSpace(v)
-			}
-		}
-	}()
-	var reattach string
-	select {
-	case reattach = <-value:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the runner printed no --reattach value")
-	}
+	cmd, reattach := testpeer.StartDebugRunner(t, testPluginPath)
 	if _, err := ParseReattach(reattach); err != nil {
 		t.Fatalf("the printed value %q: %v", reattach, err)
 	}
