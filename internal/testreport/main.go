@@ -177,6 +177,10 @@ func (p *printer) event(e event) {
 			// follows when the parent ends.
 			fmt.Fprint(p.w, strings.Join(p.output[key], ""))
 		} else {
+			// Tests of the package that never ended: the binary died
+			// while they ran (a panic in a goroutine, a signal, an
+			// os.Exit). Their output holds the reason.
+			p.printUnended(e.Package)
 			fmt.Fprint(p.w, strings.Join(p.output[key], ""))
 			fmt.Fprintf(p.w, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
 		}
@@ -191,6 +195,47 @@ func (p *printer) event(e event) {
 		}
 		delete(p.output, key)
 	}
+}
+
+// unendedLines is how much of a test that never ended is printed.
+const unendedLines = 60
+
+// printUnended prints, for each test of pkg still running, the part of
+// its output that tells why the binary died: from the first "panic:" or
+// "fatal error:" line on, or else its last lines.
+func (p *printer) printUnended(pkg string) {
+	var keys []string
+	for key := range p.output {
+		if k, test, _ := strings.Cut(key, "\x00"); k == pkg && test != "" {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		_, test, _ := strings.Cut(key, "\x00")
+		fmt.Fprintf(p.w, "--- NEVER ENDED: %s (the test binary exited while it ran)\n", test)
+		fmt.Fprint(p.w, strings.Join(deathLines(p.output[key], unendedLines), ""))
+		delete(p.output, key)
+	}
+}
+
+// deathLines is at most n lines of out: from the first line that starts a
+// panic or a fatal error, or else the last n.
+func deathLines(out []string, n int) []string {
+	for i, l := range out {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "panic:") || strings.HasPrefix(t, "fatal error:") {
+			out = out[i:]
+			if len(out) > n {
+				out = out[:n]
+			}
+			return out
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
 }
 
 func readFile(path string) ([]event, error) {
@@ -277,15 +322,23 @@ type report struct {
 	packages, packagesFailed, packagesNoTests int
 	buildFailures                             []string
 	results                                   []testResult
+	// unended are the tests that started but never ended, in a package
+	// whose binary died.
+	unended []testResult
 }
 
 func summarize(events []event) *report {
 	r := &report{}
 	output := map[string][]string{}
 	pkgs := map[string]string{}
+	running := map[string]bool{}
 	for _, e := range events {
 		key := e.Package + "\x00" + e.Test
 		switch e.Action {
+		case "run":
+			if e.Test != "" {
+				running[key] = true
+			}
 		case "output":
 			output[key] = append(output[key], e.Output)
 		case "build-fail":
@@ -298,8 +351,12 @@ func summarize(events []event) *report {
 				if pkgs[e.Package] != "fail" {
 					pkgs[e.Package] = e.Action
 				}
+				if e.Action == "fail" {
+					r.unended = append(r.unended, unendedIn(running, e.Package)...)
+				}
 				continue
 			}
+			delete(running, key)
 			res := testResult{pkg: e.Package, name: e.Test, action: e.Action, elapsed: e.Elapsed}
 			if e.Action == "skip" {
 				res.reason = skipReason(output[key])
@@ -318,6 +375,19 @@ func summarize(events []event) *report {
 		}
 	}
 	return r
+}
+
+// unendedIn takes pkg's tests out of running and returns them, sorted.
+func unendedIn(running map[string]bool, pkg string) []testResult {
+	var res []testResult
+	for key := range running {
+		if k, test, _ := strings.Cut(key, "\x00"); k == pkg {
+			res = append(res, testResult{pkg: pkg, name: test, action: "fail"})
+			delete(running, key)
+		}
+	}
+	sort.Slice(res, func(i, j int) bool { return res[i].name < res[j].name })
+	return res
 }
 
 // skipReason is what a skipped test logged last before its "--- SKIP"
@@ -401,6 +471,12 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "fuzz targets fuzzed: %d (%d failed)\n", len(r.fuzz.results), len(failedTargets))
 		for _, b := range r.fuzz.buildFailures {
 			fmt.Fprintf(w, "build failed: %s\n", b)
+		}
+	}
+	if len(r.unended) > 0 {
+		fmt.Fprintf(w, "never ended (the test binary exited while they ran; their output is above):\n")
+		for _, t := range r.unended {
+			fmt.Fprintf(w, "  %s  %s\n", t.name, t.pkg)
 		}
 	}
 	if len(fails) > 0 {

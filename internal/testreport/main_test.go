@@ -129,3 +129,59 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// A package whose binary died in a goroutine while two tests ran: go test
+// ends the package with a failure but gives the tests no result.
+const diedStream = `{"Action":"start","Package":"ex/c"}
+{"Action":"run","Package":"ex/c","Test":"TestDone"}
+{"Action":"pass","Package":"ex/c","Test":"TestDone","Elapsed":1}
+{"Action":"run","Package":"ex/c","Test":"TestQuiet"}
+{"Action":"output","Package":"ex/c","Test":"TestQuiet","Output":"=== RUN   TestQuiet\n"}
+{"Action":"run","Package":"ex/c","Test":"TestDies"}
+{"Action":"output","Package":"ex/c","Test":"TestDies","Output":"=== RUN   TestDies\n"}
+{"Action":"output","Package":"ex/c","Test":"TestDies","Output":"    c_test.go:9: a line before\n"}
+{"Action":"output","Package":"ex/c","Test":"TestDies","Output":"panic: Log in goroutine after TestX has completed\n"}
+{"Action":"output","Package":"ex/c","Test":"TestDies","Output":"goroutine 7 [running]:\n"}
+{"Action":"output","Package":"ex/c","Output":"FAIL\tex/c\t9.000s\n"}
+{"Action":"fail","Package":"ex/c","Elapsed":9}
+`
+
+func TestABinaryThatDiesNamesItsUnendedTestsAndShowsThePanic(t *testing.T) {
+	events, err := readEvents(strings.NewReader(diedStream), "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := summarize(events)
+	var out bytes.Buffer
+	r.print(&out)
+	if !strings.Contains(out.String(), "packages: 1 (1 failed, 0 without tests)\n") ||
+		!strings.Contains(out.String(), "never ended (the test binary exited while they ran; their output is above):\n  TestDies  ex/c\n  TestQuiet  ex/c\n") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	if !r.failed() {
+		t.Error("failed() = false")
+	}
+
+	var printed bytes.Buffer
+	p := newPrinter(&printed)
+	for _, e := range events {
+		p.event(e)
+	}
+	want := "--- NEVER ENDED: TestDies (the test binary exited while it ran)\n" +
+		"panic: Log in goroutine after TestX has completed\ngoroutine 7 [running]:\n" +
+		"--- NEVER ENDED: TestQuiet (the test binary exited while it ran)\n=== RUN   TestQuiet\n" +
+		"FAIL\tex/c\t9.000s\nFAIL\tex/c\t9.000s\n"
+	if diff := cmp.Diff(want, printed.String()); diff != "" {
+		t.Errorf("printed (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeathLinesKeepsTheTailWithoutAPanic(t *testing.T) {
+	var out []string
+	for i := range 100 {
+		out = append(out, strings.Repeat("x", i%3)+"\n")
+	}
+	if got := deathLines(out, 60); len(got) != 60 || &got[59] != &out[99] {
+		t.Errorf("deathLines kept %d lines, want the last 60", len(got))
+	}
+}
