@@ -79,17 +79,29 @@ func fromProtoConfigure(r *runnerpb.ConfigureRequest) *ConfigureRequest {
 }
 
 func toProtoConfigureResponse(r *ConfigureResponse) *runnerpb.ConfigureResponse {
-	out := &runnerpb.ConfigureResponse{Tools: nilIfEmpty(r.Tools)}
+	out := &runnerpb.ConfigureResponse{Tools: nilIfEmpty(r.Tools), DefaultToolEffect: string(r.DefaultToolEffect)}
 	for _, c := range r.SettingChoices {
 		out.SettingChoices = append(out.SettingChoices, &runnerpb.SettingChoice{Key: c.Key, Values: nilIfEmpty(c.Values), Default: c.Default})
+	}
+	if len(r.ToolPolicies) > 0 {
+		out.ToolPolicies = make(map[string]*runnerpb.ToolPolicy, len(r.ToolPolicies))
+		for name, p := range r.ToolPolicies {
+			out.ToolPolicies[name] = toProtoToolPolicy(p)
+		}
 	}
 	return out
 }
 
 func fromProtoConfigureResponse(r *runnerpb.ConfigureResponse) *ConfigureResponse {
-	out := &ConfigureResponse{Tools: nilIfEmpty(r.GetTools())}
+	out := &ConfigureResponse{Tools: nilIfEmpty(r.GetTools()), DefaultToolEffect: Effect(r.GetDefaultToolEffect())}
 	for _, c := range r.GetSettingChoices() {
 		out.SettingChoices = append(out.SettingChoices, SettingChoice{Key: c.GetKey(), Values: nilIfEmpty(c.GetValues()), Default: c.GetDefault()})
+	}
+	if ps := r.GetToolPolicies(); len(ps) > 0 {
+		out.ToolPolicies = make(map[string]ToolPolicy, len(ps))
+		for name, p := range ps {
+			out.ToolPolicies[name] = fromProtoToolPolicy(p)
+		}
 	}
 	return out
 }

@@ -20,6 +20,10 @@ const (
 	// MessageStoreErrorType fails a Step that retrying cannot fix: a
 	// message over the store's cap.
 	MessageStoreErrorType = "MessageStoreRefused"
+	// ToolNameConflictErrorType fails a RunModel Step, before any model
+	// request, whose tools repeat a name: a runner or MCP tool named as an
+	// enabled built-in, or an MCP tool named as a runner tool.
+	ToolNameConflictErrorType = "ToolNameConflict"
 	// PermanentRunnerErrorType fails a Step the runner marked permanent;
 	// the engine does not retry it.
 	PermanentRunnerErrorType = "PermanentRunnerError"

@@ -97,6 +97,16 @@ agents:
 	if want := "is valid: 1 agent(s), 2 plugin(s); every plugin started and accepted its agents' runner_config\n"; !strings.HasSuffix(stdout, want) {
 		t.Errorf("stdout = %q, want it to end with %q", stdout, want)
 	}
+	// Every tool's effective policy, and where it comes from.
+	for _, want := range []string{
+		"agent orders: tool lookup_order: read, no approval (tool_policies)\n",
+		"agent orders: tool refund_order: non_idempotent_write, approval (the runner's policy)\n",
+		"agent orders: tool request_return_label: idempotent_write, no approval (the runner's policy)\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout = %q, want the line %q", stdout, want)
+		}
+	}
 	wantWarnings := "warning: plugins.spare: no agent uses this plugin; the worker does not start it\n" +
 		`warning: agents[0].tool_policies.refund_ordr: runner orders does not offer a tool "refund_ordr" to agent orders (it offers: lookup_order, refund_order, request_return_label); the policy never applies` + "\n"
 	if stderr != wantWarnings {

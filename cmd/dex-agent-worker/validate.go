@@ -46,8 +46,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 			}
 			checked := "--offline: plugins not started"
 			if !offline {
-				problems, warnings := checkPlugins(cmd.Context(), cfg, validateLogger(g, cmd))
-				lines, mcpWarnings := checkMCPServers(cmd.Context(), cfg, version)
+				problems, warnings, lines := checkPlugins(cmd.Context(), cfg, validateLogger(g, cmd))
+				mcpLines, mcpWarnings := checkMCPServers(cmd.Context(), cfg, version)
+				lines = append(lines, mcpLines...)
 				warnings = append(warnings, mcpWarnings...)
 				for _, l := range lines {
 					fmt.Fprintln(g.stdout, l)
@@ -84,8 +85,9 @@ func validateLogger(g *globals, cmd *cobra.Command) *slog.Logger {
 
 // checkPlugins starts every plugin an agent uses and configures every
 // agent, as daemon.Start does, and returns the problems (each names the
-// plugin or the agent) and the warnings.
-func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) (problems, warnings []string) {
+// plugin or the agent), the warnings, and a line per tool of each agent
+// with its effective policy and where it comes from.
+func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) (problems, warnings, lines []string) {
 	h := runnerhost.New(logger)
 	defer h.Close()
 
@@ -139,8 +141,21 @@ func checkPlugins(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 			warnings = append(warnings, fmt.Sprintf("agents[%d].tool_policies.%s: runner %s does not offer a tool %q to agent %s (it offers: %s); the policy never applies",
 				i, tool, a.Runner, tool, a.Name, strings.Join(offered, ", ")))
 		}
+		own, runnerDefault := h.ToolPolicies(a.Runner, a.Name)
+		lines = append(lines, policyLines(a, cfg.Plugins[a.Runner].TrustsRunnerPolicies(), offered, own, runnerDefault)...)
 	}
-	return problems, warnings
+	return problems, warnings, lines
+}
+
+// mcpPolicySource says where an MCP tool's effective policy comes from.
+func mcpPolicySource(a *config.Agent, t mcpsource.Tool) string {
+	if _, ok := a.ToolPolicies[t.Name]; ok {
+		return fromToolPolicies
+	}
+	if t.Effect != "" {
+		return fromAnnotations
+	}
+	return fromDefault
 }
 
 // mcpCheckTimeout bounds the listing of the MCP servers.
@@ -196,7 +211,7 @@ func checkMCPServers(ctx context.Context, cfg *config.Config, version string) (l
 		var described []string
 		for _, t := range tools {
 			listed[t.Server] = true
-			described = append(described, t.Name+" ("+string(t.Policy(daemon.PolicySet(a)).Effect)+")")
+			described = append(described, t.Name+" ("+string(t.Policy(daemon.PolicySet(a)).Effect)+", "+mcpPolicySource(a, t)+")")
 		}
 		for _, srv := range a.MCP {
 			if !listed[srv] {

@@ -50,7 +50,7 @@ agents:
 		t.Fatal(err)
 	}
 	lines, warnings := checkMCPServers(context.Background(), cfg, "test")
-	if len(lines) != 1 || lines[0] != "agent a: 2 MCP tool(s): notes__lookup (read), notes__save (idempotent_write)" {
+	if len(lines) != 1 || lines[0] != "agent a: 2 MCP tool(s): notes__lookup (read, the MCP server's annotations), notes__save (idempotent_write, tool_policies)" {
 		t.Errorf("lines = %q", lines)
 	}
 	all := strings.Join(warnings, "\n")

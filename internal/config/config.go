@@ -465,6 +465,17 @@ type Plugin struct {
 	SHA256 string `yaml:"sha256,omitempty"`
 	// Env names the environment variables the plugin process may see.
 	Env []string `yaml:"env,omitempty"`
+	// TrustsToolPolicies says whether the runner's own policies (a tool's
+	// declared effect, its agent definition's policies, its default
+	// effect) apply to the tools tool_policies does not name. Default
+	// true; false leaves every such tool to default_tool_effect, and the
+	// runner may only make a call stricter.
+	TrustsToolPolicies *bool `yaml:"trusts_tool_policies,omitempty"`
+}
+
+// TrustsRunnerPolicies reports trusts_tool_policies (default true).
+func (p Plugin) TrustsRunnerPolicies() bool {
+	return p.TrustsToolPolicies == nil || *p.TrustsToolPolicies
 }
 
 // MCPServer is an MCP server whose tools the worker lists and calls itself:

@@ -118,7 +118,7 @@ var expectedErrors = []struct {
 			`3: temporal.tls.cert: unknown key (did you mean "cert_file"?)`,
 			`4: temporal.tls.Key_File: unknown key (did you mean "key_file"?)`,
 			`6: logging.levle: unknown key (did you mean "level"?)`,
-			`10: plugins.stepwise.checksum: unknown key (known keys: args, command, env, sha256)`,
+			`10: plugins.stepwise.checksum: unknown key (known keys: args, command, env, sha256, trusts_tool_policies)`,
 			`15: agents[0].tool_policy: unknown key (did you mean "tool_policies"?)`,
 			`18: agents[0].tool_policies.refund_order.requires_aproval: unknown key (did you mean "requires_approval"?)`,
 			`20: agents[0].run_model_limit.max_attempts: unknown key (did you mean "maximum_attempts"?)`,

@@ -288,6 +288,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			rt.Tracer = d.traces
 		}
 		rt.Options.Messages = messageOptions(a)
+		rt.Options.RunnerPoliciesUntrusted = !cfg.Plugins[a.Runner].TrustsRunnerPolicies()
 		if len(a.BuiltInTools) > 0 {
 			rt.Options.BuiltInTools = append([]string(nil), a.BuiltInTools...)
 			rt.Options.MaxDurableWaitMs = a.MaxDurableWait.Milliseconds()
@@ -910,6 +911,16 @@ func (r agentRunners) Runner(agent string) (pluginapi.Runner, pluginapi.Capabili
 	}
 	_, caps, _ := r.host.Info(plugin)
 	return run, caps, nil
+}
+
+// Tools are the names of the tools agent's runner reported in Configure
+// (nil: it did not say), for steps.ToolLister.
+func (r agentRunners) Tools(agent string) []string {
+	plugin, ok := r.plugins[agent]
+	if !ok {
+		return nil
+	}
+	return r.host.Tools(plugin, agent)
 }
 
 // sessionSink publishes the session's own events.

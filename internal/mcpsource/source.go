@@ -95,9 +95,19 @@ type Options struct {
 	// ListingFailureBackoff is how long a server that could not be listed
 	// is not listed again; 0 is [DefaultListingFailureBackoff].
 	ListingFailureBackoff time.Duration
+	// ListingWait bounds how long Tools and ToolsOf wait for listings
+	// (the reference's tool_source_listing_timeout): a server whose first
+	// listing takes longer offers no tools to that call, with a warning,
+	// while its listing goes on in the background for later calls. 0 is
+	// [DefaultListingWait]; Refresh waits for as long as its ctx allows.
+	ListingWait time.Duration
 	// ClientName and ClientVersion name the worker in the MCP handshake.
 	ClientName, ClientVersion string
 }
+
+// DefaultListingWait is how long a model call waits for the MCP servers'
+// listings: 10 seconds, as the reference's tool sources.
+const DefaultListingWait = 10 * time.Second
 
 var sdkLogger = slog.New(slog.DiscardHandler)
 
@@ -112,6 +122,7 @@ type Source struct {
 	now     func() time.Time
 	ttl     time.Duration
 	backoff time.Duration
+	wait    time.Duration
 	impl    *mcp.Implementation
 
 	mu     sync.Mutex
@@ -130,6 +141,7 @@ func New(servers []Server, opts Options) (*Source, error) {
 		now:     opts.Now,
 		ttl:     opts.ListingTTL,
 		backoff: opts.ListingFailureBackoff,
+		wait:    opts.ListingWait,
 		impl:    &mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion},
 		cancel:  map[*context.CancelFunc]struct{}{},
 	}
@@ -144,6 +156,9 @@ func New(servers []Server, opts Options) (*Source, error) {
 	}
 	if s.backoff <= 0 {
 		s.backoff = DefaultListingFailureBackoff
+	}
+	if s.wait <= 0 {
+		s.wait = DefaultListingWait
 	}
 	if s.impl.Name == "" {
 		s.impl.Name = "dex-agent-worker"
@@ -223,22 +238,46 @@ func (s *Source) Refresh(ctx context.Context) ([]Tool, error) {
 }
 
 func (s *Source) tools(ctx context.Context, servers []*server, refresh bool) ([]Tool, error) {
-	var waits []chan struct{}
+	waits := map[string]chan struct{}{}
 	for _, srv := range servers {
 		if ch := s.plan(ctx, srv, refresh); ch != nil {
-			waits = append(waits, ch)
+			waits[srv.Name] = ch
 		}
 	}
-	for _, ch := range waits {
+	var bound <-chan time.Time
+	if !refresh && len(waits) > 0 {
+		t := time.NewTimer(s.wait)
+		defer t.Stop()
+		bound = t.C
+	}
+	late := map[string]bool{}
+wait:
+	for _, srv := range servers {
+		ch := waits[srv.Name]
+		if ch == nil {
+			continue
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-bound:
+			for _, srv := range servers {
+				if ch := waits[srv.Name]; ch != nil && !closed(ch) {
+					late[srv.Name] = true
+					s.log.Warn("mcp: a server's listing took longer than the listing wait; its tools are left out of this model call",
+						"server", srv.Name, "listing_wait", s.wait)
+				}
+			}
+			break wait
 		}
 	}
 	var out []Tool
 	seen := map[string]string{}
 	for _, srv := range servers {
+		if late[srv.Name] {
+			continue
+		}
 		st := s.states[srv.Name]
 		st.mu.Lock()
 		tools := st.tools
@@ -254,6 +293,16 @@ func (s *Source) tools(ctx context.Context, servers []*server, refresh bool) ([]
 		}
 	}
 	return out, nil
+}
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // plan decides what a Tools call does about one server and returns a

@@ -416,3 +416,56 @@ func TestAgentsSeeOnlyTheirServers(t *testing.T) {
 		t.Errorf("read was called %d times, want 1", n)
 	}
 }
+
+// TestAListingPastTheListingWaitLeavesOnlyThatServerOut: the reference
+// waits 10 s (tool_source_listing_timeout) for a source; a server that
+// takes longer offers nothing to that call, the others offer theirs, and
+// its listing goes on for the next call.
+func TestAListingPastTheListingWaitLeavesOnlyThatServerOut(t *testing.T) {
+	rec := &recorder{}
+	release := make(chan struct{})
+	slow := serveHTTP(t, newMCPServer(rec), rec, func(next http.Handler) http.Handler {
+		return onToolsList(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			next.ServeHTTP(w, r)
+		})(next)
+	})
+	fastRec := &recorder{}
+	fast := serveHTTP(t, newMCPServer(fastRec), fastRec, nil)
+	logger, logs := newLogger()
+	s := newSource(t, []Server{{Name: "slow", URL: slow}, {Name: "fast", URL: fast}}, Options{
+		ListingWait: 300 * time.Millisecond,
+		Logger:      logger,
+	})
+	tools, err := s.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools {
+		if tool.Server != "fast" {
+			t.Errorf("the first call offered %s of a server still listing", tool.Name)
+		}
+	}
+	if len(tools) == 0 {
+		t.Error("the fast server's tools are missing")
+	}
+	if !strings.Contains(logs.String(), "took longer than the listing wait") || !strings.Contains(logs.String(), "server=slow") {
+		t.Errorf("no warning names the slow server:\n%s", logs.String())
+	}
+	close(release)
+	// The listing went on: a later call waits for it no more and gets it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tools, err = s.Tools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(tools, func(tool Tool) bool { return tool.Server == "slow" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow server's tools never arrived")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

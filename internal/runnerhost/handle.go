@@ -2,6 +2,7 @@ package runnerhost
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -39,8 +40,10 @@ func (h *handle) Configure(ctx context.Context, req *pluginapi.ConfigureRequest)
 	h.inst.mu.Lock()
 	tools := slices.Clone(h.inst.tools[req.Agent])
 	choices := slices.Clone(h.inst.choices[req.Agent])
+	policies := h.inst.policies[req.Agent]
 	h.inst.mu.Unlock()
-	return &pluginapi.ConfigureResponse{Tools: tools, SettingChoices: choices}, nil
+	return &pluginapi.ConfigureResponse{Tools: tools, SettingChoices: choices,
+		ToolPolicies: maps.Clone(policies.tools), DefaultToolEffect: policies.defaultEffect}, nil
 }
 
 // BuildUserMessage implements pluginapi.Runner.

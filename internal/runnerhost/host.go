@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,7 @@ func (h *Host) Launch(ctx context.Context, spec PluginSpec) error {
 		configs:  map[string]agentConfig{},
 		tools:    map[string][]string{},
 		choices:  map[string][]pluginapi.SettingChoice{},
+		policies: map[string]runnerPolicies{},
 	}
 	proc, err := inst.start(ctx)
 
@@ -361,6 +363,20 @@ func (h *Host) SettingChoices(plugin, agent string) []pluginapi.SettingChoice {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 	return slices.Clone(inst.choices[agent])
+}
+
+// ToolPolicies returns the policies the plugin reported for the agent's
+// own tools in its latest successful Configure, and its default effect
+// (nil and "" for none or unknown).
+func (h *Host) ToolPolicies(plugin, agent string) (map[string]pluginapi.ToolPolicy, pluginapi.Effect) {
+	inst, err := h.instance(plugin)
+	if err != nil {
+		return nil, ""
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	p := inst.policies[agent]
+	return maps.Clone(p.tools), p.defaultEffect
 }
 
 // Ping checks the plugin's current process with go-plugin's gRPC health

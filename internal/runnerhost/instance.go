@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -60,6 +61,7 @@ type instance struct {
 	rev       uint64                               // the newest agentConfig.rev
 	tools     map[string][]string                  // agent -> the tools its latest Configure reported
 	choices   map[string][]pluginapi.SettingChoice // agent -> its latest Configure's setting choices
+	policies  map[string]runnerPolicies            // agent -> its latest Configure's own tool policies
 }
 
 // process is one plugin process.
@@ -461,9 +463,16 @@ func (i *instance) sendConfig(ctx context.Context, p *process, c agentConfig) er
 		i.mu.Lock()
 		i.tools[c.agent] = slices.Clone(resp.Tools)
 		i.choices[c.agent] = slices.Clone(resp.SettingChoices)
+		i.policies[c.agent] = runnerPolicies{tools: maps.Clone(resp.ToolPolicies), defaultEffect: resp.DefaultToolEffect}
 		i.mu.Unlock()
 	}
 	return nil
+}
+
+// runnerPolicies are the policies a runner reported for an agent's tools.
+type runnerPolicies struct {
+	tools         map[string]pluginapi.ToolPolicy
+	defaultEffect pluginapi.Effect
 }
 
 func (i *instance) configure(ctx context.Context, agent string, data []byte) error {

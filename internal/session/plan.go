@@ -188,3 +188,25 @@ func allCompleted(tasks []wire.PlanTask) bool {
 	}
 	return true
 }
+
+// UnknownToolFormat is the error of a call whose name no tool source
+// offered; %s is the name.
+const UnknownToolFormat = "unknown tool %s"
+
+// failUnknown fails a call whose name no tool source offered: it never
+// runs, asks no one, and the model sees "unknown tool <name>".
+func (s *State) failUnknown(rec wire.ToolCall, attempt int) []Command {
+	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
+	rec.Effect, rec.RequiresApproval = wire.EffectUnclassified, false
+	rec.ToolSourceReference = ""
+	rec.Status, rec.Error = wire.ToolCallFailed, fmt.Sprintf(UnknownToolFormat, rec.ToolName)
+	s.ToolCalls = append(s.ToolCalls, rec)
+	return []Command{
+		Emit{Event: newEvent(wire.EventToolCallDeferred, s.ActiveTurnID, attempt, wire.ToolCallDeferredPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Effect: string(rec.Effect),
+		}).forStep(step)},
+		Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+		}).forStep(step)},
+	}
+}

@@ -42,6 +42,34 @@ func AuthorizeHostPolicy(set contract.PolicySet, tool string, annotated contract
 	return out
 }
 
+// AuthorizeRunnerPolicy returns the policy a call of the runner's own tool
+// runs under in sessions of RunnerPoliciesVersion: the config's policy for
+// the tool, as it is; else, when the runner is trusted and claims an
+// effect, the runner's policy (its approval, or the effect's default);
+// else the default effect, which an untrusted runner's claim may only make
+// stricter (AuthorizePolicy).
+func AuthorizeRunnerPolicy(set contract.PolicySet, tool string, claim contract.ToolPolicy, trusted bool) contract.ToolPolicy {
+	if p, ok := set.Policies[tool]; ok {
+		if !p.Effect.Valid() {
+			p.Effect = contract.EffectUnclassified
+		}
+		approval := p.ApprovalRequired()
+		return contract.ToolPolicy{Effect: p.Effect, RequiresApproval: &approval}
+	}
+	if trusted && claim.Effect.Valid() {
+		approval := claim.ApprovalRequired()
+		return contract.ToolPolicy{Effect: claim.Effect, RequiresApproval: &approval}
+	}
+	if trusted && claim.RequiresApproval != nil {
+		// An approval rule without an effect: the default effect's
+		// retries, the runner's approval.
+		p := AuthorizePolicy(set, tool, contract.ToolPolicy{})
+		p.RequiresApproval = claim.RequiresApproval
+		return p
+	}
+	return AuthorizePolicy(set, tool, claim)
+}
+
 // strictness orders the effect classes by how carefully a call runs:
 // retried reads, retried writes with an idempotency key, then single
 // attempts.

@@ -22,9 +22,10 @@ import (
 type Options struct {
 	// Agent is the agent's name in the worker config.
 	Agent string `json:"agent"`
-	// Policies are the explicit tool policies and the default effect. They
-	// are the authority on every call's effect and approval: a runner may
-	// only make a call stricter (see AuthorizePolicy).
+	// Policies are the explicit tool policies and the default effect. An
+	// explicit policy is the authority on a call's effect and approval;
+	// where there is none, a trusted runner's claim comes before the
+	// default effect (see AuthorizeRunnerPolicy).
 	Policies contract.PolicySet `json:"policies"`
 	// InterruptDeadlineMs is the approval deadline in milliseconds (0: none).
 	InterruptDeadlineMs int64 `json:"interrupt_deadline_ms,omitempty"`
@@ -61,6 +62,11 @@ type Options struct {
 	// itself (ask_user, durable_wait); MaxDurableWaitMs bounds a wait.
 	BuiltInTools     []string `json:"built_in_tools,omitempty"`
 	MaxDurableWaitMs int64    `json:"max_durable_wait_ms,omitempty"`
+	// RunnerPoliciesUntrusted is set when the agent's plugin is declared
+	// trusts_tool_policies: false: only the config decides a call's
+	// policy, and a runner's claim may only make it stricter (sessions of
+	// RunnerPoliciesVersion; older ones never trust the claim).
+	RunnerPoliciesUntrusted bool `json:"runner_policies_untrusted,omitempty"`
 	// Version is SettingsVersion once the settings were recorded in the
 	// session's history; 0 for sessions started by older workers, which
 	// replay as they ran: with the worker's settings, trusting the effect
@@ -141,8 +147,19 @@ const ToolBudgetVersion = 3
 // before the newest retained_message_limit messages without compaction too.
 const RetentionVersion = 4
 
+// RunnerPoliciesVersion is the version from which a runner's policy
+// applies where the config is silent: a call of the runner's own tool runs
+// under the config's tool_policies entry, else the policy the runner
+// claims (unless its plugin is declared trusts_tool_policies: false),
+// else the agent's default_tool_effect (AuthorizeRunnerPolicy). A call the
+// worker found to name no tool of any source (ModelOutcome.UnknownCalls)
+// fails at once as "unknown tool <name>", without approval. Sessions of
+// older versions replay as they ran: the config decides, and a claim may
+// only make a call stricter.
+const RunnerPoliciesVersion = 5
+
 // CurrentVersion is the version new sessions record.
-const CurrentVersion = RetentionVersion
+const CurrentVersion = RunnerPoliciesVersion
 
 // MCPSourcePrefix starts the tool source reference of a call the worker
 // routes to an MCP server ("mcp:<server>/<tool>").
@@ -440,6 +457,11 @@ type ModelOutcome struct {
 	// calls of ToolCallsRequested. They are decided by the Step, so they
 	// are in history: a rule change never replays differently.
 	RuleDecisions []RuleDecision `json:"rule_decisions,omitempty"`
+	// UnknownCalls are the IDs of the calls of ToolCallsRequested whose
+	// name no tool source offered: not the runner (its Configure listed
+	// its tools) and not the worker (built-ins, MCP tools). They fail
+	// without approval in sessions of RunnerPoliciesVersion.
+	UnknownCalls []string `json:"unknown_calls,omitempty"`
 }
 
 // RuleDecision is what an agent's approval rules decided about one call:
@@ -541,8 +563,10 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			source = hc.Source
 		case s.Options.Version < SettingsVersion:
 			policy = legacyPolicy(call.Policy)
-		default:
+		case s.Options.Version < RunnerPoliciesVersion || s.builtIn(call.ToolName):
 			policy = AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
+		default:
+			policy = AuthorizeRunnerPolicy(s.Options.Policies, call.ToolName, call.Policy, !s.Options.RunnerPoliciesUntrusted)
 		}
 		rec := wire.ToolCall{
 			ToolCallID:          call.ToolCallID,
@@ -552,6 +576,10 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 			RequiresApproval:    policy.ApprovalRequired(),
 			DeferralOrder:       len(s.ToolCalls),
 			ToolSourceReference: source,
+		}
+		if s.Options.Version >= RunnerPoliciesVersion && slices.Contains(out.UnknownCalls, call.ToolCallID) {
+			cmds = append(cmds, s.failUnknown(rec, attempt)...)
+			continue
 		}
 		if s.Mode == wire.InteractionPlanning && call.ToolName != BuiltInWriteTodos {
 			cmds = append(cmds, s.refuseInPlanning(rec, attempt)...)
@@ -684,6 +712,12 @@ func (s *State) turnInput() TurnInput {
 		HostTools:   BuiltInToolDefinitions(s.Options.BuiltInTools),
 		Plan:        s.Plan,
 		Mode:        s.Mode,
+	}
+	if s.Options.Version >= RunnerPoliciesVersion {
+		in.RunnerPolicies = RunnerPoliciesTrusted
+		if s.Options.RunnerPoliciesUntrusted {
+			in.RunnerPolicies = RunnerPoliciesUntrusted
+		}
 	}
 	if s.Options.Messages.Store {
 		in.Transcript = &Transcript{From: s.transcriptFrom(), WindowFirst: s.windowFirst(), Last: s.NextSequence - 1}

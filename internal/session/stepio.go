@@ -150,6 +150,31 @@ type TurnInput struct {
 	Plan *wire.Plan `json:"plan,omitempty"`
 	// Mode is the turn's interaction mode (chat, planning, executing).
 	Mode string `json:"interaction_mode,omitempty"`
+	// RunnerPolicies says how the session decides the policy of a call of
+	// the runner's own tool: RunnerPoliciesTrusted or
+	// RunnerPoliciesUntrusted in sessions of RunnerPoliciesVersion, ""
+	// in older ones (see Authorize).
+	RunnerPolicies string `json:"runner_policies,omitempty"`
+}
+
+// The values of TurnInput.RunnerPolicies.
+const (
+	RunnerPoliciesTrusted   = "trusted"
+	RunnerPoliciesUntrusted = "untrusted"
+)
+
+// Authorize returns the policy the session records for a call of the
+// turn, as the RunModel Step needs it before the session does (approval
+// rules see the call's effect): annotated is the effect of an MCP tool's
+// annotations, host is set for a call the worker runs itself.
+func (in TurnInput) Authorize(tool string, host bool, annotated contract.Effect, claim contract.ToolPolicy) contract.ToolPolicy {
+	switch {
+	case host:
+		return AuthorizeHostPolicy(in.Policies, tool, annotated, claim)
+	case in.RunnerPolicies == RunnerPoliciesTrusted || in.RunnerPolicies == RunnerPoliciesUntrusted:
+		return AuthorizeRunnerPolicy(in.Policies, tool, claim, in.RunnerPolicies == RunnerPoliciesTrusted)
+	}
+	return AuthorizePolicy(in.Policies, tool, claim)
 }
 
 // SpendInput is what a model call's Step needs for the spend limits.

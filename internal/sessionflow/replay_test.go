@@ -73,6 +73,10 @@ import (
 //     retained limit of 6: summaries, then retention deleting the chunks
 //     the summary covers, with the worker killed after a Step that deleted
 //     them and before its commit.
+//   - runner_policies_turns.json: a version-5 session (RunnerPoliciesVersion)
+//     whose runner's own read (runner_read, which no tool policy names)
+//     ran without approval, and whose call of an unknown tool failed at
+//     once from RunModel's unknown_calls.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -127,6 +131,7 @@ var changedSettings = []struct {
 		o.Compaction = &session.CompactionPolicy{ContextWindowTokens: 1000, TriggerRatio: 0.5, KeepRatio: 0.1}
 	}},
 	{"built-in tools off", func(o *session.Options) { o.BuiltInTools = nil }},
+	{"the runner's policies untrusted", func(o *session.Options) { o.RunnerPoliciesUntrusted = true }},
 	{"plan mode off", func(o *session.Options) { o.PlanModeEnabled = false }},
 	{"another longest wait", func(o *session.Options) {
 		o.BuiltInTools, o.MaxDurableWaitMs = []string{session.BuiltInAskUser, session.BuiltInDurableWait}, 1000

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,14 @@ import (
 // Runners finds the runner that serves an agent.
 type Runners interface {
 	Runner(agent string) (pluginapi.Runner, pluginapi.Capabilities, error)
+}
+
+// ToolLister is what Runners may also implement: the names of the tools
+// an agent's runner offers (its ConfigureResponse.Tools), nil when the
+// runner did not say. RunModel uses them to fail the calls of names no
+// source offers and to refuse a runner tool named as a built-in.
+type ToolLister interface {
+	Tools(agent string) []string
 }
 
 // MCPTools are the MCP tools the worker runs itself for its agents'
@@ -301,8 +310,13 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	} else if refused != nil {
 		return session.ModelOutcome{Stored: stored, Spend: refused}, nil
 	}
+	builtIns := in.HostTools
 	offered, err := a.offerMCPTools(ctx, &in)
 	if err != nil {
+		return session.ModelOutcome{}, err
+	}
+	own := a.ownTools(in.Agent)
+	if err := checkToolNames(builtIns, own, offered); err != nil {
 		return session.ModelOutcome{}, err
 	}
 	resp, err := a.callModel(ctx, r, caps, in, int(info.Attempt), w)
@@ -317,6 +331,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 		ToolCallsRequested: resp.ToolCallsRequested,
 		UnfinishedCapable:  caps.UnfinishedTurnMessages,
 		HostCalls:          hostCalls(resp.ToolCallsRequested, offered),
+		UnknownCalls:       unknownCalls(resp.ToolCallsRequested, own, in.HostTools),
 	}
 	out.RuleDecisions = a.ruleDecisions(ctx, in, resp.ToolCallsRequested, out.HostCalls)
 	if tc := resp.TurnCompleted; tc != nil {
@@ -364,10 +379,13 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	return out, nil
 }
 
-// offerMCPTools adds the agent's MCP tools to the turn's host tools, after
-// the built-ins (whose names they never take), and returns them by name.
+// offerMCPTools puts the agent's MCP tools before the turn's host tools
+// (the built-ins), as the reference offers a source's tools after the
+// function tools and before the built-ins, and returns them by name. A
+// listing waits at most the MCP source's listing wait (10 s): a server that
+// takes longer offers nothing to this call.
 func (a *Activities) offerMCPTools(ctx context.Context, in *session.TurnInput) (map[string]mcpsource.Tool, error) {
-	if a.MCP == nil {
+	if a.MCP == nil || in.Mode == wire.InteractionPlanning {
 		return nil, nil
 	}
 	tools, err := a.MCP.Tools(ctx, in.Agent)
@@ -375,17 +393,73 @@ func (a *Activities) offerMCPTools(ctx context.Context, in *session.TurnInput) (
 		return nil, err
 	}
 	offered := make(map[string]mcpsource.Tool, len(tools))
-	host := slices.Clip(in.HostTools)
+	host := make([]pluginapi.ToolDefinition, 0, len(tools)+len(in.HostTools))
 	for _, t := range tools {
-		if slices.ContainsFunc(host, func(d pluginapi.ToolDefinition) bool { return d.Name == t.Name }) {
-			a.stepLogger(ctx, in.TurnID).Warn("mcp: a tool has the name of a built-in tool; it is left out", "agent", in.Agent, "tool", t.Name, "source", t.Ref)
-			continue
-		}
 		host = append(host, t.Definition())
 		offered[t.Name] = t
 	}
-	in.HostTools = host
+	in.HostTools = append(host, in.HostTools...)
 	return offered, nil
+}
+
+// ownTools are the names of the tools agent's runner offers, nil when it
+// did not say.
+func (a *Activities) ownTools(agent string) []string {
+	if l, ok := a.Runners.(ToolLister); ok {
+		return l.Tools(agent)
+	}
+	return nil
+}
+
+// checkToolNames fails the model call, before any request, when two
+// sources offer one name (builtIns are the session's enabled built-ins), with the reference's texts: a runner tool or an
+// MCP tool named as an enabled built-in, or an MCP tool named as a runner
+// tool. The failure is permanent: the same names clash on every attempt.
+func checkToolNames(builtIns []pluginapi.ToolDefinition, own []string, mcp map[string]mcpsource.Tool) error {
+	builtIn := map[string]bool{}
+	for _, d := range builtIns {
+		builtIn[d.Name] = true
+	}
+	var problem string
+	for _, name := range slices.Sorted(maps.Keys(mcp)) {
+		switch {
+		case builtIn[name]:
+			problem = fmt.Sprintf("tool %s uses the name of an enabled built-in tool", name)
+		case slices.Contains(own, name):
+			problem = fmt.Sprintf("tool %s of a tool source uses the name of a function tool", name)
+		}
+		if problem != "" {
+			break
+		}
+	}
+	if problem == "" {
+		for _, name := range own {
+			if builtIn[name] {
+				problem = fmt.Sprintf("tool %s uses the name of an enabled built-in tool", name)
+				break
+			}
+		}
+	}
+	if problem == "" {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(problem, wire.ToolNameConflictErrorType, nil)
+}
+
+// unknownCalls are the IDs of the calls of req whose name no source
+// offered: not the runner's tools (when it listed them) and not the
+// turn's host tools. Nil when the runner did not list its tools.
+func unknownCalls(req *pluginapi.ToolCallsRequested, own []string, host []pluginapi.ToolDefinition) []string {
+	if req == nil || len(own) == 0 {
+		return nil
+	}
+	var out []string
+	for _, c := range req.ToolCalls {
+		if !slices.Contains(own, c.ToolName) && !slices.ContainsFunc(host, func(d pluginapi.ToolDefinition) bool { return d.Name == c.ToolName }) {
+			out = append(out, c.ToolCallID)
+		}
+	}
+	return out
 }
 
 // ruleDecisions runs the agent's approval rules on the calls of req, with
@@ -401,13 +475,13 @@ func (a *Activities) ruleDecisions(ctx context.Context, in session.TurnInput, re
 	token := in.Spend.APIToken
 	var out []session.RuleDecision
 	for _, c := range req.ToolCalls {
-		annotated := pluginapi.Effect("")
+		annotated, isHost := pluginapi.Effect(""), false
 		for _, h := range host {
 			if h.ToolCallID == c.ToolCallID {
-				annotated = h.Effect
+				annotated, isHost = h.Effect, true
 			}
 		}
-		policy := session.AuthorizeHostPolicy(in.Policies, c.ToolName, annotated, c.Policy)
+		policy := in.Authorize(c.ToolName, isHost, annotated, c.Policy)
 		o := rules.Decide(approvalrules.Input{Tool: c.ToolName, Arguments: c.Arguments, Effect: string(policy.Effect), Settings: in.Settings, Token: token})
 		if o.Enforced == nil && o.Shadow == nil {
 			continue

@@ -59,15 +59,15 @@ func (f *fakeMCP) Call(_ context.Context, agent, ref string, args json.RawMessag
 	return f.out
 }
 
-// TestRunModelOffersTheAgentsMCPTools: the MCP tools follow the built-ins
-// in the turn's host tools (one with a built-in's name is left out), and
-// the calls that name them are the worker's, with their sources and
-// effects; the runner's other calls stay the runner's.
+// TestRunModelOffersTheAgentsMCPTools: the MCP tools come before the
+// built-ins in the turn's host tools (the reference offers a source's tools
+// after the function tools and before the built-ins), and the calls that
+// name them are the worker's, with their sources and effects; the runner's
+// other calls stay the runner's. A planning turn lists nothing.
 func TestRunModelOffersTheAgentsMCPTools(t *testing.T) {
 	f := &fakeMCP{tools: []mcpsource.Tool{
 		{Name: "files__read", Ref: "mcp:files/read", Effect: pluginapi.EffectRead, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		{Name: "files__write", Ref: "mcp:files/write"},
-		{Name: "ask_user", Ref: "mcp:odd/ask_user"},
 	}}
 	a := &Activities{MCP: f}
 	in := session.TurnInput{Agent: "a", HostTools: session.BuiltInToolDefinitions([]string{"ask_user"})}
@@ -79,7 +79,7 @@ func TestRunModelOffersTheAgentsMCPTools(t *testing.T) {
 	for _, d := range in.HostTools {
 		names = append(names, d.Name+":"+string(d.Effect))
 	}
-	if diff := cmp.Diff([]string{"ask_user:read", "files__read:read", "files__write:"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"files__read:read", "files__write:", "ask_user:read"}, names); diff != "" {
 		t.Errorf("host tools (-want +got):\n%s", diff)
 	}
 	req := &pluginapi.ToolCallsRequested{ToolCalls: []pluginapi.DeferredToolCall{
@@ -95,6 +95,71 @@ func TestRunModelOffersTheAgentsMCPTools(t *testing.T) {
 	}
 	if got := hostCalls(nil, offered); got != nil {
 		t.Errorf("a final answer has host calls: %+v", got)
+	}
+
+	planning := session.TurnInput{Agent: "a", Mode: wire.InteractionPlanning, HostTools: session.BuiltInToolDefinitions([]string{"write_todos"})}
+	if offered, err := a.offerMCPTools(context.Background(), &planning); err != nil || offered != nil || len(planning.HostTools) != 1 {
+		t.Errorf("a planning turn offered %v, host tools %+v (err %v)", offered, planning.HostTools, err)
+	}
+}
+
+// TestToolNameClashesFailBeforeAnyModelRequest: the reference's texts, as a
+// permanent failure of the Step.
+func TestToolNameClashesFailBeforeAnyModelRequest(t *testing.T) {
+	builtIns := session.BuiltInToolDefinitions([]string{"ask_user"})
+	mcp := func(names ...string) map[string]mcpsource.Tool {
+		m := map[string]mcpsource.Tool{}
+		for _, n := range names {
+			m[n] = mcpsource.Tool{Name: n, Ref: "mcp:s/" + n}
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		host []pluginapi.ToolDefinition
+		own  []string
+		mcp  map[string]mcpsource.Tool
+		want string
+	}{
+		{"no clash", builtIns, []string{"lookup"}, mcp("files__read"), ""},
+		{"a runner tool named as a built-in", builtIns, []string{"lookup", "ask_user"}, nil, "tool ask_user uses the name of an enabled built-in tool"},
+		{"an MCP tool named as a built-in", builtIns, nil, mcp("ask_user"), "tool ask_user uses the name of an enabled built-in tool"},
+		{"an MCP tool named as a runner tool", builtIns, []string{"lookup"}, mcp("lookup"), "tool lookup of a tool source uses the name of a function tool"},
+		{"a disabled built-in's name is an ordinary name", nil, []string{"ask_user"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkToolNames(tt.host, tt.own, tt.mcp)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("error = %v, want none", err)
+				}
+				return
+			}
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != wire.ToolNameConflictErrorType || app.Message() != tt.want {
+				t.Errorf("error = %v, want a non-retryable %s: %q", err, wire.ToolNameConflictErrorType, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnknownCalls: a name no source offered, when the runner listed its
+// tools; nothing when it did not.
+func TestUnknownCalls(t *testing.T) {
+	req := &pluginapi.ToolCallsRequested{ToolCalls: []pluginapi.DeferredToolCall{
+		{ToolCallID: "c1", ToolName: "lookup"}, {ToolCallID: "c2", ToolName: "ghost"},
+		{ToolCallID: "c3", ToolName: "files__read"}, {ToolCallID: "c4", ToolName: "ask_user"},
+	}}
+	host := append([]pluginapi.ToolDefinition{{Name: "files__read"}}, session.BuiltInToolDefinitions([]string{"ask_user"})...)
+	if diff := cmp.Diff([]string{"c2"}, unknownCalls(req, []string{"lookup"}, host)); diff != "" {
+		t.Errorf("unknown calls (-want +got):\n%s", diff)
+	}
+	if got := unknownCalls(req, nil, host); got != nil {
+		t.Errorf("a runner that did not list its tools: unknown calls %v", got)
+	}
+	if got := unknownCalls(nil, []string{"lookup"}, host); got != nil {
+		t.Errorf("a final answer: unknown calls %v", got)
 	}
 }
 

@@ -158,14 +158,25 @@ type ConfigureResponse struct {
 	// model: its own tools, not the host's tools that arrive in the turn
 	// context. The worker warns at start-up (and `config validate` reports)
 	// when the agent's tool_policies name a tool that is not in the list.
-	// Leave it empty when the runner cannot tell: empty means unknown, and
-	// nothing is checked. Names must be non-empty and unique.
+	// A call of a name that neither this list nor the turn's HostTools
+	// hold fails as "unknown tool <name>", without approval, and never
+	// reaches the runner. Leave it empty when the runner cannot tell (its
+	// tools change at run time): empty means unknown, and nothing is
+	// checked. Names must be non-empty and unique.
 	Tools []string
 	// SettingChoices are the session settings the agent reads whose values
 	// are a fixed list, such as the models a session may choose; user
 	// interfaces offer them (the web page's model picker). Keys must be
 	// non-empty and unique, values non-empty.
 	SettingChoices []SettingChoice
+	// ToolPolicies are the runner's own policies for its tools (a tool's
+	// declared effect, the agent definition's policies): what it claims in
+	// DeferredToolCall.Policy where the worker config names no policy.
+	// `config validate` shows them as the effective policy's source.
+	ToolPolicies map[string]ToolPolicy
+	// DefaultToolEffect is the runner's effect for its tools that have no
+	// policy; empty leaves it to the agent's default_tool_effect.
+	DefaultToolEffect Effect
 }
 
 // SettingChoice is one session setting with a fixed list of values.
@@ -208,13 +219,14 @@ type TurnContext struct {
 	ToolCalls []ToolCall
 	// Policies resolves tool policies; see ResolvePolicy.
 	Policies PolicySet
-	// HostTools are tools the session runs (built-ins, then the MCP tools
-	// of the agent's servers, named "<server>__<tool>"). Offer them to the
-	// model and defer their calls like the runner's own, with the policy
-	// Policies.Resolve(name, definition.Effect) and no tool source
-	// reference: the worker routes each call itself, and refuses a
-	// reference starting with "mcp:" that it did not set. Their names win
-	// over the runner's own tools of the same name.
+	// HostTools are tools the session runs (the MCP tools of the agent's
+	// servers, named "<server>__<tool>", then the enabled built-ins). Offer
+	// them after the runner's own tools and defer their calls like the
+	// runner's own, with the policy Policies.Resolve(name,
+	// definition.Effect) and no tool source reference: the worker routes
+	// each call itself, and refuses a reference starting with "mcp:" that
+	// it did not set. A runner tool (ConfigureResponse.Tools) with a host
+	// tool's name fails the turn before the model call.
 	HostTools []ToolDefinition
 	// SessionSettings are the settings the turn started with: JSON of one
 	// object, such as {"model":"fast"}; empty (or {}) when there are none.
@@ -357,7 +369,12 @@ type DeferredToolCall struct {
 	ToolName   string
 	// Arguments is the model's JSON argument text, passed on unchanged.
 	Arguments string
-	// Policy comes from TurnContext.ResolvePolicy.
+	// Policy is the runner's claim for the call, from
+	// TurnContext.ResolvePolicy with the runner's own policy for the tool
+	// as frameworkEffect. The session records the config's tool_policies
+	// entry when there is one; else this claim (unless the plugin is
+	// declared trusts_tool_policies: false, when a claim may only make the
+	// call stricter); else the agent's default_tool_effect.
 	Policy ToolPolicy
 	// ToolSourceReference is opaque text stored on the call's record, so the
 	// tool Step can find the tool without listing it again.

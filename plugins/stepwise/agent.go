@@ -31,10 +31,12 @@ type AgentDefinition struct {
 	// Tools are the agent's function tools, offered in this order.
 	Tools []*Tool
 	// ToolPolicies override the tools' own policies by tool name. The worker
-	// config's tool_policies take precedence over these.
+	// config's tool_policies take precedence over these, and a plugin
+	// declared with trusts_tool_policies: false has only the config count.
 	ToolPolicies map[string]pluginapi.ToolPolicy
-	// DefaultToolEffect applies to tools with no effect of their own when
-	// the worker config names no default; empty means unclassified.
+	// DefaultToolEffect applies to tools with no effect of their own and no
+	// ToolPolicies entry, before the agent's default_tool_effect in the
+	// worker config; empty leaves them to that default.
 	DefaultToolEffect pluginapi.Effect
 	// MaxModelCallsPerTurn bounds the model calls of one turn (0: 100).
 	// After that many calls the next call offers no tools, and a tool call
@@ -156,18 +158,17 @@ func (c *compiled) renderInstructions(ic InstructionContext) (string, error) {
 	return b.String(), nil
 }
 
-// policy resolves a tool's policy: for a tool the session runs, the
-// worker's policy for it or its host definition's effect; for the agent's
-// own, the worker config's explicit policy, else the definition's, else
-// the tool's own effect, else the default.
+// policy resolves a tool's policy. For a tool the session runs: the
+// worker's policy for it, or its host definition's effect. For the agent's
+// own: the worker config's explicit policy, else the runner's (ownPolicy),
+// else the worker config's default effect.
 func (c *compiled) policy(turn *pluginapi.TurnContext, name string) pluginapi.ToolPolicy {
 	if i := slices.IndexFunc(turn.HostTools, func(h pluginapi.ToolDefinition) bool { return h.Name == name }); i >= 0 {
 		// A tool the session runs (a built-in, an MCP tool): its
 		// definition's effect, as the worker's policies resolve it.
 		return turn.Policies.Resolve(name, turn.HostTools[i].Effect)
 	}
-	t, ok := c.tools[name]
-	if !ok {
+	if _, ok := c.tools[name]; !ok {
 		// Unknown tools fail in their tool Step without approval.
 		no := false
 		return pluginapi.ToolPolicy{Effect: pluginapi.EffectUnclassified, RequiresApproval: &no}
@@ -175,16 +176,44 @@ func (c *compiled) policy(turn *pluginapi.TurnContext, name string) pluginapi.To
 	if p, ok := turn.Policies.Policies[name]; ok {
 		return p
 	}
-	if p, ok := c.def.ToolPolicies[name]; ok {
-		return p
-	}
-	set := turn.Policies
-	if set.DefaultEffect == "" {
-		set.DefaultEffect = c.def.DefaultToolEffect
-	}
-	p := set.Resolve(name, t.def.Effect)
-	if t.requiresApproval != nil {
-		p.RequiresApproval = t.requiresApproval
+	p, _ := c.ownPolicy(name)
+	if !p.Effect.Valid() {
+		p.Effect = turn.Policies.Resolve(name, "").Effect
 	}
 	return p
+}
+
+// ownPolicy is the runner's policy for one of the agent's tools, where the
+// worker config is silent: the definition's ToolPolicies entry, else the
+// tool's own effect (WithEffect, RequiresApproval), else the definition's
+// DefaultToolEffect; a RequiresApproval of the tool's own holds without an
+// effect. ok is false when none of them says anything.
+func (c *compiled) ownPolicy(name string) (pluginapi.ToolPolicy, bool) {
+	if p, ok := c.def.ToolPolicies[name]; ok {
+		return p, true
+	}
+	t, ok := c.tools[name]
+	if !ok {
+		return pluginapi.ToolPolicy{}, false
+	}
+	p := pluginapi.ToolPolicy{Effect: t.def.Effect, RequiresApproval: t.requiresApproval}
+	if !p.Effect.Valid() {
+		p.Effect = c.def.DefaultToolEffect
+	}
+	return p, p.Effect.Valid() || p.RequiresApproval != nil
+}
+
+// ownPolicies are the runner's policies of every tool of the agent that
+// has one, for ConfigureResponse.
+func (c *compiled) ownPolicies() map[string]pluginapi.ToolPolicy {
+	out := map[string]pluginapi.ToolPolicy{}
+	for name := range c.tools {
+		if p, ok := c.ownPolicy(name); ok {
+			out[name] = p
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

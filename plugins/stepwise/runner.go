@@ -63,7 +63,8 @@ func (r *Runner) Configure(ctx context.Context, req *pluginapi.ConfigureRequest)
 	for _, t := range def.Tools {
 		tools = append(tools, t.def.Name)
 	}
-	return &pluginapi.ConfigureResponse{Tools: tools, SettingChoices: def.SettingChoices}, nil
+	return &pluginapi.ConfigureResponse{Tools: tools, SettingChoices: def.SettingChoices,
+		ToolPolicies: c.ownPolicies(), DefaultToolEffect: def.DefaultToolEffect}, nil
 }
 
 func (r *Runner) agent(name string) (*compiled, error) {

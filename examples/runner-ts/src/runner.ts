@@ -416,7 +416,10 @@ function configure(req: ConfigureRequest): ConfigureResponse {
   }
   agents.set(req.agent, { cfg, store });
   logger.info("agent configured", { agent: req.agent, model: cfg.model.name, base_url: cfg.model.baseURL, api: cfg.model.api, store_path: cfg.storePath });
-  return { tools: ownTools.map((t) => t.name), setting_choices: [] };
+  // The tools' effects are this runner's policies: they apply where the
+  // worker's tool_policies are silent, and config validate shows them.
+  const tool_policies = Object.fromEntries(ownTools.map((t) => [t.name, { effect: t.effect }]));
+  return { tools: ownTools.map((t) => t.name), setting_choices: [], tool_policies };
 }
 
 /** OrdersRunner is the orders agent on the AI SDK, as a runner of the

@@ -49,6 +49,9 @@ import (
 
 type config struct {
 	StateDir string `json:"state_dir"`
+	// ExtraTool, when set, adds a read tool of that name (a name clash,
+	// say).
+	ExtraTool string `json:"extra_tool"`
 }
 
 type gateArgs struct {
@@ -266,10 +269,13 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 		}
 		return stepwise.ScriptedReply{ToolCalls: calls}, nil
 	}
-	return &stepwise.AgentDefinition{
+	def := &stepwise.AgentDefinition{
 		Name:  agent,
 		Model: slowStream{stepwise.NewScriptedModelClient(script), log, agent, cfg.StateDir},
 		Tools: []*stepwise.Tool{
+			// runner_read's effect is the runner's alone: no tool policy
+			// of the test config names it.
+			gated("runner_read", "read", pluginapi.EffectRead),
 			gated("read_gate", "read", pluginapi.EffectRead),
 			gated("idem_gate", "wrote", pluginapi.EffectIdempotentWrite),
 			gated("write_gate", "wrote", pluginapi.EffectNonIdempotentWrite),
@@ -280,7 +286,11 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 			asker,
 			labeler,
 		},
-	}, nil
+	}
+	if cfg.ExtraTool != "" {
+		def.Tools = append(def.Tools, gated(cfg.ExtraTool, "extra", pluginapi.EffectRead))
+	}
+	return def, nil
 }
 
 // slowStream is the scripted model, except that the first call of a turn

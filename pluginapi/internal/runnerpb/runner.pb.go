@@ -425,15 +425,25 @@ type ConfigureResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tools lists the names of the tools the runner offers this agent's model
 	// (its own tools, not the ones the host sends in the turn context). The
-	// worker warns about tool_policies that name a tool not in this list.
-	// Empty means unknown: the worker then checks nothing.
+	// worker warns about tool_policies that name a tool not in this list, and
+	// a call of a name that neither this list nor the turn's host tools hold
+	// fails as "unknown tool <name>" without approval and never reaches the
+	// runner. Empty means unknown: the worker then checks nothing.
 	Tools []string `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	// setting_choices are the session settings this agent reads whose values
 	// are a fixed list, such as the models a session may choose, so user
 	// interfaces can offer them (the web page's model picker).
 	SettingChoices []*SettingChoice `protobuf:"bytes,2,rep,name=setting_choices,json=settingChoices,proto3" json:"setting_choices,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// tool_policies are the runner's own policies for its tools (a tool's
+	// declared effect, the agent definition's policies), as it resolves them
+	// where the worker config names no policy. `config validate` shows them;
+	// the policy of each call is what DeferredToolCall.policy claims.
+	ToolPolicies map[string]*ToolPolicy `protobuf:"bytes,3,rep,name=tool_policies,json=toolPolicies,proto3" json:"tool_policies,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// default_tool_effect is the runner's effect for a tool of its own with
+	// no policy; empty when the runner leaves it to the worker config.
+	DefaultToolEffect string `protobuf:"bytes,4,opt,name=default_tool_effect,json=defaultToolEffect,proto3" json:"default_tool_effect,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ConfigureResponse) Reset() {
@@ -478,6 +488,20 @@ func (x *ConfigureResponse) GetSettingChoices() []*SettingChoice {
 		return x.SettingChoices
 	}
 	return nil
+}
+
+func (x *ConfigureResponse) GetToolPolicies() map[string]*ToolPolicy {
+	if x != nil {
+		return x.ToolPolicies
+	}
+	return nil
+}
+
+func (x *ConfigureResponse) GetDefaultToolEffect() string {
+	if x != nil {
+		return x.DefaultToolEffect
+	}
+	return ""
 }
 
 // SettingChoice is one session setting with a fixed list of values.
@@ -1335,11 +1359,15 @@ type TurnContext struct {
 	// When RunModelStep runs, every record is final.
 	ToolCalls []*ToolCall `protobuf:"bytes,7,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
 	// policies resolves tool policies: an explicit policy, else the
-	// framework's own effect for the tool, else policies.default_effect.
+	// runner's own policy for the tool, else policies.default_effect. The
+	// session applies the same order to the policy a DeferredToolCall
+	// claims (unless the plugin is declared trusts_tool_policies: false).
 	Policies *PolicySet `protobuf:"bytes,8,opt,name=policies,proto3" json:"policies,omitempty"`
-	// host_tools are tools the session runs: the enabled built-ins, then the
-	// MCP tools of the agent's servers, named "<server>__<tool>". Offer them
-	// to the model and defer their calls like the runner's own, with the
+	// host_tools are tools the session runs: the MCP tools of the agent's
+	// servers, named "<server>__<tool>", then the enabled built-ins. Offer
+	// them after the runner's own tools (a runner tool with a host tool's
+	// name fails the turn before this call) and defer their calls like the
+	// runner's own, with the
 	// policy the policies resolve for the definition's effect and no
 	// tool_source_reference: the worker routes each call itself and refuses
 	// a reference starting with "mcp:" that it did not set.
@@ -2510,8 +2538,12 @@ type DeferredToolCall struct {
 	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
 	// arguments is the model's JSON argument text, passed on unchanged.
 	Arguments string `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	// policy is the resolved policy (see TurnContext.policies). Its effect
-	// must be one of the four effect strings.
+	// policy is the runner's claim for the call (see TurnContext.policies),
+	// with its own policy for the tool where the config's policies are
+	// silent. Its effect must be one of the four effect strings. The session
+	// records the config's policy for the tool when there is one, else this
+	// claim (a plugin declared trusts_tool_policies: false may only make a
+	// call stricter), else the agent's default effect.
 	Policy *ToolPolicy `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
 	// tool_source_reference is opaque text stored on the call's record, so
 	// the tool Step can find the tool without listing it again.
@@ -4174,10 +4206,15 @@ const file_dex_runner_v1_runner_proto_rawDesc = "" +
 	"\x10ConfigureRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12#\n" +
 	"\rrunner_config\x18\x02 \x01(\tR\frunnerConfig\x12)\n" +
-	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\"p\n" +
+	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\"\xd5\x02\n" +
 	"\x11ConfigureResponse\x12\x14\n" +
 	"\x05tools\x18\x01 \x03(\tR\x05tools\x12E\n" +
-	"\x0fsetting_choices\x18\x02 \x03(\v2\x1c.dex.runner.v1.SettingChoiceR\x0esettingChoices\"S\n" +
+	"\x0fsetting_choices\x18\x02 \x03(\v2\x1c.dex.runner.v1.SettingChoiceR\x0esettingChoices\x12W\n" +
+	"\rtool_policies\x18\x03 \x03(\v22.dex.runner.v1.ConfigureResponse.ToolPoliciesEntryR\ftoolPolicies\x12.\n" +
+	"\x13default_tool_effect\x18\x04 \x01(\tR\x11defaultToolEffect\x1aZ\n" +
+	"\x11ToolPoliciesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.dex.runner.v1.ToolPolicyR\x05value:\x028\x01\"S\n" +
 	"\rSettingChoice\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\x12\x18\n" +
@@ -4457,7 +4494,7 @@ func file_dex_runner_v1_runner_proto_rawDescGZIP() []byte {
 	return file_dex_runner_v1_runner_proto_rawDescData
 }
 
-var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_dex_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*InfoRequest)(nil),                         // 0: dex.runner.v1.InfoRequest
 	(*InfoResponse)(nil),                        // 1: dex.runner.v1.InfoResponse
@@ -4511,92 +4548,95 @@ var file_dex_runner_v1_runner_proto_goTypes = []any{
 	(*SummarizeContextRequest)(nil),             // 49: dex.runner.v1.SummarizeContextRequest
 	(*SummarizeContextFrame)(nil),               // 50: dex.runner.v1.SummarizeContextFrame
 	(*SummarizeContextResponse)(nil),            // 51: dex.runner.v1.SummarizeContextResponse
-	nil,                                         // 52: dex.runner.v1.PolicySet.PoliciesEntry
+	nil,                                         // 52: dex.runner.v1.ConfigureResponse.ToolPoliciesEntry
+	nil,                                         // 53: dex.runner.v1.PolicySet.PoliciesEntry
 }
 var file_dex_runner_v1_runner_proto_depIdxs = []int32{
 	2,  // 0: dex.runner.v1.InfoResponse.capabilities:type_name -> dex.runner.v1.Capabilities
 	5,  // 1: dex.runner.v1.ConfigureResponse.setting_choices:type_name -> dex.runner.v1.SettingChoice
-	52, // 2: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
-	9,  // 3: dex.runner.v1.TurnContext.messages:type_name -> dex.runner.v1.Message
-	10, // 4: dex.runner.v1.TurnContext.tool_calls:type_name -> dex.runner.v1.ToolCall
-	7,  // 5: dex.runner.v1.TurnContext.policies:type_name -> dex.runner.v1.PolicySet
-	13, // 6: dex.runner.v1.TurnContext.host_tools:type_name -> dex.runner.v1.ToolDefinition
-	17, // 7: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
-	15, // 8: dex.runner.v1.TurnContext.plan:type_name -> dex.runner.v1.Plan
-	16, // 9: dex.runner.v1.Plan.tasks:type_name -> dex.runner.v1.PlanTask
-	8,  // 10: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
-	14, // 11: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
-	18, // 12: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	19, // 13: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	20, // 14: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
-	21, // 15: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	27, // 16: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
-	28, // 17: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
-	29, // 18: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
-	8,  // 19: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	11, // 20: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
-	12, // 21: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	30, // 22: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
-	8,  // 23: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
-	11, // 24: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
-	12, // 25: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	6,  // 26: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
-	10, // 27: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	10, // 28: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	33, // 29: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
-	18, // 30: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	19, // 31: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	20, // 32: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
-	21, // 33: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	22, // 34: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
-	35, // 35: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
-	36, // 36: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
-	37, // 37: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
-	38, // 38: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
-	39, // 39: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
-	40, // 40: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
-	10, // 41: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
-	14, // 42: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
-	8,  // 43: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
-	14, // 44: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
-	14, // 45: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
-	14, // 46: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
-	9,  // 47: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
-	18, // 48: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
-	19, // 49: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
-	20, // 50: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
-	21, // 51: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
-	51, // 52: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
-	11, // 53: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
-	12, // 54: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
-	6,  // 55: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
-	0,  // 56: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
-	3,  // 57: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
-	23, // 58: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
-	25, // 59: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
-	31, // 60: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
-	43, // 61: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
-	32, // 62: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
-	41, // 63: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
-	45, // 64: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
-	47, // 65: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
-	49, // 66: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
-	1,  // 67: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
-	4,  // 68: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
-	24, // 69: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
-	26, // 70: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
-	34, // 71: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
-	44, // 72: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
-	34, // 73: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
-	42, // 74: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
-	46, // 75: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
-	48, // 76: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
-	50, // 77: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
-	67, // [67:78] is the sub-list for method output_type
-	56, // [56:67] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	52, // 2: dex.runner.v1.ConfigureResponse.tool_policies:type_name -> dex.runner.v1.ConfigureResponse.ToolPoliciesEntry
+	53, // 3: dex.runner.v1.PolicySet.policies:type_name -> dex.runner.v1.PolicySet.PoliciesEntry
+	9,  // 4: dex.runner.v1.TurnContext.messages:type_name -> dex.runner.v1.Message
+	10, // 5: dex.runner.v1.TurnContext.tool_calls:type_name -> dex.runner.v1.ToolCall
+	7,  // 6: dex.runner.v1.TurnContext.policies:type_name -> dex.runner.v1.PolicySet
+	13, // 7: dex.runner.v1.TurnContext.host_tools:type_name -> dex.runner.v1.ToolDefinition
+	17, // 8: dex.runner.v1.TurnContext.context_summary:type_name -> dex.runner.v1.ContextSummary
+	15, // 9: dex.runner.v1.TurnContext.plan:type_name -> dex.runner.v1.Plan
+	16, // 10: dex.runner.v1.Plan.tasks:type_name -> dex.runner.v1.PlanTask
+	8,  // 11: dex.runner.v1.BuildUserMessageResponse.message:type_name -> dex.runner.v1.FrameworkMessage
+	14, // 12: dex.runner.v1.RunModelStepRequest.turn:type_name -> dex.runner.v1.TurnContext
+	18, // 13: dex.runner.v1.RunModelStepFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	19, // 14: dex.runner.v1.RunModelStepFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	20, // 15: dex.runner.v1.RunModelStepFrame.event:type_name -> dex.runner.v1.Event
+	21, // 16: dex.runner.v1.RunModelStepFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	27, // 17: dex.runner.v1.RunModelStepFrame.outcome:type_name -> dex.runner.v1.RunModelStepResponse
+	28, // 18: dex.runner.v1.RunModelStepResponse.turn_completed:type_name -> dex.runner.v1.TurnCompleted
+	29, // 19: dex.runner.v1.RunModelStepResponse.tool_calls_requested:type_name -> dex.runner.v1.ToolCallsRequested
+	8,  // 20: dex.runner.v1.TurnCompleted.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	11, // 21: dex.runner.v1.TurnCompleted.usage:type_name -> dex.runner.v1.Usage
+	12, // 22: dex.runner.v1.TurnCompleted.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	30, // 23: dex.runner.v1.ToolCallsRequested.tool_calls:type_name -> dex.runner.v1.DeferredToolCall
+	8,  // 24: dex.runner.v1.ToolCallsRequested.new_messages:type_name -> dex.runner.v1.FrameworkMessage
+	11, // 25: dex.runner.v1.ToolCallsRequested.usage:type_name -> dex.runner.v1.Usage
+	12, // 26: dex.runner.v1.ToolCallsRequested.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	6,  // 27: dex.runner.v1.DeferredToolCall.policy:type_name -> dex.runner.v1.ToolPolicy
+	10, // 28: dex.runner.v1.ExecuteToolRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	10, // 29: dex.runner.v1.PollToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	33, // 30: dex.runner.v1.PollToolTaskRequest.pending_answer:type_name -> dex.runner.v1.QuestionAnswer
+	18, // 31: dex.runner.v1.ToolCallFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	19, // 32: dex.runner.v1.ToolCallFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	20, // 33: dex.runner.v1.ToolCallFrame.event:type_name -> dex.runner.v1.Event
+	21, // 34: dex.runner.v1.ToolCallFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	22, // 35: dex.runner.v1.ToolCallFrame.heartbeat_checkpoint:type_name -> dex.runner.v1.HeartbeatCheckpoint
+	35, // 36: dex.runner.v1.ToolCallFrame.outcome:type_name -> dex.runner.v1.ExecuteToolResponse
+	36, // 37: dex.runner.v1.ExecuteToolResponse.result:type_name -> dex.runner.v1.ToolResult
+	37, // 38: dex.runner.v1.ExecuteToolResponse.error:type_name -> dex.runner.v1.ToolExecutionError
+	38, // 39: dex.runner.v1.ExecuteToolResponse.input_requested:type_name -> dex.runner.v1.ToolInputRequested
+	39, // 40: dex.runner.v1.ExecuteToolResponse.task_started:type_name -> dex.runner.v1.ToolTaskStarted
+	40, // 41: dex.runner.v1.ExecuteToolResponse.task_pending:type_name -> dex.runner.v1.ToolTaskPending
+	10, // 42: dex.runner.v1.CancelToolTaskRequest.tool_call:type_name -> dex.runner.v1.ToolCall
+	14, // 43: dex.runner.v1.BuildUnfinishedTurnMessagesRequest.turn:type_name -> dex.runner.v1.TurnContext
+	8,  // 44: dex.runner.v1.BuildUnfinishedTurnMessagesResponse.messages:type_name -> dex.runner.v1.FrameworkMessage
+	14, // 45: dex.runner.v1.EstimateInputTokensRequest.turn:type_name -> dex.runner.v1.TurnContext
+	14, // 46: dex.runner.v1.CompactionCutoffRequest.turn:type_name -> dex.runner.v1.TurnContext
+	14, // 47: dex.runner.v1.SummarizeContextRequest.turn:type_name -> dex.runner.v1.TurnContext
+	9,  // 48: dex.runner.v1.SummarizeContextRequest.messages:type_name -> dex.runner.v1.Message
+	18, // 49: dex.runner.v1.SummarizeContextFrame.text_delta:type_name -> dex.runner.v1.TextDelta
+	19, // 50: dex.runner.v1.SummarizeContextFrame.reasoning_delta:type_name -> dex.runner.v1.ReasoningDelta
+	20, // 51: dex.runner.v1.SummarizeContextFrame.event:type_name -> dex.runner.v1.Event
+	21, // 52: dex.runner.v1.SummarizeContextFrame.heartbeat:type_name -> dex.runner.v1.Heartbeat
+	51, // 53: dex.runner.v1.SummarizeContextFrame.outcome:type_name -> dex.runner.v1.SummarizeContextResponse
+	11, // 54: dex.runner.v1.SummarizeContextResponse.usage:type_name -> dex.runner.v1.Usage
+	12, // 55: dex.runner.v1.SummarizeContextResponse.metadata:type_name -> dex.runner.v1.ModelCallMetadata
+	6,  // 56: dex.runner.v1.ConfigureResponse.ToolPoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
+	6,  // 57: dex.runner.v1.PolicySet.PoliciesEntry.value:type_name -> dex.runner.v1.ToolPolicy
+	0,  // 58: dex.runner.v1.Runner.Info:input_type -> dex.runner.v1.InfoRequest
+	3,  // 59: dex.runner.v1.Runner.Configure:input_type -> dex.runner.v1.ConfigureRequest
+	23, // 60: dex.runner.v1.Runner.BuildUserMessage:input_type -> dex.runner.v1.BuildUserMessageRequest
+	25, // 61: dex.runner.v1.Runner.RunModelStep:input_type -> dex.runner.v1.RunModelStepRequest
+	31, // 62: dex.runner.v1.Runner.ExecuteDeferredToolCall:input_type -> dex.runner.v1.ExecuteToolRequest
+	43, // 63: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:input_type -> dex.runner.v1.BuildUnfinishedTurnMessagesRequest
+	32, // 64: dex.runner.v1.Runner.PollToolTask:input_type -> dex.runner.v1.PollToolTaskRequest
+	41, // 65: dex.runner.v1.Runner.CancelToolTask:input_type -> dex.runner.v1.CancelToolTaskRequest
+	45, // 66: dex.runner.v1.Runner.EstimateInputTokens:input_type -> dex.runner.v1.EstimateInputTokensRequest
+	47, // 67: dex.runner.v1.Runner.SelectCompactionCutoff:input_type -> dex.runner.v1.CompactionCutoffRequest
+	49, // 68: dex.runner.v1.Runner.SummarizeContext:input_type -> dex.runner.v1.SummarizeContextRequest
+	1,  // 69: dex.runner.v1.Runner.Info:output_type -> dex.runner.v1.InfoResponse
+	4,  // 70: dex.runner.v1.Runner.Configure:output_type -> dex.runner.v1.ConfigureResponse
+	24, // 71: dex.runner.v1.Runner.BuildUserMessage:output_type -> dex.runner.v1.BuildUserMessageResponse
+	26, // 72: dex.runner.v1.Runner.RunModelStep:output_type -> dex.runner.v1.RunModelStepFrame
+	34, // 73: dex.runner.v1.Runner.ExecuteDeferredToolCall:output_type -> dex.runner.v1.ToolCallFrame
+	44, // 74: dex.runner.v1.Runner.BuildUnfinishedTurnMessages:output_type -> dex.runner.v1.BuildUnfinishedTurnMessagesResponse
+	34, // 75: dex.runner.v1.Runner.PollToolTask:output_type -> dex.runner.v1.ToolCallFrame
+	42, // 76: dex.runner.v1.Runner.CancelToolTask:output_type -> dex.runner.v1.CancelToolTaskResponse
+	46, // 77: dex.runner.v1.Runner.EstimateInputTokens:output_type -> dex.runner.v1.EstimateInputTokensResponse
+	48, // 78: dex.runner.v1.Runner.SelectCompactionCutoff:output_type -> dex.runner.v1.CompactionCutoffResponse
+	50, // 79: dex.runner.v1.Runner.SummarizeContext:output_type -> dex.runner.v1.SummarizeContextFrame
+	69, // [69:80] is the sub-list for method output_type
+	58, // [58:69] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_dex_runner_v1_runner_proto_init() }
@@ -4645,7 +4685,7 @@ func file_dex_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dex_runner_v1_runner_proto_rawDesc), len(file_dex_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -113,6 +113,8 @@ test("the plugin serves the runner protocol over mutual TLS", async () => {
   assert.deepEqual(await unary(runner, "Configure", { agent: "orders", runner_config: JSON.stringify(cfg), protocol_version: 1 }), {
     tools: ["lookup_order", "refund_order"],
     setting_choices: [],
+    tool_policies: { lookup_order: { effect: "read" }, refund_order: { effect: "non_idempotent_write" } },
+    default_tool_effect: "",
   });
   assert.ok(fs.existsSync(cfg.store_path), "Configure seeds the store");
 
