@@ -70,8 +70,10 @@ type StartSessionOptions struct {
 	// spend limits (the worker's config) apply. The HTTP API sets it.
 	APIToken string
 	// ActiveStepSearchMode chooses whether the session is searchable by
-	// the Steps it waits in (wire.ActiveStepSearchTypes, the default, or
-	// wire.ActiveStepSearchDisabled); fixed when the session starts.
+	// the Steps it waits in (wire.ActiveStepSearchTypes, the default here,
+	// or wire.ActiveStepSearchDisabled); fixed when the session starts. A
+	// session a raw Temporal client starts is searchable only when its
+	// start input says active_step_types.
 	ActiveStepSearchMode string
 	// RequestID makes the start idempotent: a retried start with the same
 	// request ID returns the same session instead of an error. Empty
@@ -137,7 +139,14 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 			settings = json.RawMessage(text)
 		}
 	}
-	input, err := DataConverter().ToPayloads(wire.StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: opts.ActiveStepSearchMode})
+	search := opts.ActiveStepSearchMode
+	if search == "" {
+		// As the reference's start_session: the client asks for the
+		// search; a session a raw Temporal client starts without the
+		// field is not searchable (sessions of version 5 on).
+		search = wire.ActiveStepSearchTypes
+	}
+	input, err := DataConverter().ToPayloads(wire.StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: search})
 	if err != nil {
 		return "", false, err
 	}

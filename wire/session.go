@@ -89,15 +89,17 @@ type StartInput struct {
 	// sets it): its spend limits apply to the session, and its per-day
 	// budget counts the session's calls.
 	APIToken string `json:"api_token,omitempty"`
-	// ActiveStepSearchMode is the session's ActiveStepSearchMode ("" for
-	// the worker's default).
+	// ActiveStepSearchMode is the session's ActiveStepSearchMode. Empty
+	// (a raw Temporal client's start) is not searchable, as the
+	// reference's start_flow; the Go client sends active_step_types.
 	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
 }
 
 // Active step search modes: whether a session upserts the ActiveStepTypes
-// search attribute, fixed when it starts. ActiveStepSearchTypes (the
-// default) makes it searchable by the Steps it waits in, when the worker's
-// namespace has the attribute; ActiveStepSearchDisabled never upserts it.
+// search attribute, fixed when it starts. ActiveStepSearchTypes (the Go
+// client's default) makes it searchable by the Steps it waits in, when the
+// worker's namespace has the attribute; ActiveStepSearchDisabled, or no
+// mode at all, never upserts it.
 const (
 	ActiveStepSearchTypes    = "active_step_types"
 	ActiveStepSearchDisabled = "disabled"

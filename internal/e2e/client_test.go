@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
@@ -84,8 +85,9 @@ func TestSessionsAreSearchableByTheStepsTheyWaitIn(t *testing.T) {
 
 // TestActiveStepSearchModeDisabled: a session started with the search
 // disabled is never found by the Steps it waits in, while one started
-// after it with the default mode is; an unknown mode is refused before
-// anything starts.
+// after it with the default mode is; so for a raw Temporal client's start
+// without a mode and with active_step_types; an unknown mode is refused
+// before anything starts.
 func TestActiveStepSearchModeDisabled(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -95,17 +97,26 @@ func TestActiveStepSearchModeDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	shown := start(t, s, "call:approve_write:s")
-	for _, id := range []string{hidden, shown} {
+	// A raw Temporal client's start: without a mode it is not searchable
+	// (the reference's start_flow), with active_step_types it is.
+	for id, mode := range map[string]string{"raw-hidden": "", "raw-shown": wire.ActiveStepSearchTypes} {
+		if _, err := s.Client.ExecuteWorkflow(ctx(t), temporalclient.StartWorkflowOptions{ID: id, TaskQueue: wire.DefaultTaskQueue}, flowType,
+			wire.StartInput{InitialMessage: "call:approve_write:" + id, ActiveStepSearchMode: mode}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{hidden, shown, "raw-hidden", "raw-shown"} {
 		s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	}
 	waitingIn(t, s, shown, wire.StepAwaitToolApproval)
+	waitingIn(t, s, "raw-shown", wire.StepAwaitToolApproval)
 	resp, err := s.Client.ListWorkflow(ctx(t), &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: `ActiveStepTypes = "AwaitToolApproval"`})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range resp.GetExecutions() {
-		if e.GetExecution().GetWorkflowId() == hidden {
-			t.Errorf("the session with the search disabled was found")
+		if id := e.GetExecution().GetWorkflowId(); id == hidden || id == "raw-hidden" {
+			t.Errorf("the session %s, whose search is off, was found", id)
 		}
 	}
 	if _, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, ActiveStepSearchMode: "everything"}); err == nil || !strings.Contains(err.Error(), `active_step_search_mode "everything"`) {

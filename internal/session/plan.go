@@ -166,7 +166,7 @@ func (s *State) executePlan(in ExecutePlan) Result {
 	if s.Closed && s.Started {
 		return refused(SessionClosedReason)
 	}
-	if !s.Started || !s.Options.PlanModeEnabled || s.Phase != phaseNone || len(s.Queued) > 0 ||
+	if !s.Started || !s.Options.PlanModeEnabled && s.Options.Version < ExecutePlanVersion || s.Phase != phaseNone || len(s.Queued) > 0 ||
 		p == nil || p.Revision != in.Revision || p.Status != PlanDraft && p.Status != PlanActive {
 		return Result{}
 	}

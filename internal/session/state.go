@@ -158,6 +158,17 @@ const RetentionVersion = 4
 // only make a call stricter.
 const RunnerPoliciesVersion = 5
 
+// ExecutePlanVersion is the version from which execute_plan runs an active
+// plan with plan mode off, as the reference does (a plan write_todos wrote
+// in an ordinary turn). Older sessions replay as they ran: false.
+const ExecutePlanVersion = 5
+
+// SearchOptInVersion is the version from which a session whose start
+// input names no active_step_search_mode (a raw Temporal client's start)
+// does not upsert ActiveStepTypes; client.StartSession asks for it.
+// Older sessions replay as they ran: searchable by default.
+const SearchOptInVersion = 5
+
 // CurrentVersion is the version new sessions record.
 const CurrentVersion = RunnerPoliciesVersion
 

@@ -138,7 +138,12 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 	} else {
 		// The start input is in history: a disabled search stays disabled
 		// on replay and through continue-as-new (it is in the options).
-		if in.ActiveStepSearchMode == wire.ActiveStepSearchDisabled {
+		// From SearchOptInVersion, a start input without a mode (a raw
+		// Temporal client's) is not searchable either: the reference's
+		// start_flow does not turn the search on; its start_session does,
+		// as client.StartSession does.
+		if in.ActiveStepSearchMode == wire.ActiveStepSearchDisabled ||
+			in.ActiveStepSearchMode == "" && opts.Version >= session.SearchOptInVersion {
 			opts.SearchAttributes = false
 		}
 		l.st = session.New(info.WorkflowExecution.ID, opts)

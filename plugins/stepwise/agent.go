@@ -38,6 +38,13 @@ type AgentDefinition struct {
 	// ToolPolicies entry, before the agent's default_tool_effect in the
 	// worker config; empty leaves them to that default.
 	DefaultToolEffect pluginapi.Effect
+	// PlanningToolChoice is how a planning turn offers write_todos:
+	// "auto" (or empty), the model may answer in text instead (a
+	// clarifying question ends the turn without a draft); "required"
+	// forces write_todos on the first model call of a planning turn while
+	// no draft exists. A model client that refuses a forced tool choice
+	// (ForcedToolChoiceChecker) makes "required" a definition error.
+	PlanningToolChoice string
 	// MaxModelCallsPerTurn bounds the model calls of one turn (0: 100).
 	// After that many calls the next call offers no tools, and a tool call
 	// the model makes anyway is not run while the turn ends.
@@ -90,6 +97,34 @@ type InstructionContext struct {
 	ModelCalls int
 	// MessageCount is the number of stored messages.
 	MessageCount int
+	// SessionSettings are the turn's session settings, an empty map when
+	// there are none: in a template, {{with index .SessionSettings
+	// "model"}}{{.}}{{else}}the default{{end}}.
+	// The application sets them; never take a key or URL from them.
+	SessionSettings map[string]any
+}
+
+// The values of AgentDefinition.PlanningToolChoice.
+const (
+	PlanningToolChoiceAuto     = "auto"
+	PlanningToolChoiceRequired = "required"
+)
+
+// ForcedToolChoiceChecker is what a ModelClient implements when some of its
+// models refuse a forced tool choice (tool_choice "required" or a tool's
+// name), such as Anthropic's with extended thinking.
+type ForcedToolChoiceChecker interface {
+	SupportsForcedToolChoice(model string, settings ModelSettings) bool
+}
+
+// settingsMap decodes a turn's session settings for InstructionContext:
+// an empty map when there are none.
+func settingsMap(raw json.RawMessage) map[string]any {
+	m := map[string]any{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m) // the session checked they are one object
+	}
+	return m
 }
 
 // compiled is a validated AgentDefinition.
@@ -114,6 +149,15 @@ func compile(def *AgentDefinition) (*compiled, error) {
 	}
 	if c.maxCalls < 0 {
 		problems = append(problems, fmt.Sprintf("max_model_calls_per_turn: %d is negative", def.MaxModelCallsPerTurn))
+	}
+	switch def.PlanningToolChoice {
+	case "", PlanningToolChoiceAuto:
+	case PlanningToolChoiceRequired:
+		if f, ok := def.Model.(ForcedToolChoiceChecker); ok && !f.SupportsForcedToolChoice(def.ModelName, def.ModelSettings) {
+			problems = append(problems, fmt.Sprintf("planning_tool_choice: model %q refuses a forced tool choice (extended thinking, or a model that never accepts one); use \"auto\"", def.ModelName))
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("planning_tool_choice: %q is neither \"auto\" nor \"required\"", def.PlanningToolChoice))
 	}
 	if def.DefaultToolEffect != "" && !def.DefaultToolEffect.Valid() {
 		problems = append(problems, fmt.Sprintf("default_tool_effect: unknown effect %q", def.DefaultToolEffect))

@@ -118,7 +118,7 @@ func (r *Runner) SummarizeContext(ctx context.Context, req *pluginapi.SummarizeC
 	}
 	m, err := c.def.model(turn.SessionSettings)
 	if err != nil {
-		return nil, pluginapi.Permanent(err)
+		return nil, fmt.Errorf("resolve_model: %w", err)
 	}
 	items, err := itemsFromMessages(req.Messages)
 	if err != nil {

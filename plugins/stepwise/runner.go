@@ -129,7 +129,7 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	items = withPlan(turn, RepairItems(items))
 	instructions, err := c.renderInstructions(InstructionContext{
 		Agent: turn.Agent, SessionID: turn.SessionID, TurnID: turn.TurnID, Attempt: turn.Attempt,
-		ModelCalls: st.ModelCalls, MessageCount: len(turn.Messages),
+		ModelCalls: st.ModelCalls, MessageCount: len(turn.Messages), SessionSettings: settingsMap(turn.SessionSettings),
 	})
 	if err != nil {
 		return nil, err
@@ -137,11 +137,16 @@ func (r *Runner) RunModelStep(ctx context.Context, req *pluginapi.RunModelStepRe
 	limitReached := st.ModelCalls >= c.maxCalls
 	m, err := c.def.model(turn.SessionSettings)
 	if err != nil {
-		return nil, pluginapi.Permanent(err)
+		// As the reference: RunModel's retries, then the turn's
+		// last_turn_error.
+		return nil, fmt.Errorf("resolve_model: %w", err)
 	}
 	mreq := &ModelRequest{Model: m.Name, Instructions: instructions, Items: items, Settings: m.Settings}
 	if !limitReached {
 		mreq.Tools = offeredTools(c, turn)
+		if c.forcePlan(turn, st) {
+			mreq.Settings.ToolChoice = "required"
+		}
 	}
 	resp, err := m.Client.CallModel(ctx, mreq, req.Events)
 	if err != nil {
@@ -252,9 +257,11 @@ func (r *Runner) ExecuteDeferredToolCall(ctx context.Context, req *pluginapi.Exe
 	var started *pluginapi.ToolTaskStarted
 	if errors.As(err, &started) {
 		if t.poll == nil || !req.SupportsToolTasks {
-			// The work started and nothing will poll it: not a failure
-			// the model may retry on, so the call's effect decides.
-			return nil, fmt.Errorf("MISSING_TOOL_TASK_POLLER: tool %s started task %s, but it has no poll function (stepwise.WithTaskPoll)", t.def.Name, started.TaskID)
+			// The work started and nothing will poll it: a retry would
+			// start it again, so the Step is not retried and the call's
+			// effect decides (failed for a read, outcome_unknown
+			// otherwise), as the reference does.
+			return nil, pluginapi.Permanent(fmt.Errorf("MISSING_TOOL_TASK_POLLER: tool %s started task %s, but it has no poll function (stepwise.WithTaskPoll)", t.def.Name, started.TaskID))
 		}
 		return &pluginapi.ExecuteToolResponse{TaskStarted: started}, nil
 	}
@@ -306,6 +313,14 @@ var (
 	_ pluginapi.InputTokenEstimator          = (*Runner)(nil)
 	_ pluginapi.ToolTaskPoller               = (*Runner)(nil)
 )
+
+// forcePlan reports whether this model call forces write_todos: a planning
+// turn's first call, while no draft exists, with PlanningToolChoice
+// "required".
+func (c *compiled) forcePlan(turn *pluginapi.TurnContext, st runState) bool {
+	return c.def.PlanningToolChoice == PlanningToolChoiceRequired && turn.InteractionMode == "planning" &&
+		st.ModelCalls == 0 && (turn.Plan == nil || turn.Plan.Status != "draft")
+}
 
 // offeredTools are the tools a model call offers: the agent's own, then the
 // tools the session runs itself (built-ins, in turn.HostTools), whose

@@ -47,6 +47,23 @@ func (c *anthropicClient) EstimateInputTokens(req *stepwise.ModelRequest) int64 
 	return stepwise.EstimateTokens(req)
 }
 
+// SupportsForcedToolChoice implements stepwise.ForcedToolChoiceChecker, as
+// the reference's LiteLLM client decides for Anthropic: extended thinking
+// (a thinking budget, or a reasoning_effort other than "none") and the
+// Claude Opus 5.5 and Sonnet 5.5 models refuse a forced tool choice.
+func (c *anthropicClient) SupportsForcedToolChoice(model string, s stepwise.ModelSettings) bool {
+	if thinkingBudget(s) > 0 {
+		return false
+	}
+	m := strings.ToLower(model)
+	for _, refuses := range []string{"opus-5-5", "opus-5.5", "sonnet-5-5", "sonnet-5.5"} {
+		if strings.Contains(m, refuses) {
+			return false
+		}
+	}
+	return true
+}
+
 // thinkingBudget is the extended thinking budget of the settings (0: off):
 // thinking_budget, else reasoning_effort mapped as LiteLLM maps it.
 func thinkingBudget(s stepwise.ModelSettings) int64 {

@@ -15,6 +15,7 @@
 //	models:                     # optional: models a session may pick by its settings
 //	  deep: {provider: openai, name: gpt-5, api_key_env: OPENAI_API_KEY}
 //	settings_model_key: model   # the session setting that names one (default "model")
+//	planning_tool_choice: auto  # auto | required: force write_todos on a planning turn's first call
 //
 // The model block is plugins/stepwise/model.Config (api_base,
 // request_options and the settings are described there). Provider
@@ -49,6 +50,7 @@ type config struct {
 	MaxModelCallsPerTurn int                     `json:"max_model_calls_per_turn"`
 	Models               map[string]model.Config `json:"models"`
 	SettingsModelKey     string                  `json:"settings_model_key"`
+	PlanningToolChoice   string                  `json:"planning_tool_choice"`
 }
 
 func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.AgentDefinition, error) {
@@ -69,6 +71,7 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 		ModelName:            cfg.Model.Name,
 		ModelSettings:        cfg.Model.Settings,
 		MaxModelCallsPerTurn: cfg.MaxModelCallsPerTurn,
+		PlanningToolChoice:   cfg.PlanningToolChoice,
 	}
 	if len(cfg.Models) > 0 {
 		key := cfg.SettingsModelKey
