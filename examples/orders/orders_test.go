@@ -200,7 +200,7 @@ func TestRefundWithoutAnOrderAsks(t *testing.T) {
 	}
 	turn.Messages, turn.RunState = msgs, resp.ToolCallsRequested.RunState
 	turn.ToolCalls = []pluginapi.ToolCall{{ToolCallID: ask.ToolCallID, ToolName: "ask_user", Status: pluginapi.ToolCallSucceeded,
-		Output: `{"answer":"order 7: office chair ($62.50 left)","status":"answered"}`}}
+		Output: `{"status":"answered","answer":"order 7: office chair ($62.50 left)"}`}}
 	resp = run(turn)
 	if resp.ToolCallsRequested == nil || resp.ToolCallsRequested.ToolCalls[0].ToolName != "lookup_order" || resp.ToolCallsRequested.ToolCalls[0].Arguments != `{"order_id":"7"}` {
 		t.Fatalf("after the answer: %+v", resp)

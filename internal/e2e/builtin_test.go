@@ -76,7 +76,7 @@ func TestAskUserAnsweredOverHTTP(t *testing.T) {
 		t.Errorf("second answer: %v %v; want false", ok, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
-	wantAnswer(t, snap, `done: ask_user=succeeded:{"answer":"8","status":"answered"}`)
+	wantAnswer(t, snap, `done: ask_user=succeeded:{"status":"answered","answer":"8"}`)
 	if n := modelCalls(t, s); n != 2 {
 		t.Errorf("model calls = %d, want 2", n)
 	}
@@ -137,7 +137,7 @@ func TestDurableWaitSurvivesARestartOfEverything(t *testing.T) {
 	s.StartEngine()
 	s.StartWorker()
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
-	wantAnswer(t, snap, `done: durable_wait=succeeded:{"reason":"scripted wait","status":"completed","waited_seconds":4}`)
+	wantAnswer(t, snap, `done: durable_wait=succeeded:{"status":"completed","waited_seconds":4,"reason":"scripted wait"}`)
 	if d := time.Since(began); d < 4*time.Second {
 		t.Errorf("the turn ended %v after it began; the wait was 4s", d)
 	}
@@ -201,12 +201,12 @@ func TestRecordBuiltInHistory(t *testing.T) {
 		}
 	}
 	snap = s.WaitForSnapshot("the first answer", id, idleAfter(1))
-	wantAnswer(t, snap, `done: ask_user=succeeded:{"answer":"M","status":"answered"}; ask_user=rejected:The user declined to answer.`)
+	wantAnswer(t, snap, `done: ask_user=succeeded:{"status":"answered","answer":"M"}; ask_user=rejected:The user declined to answer.`)
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "wait:1"); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	snap = s.WaitForSnapshot("the wait's answer", id, idleAfter(2))
-	wantAnswer(t, snap, `done: durable_wait=succeeded:{"reason":"scripted wait","status":"completed","waited_seconds":1}`)
+	wantAnswer(t, snap, `done: durable_wait=succeeded:{"status":"completed","waited_seconds":1,"reason":"scripted wait"}`)
 	if *updateHistories {
 		recordHistory(t, s, id, "builtin_turns.json")
 	}
@@ -330,7 +330,7 @@ func TestWriteTodosKeepsThePlan(t *testing.T) {
 	s.StartWorker()
 	id := start(t, s, "todo:Pack_the_books,Call_the_movers")
 	snap := s.WaitForSnapshot("the final answer", id, idleWithAnswer)
-	wantAnswer(t, snap, `done: write_todos=succeeded:{"revision":1,"status":"updated","task_count":2} [[Dex] The current plan (revision 1, active):]`)
+	wantAnswer(t, snap, `done: write_todos=succeeded:{"status":"updated","revision":1,"task_count":2} [[Dex] The current plan (revision 1, active):]`)
 	p := snap.Plan
 	if p == nil || p.Revision != 1 || p.Status != "active" || len(p.Tasks) != 2 || p.Tasks[0].Content != "Pack the books" || p.Tasks[1].Status != "pending" {
 		t.Fatalf("snapshot plan = %+v", p)
@@ -365,7 +365,7 @@ func TestPlanModeOverHTTP(t *testing.T) {
 		t.Fatalf("plan_mode message: %v %v", ok, err)
 	}
 	snap := s.WaitForSnapshot("the draft", id, idleAfter(1))
-	wantAnswer(t, snap, `done: write_todos=succeeded:{"revision":1,"status":"updated","task_count":2}; noop=rejected:The tool call was not run: a planning turn can only call write_todos.`)
+	wantAnswer(t, snap, `done: write_todos=succeeded:{"status":"updated","revision":1,"task_count":2}; noop=rejected:The tool call was not run: a planning turn can only call write_todos.`)
 	if p := snap.Plan; p == nil || p.Status != "draft" || p.Revision != 1 {
 		t.Fatalf("plan after the planning turn: %+v", p)
 	}

@@ -216,9 +216,9 @@ func (s *State) deferBuiltIn(rec wire.ToolCall, attempt int, nowMs int64, todos 
 		}
 		plan := s.writePlan(tasks)
 		if plan.Status == PlanCleared {
-			rec.Output = resultJSON(map[string]any{"status": "cleared", "revision": plan.Revision})
+			rec.Output = s.builtInResult("status", "cleared", "revision", plan.Revision)
 		} else {
-			rec.Output = resultJSON(map[string]any{"status": "updated", "revision": plan.Revision, "task_count": len(plan.Tasks)})
+			rec.Output = s.builtInResult("status", "updated", "revision", plan.Revision, "task_count", len(plan.Tasks))
 		}
 		return final(wire.ToolCallSucceeded,
 			Emit{Event: newEvent(wire.EventPlanUpdated, s.ActiveTurnID, attempt, wire.PlanUpdatedPayload{Revision: plan.Revision, Status: plan.Status, TaskCount: len(plan.Tasks)})})
@@ -297,7 +297,7 @@ func (s *State) waitTimerFired(t WaitTimerFired) Result {
 	}
 	s.Waits = append(s.Waits[:w:w], s.Waits[w+1:]...)
 	s.ToolCalls[c].WaitUntil = ""
-	s.ToolCalls[c].Output = resultJSON(map[string]any{"status": "completed", "waited_seconds": wait.Seconds, "reason": wait.Reason})
+	s.ToolCalls[c].Output = s.builtInResult("status", "completed", "waited_seconds", wait.Seconds, "reason", wait.Reason)
 	return applied(s.finishCall(c, wire.ToolCallSucceeded, waitingStepAttempt))
 }
 
@@ -340,12 +340,46 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 	if in.isToolInput() {
 		return applied(append(cmds, s.toolInputAnswered(c, answer)))
 	}
-	s.ToolCalls[c].Output = resultJSON(map[string]any{"status": "answered", "answer": answer})
+	s.ToolCalls[c].Output = s.builtInResult("status", "answered", "answer", answer)
 	return applied(append(cmds, s.finishCall(c, wire.ToolCallSucceeded, waitingStepAttempt)...))
 }
 
 // resultJSON is a built-in's result as the model sees it: compact JSON with
 // sorted keys and no HTML escaping.
+// builtInResult is a built-in's result for the model: a JSON object of the
+// key/value pairs kv, in the reference's key order (sessions of
+// BuiltInTextsVersion) or sorted (older sessions, as they ran).
+func (s *State) builtInResult(kv ...any) string {
+	if s.Options.Version < BuiltInTextsVersion {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return resultJSON(m)
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(valueJSON(kv[i]))
+		b.WriteByte(':')
+		b.WriteString(valueJSON(kv[i+1]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// valueJSON is one string or number as compact JSON, without HTML escapes.
+func valueJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) //workflowcheck:ignore (a string or a number)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 func resultJSON(v map[string]any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

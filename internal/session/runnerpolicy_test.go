@@ -121,3 +121,56 @@ func TestAnUnknownToolFailsWithoutApproval(t *testing.T) {
 		t.Errorf("version 4 (-want +got):\n%s", diff)
 	}
 }
+
+// TestARerunThatNeverStartedAfterAQuestionKeepsItsEffectsStatus: the tool
+// ran up to its question, so a rerun (with the answer) that never reached
+// the tool is not "safe to call again": a write is outcome_unknown, a read
+// failed. A version-4 session replays as it ran.
+func TestARerunThatNeverStartedAfterAQuestionKeepsItsEffectsStatus(t *testing.T) {
+	tests := []struct {
+		name    string
+		version int
+		effect  contract.Effect
+		asked   bool
+		want    wire.ToolCallStatus
+		wantErr string
+	}{
+		{"write asked", AskedRerunVersion, contract.EffectNonIdempotentWrite, true, wire.ToolCallOutcomeUnknown, "boom"},
+		{"read asked", AskedRerunVersion, contract.EffectRead, true, wire.ToolCallFailed, "boom"},
+		{"write never asked", AskedRerunVersion, contract.EffectNonIdempotentWrite, false, wire.ToolCallFailed, ToolCallNotRunErrorPrefix + ": boom"},
+		{"write asked, version 4", RetentionVersion, contract.EffectNonIdempotentWrite, true, wire.ToolCallFailed, ToolCallNotRunErrorPrefix + ": boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := opts()
+			o.Version = tt.version
+			o.Policies.Policies = map[string]contract.ToolPolicy{"tool": {Effect: tt.effect, RequiresApproval: ptr(false)}}
+			s := startedWith(t, o)
+			s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "tool", tt.effect)), NowMs: now})
+			if tt.asked {
+				s.ToolCalls[0].InputAnswers = []string{"yes"}
+			}
+			s.Apply(ToolStepFailed{TurnID: "turn-1", ToolCallID: "c1", Detail: "boom", NotStarted: true, Attempt: 1})
+			if rec := s.ToolCalls[0]; rec.Status != tt.want || rec.Error != tt.wantErr {
+				t.Errorf("record = %s %q, want %s %q", rec.Status, rec.Error, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBuiltInResultsKeepTheReferencesKeyOrder from version 5; older
+// sessions replay with the sorted keys they ran with.
+func TestBuiltInResultsKeepTheReferencesKeyOrder(t *testing.T) {
+	for _, tt := range []struct {
+		version int
+		want    string
+	}{
+		{BuiltInTextsVersion, `{"status":"completed","waited_seconds":4,"reason":"<a & b>"}`},
+		{RetentionVersion, `{"reason":"<a & b>","status":"completed","waited_seconds":4}`},
+	} {
+		s := &State{Options: Options{Version: tt.version}}
+		if got := s.builtInResult("status", "completed", "waited_seconds", 4, "reason", "<a & b>"); got != tt.want {
+			t.Errorf("version %d: %s, want %s", tt.version, got, tt.want)
+		}
+	}
+}

@@ -169,6 +169,18 @@ const ExecutePlanVersion = 5
 // Older sessions replay as they ran: searchable by default.
 const SearchOptInVersion = 5
 
+// AskedRerunVersion is the version from which a call whose tool asked a
+// question, and whose rerun with the answer never started, keeps the
+// status of its effect (failed for a read, outcome_unknown otherwise): the
+// tool ran before it asked. Older sessions replay as they ran: failed as
+// never run.
+const AskedRerunVersion = 5
+
+// BuiltInTextsVersion is the version from which the built-ins' results
+// keep the reference's key order ({"status":"answered","answer":...});
+// older sessions replay with sorted keys, as they ran.
+const BuiltInTextsVersion = 5
+
 // CurrentVersion is the version new sessions record.
 const CurrentVersion = RunnerPoliciesVersion
 
@@ -1005,6 +1017,11 @@ func (s *State) toolStepDone(c int, out ToolOutcome, nowMs int64) []Command {
 // are spent. notStarted reports that no attempt reached the tool; attempt
 // is the Step's last attempt.
 func (s *State) toolStepFailed(c int, detail string, notStarted bool, attempt int) []Command {
+	if notStarted && len(s.ToolCalls[c].InputAnswers) > 0 && s.Options.Version >= AskedRerunVersion {
+		// The tool ran before, up to its question: only its rerun never
+		// started, so "safe to call again" would be false.
+		notStarted = false
+	}
 	switch {
 	case notStarted:
 		s.ToolCalls[c].Error = ToolCallNotRunErrorPrefix + ": " + detail
