@@ -147,8 +147,13 @@ func TestConformanceTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tests := repositoryTests(t)
 	seen := map[string]bool{}
+	inTable := false // the table has a Test column
 	for i, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "| Spec") {
+			inTable = slices.Contains(strings.Split(strings.Trim(line, "| "), " | "), "Test")
+		}
 		if !strings.HasPrefix(line, "| `") && !strings.HasPrefix(line, "| (") {
 			continue
 		}
@@ -177,6 +182,11 @@ func TestConformanceTable(t *testing.T) {
 			}
 			continue
 		}
+		if !inTable {
+			t.Errorf("%s: %s is marked built in a table without a Test column", where, spec)
+		} else if m := codeSpan.FindStringSubmatch(cells[len(cells)-2]); m == nil || !tests[m[1]] {
+			t.Errorf("%s: %s is marked built, but its Test cell %q names no test of this repository (a Go test function, or a script of internal/session/testdata/interactions)", where, spec, cells[len(cells)-2])
+		}
 		value, ok := wireNames[name]
 		if !ok {
 			t.Errorf("%s: %s is marked built, but %q is not a constant this test knows", where, spec, name)
@@ -203,6 +213,45 @@ func TestConformanceTable(t *testing.T) {
 			t.Errorf("%s has no row in docs/conformance.md", name)
 		}
 	}
+}
+
+// repositoryTests are the names of the repository's Go test functions and
+// of the golden interaction scripts, which the table's Test column names.
+func repositoryTests(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	testFunc := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(b), -1) {
+			out[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts, err := filepath.Glob(filepath.Join("testdata", "interactions", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range scripts {
+		out[filepath.Base(p)] = true
+	}
+	return out
 }
 
 // jsonFields returns the JSON fields of a zero payload: every field of the
