@@ -41,6 +41,7 @@ scripts=(
 	internal/e2e/testdata/aisdk/install.sh
 	examples/useChat/install.sh
 	examples/runner-ts/install.sh
+	sdk/python/install.sh
 )
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

@@ -261,3 +261,51 @@ agents:
 	}
 	return cfg
 }
+
+// TestPluginCheckPythonRunner runs `plugin check` on the Python SDK's echo
+// runner (sdk/python/tests/echo_runner.py, served by dex_runner over the
+// go-plugin handshake, with the SDK's virtualenv as the command).
+func TestPluginCheckPythonRunner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts plugins")
+	}
+	const install = "bash sdk/python/install.sh (make test-peers)"
+	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	python := filepath.Join(sdk, ".venv", "bin", "python")
+	for _, p := range []string{python, filepath.Join(sdk, "src", "dex_runner", "_gen", "dex", "runner", "v1", "runner_pb2.py")} {
+		if _, err := os.Stat(p); err != nil {
+			testpeer.Missing(t, "the Python runner SDK's "+p, install)
+		}
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  py:
+    command: %s
+    args: [%s]
+agents:
+  - name: echo
+    flow_type: EchoAgent
+    runner: py
+    runner_config: {greeting: hi}
+`, python, filepath.Join(sdk, "tests", "echo_runner.py"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "echo", "--message", "hello from Go")
+	if code != 0 {
+		t.Fatalf("py: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "events", "error_mapping", "alive"} {
+		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
+			t.Errorf("py: %s did not pass:\n%s", check, out)
+		}
+	}
+	if !strings.Contains(out, `name "echo"`) || !strings.Contains(out, "runner contract v1") || !strings.Contains(out, "plugin py passes for agent echo") {
+		t.Errorf("py report:\n%s", out)
+	}
+	t.Logf("%s", out)
+}

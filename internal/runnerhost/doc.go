@@ -27,7 +27,8 @@
 // Host's.
 //
 // A plugin process gets only the environment variables its spec lists
-// (and go-plugin's handshake variables), always runs with AutoMTLS, and is
+// (and go-plugin's handshake variables), always runs with mutual TLS (the
+// AutoMTLS handshake, with a P-256 host certificate: see clientTLS), and is
 // refused when its SHA-256 differs from the spec's. Its stderr and its
 // hclog output go to the Host's logger with the attribute plugin=<name>,
 // with the listed variables' values replaced by <redacted>. A plugin that

@@ -166,7 +166,6 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		Cmd:              cmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
 		Managed:          true,
 		StartTimeout:     startTimeout,
 		Logger:           newHCLogAdapter(i.logger, redact, stopping),
@@ -180,6 +179,16 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		cfg.GRPCDialOptions = append(cfg.GRPCDialOptions, grpc.WithStatsHandler(otelgrpc.NewClientHandler(
 			otelgrpc.WithTracerProvider(tracing.ChildOnly(i.tracer)), otelgrpc.WithPropagators(tracing.Propagator))))
 	}
+	if i.spec.Reattach == "" {
+		// Mutual TLS as go-plugin's AutoMTLS, with a key every plugin's
+		// TLS stack accepts (see clientTLS).
+		certPEM, tlsCfg, err := clientTLS(time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("runner plugin %q: %w", i.spec.Name, err)
+		}
+		cmd.Env = append(cmd.Env, "PLUGIN_CLIENT_CERT="+string(certPEM))
+		cfg.TLSConfig = tlsCfg
+	}
 	if i.spec.Reattach != "" {
 		// A runner someone started by hand (under a debugger) in debug
 		// mode: no process to start, check or manage, and no AutoMTLS (the
@@ -188,7 +197,7 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runner plugin %q: %w", i.spec.Name, err)
 		}
-		cfg.Cmd, cfg.Reattach, cfg.AutoMTLS, cfg.Managed, cfg.SkipHostEnv = nil, rc, false, false, false
+		cfg.Cmd, cfg.Reattach, cfg.Managed, cfg.SkipHostEnv = nil, rc, false, false
 		cfg.SyncStdout, cfg.SyncStderr = nil, nil
 	}
 	if i.checksum != nil && i.spec.Reattach == "" {
