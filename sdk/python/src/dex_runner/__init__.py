@@ -21,6 +21,16 @@ from dex_runner.runner import (
     resolve_policy,
 )
 from dex_runner.serve import MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE, serve, serve_async
+from dex_runner.tools import (
+    FunctionTool,
+    ToolContext,
+    ToolDefinitionError,
+    ToolExecutionError,
+    ToolInputRequested,
+    ToolSet,
+    ToolTaskStarted,
+    function_tool,
+)
 
 __version__ = "0.1.0"
 
@@ -30,12 +40,20 @@ __all__ = [
     "PROTOCOL_VERSION",
     "RUNNER_EVENT_TYPES",
     "CallContext",
+    "FunctionTool",
     "InfoResult",
     "Runner",
     "RunnerError",
     "ToolCallContext",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolInputRequested",
+    "ToolSet",
+    "ToolTaskStarted",
     "capabilities_of",
     "check_event",
+    "function_tool",
     "pb",
     "permanent",
     "resolve_policy",
