@@ -264,7 +264,8 @@ agents:
 
 // TestPluginCheckPythonRunner runs `plugin check` on the Python SDK's echo
 // runner (sdk/python/tests/echo_runner.py, served by dex_runner over the
-// go-plugin handshake, with the SDK's virtualenv as the command).
+// go-plugin handshake), run as `command: python` from the SDK's virtualenv
+// (plugins.py.venv).
 func TestPluginCheckPythonRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plugins")
@@ -285,14 +286,15 @@ func TestPluginCheckPythonRunner(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 plugins:
   py:
-    command: %s
+    command: python
+    venv: %s
     args: [%s]
 agents:
   - name: echo
     flow_type: EchoAgent
     runner: py
     runner_config: {greeting: hi}
-`, python, filepath.Join(sdk, "tests", "echo_runner.py"))), 0o644); err != nil {
+`, filepath.Join(sdk, ".venv"), filepath.Join(sdk, "tests", "echo_runner.py"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "echo", "--message", "hello from Go")

@@ -465,6 +465,10 @@ type Plugin struct {
 	SHA256 string `yaml:"sha256,omitempty"`
 	// Env names the environment variables the plugin process may see.
 	Env []string `yaml:"env,omitempty"`
+	// Venv is a Python virtualenv directory (relative to the config file's
+	// directory) whose interpreter runs the plugin: with a bare command
+	// such as "python", the command is <venv>/bin/python.
+	Venv string `yaml:"venv,omitempty"`
 	// TrustsToolPolicies says whether the runner's own policies (a tool's
 	// declared effect, its agent definition's policies, its default
 	// effect) apply to the tools tool_policies does not name. Default
@@ -1058,8 +1062,14 @@ func (c *Config) resolve(baseDir string) {
 		return filepath.Join(baseDir, p)
 	}
 	for name, p := range c.Plugins {
+		if p.Venv != "" {
+			p.Venv = join(p.Venv)
+		}
 		if strings.ContainsRune(p.Command, '/') || strings.ContainsRune(p.Command, filepath.Separator) {
 			p.Command = join(p.Command)
+		} else if p.Venv != "" && p.Command != "" {
+			// A bare name runs from the virtualenv: python, python3.
+			p.Command = filepath.Join(p.Venv, "bin", p.Command)
 		}
 		p.SHA256 = strings.ToLower(p.SHA256)
 		c.Plugins[name] = p

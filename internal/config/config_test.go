@@ -118,7 +118,7 @@ var expectedErrors = []struct {
 			`3: temporal.tls.cert: unknown key (did you mean "cert_file"?)`,
 			`4: temporal.tls.Key_File: unknown key (did you mean "key_file"?)`,
 			`6: logging.levle: unknown key (did you mean "level"?)`,
-			`10: plugins.stepwise.checksum: unknown key (known keys: args, command, env, sha256, trusts_tool_policies)`,
+			`10: plugins.stepwise.checksum: unknown key (known keys: args, command, env, sha256, trusts_tool_policies, venv)`,
 			`15: agents[0].tool_policy: unknown key (did you mean "tool_policies"?)`,
 			`18: agents[0].tool_policies.refund_order.requires_aproval: unknown key (did you mean "requires_approval"?)`,
 			`20: agents[0].run_model_limit.max_attempts: unknown key (did you mean "maximum_attempts"?)`,
@@ -628,6 +628,22 @@ func TestLoadResolvesCommand(t *testing.T) {
 	}
 	if got, want := cfg.Plugins["orders"].Command, filepath.Join(dir, "../../../bin/dex-runner-orders"); got != want {
 		t.Errorf("command = %q, want %q", got, want)
+	}
+
+	for _, tt := range []struct {
+		venv, want string
+	}{
+		{"../runners/.venv", "/etc/runners/.venv/bin/python"},
+		{"/opt/venv", "/opt/venv/bin/python"},
+	} {
+		doc := fmt.Sprintf("plugins: {p: {command: python, venv: %q}}\nagents: [{name: a, flow_type: A, runner: p}]\n", tt.venv)
+		cfg, err := LoadBytes([]byte(doc), "/etc/dex")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Plugins["p"].Command; got != tt.want {
+			t.Errorf("venv %s: command = %q, want %q", tt.venv, got, tt.want)
+		}
 	}
 
 	for _, tt := range []struct {

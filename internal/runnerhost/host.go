@@ -135,12 +135,19 @@ func (s PluginSpec) checkCommand() error {
 	if !strings.ContainsRune(path, filepath.Separator) {
 		p, err := exec.LookPath(path)
 		if err != nil {
+			if isPython(path) {
+				return fmt.Errorf("runner plugin %q: command %q is not found on PATH: install Python 3.11 or later, or set plugins.%s.venv to the runner's virtualenv", s.Name, path, s.Name)
+			}
 			return fmt.Errorf("runner plugin %q: command %q is not found on PATH (give a path to the binary)", s.Name, path)
 		}
 		path = p
 	}
 	fi, err := os.Stat(path)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && isPython(filepath.Base(path)) && filepath.Base(filepath.Dir(path)) == "bin":
+		venv := filepath.Dir(filepath.Dir(path))
+		return fmt.Errorf("runner plugin %q: command %s does not exist: create the virtualenv with %q and install the runner's packages into it (%s/bin/pip install ...)",
+			s.Name, path, "python3 -m venv "+venv, venv)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("runner plugin %q: command %s does not exist (build the plugin, or fix plugins.%s.command)", s.Name, path, s.Name)
 	case err != nil:
@@ -151,6 +158,29 @@ func (s PluginSpec) checkCommand() error {
 		return fmt.Errorf("runner plugin %q: command %s is not executable (mode %v; chmod +x it)", s.Name, path, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// isPython reports whether a command's name is a Python interpreter's
+// (python, python3, python3.12).
+func isPython(name string) bool {
+	rest, ok := strings.CutPrefix(name, "python")
+	return ok && strings.Trim(rest, "0123456789.") == ""
+}
+
+// missingPythonModule is the hint for a Python plugin that exited before
+// its handshake because a package is missing: the module Python named in
+// its ModuleNotFoundError, or "".
+func missingPythonModule(stderr string) string {
+	const marker = "ModuleNotFoundError: No module named '"
+	i := strings.LastIndex(stderr, marker)
+	if i < 0 {
+		return ""
+	}
+	name, _, ok := strings.Cut(stderr[i+len(marker):], "'")
+	if !ok {
+		return ""
+	}
+	return name
 }
 
 // environ returns the allow-listed variables that are set.

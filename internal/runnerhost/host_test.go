@@ -224,6 +224,7 @@ func TestLaunchErrors(t *testing.T) {
 	h, _ := newTestHost(t)
 	ctx := testContext(t)
 	launch(t, h, PluginSpec{Name: "tp"})
+	noVenv := filepath.Join(t.TempDir(), ".venv")
 	notExecutable := filepath.Join(t.TempDir(), "plugin")
 	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -258,6 +259,21 @@ func TestLaunchErrors(t *testing.T) {
 			name: "not on PATH",
 			spec: PluginSpec{Name: "path", Command: "dex-no-such-runner-plugin"},
 			want: []string{`runner plugin "path": command "dex-no-such-runner-plugin" is not found on PATH`},
+		},
+		{
+			name: "no Python on PATH",
+			spec: PluginSpec{Name: "py", Command: "python3.99"},
+			want: []string{`runner plugin "py": command "python3.99" is not found on PATH: install Python 3.11 or later, or set plugins.py.venv to the runner's virtualenv`},
+		},
+		{
+			name: "a virtualenv that was never made",
+			spec: PluginSpec{Name: "venv", Command: filepath.Join(noVenv, "bin", "python")},
+			want: []string{`runner plugin "venv": command ` + noVenv + `/bin/python does not exist: create the virtualenv with "python3 -m venv ` + noVenv + `"`},
+		},
+		{
+			name: "a Python package missing",
+			spec: PluginSpec{Name: "nomod", Command: "/bin/sh", Args: []string{"-c", `echo "Traceback (most recent call last):" >&2; echo "ModuleNotFoundError: No module named 'dex_runner'" >&2; exit 1`}},
+			want: []string{`runner plugin "nomod"`, `the plugin's Python (/bin/sh) has no module "dex_runner": install the package that provides it`},
 		},
 		{
 			name: "duplicate",

@@ -209,6 +209,9 @@ func (i *instance) startProcess(ctx context.Context) (*process, error) {
 		stopping.Store(true)
 		client.Kill() // waits for the stderr reader, so the tail is complete
 		msg := fmt.Sprintf("runner plugin %q: %s: %s", i.spec.Name, what, redact.String(err.Error()))
+		if m := missingPythonModule(stderr.String()); m != "" {
+			msg += fmt.Sprintf("\nthe plugin's Python (%s) has no module %q: install the package that provides it into that interpreter's environment (its bin/pip install ...)", i.spec.Command, m)
+		}
 		if t := stderr.String(); t != "" {
 			msg += "\nplugin stderr (last lines):\n" + redact.String(t)
 		}
