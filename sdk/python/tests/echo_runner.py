@@ -4,6 +4,7 @@ which serve must keep off stdout."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from dex_runner import InfoResult, pb, serve
@@ -28,6 +29,9 @@ class Echo:
     async def run_model_step(self, req: pb.RunModelStepRequest, ctx: CallContext) -> pb.RunModelStepResponse:
         text = next((m.text for m in reversed(req.turn.messages) if m.role == "user"), "")
         ctx.write_text_delta(text)
+        if text.startswith("slow:"):
+            # A model call still running when the plugin is told to stop.
+            await asyncio.sleep(float(text.removeprefix("slow:")))
         item = json.dumps({"role": "assistant", "content": text})
         done = pb.TurnCompleted(new_messages=[pb.FrameworkMessage(role="assistant", text=text, framework_item=item)])
         return pb.RunModelStepResponse(turn_completed=done)

@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -161,3 +162,33 @@ def test_refuses_another_contract_version() -> None:
     out = subprocess.run([sys.executable, str(ECHO)], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 1
     assert "runner contract version 1; the host offers '2'" in out.stderr
+
+
+def test_sigterm_drains_a_running_call(plugin: tuple[subprocess.Popen[str], str, bytes, PluginCert]) -> None:
+    """A SIGTERM lets a call in flight finish (within the grace period) with
+    its outcome, then the plugin exits 0."""
+    proc, line, server_pem, client = plugin
+    address = line.split("|")[3]
+
+    async def run() -> list[str]:
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=server_pem, private_key=client.key_pem, certificate_chain=client.cert_pem
+        )
+        async with grpc.aio.secure_channel(
+            address, creds, options=[("grpc.ssl_target_name_override", "localhost")]
+        ) as ch:
+            step = ch.unary_stream(
+                "/dex.runner.v1.Runner/RunModelStep",
+                request_serializer=pb.RunModelStepRequest.SerializeToString,
+                response_deserializer=pb.RunModelStepFrame.FromString,
+            )
+            turn = pb.TurnContext(agent="a", messages=[pb.Message(sequence=1, role="user", text="slow:0.8")])
+            kinds: list[str] = []
+            async for f in step(pb.RunModelStepRequest(turn=turn)):
+                kinds.append(f.WhichOneof("frame") or "")
+                if len(kinds) == 1:
+                    proc.send_signal(signal.SIGTERM)  # the call is running
+            return kinds
+
+    assert asyncio.run(run()) == ["text_delta", "outcome"]
+    assert proc.wait(timeout=10) == 0
