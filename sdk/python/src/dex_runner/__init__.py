@@ -9,6 +9,13 @@ proto/dex/runner/v1/runner.proto). Implement :class:`Runner` and call
 
 from dex_runner import pb
 from dex_runner.events import RUNNER_EVENT_TYPES, check_event
+from dex_runner.outcome import (
+    DEFAULT_REJECTION_TOOL_RESULT,
+    MODEL_CALL_LIMIT_TOOL_RESULT_FORMAT,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    describe_tool_call_outcome,
+    is_final,
+)
 from dex_runner.runner import (
     PROTOCOL_VERSION,
     CallContext,
@@ -35,8 +42,11 @@ from dex_runner.tools import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_REJECTION_TOOL_RESULT",
     "MAGIC_COOKIE_KEY",
     "MAGIC_COOKIE_VALUE",
+    "MODEL_CALL_LIMIT_TOOL_RESULT_FORMAT",
+    "OUTCOME_UNKNOWN_TOOL_RESULT",
     "PROTOCOL_VERSION",
     "RUNNER_EVENT_TYPES",
     "CallContext",
@@ -53,7 +63,9 @@ __all__ = [
     "ToolTaskStarted",
     "capabilities_of",
     "check_event",
+    "describe_tool_call_outcome",
     "function_tool",
+    "is_final",
     "pb",
     "permanent",
     "resolve_policy",
