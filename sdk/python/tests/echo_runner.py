@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 from dex_runner import InfoResult, pb, serve
 from dex_runner.runner import CallContext, ToolCallContext
@@ -16,10 +17,15 @@ class Echo:
         print("info called")  # must not reach stdout
         return InfoResult("echo", "1.0.0")
 
+    def __init__(self) -> None:
+        self.pid_file = ""
+
     async def configure(self, req: pb.ConfigureRequest) -> pb.ConfigureResponse:
         cfg = json.loads(req.runner_config or "{}")
-        if not isinstance(cfg, dict) or set(cfg) - {"greeting"}:
-            raise ValueError(f"runner_config: unknown keys {sorted(set(cfg) - {'greeting'})}")
+        known = {"greeting", "pid_file"}
+        if not isinstance(cfg, dict) or set(cfg) - known:
+            raise ValueError(f"runner_config: unknown keys {sorted(set(cfg) - known)}")
+        self.pid_file = cfg.get("pid_file", "")
         return pb.ConfigureResponse()
 
     async def build_user_message(self, req: pb.BuildUserMessageRequest) -> pb.BuildUserMessageResponse:
@@ -32,6 +38,13 @@ class Echo:
         if text.startswith("slow:"):
             # A model call still running when the plugin is told to stop.
             await asyncio.sleep(float(text.removeprefix("slow:")))
+        if text.startswith("hang-once") and self.pid_file and not os.path.exists(self.pid_file):
+            # The first attempt writes this process's ID and hangs, so a
+            # test can SIGKILL the runner mid model call; the retry, in the
+            # new process, answers.
+            with open(self.pid_file, "w") as f:
+                f.write(str(os.getpid()))
+            await asyncio.sleep(3600)
         item = json.dumps({"role": "assistant", "content": text})
         done = pb.TurnCompleted(new_messages=[pb.FrameworkMessage(role="assistant", text=text, framework_item=item)])
         return pb.RunModelStepResponse(turn_completed=done)
