@@ -495,3 +495,57 @@ func devSessions(t *testing.T, ctx context.Context, port int) *client.AgentSessi
 	t.Cleanup(tc.Close)
 	return client.New(tc, "default", "")
 }
+
+// TestDevRunsAPythonRunner: dev runs a Python runner from the config
+// (command: python with the SDK's virtualenv as venv) and a session on it
+// answers.
+func TestDevRunsAPythonRunner(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sdk, ".venv", "bin", "python")); err != nil {
+		testpeer.Missing(t, "the Python runner SDK's virtualenv", "bash sdk/python/install.sh (make test-peers)")
+	}
+	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  echo:
+    command: python
+    venv: %s
+    args: [%s]
+agents:
+  - name: echo
+    flow_type: EchoAgent
+    runner: echo
+`, filepath.Join(sdk, ".venv"), filepath.Join(sdk, "tests", "echo_runner.py"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := agenttest.FreePort(t)
+	dev, _ := startDev(t, bin, "", nil, "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port),
+		"--ui-port", "0", "--http", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sessions := devSessions(t, ctx, port)
+	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "EchoAgent", InitialMessage: "hello, Python"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = agenttest.WaitFor(ctx, "the answer", time.Minute, func() (bool, error) {
+		s, err := sessions.GetAgentSnapshot(ctx, id)
+		return err == nil && s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && len(s.Messages) == 2 &&
+			s.Messages[1].Text == "hello, Python", err
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, dev.log(t))
+	}
+	if err := dev.stop(t); err != nil {
+		t.Errorf("dev exited with %v", err)
+	}
+}
