@@ -311,3 +311,63 @@ agents:
 	}
 	t.Logf("%s", out)
 }
+
+// TestPluginCheckOpenAIAgentsRunner runs `plugin check` on the orders agent
+// written with the OpenAI Agents SDK (examples/orders-openai-agents) on the
+// Python SDK's adapter; its model calls go to aimock's Responses API,
+// which asks for a lookup_order call.
+func TestPluginCheckOpenAIAgentsRunner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts plugins")
+	}
+	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := filepath.Abs(filepath.Join("..", "..", "examples", "orders-openai-agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sdk, ".venv", "lib", "python3.11", "site-packages", "agents")); err != nil {
+		if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import agents").CombinedOutput(); err != nil {
+			testpeer.Missing(t, "openai-agents in the Python SDK's virtualenv ("+strings.TrimSpace(string(out))+")", "bash sdk/python/install.sh (make test-peers)")
+		}
+	}
+	mock := aimock.Start(t, filepath.Join(example, "testdata", "aimock"))
+	t.Setenv("DEX_OA_CHECK_KEY", "sk-oa-check")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  oa:
+    command: python
+    venv: %s
+    args: [%s]
+    env: [DEX_OA_CHECK_KEY]
+agents:
+  - name: orders
+    flow_type: OrdersOA
+    runner: oa
+    runner_config:
+      store_path: %s
+      model: {base_url: "%s/v1", name: gpt-oa-check, api_key_env: DEX_OA_CHECK_KEY}
+    tool_policies:
+      refund_order: {effect: non_idempotent_write, requires_approval: true}
+`, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), filepath.Join(dir, "orders.json"), mock.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "[oa-check] look up order 3")
+	if code != 0 {
+		t.Fatalf("oa: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "tool_deferral", "events", "error_mapping", "alive"} {
+		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
+			t.Errorf("oa: %s did not pass:\n%s", check, out)
+		}
+	}
+	if !strings.Contains(out, `name "orders-openai-agents"`) || !strings.Contains(out, "tools offered: lookup_order, refund_order") ||
+		!strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "plugin oa passes for agent orders") {
+		t.Errorf("oa report:\n%s", out)
+	}
+	t.Logf("%s", out)
+}

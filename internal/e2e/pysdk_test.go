@@ -52,4 +52,16 @@ func TestPythonSDKTests(t *testing.T) {
 	}
 	run("ruff", "check", "--no-cache", "src", "tests")
 	run("ruff", "format", "--check", "--no-cache", "src", "tests")
+
+	// The Python examples pass the same checks, with their own settings.
+	for _, ex := range []string{"orders-openai-agents"} {
+		dir := filepath.Join(dir, "..", "..", "examples", ex)
+		for _, args := range [][]string{{"ruff", "check", "--no-cache", "."}, {"ruff", "format", "--check", "--no-cache", "."}, {"mypy"}} {
+			cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("examples/%s: %v: %v\n%s", ex, args, err, out)
+			}
+		}
+	}
 }

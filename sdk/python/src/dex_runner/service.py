@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -49,6 +50,14 @@ def _status(err: BaseException, method: str, state: ServiceState) -> tuple[grpc.
     if state.stopping and code not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
         code, message = grpc.StatusCode.UNAVAILABLE, f"{message} (the plugin is shutting down)"
     return code, message
+
+
+def _trace(err: BaseException) -> str | None:
+    """The traceback of an unexpected error, for the log (a RunnerError or a
+    contract refusal says all in its message)."""
+    if isinstance(err, (RunnerError, Malformed)):
+        return None
+    return "".join(traceback.format_exception(err)).strip()
 
 
 def _refuse(reason: str) -> None:
@@ -114,7 +123,7 @@ class RunnerService(pb.RunnerServicer):
             raise
         except Exception as err:
             code, message = _status(err, method, self._state)
-            log.warn(method + " failed", error=message, code=code.name)
+            log.warn(method + " failed", error=message, code=code.name, traceback=_trace(err))
             await context.abort(code, message)
             raise AssertionError("unreachable") from err
 
@@ -148,7 +157,7 @@ class RunnerService(pb.RunnerServicer):
                 raise
             except Exception as err:
                 code, message = _status(err, method, self._state)
-                log.warn(method + " failed", error=message, code=code.name)
+                log.warn(method + " failed", error=message, code=code.name, traceback=_trace(err))
                 await context.abort(code, message)
                 return
             yield frame_type(outcome=resp)

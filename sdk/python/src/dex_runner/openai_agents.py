@@ -1,0 +1,362 @@
+"""Run an OpenAI Agents SDK agent (``agents.Agent``) as a durable runner.
+
+The agent you already wrote drops in: its instructions, model and model
+settings, function tools and handoffs. Every model call is one RunModel
+Step (the agent's ``Model.stream_response``, one request, its text
+streamed live); every tool call the
+model makes comes back to the session as a deferred call with its effect
+class and approval, and runs in ExecuteDeferredToolCall through the tool's
+own ``on_invoke_tool``. A handoff is a deferred call too: once it is
+recorded, the next model call runs the agent it names, and because the
+transcript holds the handoff, the active agent survives restarts.
+
+    def build(agent_name: str, runner_config: dict[str, Any]) -> Agent:
+        return Agent(name="orders", instructions="...", tools=[lookup_order, refund_order])
+
+    serve(OpenAIAgentsRunner(build, tool_effects={"lookup_order": "read", "refund_order": "non_idempotent_write"}))
+
+Stored messages are the SDK's own Responses input items (JSON), so the
+model sees exactly what the SDK would send. A tool reads its call's
+idempotency key from ``ctx.context`` when it takes a
+``RunContextWrapper[DexToolContext]``, or from the context your
+``context_factory`` builds from a :class:`DexToolContext`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents import Agent, FunctionTool, Handoff, ModelProvider, RunContextWrapper, handoff
+from agents.items import ModelResponse
+from agents.models.interface import Model, ModelTracing
+from agents.models.multi_provider import MultiProvider
+from agents.tool_context import ToolContext
+from agents.usage import Usage
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseTextDeltaEvent,
+)
+
+from dex_runner import pb
+from dex_runner.check import EFFECTS
+from dex_runner.outcome import describe_tool_call_outcome
+from dex_runner.runner import CallContext, InfoResult, ToolCallContext, permanent
+
+
+@dataclass(frozen=True)
+class DexToolContext:
+    """What a tool knows about its call: the session's idempotency key and
+    the call's place."""
+
+    idempotency_key: str
+    attempt: int
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+
+
+BuildAgent = Callable[[str, dict[str, Any]], Agent[Any]]
+
+
+class OpenAIAgentsRunner:
+    """A runner over OpenAI Agents SDK agents: ``build`` makes an agent's
+    root ``Agent`` from its name and runner_config."""
+
+    def __init__(
+        self,
+        build: BuildAgent,
+        *,
+        tool_effects: Mapping[str, str] | None = None,
+        model_provider: ModelProvider | None = None,
+        context_factory: Callable[[DexToolContext], Any] | None = None,
+        name: str = "dex-runner-openai-agents",
+        version: str = "0.1.0",
+    ) -> None:
+        self._build = build
+        self._effects = dict(tool_effects or {})
+        for tool, effect in self._effects.items():
+            if effect not in EFFECTS:
+                raise ValueError(f"tool_effects[{tool!r}]: {effect!r} is not one of {', '.join(EFFECTS)}")
+        self._provider = model_provider or MultiProvider()
+        self._context_factory = context_factory or (lambda c: c)
+        self._name, self._version = name, version
+        self._agents: dict[str, Agent[Any]] = {}
+
+    async def info(self, req: pb.InfoRequest) -> InfoResult:
+        return InfoResult(self._name, self._version)
+
+    async def configure(self, req: pb.ConfigureRequest) -> pb.ConfigureResponse:
+        cfg = json.loads(req.runner_config or "{}")
+        if not isinstance(cfg, dict):
+            raise ValueError("runner_config must be a JSON object")
+        root = self._build(req.agent, cfg)
+        for agent in _graph(root):
+            problem = _unsupported(agent)
+            if problem:
+                raise ValueError(f"agent {agent.name!r}: {problem}")
+        self._agents[req.agent] = root
+        names: list[str] = []
+        policies: dict[str, pb.ToolPolicy] = {}
+        for agent in _graph(root):
+            for t in agent.tools:
+                if isinstance(t, FunctionTool) and t.name not in names:
+                    names.append(t.name)
+                    policies[t.name] = self._own_policy(t)
+            for h in _handoffs(agent):
+                if h.tool_name not in names:
+                    names.append(h.tool_name)
+                    policies[h.tool_name] = pb.ToolPolicy(effect="read", requires_approval=False)
+        return pb.ConfigureResponse(tools=names, tool_policies=policies)
+
+    def _own_policy(self, t: FunctionTool) -> pb.ToolPolicy:
+        p = pb.ToolPolicy(effect=self._effects.get(t.name, ""))
+        if t.needs_approval is True:
+            p.requires_approval = True
+        return p
+
+    def _root(self, agent: str) -> Agent[Any]:
+        root = self._agents.get(agent)
+        if root is None:
+            raise permanent(f"agent {agent!r} is not configured in this runner")
+        return root
+
+    async def build_user_message(self, req: pb.BuildUserMessageRequest) -> pb.BuildUserMessageResponse:
+        item = {"role": "user", "content": req.text}
+        return pb.BuildUserMessageResponse(
+            message=pb.FrameworkMessage(role="user", text=req.text, framework_item=json.dumps(item))
+        )
+
+    async def run_model_step(self, req: pb.RunModelStepRequest, ctx: CallContext) -> pb.RunModelStepResponse:
+        turn = req.turn
+        root = self._root(turn.agent)
+        items: list[Any] = [json.loads(m.framework_item) for m in turn.messages if m.framework_item]
+        new_messages: list[pb.FrameworkMessage] = []
+        # The outputs this turn stored already (call IDs are unique within
+        # a turn only).
+        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
+        for rec in turn.tool_calls:
+            if rec.tool_call_id in answered:
+                continue
+            out = describe_tool_call_outcome(rec)
+            item = {"type": "function_call_output", "call_id": rec.tool_call_id, "output": out}
+            items.append(item)
+            new_messages.append(
+                pb.FrameworkMessage(
+                    role="tool", text=out, framework_item=json.dumps(item), tool_call_id=rec.tool_call_id,
+                    tool_name=rec.tool_name, tool_status=rec.status,
+                )
+            )  # fmt: skip
+        agent = _active_agent(root, items)
+        run_ctx: RunContextWrapper[Any] = RunContextWrapper(context=None)
+        system = await agent.get_system_prompt(run_ctx)
+        tools = [t for t in await agent.get_all_tools(run_ctx) if isinstance(t, FunctionTool)]
+        handoffs = _handoffs(agent)
+        model = self._model(agent)
+        final: Response | None = None
+        streamed: list[Any] = []
+        stream = model.stream_response(
+            system, items, agent.model_settings, list(tools), None, handoffs, ModelTracing.DISABLED,
+            previous_response_id=None, conversation_id=None, prompt=None,
+        )  # fmt: skip
+        async for event in stream:
+            if isinstance(event, ResponseTextDeltaEvent):
+                ctx.write_text_delta(event.delta)
+            elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
+                ctx.write_reasoning_delta(event.delta)
+            elif isinstance(event, ResponseOutputItemDoneEvent):
+                streamed.append(event.item)
+            elif isinstance(event, ResponseCompletedEvent):
+                final = event.response
+            elif event.type in ("response.incomplete", "response.failed", "error"):
+                raise RuntimeError(f"the model's response ended with {event.type}")
+        if final is None:
+            raise RuntimeError("the model's stream ended without response.completed")
+        resp = ModelResponse(output=list(final.output or streamed), usage=Usage(), response_id=final.id)
+        calls: list[pb.DeferredToolCall] = []
+        for out_item in resp.to_input_items():
+            d: dict[str, Any] = json.loads(json.dumps(out_item, default=str))
+            kind = d.get("type")
+            if kind == "function_call":
+                name = str(d.get("name", ""))
+                calls.append(
+                    pb.DeferredToolCall(
+                        tool_call_id=str(d["call_id"]), tool_name=name, arguments=str(d.get("arguments") or "{}"),
+                        policy=self._claim(turn, agent, name),
+                    )
+                )  # fmt: skip
+                new_messages.append(pb.FrameworkMessage(role="assistant", framework_item=json.dumps(d)))
+                continue
+            new_messages.append(
+                pb.FrameworkMessage(role="assistant", text=_message_text(d), framework_item=json.dumps(d))
+            )
+        u = final.usage
+        usage = pb.Usage(model_calls=1)
+        if u is not None:
+            usage.input_tokens, usage.output_tokens, usage.total_tokens = (
+                u.input_tokens,
+                u.output_tokens,
+                u.total_tokens,
+            )
+            usage.cached_input_tokens = getattr(u.input_tokens_details, "cached_tokens", 0) or 0
+            usage.reasoning_tokens = getattr(u.output_tokens_details, "reasoning_tokens", 0) or 0
+        meta = pb.ModelCallMetadata(
+            request_model=_model_name(agent), response_id=resp.response_id or "", provider_name=_provider_name(model)
+        )
+        if not calls:
+            return pb.RunModelStepResponse(
+                turn_completed=pb.TurnCompleted(new_messages=new_messages, usage=usage, metadata=meta)
+            )
+        state = json.dumps({"active_agent": agent.name})
+        return pb.RunModelStepResponse(
+            tool_calls_requested=pb.ToolCallsRequested(
+                run_state=state, tool_calls=calls, new_messages=new_messages, usage=usage, metadata=meta
+            )
+        )
+
+    def _model(self, agent: Agent[Any]) -> Model:
+        if isinstance(agent.model, Model):
+            return agent.model
+        return self._provider.get_model(agent.model)
+
+    def _claim(self, turn: pb.TurnContext, agent: Agent[Any], name: str) -> pb.ToolPolicy:
+        if name in turn.policies.policies:
+            p = pb.ToolPolicy()
+            p.CopyFrom(turn.policies.policies[name])
+            return p
+        if any(h.tool_name == name for h in _handoffs(agent)):
+            return pb.ToolPolicy(effect="read", requires_approval=False)
+        for t in agent.tools:
+            if isinstance(t, FunctionTool) and t.name == name:
+                p = self._own_policy(t)
+                if not p.effect:
+                    p.effect = turn.policies.default_effect or "unclassified"
+                return p
+        # Not a tool of the agent: the worker fails it as unknown.
+        return pb.ToolPolicy(effect="unclassified", requires_approval=False)
+
+    async def execute_deferred_tool_call(
+        self, req: pb.ExecuteToolRequest, ctx: ToolCallContext
+    ) -> pb.ExecuteToolResponse:
+        root = self._root(req.agent)
+        call = req.tool_call
+        for agent in _graph(root):
+            for h in _handoffs(agent):
+                if h.tool_name == call.tool_name:
+                    target = next(a for a in _graph(root) if a.name == h.agent_name)
+                    return pb.ExecuteToolResponse(result=pb.ToolResult(output=h.get_transfer_message(target)))
+            for t in agent.tools:
+                if isinstance(t, FunctionTool) and t.name == call.tool_name:
+                    dex = DexToolContext(
+                        idempotency_key=req.idempotency_key, attempt=req.attempt, session_id=req.session_id,
+                        turn_id=req.turn_id, tool_call_id=call.tool_call_id,
+                    )  # fmt: skip
+                    tool_ctx: ToolContext[Any] = ToolContext(
+                        context=self._context_factory(dex), tool_name=t.name, tool_call_id=call.tool_call_id,
+                        tool_arguments=call.arguments, agent=agent,
+                    )  # fmt: skip
+                    out = await t.on_invoke_tool(tool_ctx, call.arguments)
+                    text = out if isinstance(out, str) else json.dumps(out, default=str)
+                    return pb.ExecuteToolResponse(result=pb.ToolResult(output=text))
+        return pb.ExecuteToolResponse(error=pb.ToolExecutionError(message=f"unknown tool {call.tool_name}"))
+
+    async def build_unfinished_turn_messages(
+        self, req: pb.BuildUnfinishedTurnMessagesRequest
+    ) -> pb.BuildUnfinishedTurnMessagesResponse:
+        """The outputs of the last response's calls that no later model call
+        stored, so the transcript never holds a call without its output."""
+        turn = req.turn
+        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
+        out = []
+        for rec in turn.tool_calls:
+            if rec.tool_call_id in answered or rec.status not in ("rejected", "succeeded", "failed", "outcome_unknown"):
+                continue
+            text = describe_tool_call_outcome(rec)
+            item = {"type": "function_call_output", "call_id": rec.tool_call_id, "output": text}
+            out.append(
+                pb.FrameworkMessage(
+                    role="tool", text=text, framework_item=json.dumps(item),
+                    tool_call_id=rec.tool_call_id, tool_name=rec.tool_name, tool_status=rec.status,
+                )
+            )  # fmt: skip
+        return pb.BuildUnfinishedTurnMessagesResponse(messages=out)
+
+
+def _unsupported(agent: Agent[Any]) -> str:
+    """What of the agent this adapter does not run yet, or "": better a
+    clear refusal at configure than a feature silently left out."""
+    for t in agent.tools:
+        if not isinstance(t, FunctionTool):
+            kind = type(t).__name__
+            return f"tool {getattr(t, 'name', kind)!r} is a {kind}: only function tools run here yet"
+    if agent.mcp_servers:
+        return "mcp_servers are not supported yet: declare the MCP servers in the worker config (mcp_servers) instead"
+    if agent.output_type not in (None, str):
+        return "a structured output_type is not supported yet"
+    if agent.input_guardrails or agent.output_guardrails:
+        return "guardrails are not supported yet"
+    for h in _handoffs(agent):
+        if h.input_filter is not None:
+            return f"handoff {h.tool_name!r}: input_filter is not supported yet"
+    return ""
+
+
+def _provider_name(model: Model) -> str:
+    name = type(model).__name__
+    return "openai" if name.startswith("OpenAI") else ""
+
+
+def _handoffs(agent: Agent[Any]) -> list[Handoff[Any, Any]]:
+    return [h if isinstance(h, Handoff) else handoff(h) for h in agent.handoffs]
+
+
+def _graph(root: Agent[Any]) -> list[Agent[Any]]:
+    """The root agent and every agent a handoff reaches, once each."""
+    seen: list[Agent[Any]] = []
+    todo = [root]
+    while todo:
+        a = todo.pop(0)
+        if any(a is s for s in seen):
+            continue
+        seen.append(a)
+        todo.extend(h for h in a.handoffs if isinstance(h, Agent))
+    return seen
+
+
+def _active_agent(root: Agent[Any], items: list[Any]) -> Agent[Any]:
+    """The agent the transcript's last completed handoff reached, or root:
+    the active agent is derived from the stored items, so it survives any
+    restart."""
+    graph = {a.name: a for a in _graph(root)}
+    outputs = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"}
+    active = root
+    for i in items:
+        if not isinstance(i, dict) or i.get("type") != "function_call" or i.get("call_id") not in outputs:
+            continue
+        for h in _handoffs(active):
+            if h.tool_name == i.get("name") and h.agent_name in graph:
+                active = graph[h.agent_name]
+                break
+    return active
+
+
+def _message_text(item: dict[str, Any]) -> str:
+    if item.get("type") not in (None, "message") or item.get("role") != "assistant":
+        return ""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts = [c.get("text", "") for c in content or [] if isinstance(c, dict) and c.get("type") == "output_text"]
+    return "".join(parts)
+
+
+def _model_name(agent: Agent[Any]) -> str:
+    m = agent.model
+    if isinstance(m, str):
+        return m
+    return str(getattr(m, "model", "") or "")

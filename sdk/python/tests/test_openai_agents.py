@@ -1,0 +1,199 @@
+"""The OpenAI Agents SDK adapter: an agents.Agent with function tools and a
+handoff, driven through whole turns by RunnerSession over a scripted
+agents Model. Each model call is one RunModelStep; tool calls come back as
+deferred calls with their policies and run through the tools' own
+on_invoke_tool with the idempotency key; a handoff changes the active agent
+durably (it is derived from the stored items)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agents import Agent, ModelSettings, RunContextWrapper, function_tool
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseTextDeltaEvent,
+    ResponseUsage,
+)
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+from dex_runner import pb
+from dex_runner.openai_agents import DexToolContext, OpenAIAgentsRunner
+from dex_runner.testing import RunnerSession
+
+refunds: list[str] = []
+
+
+@function_tool
+def lookup_order(order_id: str) -> str:
+    """Look up an order."""
+    return f"order {order_id}: a chair, $20"
+
+
+@function_tool(needs_approval=True)
+def refund_order(ctx: RunContextWrapper[DexToolContext], order_id: str) -> str:
+    """Refund an order."""
+    refunds.append(f"{order_id} {ctx.context.idempotency_key}")
+    return f"refunded order {order_id}"
+
+
+def text(t: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id="msg", type="message", role="assistant", status="completed",
+        content=[ResponseOutputText(type="output_text", text=t, annotations=[])],
+    )  # fmt: skip
+
+
+def fcall(call_id: str, name: str, args: dict[str, Any]) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(
+        type="function_call", call_id=call_id, name=name, arguments=json.dumps(args), id="fc-" + call_id
+    )
+
+
+class Scripted(Model):
+    """Answers from the last input item, as a model would from the
+    conversation: the agent it runs for is in the instructions. It streams
+    as the Responses API does: text deltas, then response.completed."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str | None, list[str]]] = []
+
+    def _respond(self, system_instructions: str | None, input: Any, tools: Any, handoffs: Any) -> list[Any]:
+        names = [t.name for t in tools] + [h.tool_name for h in handoffs]
+        self.calls.append((system_instructions, names))
+        last = input[-1]
+        if last.get("type") == "function_call_output":
+            return [text(f"[{system_instructions}] {last['output']}")]
+        words = str(last.get("content", "")).split()
+        if words[0] == "lookup":
+            return [fcall("c1", "lookup_order", {"order_id": words[1]})]
+        if words[0] == "refund":
+            return [fcall("c2", "refund_order", {"order_id": words[1]})]
+        if words[0] == "transfer" and handoffs:
+            return [fcall("c3", handoffs[0].tool_name, {})]
+        return [text(f"[{system_instructions}] you said {' '.join(words)}")]
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        raise AssertionError("the adapter streams")
+
+    async def stream_response(
+        self, system_instructions: str | None, input: Any, model_settings: ModelSettings, tools: Any,
+        output_schema: Any, handoffs: Any, tracing: Any, **_: Any,
+    ) -> AsyncIterator[Any]:  # fmt: skip
+        output = self._respond(system_instructions, input, tools, handoffs)
+        for o in output:
+            if isinstance(o, ResponseOutputMessage):
+                for i, part in enumerate(o.content):
+                    t = getattr(part, "text", "")
+                    for j in range(0, len(t), 8):  # in chunks, as a stream
+                        yield ResponseTextDeltaEvent.model_construct(
+                            type="response.output_text.delta", delta=t[j : j + 8], item_id=o.id, output_index=0,
+                            content_index=i, sequence_number=j, logprobs=[],
+                        )  # fmt: skip
+        usage = ResponseUsage.model_construct(
+            input_tokens=10, output_tokens=2, total_tokens=12,
+            input_tokens_details=InputTokensDetails(cached_tokens=4, cache_write_tokens=0),
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=1),
+        )  # fmt: skip
+        resp = Response.model_construct(id="resp-1", output=output, usage=usage)
+        yield ResponseCompletedEvent.model_construct(type="response.completed", response=resp, sequence_number=99)
+
+
+def runner(model: Scripted) -> OpenAIAgentsRunner:
+    def build(name: str, cfg: dict[str, Any]) -> Agent[Any]:
+        refunds_agent: Agent[Any] = Agent(
+            name="refunds", instructions="refunds desk", model=model, tools=[refund_order]
+        )
+        return Agent(
+            name="triage", instructions="triage desk", model=model, tools=[lookup_order], handoffs=[refunds_agent]
+        )
+
+    return OpenAIAgentsRunner(build, tool_effects={"lookup_order": "read", "refund_order": "non_idempotent_write"})
+
+
+def test_tools_approvals_and_a_durable_handoff() -> None:
+    refunds.clear()
+    model = Scripted()
+
+    async def run() -> None:
+        async with RunnerSession(runner(model), agent="orders") as s:
+            turn = await s.send("lookup 7")
+            assert turn.text() == "[triage desk] order 7: a chair, $20"
+            rec = turn.call("lookup_order")
+            assert rec is not None and (rec.effect, rec.requires_approval, rec.status) == ("read", False, "succeeded")
+            assert turn.model_calls == 2 and turn.usage.input_tokens == 20
+            assert (turn.usage.cached_input_tokens, turn.usage.reasoning_tokens) == (8, 2)
+            assert s.text() == "[triage desk] order 7: a chair, $20"  # streamed live, in chunks
+
+            turn = await s.send("transfer me")
+            assert turn.text().startswith("[refunds desk] ")
+            assert "refunds" in turn.text()  # the SDK's transfer message names the agent
+            # The active agent is derived from the transcript: a new turn
+            # (a new process would do the same) stays with refunds.
+            s.approve = lambda call: (call.tool_name != "refund_order", "Refunds need a manager.")
+            turn = await s.send("refund 9")
+            assert turn.text() == "[refunds desk] Refunds need a manager."
+            assert refunds == []
+            rec = turn.call("refund_order")
+            assert rec is not None and (rec.effect, rec.requires_approval, rec.status) == (
+                "non_idempotent_write",
+                True,
+                "rejected",
+            )
+
+            s.approve = None
+            turn = await s.send("refund 9")
+            assert turn.text() == "[refunds desk] refunded order 9"
+            assert refunds == [f"9 runnertest/{turn.id}/c2"]
+        assert [c[0] for c in model.calls] == ["triage desk"] * 3 + ["refunds desk"] * 5
+
+    asyncio.run(run())
+
+
+def test_configure_reports_tools_and_policies() -> None:
+    r = runner(Scripted())
+    resp = asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    assert list(resp.tools) == ["lookup_order", "transfer_to_refunds", "refund_order"]
+    assert resp.tool_policies["lookup_order"].effect == "read"
+    assert resp.tool_policies["refund_order"].requires_approval
+    assert (
+        resp.tool_policies["transfer_to_refunds"].effect,
+        resp.tool_policies["transfer_to_refunds"].requires_approval,
+    ) == ("read", False)
+
+
+def test_what_does_not_map_yet_is_refused_at_configure() -> None:
+    from agents import InputGuardrail, WebSearchTool
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    async def guard(*_: Any) -> Any:
+        raise AssertionError("never run")
+
+    cases = [
+        (Agent(name="a", tools=[WebSearchTool()]), "is a WebSearchTool: only function tools run here yet"),
+        (Agent(name="a", output_type=Answer), "a structured output_type is not supported yet"),
+        (
+            Agent(name="a", input_guardrails=[InputGuardrail(guardrail_function=guard)]),
+            "guardrails are not supported yet",
+        ),
+    ]
+    for agent, want in cases:
+        r = OpenAIAgentsRunner(lambda name, cfg, a=agent: a)  # type: ignore[misc]
+        try:
+            asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+        except ValueError as err:
+            assert want in str(err), err
+        else:
+            raise AssertionError(f"configure accepted {agent}")
