@@ -504,13 +504,7 @@ func TestDevRunsAPythonRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(sdk, ".venv", "bin", "python")); err != nil {
-		testpeer.Missing(t, "the Python runner SDK's virtualenv", "bash sdk/python/install.sh (make test-peers)")
-	}
+	sdk := pythonSDK(t, "dex_runner")
 	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dev.yaml")

@@ -62,11 +62,7 @@ agents:
 	if code != 0 {
 		t.Fatalf("orders: exit %d\n%s%s", code, out, stderr)
 	}
-	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "tool_deferral", "events", "error_mapping", "alive"} {
-		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
-			t.Errorf("orders: %s did not pass:\n%s", check, out)
-		}
-	}
+	wantPassed(t, "orders", out, allChecks...)
 	for _, line := range []string{"PASS vector plain_answer", "PASS vector compaction", "PASS vector cancelled_call", "SKIP vector tool_task", "SKIP read_tools"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("orders: no %q line:\n%s", line, out)
@@ -136,11 +132,7 @@ func TestPluginCheckTSRunner(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ts: exit %d\n%s%s", code, out, stderr)
 	}
-	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "tool_deferral", "events", "error_mapping", "alive"} {
-		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
-			t.Errorf("ts: %s did not pass:\n%s", check, out)
-		}
-	}
+	wantPassed(t, "ts", out, allChecks...)
 	if !strings.Contains(out, `name "dex-runner-ts"`) || !strings.Contains(out, "tools offered: lookup_order, refund_order") ||
 		!strings.Contains(out, `"unfinished_turn_messages":true`) || !strings.Contains(out, "asked for 1 tool call(s)") ||
 		!strings.Contains(out, `model "gpt-ts-check" from "openai"`) || !strings.Contains(out, "unknown tool dex_plugin_check_no_such_tool") ||
@@ -270,17 +262,7 @@ func TestPluginCheckPythonRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
-	const install = "bash sdk/python/install.sh (make test-peers)"
-	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	python := filepath.Join(sdk, ".venv", "bin", "python")
-	for _, p := range []string{python, filepath.Join(sdk, "src", "dex_runner", "_gen", "dex", "runner", "v1", "runner_pb2.py")} {
-		if _, err := os.Stat(p); err != nil {
-			testpeer.Missing(t, "the Python runner SDK's "+p, install)
-		}
-	}
+	sdk := pythonSDK(t, "dex_runner")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dex.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
@@ -301,11 +283,7 @@ agents:
 	if code != 0 {
 		t.Fatalf("py: exit %d\n%s%s", code, out, stderr)
 	}
-	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "events", "error_mapping", "alive"} {
-		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
-			t.Errorf("py: %s did not pass:\n%s", check, out)
-		}
-	}
+	wantPassed(t, "py", out, "handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "events", "error_mapping", "alive")
 	if !strings.Contains(out, `name "echo"`) || !strings.Contains(out, "runner contract v1") || !strings.Contains(out, "plugin py passes for agent echo") {
 		t.Errorf("py report:\n%s", out)
 	}
@@ -320,18 +298,10 @@ func TestPluginCheckOpenAIAgentsRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
-	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sdk := pythonSDK(t, "dex_runner.openai_agents")
 	example, err := filepath.Abs(filepath.Join("..", "..", "examples", "orders-openai-agents"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(sdk, ".venv", "lib", "python3.11", "site-packages", "agents")); err != nil {
-		if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import agents").CombinedOutput(); err != nil {
-			testpeer.Missing(t, "openai-agents in the Python SDK's virtualenv ("+strings.TrimSpace(string(out))+")", "bash sdk/python/install.sh (make test-peers)")
-		}
 	}
 	mock := aimock.Start(t, filepath.Join(example, "testdata", "aimock"))
 	t.Setenv("DEX_OA_CHECK_KEY", "sk-oa-check")
@@ -360,14 +330,41 @@ agents:
 	if code != 0 {
 		t.Fatalf("oa: exit %d\n%s%s", code, out, stderr)
 	}
-	for _, check := range []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "tool_deferral", "events", "error_mapping", "alive"} {
-		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
-			t.Errorf("oa: %s did not pass:\n%s", check, out)
-		}
-	}
+	wantPassed(t, "oa", out, allChecks...)
 	if !strings.Contains(out, `name "orders-openai-agents"`) || !strings.Contains(out, "tools offered: lookup_order, refund_order") ||
 		!strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "plugin oa passes for agent orders") {
 		t.Errorf("oa report:\n%s", out)
 	}
 	t.Logf("%s", out)
+}
+
+// allChecks are the checks every runner must pass when its model asks for a
+// tool call.
+var allChecks = []string{"handshake", "info", "configure", "capabilities", "build_user_message", "run_model_step", "tool_deferral", "events", "error_mapping", "alive"}
+
+// wantPassed fails the test for each check that plugin check's report out
+// does not show as PASS.
+func wantPassed(t *testing.T, label, out string, checks ...string) {
+	t.Helper()
+	for _, check := range checks {
+		if !regexp.MustCompile(`(?m)^PASS ` + check + ` `).MatchString(out) {
+			t.Errorf("%s: %s did not pass:\n%s", label, check, out)
+		}
+	}
+}
+
+// pythonSDK is sdk/python's absolute path, once its virtualenv (make
+// test-peers) imports modules; a missing one is a missing peer.
+func pythonSDK(t *testing.T, modules ...string) string {
+	t.Helper()
+	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := "import " + strings.Join(append([]string{"sys"}, modules...), ", ")
+	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", code).CombinedOutput(); err != nil {
+		testpeer.Missing(t, "the Python runner SDK's virtualenv with "+strings.Join(modules, ", ")+" ("+strings.TrimSpace(string(out))+")",
+			"bash sdk/python/install.sh (make test-peers)")
+	}
+	return sdk
 }
