@@ -25,7 +25,9 @@ const (
 )
 
 // oaExampleDir is examples/orders-openai-agents.
-func oaExampleDir() string { return filepath.Join(pySDKDir(), "..", "..", "examples", "orders-openai-agents") }
+func oaExampleDir() string {
+	return filepath.Join(pySDKDir(), "..", "..", "examples", "orders-openai-agents")
+}
 
 // oaStack starts a stack whose orders agent is the OpenAI Agents SDK
 // example on the Python SDK, against aimock's OpenAI Responses API.
