@@ -169,3 +169,32 @@ func TestOpenAIAgentsRunnerKilledMidModelCall(t *testing.T) {
 		t.Errorf("aimock got %d requests, want 3 (lookup, the killed call, its retry)", n)
 	}
 }
+
+// TestOpenAIAgentsApprovalSurvivesAWorkerKill SIGKILLs the worker (and so
+// its Python plugin) while the refund waits for approval; a new worker
+// takes the session over, the approval runs the refund once, and the model
+// answers.
+func TestOpenAIAgentsApprovalSurvivesAWorkerKill(t *testing.T) {
+	t.Parallel()
+	s, mock := oaStack(t)
+	s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType, InitialMessage: "[oa] refund order 7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the refund's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	s.KillWorkers()
+	s.StartWorker()
+	in := snap.PendingInterrupts[0]
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve after the restart: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "Refunded $62.50 for order 7 (office chair). Anything else?")
+	if refunds := oaRefunds(t, s, "7"); len(refunds) != 1 {
+		t.Errorf("refunds = %v, want exactly one", refunds)
+	}
+	if n := len(mock.Requests("/v1/responses")); n != 3 {
+		t.Errorf("aimock got %d requests, want 3: the kill repeated no model call", n)
+	}
+}
