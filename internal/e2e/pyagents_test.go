@@ -30,8 +30,9 @@ func oaExampleDir() string {
 }
 
 // oaStack starts a stack whose orders agent is the OpenAI Agents SDK
-// example on the Python SDK, against aimock's OpenAI Responses API.
-func oaStack(t *testing.T) (*agenttest.Stack, *aimock.Server) {
+// example on the Python SDK, against aimock's OpenAI Responses API, with
+// extra agent keys.
+func oaStack(t *testing.T, extra ...string) (*agenttest.Stack, *aimock.Server) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
@@ -67,7 +68,7 @@ agents:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
     run_model_limit: {start_to_close_timeout: 2m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}
     tool_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3}
-`, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), oaKeyEnv, oaFlowType, mock.URL, oaKeyEnv))
+%s`, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), oaKeyEnv, oaFlowType, mock.URL, oaKeyEnv, strings.Join(extra, "")))
 	s.Setenv(oaKeyEnv, oaKey)
 	return s, mock
 }
@@ -196,5 +197,37 @@ func TestOpenAIAgentsApprovalSurvivesAWorkerKill(t *testing.T) {
 	}
 	if n := len(mock.Requests("/v1/responses")); n != 3 {
 		t.Errorf("aimock got %d requests, want 3: the kill repeated no model call", n)
+	}
+}
+
+// TestOpenAIAgentsAsksTheUser: the agent is offered the session's ask_user
+// built-in beside its own tools; its call becomes the session's question,
+// and the answer goes back to the model as the call's output.
+func TestOpenAIAgentsAsksTheUser(t *testing.T) {
+	t.Parallel()
+	s, mock := oaStack(t, "    built_in_tools: [ask_user]\n")
+	s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType, InitialMessage: "[oa-ask] refund an order"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the question", id, func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == wire.InterruptKindQuestion
+	})
+	in := snap.PendingInterrupts[0]
+	if in.Question != "Which order?" || strings.Join(in.Choices, ",") != "7,8" {
+		t.Fatalf("question = %+v", in)
+	}
+	if ok, err := s.Sessions.AnswerQuestion(ctx(t), id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: "7"}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "Thanks: order 7 it is.")
+	reqs := mock.Requests("/v1/responses")
+	if len(reqs) != 2 || !strings.Contains(string(reqs[0].Body), `"name":"ask_user"`) || !strings.Contains(string(reqs[1].Body), `\"answer\":\"7\"`) {
+		t.Errorf("the model requests did not offer ask_user and carry the answer: %d requests", len(reqs))
+		for _, r := range reqs {
+			t.Logf("%s", r.Body)
+		}
 	}
 }

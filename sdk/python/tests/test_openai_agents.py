@@ -78,6 +78,8 @@ class Scripted(Model):
             return [fcall("c1", "lookup_order", {"order_id": words[1]})]
         if words[0] == "refund":
             return [fcall("c2", "refund_order", {"order_id": words[1]})]
+        if words[0] == "ask" and "ask_user" in names:
+            return [fcall("c4", "ask_user", {"question": "Which order?"})]
         if words[0] == "transfer" and handoffs:
             return [fcall("c3", handoffs[0].tool_name, {})]
         return [text(f"[{system_instructions}] you said {' '.join(words)}")]
@@ -197,3 +199,31 @@ def test_what_does_not_map_yet_is_refused_at_configure() -> None:
             assert want in str(err), err
         else:
             raise AssertionError(f"configure accepted {agent}")
+
+
+def test_the_sessions_tools_are_offered_and_left_to_the_session() -> None:
+    model = Scripted()
+    ask = pb.ToolDefinition(
+        name="ask_user",
+        description="Ask the user.",
+        input_schema=json.dumps(
+            {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}
+        ),
+        effect="read",
+    )
+
+    async def run() -> None:
+        async with RunnerSession(runner(model), agent="orders", host_tools=[ask]) as s:
+            asked: list[str] = []
+
+            def host_tool(call: pb.DeferredToolCall) -> str:
+                asked.append(f"{call.tool_name} {call.arguments} {call.policy.effect}")
+                return '{"status":"answered","answer":"7"}'
+
+            s.host_tool = host_tool
+            turn = await s.send("ask me")
+            assert asked == ['ask_user {"question": "Which order?"} read']
+            assert turn.text() == '[triage desk] {"status":"answered","answer":"7"}'
+        assert "ask_user" in model.calls[0][1]
+
+    asyncio.run(run())

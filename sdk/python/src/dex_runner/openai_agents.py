@@ -8,7 +8,9 @@ model makes comes back to the session as a deferred call with its effect
 class and approval, and runs in ExecuteDeferredToolCall through the tool's
 own ``on_invoke_tool``. A handoff is a deferred call too: once it is
 recorded, the next model call runs the agent it names, and because the
-transcript holds the handoff, the active agent survives restarts.
+transcript holds the handoff, the active agent survives restarts. The
+session's own tools (ask_user, durable_wait, write_todos, MCP tools) are
+offered too; the session runs their calls.
 
     def build(agent_name: str, runner_config: dict[str, Any]) -> Agent:
         return Agent(name="orders", instructions="...", tools=[lookup_order, refund_order])
@@ -46,7 +48,7 @@ from openai.types.responses import (
 from dex_runner import pb
 from dex_runner.check import EFFECTS
 from dex_runner.outcome import describe_tool_call_outcome
-from dex_runner.runner import CallContext, InfoResult, ToolCallContext, permanent
+from dex_runner.runner import CallContext, InfoResult, ToolCallContext, permanent, resolve_policy
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,11 @@ class OpenAIAgentsRunner:
         system = await agent.get_system_prompt(run_ctx)
         tools = [t for t in await agent.get_all_tools(run_ctx) if isinstance(t, FunctionTool)]
         handoffs = _handoffs(agent)
+        host = list(turn.host_tools)
+        if turn.interaction_mode == "planning":
+            # A planning turn offers only write_todos.
+            tools, handoffs, host = [], [], [d for d in host if d.name == "write_todos"]
+        tools += [_host_tool(d) for d in host]
         model = self._model(agent)
         final: Response | None = None
         streamed: list[Any] = []
@@ -225,6 +232,10 @@ class OpenAIAgentsRunner:
         return self._provider.get_model(agent.model)
 
     def _claim(self, turn: pb.TurnContext, agent: Agent[Any], name: str) -> pb.ToolPolicy:
+        for d in turn.host_tools:
+            if d.name == name:
+                # A tool the session runs (a built-in, an MCP tool).
+                return resolve_policy(turn, name, d.effect)
         if name in turn.policies.policies:
             p = pb.ToolPolicy()
             p.CopyFrom(turn.policies.policies[name])
@@ -309,6 +320,24 @@ def _unsupported(agent: Agent[Any]) -> str:
 def _provider_name(model: Model) -> str:
     name = type(model).__name__
     return "openai" if name.startswith("OpenAI") else ""
+
+
+def _host_tool(d: pb.ToolDefinition) -> FunctionTool:
+    """A tool the session runs (TurnContext.host_tools: ask_user,
+    durable_wait, write_todos, MCP tools), offered to the model like the
+    agent's own. The worker routes its calls itself; the runner never runs
+    it."""
+
+    async def never(ctx: ToolContext[Any], args: str) -> str:
+        raise RuntimeError(f"{d.name} is run by the session, not by the runner")
+
+    return FunctionTool(
+        name=d.name,
+        description=d.description,
+        params_json_schema=json.loads(d.input_schema or '{"type": "object"}'),
+        on_invoke_tool=never,
+        strict_json_schema=False,
+    )
 
 
 def _handoffs(agent: Agent[Any]) -> list[Handoff[Any, Any]]:
