@@ -227,3 +227,24 @@ def test_the_sessions_tools_are_offered_and_left_to_the_session() -> None:
         assert "ask_user" in model.calls[0][1]
 
     asyncio.run(run())
+
+
+def test_a_planning_turn_offers_only_write_todos() -> None:
+    from dex_runner.service import LiveContext
+
+    model = Scripted()
+    r = runner(model)
+    asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    host = [
+        pb.ToolDefinition(name=n, input_schema='{"type": "object"}', effect="read") for n in ("ask_user", "write_todos")
+    ]
+    item = '{"role": "user", "content": "plan it"}'
+    msg = pb.Message(sequence=1, role="user", text="plan it", framework_item=item, turn_id="turn-1")
+    turn = pb.TurnContext(
+        agent="orders", turn_id="turn-1", interaction_mode="planning", host_tools=host, messages=[msg]
+    )
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), LiveContext(pb.RunModelStepFrame, False)))
+    turn.interaction_mode = "chat"
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), LiveContext(pb.RunModelStepFrame, False)))
+    assert model.calls[0][1] == ["write_todos"]
+    assert model.calls[1][1] == ["lookup_order", "ask_user", "write_todos", "transfer_to_refunds"]
