@@ -507,20 +507,7 @@ func TestDevRunsAPythonRunner(t *testing.T) {
 	sdk := pythonSDK(t, "dex_runner")
 	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-plugins:
-  echo:
-    command: python
-    venv: %s
-    args: [%s]
-agents:
-  - name: echo
-    flow_type: EchoAgent
-    runner: echo
-`, filepath.Join(sdk, ".venv"), filepath.Join(sdk, "tests", "echo_runner.py"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pythonEchoConfig(t, sdk, dir, "{}")
 	port := agenttest.FreePort(t)
 	dev, _ := startDev(t, bin, "", nil, "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port),
 		"--ui-port", "0", "--http", "127.0.0.1:0")

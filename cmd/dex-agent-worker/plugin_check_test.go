@@ -262,23 +262,7 @@ func TestPluginCheckPythonRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
-	sdk := pythonSDK(t, "dex_runner")
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "dex.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-plugins:
-  py:
-    command: python
-    venv: %s
-    args: [%s]
-agents:
-  - name: echo
-    flow_type: EchoAgent
-    runner: py
-    runner_config: {greeting: hi}
-`, filepath.Join(sdk, ".venv"), filepath.Join(sdk, "tests", "echo_runner.py"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pythonEchoConfig(t, pythonSDK(t, "dex_runner"), t.TempDir(), "{greeting: hi}")
 	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "echo", "--message", "hello from Go")
 	if code != 0 {
 		t.Fatalf("py: exit %d\n%s%s", code, out, stderr)
@@ -351,6 +335,29 @@ func wantPassed(t *testing.T, label, out string, checks ...string) {
 			t.Errorf("%s: %s did not pass:\n%s", label, check, out)
 		}
 	}
+}
+
+// pythonEchoConfig writes dir/dex.yaml: plugin py, the Python SDK's echo
+// runner run as `command: python` from the SDK's virtualenv (venv), and
+// agent echo (flow type EchoAgent) on it with runnerConfig.
+func pythonEchoConfig(t *testing.T, sdk, dir, runnerConfig string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+plugins:
+  py:
+    command: python
+    venv: %s
+    args: [%s]
+agents:
+  - name: echo
+    flow_type: EchoAgent
+    runner: py
+    runner_config: %s
+`, filepath.Join(sdk, ".venv"), filepath.Join(sdk, "tests", "echo_runner.py"), runnerConfig)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // pythonSDK is sdk/python's absolute path, once its virtualenv (make

@@ -73,6 +73,21 @@ agents:
 	return s, mock
 }
 
+// oaRefundAwaitingApproval starts "[oa] refund order 7" and returns the
+// session once the refund waits for its approval.
+func oaRefundAwaitingApproval(t *testing.T, s *agenttest.Stack) (string, wire.Snapshot) {
+	t.Helper()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType, InitialMessage: "[oa] refund order 7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the refund's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if in := snap.PendingInterrupts[0]; in.ToolName != "refund_order" || in.Kind != wire.InterruptKindApproval {
+		t.Fatalf("interrupt = %+v, want refund_order's approval", in)
+	}
+	return id, snap
+}
+
 // oaRefunds reads order id's refunds from the example's store.
 func oaRefunds(t *testing.T, s *agenttest.Stack, id string) []map[string]any {
 	t.Helper()
@@ -99,15 +114,8 @@ func TestOpenAIAgentsOrdersTurnWithAnApproval(t *testing.T) {
 	t.Parallel()
 	s, mock := oaStack(t)
 	s.StartWorker()
-	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType, InitialMessage: "[oa] refund order 7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := s.WaitForSnapshot("the refund's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	id, snap := oaRefundAwaitingApproval(t, s)
 	in := snap.PendingInterrupts[0]
-	if in.ToolName != "refund_order" {
-		t.Fatalf("interrupt = %+v", in)
-	}
 	if c := findCall(snap, "lookup_order"); c == nil || c.Effect != wire.EffectRead || c.RequiresApproval || c.Status != wire.ToolCallSucceeded {
 		t.Errorf("lookup_order record = %+v, want a read that ran without approval", c)
 	}
@@ -179,11 +187,7 @@ func TestOpenAIAgentsApprovalSurvivesAWorkerKill(t *testing.T) {
 	t.Parallel()
 	s, mock := oaStack(t)
 	s.StartWorker()
-	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType, InitialMessage: "[oa] refund order 7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := s.WaitForSnapshot("the refund's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	id, snap := oaRefundAwaitingApproval(t, s)
 	s.KillWorkers()
 	s.StartWorker()
 	in := snap.PendingInterrupts[0]

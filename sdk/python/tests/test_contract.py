@@ -74,3 +74,17 @@ def test_policies_resolve_in_the_go_sdks_order() -> None:
     assert resolve_policy(turn, "lookup", "read").effect == "read"
     assert resolve_policy(turn, "lookup").effect == "unclassified"
     assert resolve_policy(pb.TurnContext(), "x").effect == "unclassified"
+
+
+def test_a_runners_own_policy_comes_after_the_config() -> None:
+    turn = pb.TurnContext(
+        policies=pb.PolicySet(
+            default_effect="unclassified", policies={"refund": pb.ToolPolicy(effect="idempotent_write")}
+        )
+    )
+    loud = pb.ToolPolicy(effect="read", requires_approval=True)
+    assert resolve_policy(turn, "refund", own=loud).effect == "idempotent_write"  # the config's entry
+    assert resolve_policy(turn, "lookup", own=loud) == loud
+    quiet = resolve_policy(turn, "x", own=pb.ToolPolicy(requires_approval=False))
+    assert (quiet.effect, quiet.HasField("requires_approval"), quiet.requires_approval) == ("unclassified", True, False)
+    assert resolve_policy(turn, "x", "read", own=pb.ToolPolicy()).effect == "read"  # an empty own policy says nothing

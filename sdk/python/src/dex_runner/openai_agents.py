@@ -65,6 +65,9 @@ class DexToolContext:
 
 BuildAgent = Callable[[str, dict[str, Any]], Agent[Any]]
 
+# A handoff changes the active agent and nothing else: a read.
+_HANDOFF_POLICY = pb.ToolPolicy(effect="read", requires_approval=False)
+
 
 class OpenAIAgentsRunner:
     """A runner over OpenAI Agents SDK agents: ``build`` makes an agent's
@@ -113,7 +116,7 @@ class OpenAIAgentsRunner:
             for h in _handoffs(agent):
                 if h.tool_name not in names:
                     names.append(h.tool_name)
-                    policies[h.tool_name] = pb.ToolPolicy(effect="read", requires_approval=False)
+                    policies[h.tool_name] = _HANDOFF_POLICY
         return pb.ConfigureResponse(tools=names, tool_policies=policies)
 
     def _own_policy(self, t: FunctionTool) -> pb.ToolPolicy:
@@ -236,18 +239,11 @@ class OpenAIAgentsRunner:
             if d.name == name:
                 # A tool the session runs (a built-in, an MCP tool).
                 return resolve_policy(turn, name, d.effect)
-        if name in turn.policies.policies:
-            p = pb.ToolPolicy()
-            p.CopyFrom(turn.policies.policies[name])
-            return p
         if any(h.tool_name == name for h in _handoffs(agent)):
-            return pb.ToolPolicy(effect="read", requires_approval=False)
+            return resolve_policy(turn, name, own=_HANDOFF_POLICY)
         for t in agent.tools:
             if isinstance(t, FunctionTool) and t.name == name:
-                p = self._own_policy(t)
-                if not p.effect:
-                    p.effect = turn.policies.default_effect or "unclassified"
-                return p
+                return resolve_policy(turn, name, own=self._own_policy(t))
         # Not a tool of the agent: the worker fails it as unknown.
         return pb.ToolPolicy(effect="unclassified", requires_approval=False)
 

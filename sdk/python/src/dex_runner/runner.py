@@ -137,19 +137,24 @@ def permanent(message: str) -> RunnerError:
     return RunnerError(grpc.StatusCode.FAILED_PRECONDITION, message)
 
 
-def resolve_policy(turn: pb.TurnContext, tool_name: str, framework_effect: str = "") -> pb.ToolPolicy:
+def resolve_policy(
+    turn: pb.TurnContext, tool_name: str, framework_effect: str = "", own: pb.ToolPolicy | None = None
+) -> pb.ToolPolicy:
     """The policy to claim for a call: the config's explicit policy for the
-    tool, else the runner's own effect for it (framework_effect, "" when
-    the framework has none), else the config's default effect. The session
-    decides in the same order (a plugin declared trusts_tool_policies:
-    false has only the config count)."""
+    tool; else the runner's own policy for it (own: an effect, an approval
+    rule, or both) or its framework's effect (framework_effect, "" when
+    there is none); else the config's default effect. The session decides
+    in the same order (a plugin declared trusts_tool_policies: false has
+    only the config count)."""
+    effects = ("read", "idempotent_write", "non_idempotent_write", "unclassified")
+    p = pb.ToolPolicy()
     if tool_name in turn.policies.policies:
-        p = pb.ToolPolicy()
         p.CopyFrom(turn.policies.policies[tool_name])
         return p
-    effects = ("read", "idempotent_write", "non_idempotent_write", "unclassified")
-    if framework_effect in effects:
-        return pb.ToolPolicy(effect=framework_effect)
-    if turn.policies.default_effect in effects:
-        return pb.ToolPolicy(effect=turn.policies.default_effect)
-    return pb.ToolPolicy(effect="unclassified")
+    if own is not None and (own.effect in effects or own.HasField("requires_approval")):
+        p.CopyFrom(own)
+    elif framework_effect in effects:
+        p.effect = framework_effect
+    if p.effect not in effects:
+        p.effect = turn.policies.default_effect if turn.policies.default_effect in effects else "unclassified"
+    return p

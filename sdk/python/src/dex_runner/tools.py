@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from dex_runner import pb
 from dex_runner.check import EFFECTS
-from dex_runner.runner import ToolCallContext
+from dex_runner.runner import ToolCallContext, resolve_policy
 
 
 class ToolExecutionError(Exception):
@@ -247,16 +247,10 @@ class ToolSet:
         return {n: t.policy() for n, t in self._tools.items()}
 
     def claim(self, turn: pb.TurnContext, name: str) -> pb.ToolPolicy:
-        """The policy to claim for a call of name: the config's explicit
-        policy, else the tool's own, else the config's default effect."""
-        if name in turn.policies.policies:
-            p = pb.ToolPolicy()
-            p.CopyFrom(turn.policies.policies[name])
-            return p
+        """The policy to claim for a call of name (resolve_policy with the
+        tool's own policy)."""
         t = self._tools.get(name)
-        if t is not None:
-            return t.policy()
-        return pb.ToolPolicy(effect=turn.policies.default_effect or "unclassified")
+        return resolve_policy(turn, name, own=t.policy() if t is not None else None)
 
     async def execute(self, req: pb.ExecuteToolRequest, live: ToolCallContext) -> pb.ExecuteToolResponse:
         """Runs one approved call once and maps what the tool did to the
