@@ -179,8 +179,10 @@ func waitingIn(t *testing.T, s *agenttest.Stack, id, step string) {
 
 // TestRecordBuiltInHistory runs a session with the built-in tools: a
 // question answered, one declined, and a durable wait, and records its
-// history as builtin_turns.json for the replay test of internal/session
-// with -update-histories.
+// history as builtin_v5_turns.json (a version-5 session: the results keep
+// the reference's key order) for the replay test of internal/sessionflow
+// with -update-histories. builtin_turns.json, recorded from an older
+// version, is kept and replays as it ran.
 func TestRecordBuiltInHistory(t *testing.T) {
 	t.Parallel()
 	cfg, _ := builtInConfig(t, "")
@@ -208,7 +210,7 @@ func TestRecordBuiltInHistory(t *testing.T) {
 	snap = s.WaitForSnapshot("the wait's answer", id, idleAfter(2))
 	wantAnswer(t, snap, `done: durable_wait=succeeded:{"status":"completed","waited_seconds":1,"reason":"scripted wait"}`)
 	if *updateHistories {
-		recordHistory(t, s, id, "builtin_turns.json")
+		recordHistory(t, s, id, "builtin_v5_turns.json")
 	}
 }
 

@@ -73,6 +73,8 @@ import (
 //     retained limit of 6: summaries, then retention deleting the chunks
 //     the summary covers, with the worker killed after a Step that deleted
 //     them and before its commit.
+//   - builtin_v5_turns.json: builtin_turns.json's turns in a version-5
+//     session, whose built-in results keep the reference's key order.
 //   - runner_policies_turns.json: a version-5 session (RunnerPoliciesVersion)
 //     whose runner's own read (runner_read, which no tool policy names)
 //     ran without approval, and whose call of an unknown tool failed at
