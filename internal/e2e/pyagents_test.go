@@ -34,6 +34,13 @@ func oaExampleDir() string {
 // extra agent keys.
 func oaStack(t *testing.T, extra ...string) (*agenttest.Stack, *aimock.Server) {
 	t.Helper()
+	return oaStackRunning(t, []string{filepath.Join(oaExampleDir(), "main.py")}, extra...)
+}
+
+// oaStackRunning is oaStack with the plugin's args (a Python file and its
+// arguments; {{DIR}} is the stack's directory).
+func oaStackRunning(t *testing.T, args []string, extra ...string) (*agenttest.Stack, *aimock.Server) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
@@ -55,7 +62,7 @@ plugins:
   oa:
     command: python
     venv: %s
-    args: [%s]
+    args: ["%s"]
     env: [%s]
 agents:
   - name: orders
@@ -68,7 +75,7 @@ agents:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
     run_model_limit: {start_to_close_timeout: 2m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}
     tool_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3}
-%s`, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), oaKeyEnv, oaFlowType, mock.URL, oaKeyEnv, strings.Join(extra, "")))
+%s`, filepath.Join(sdk, ".venv"), strings.Join(absAll(t, args), `", "`), oaKeyEnv, oaFlowType, mock.URL, oaKeyEnv, strings.Join(extra, "")))
 	s.Setenv(oaKeyEnv, oaKey)
 	return s, mock
 }
@@ -233,5 +240,186 @@ func TestOpenAIAgentsAsksTheUser(t *testing.T) {
 		for _, r := range reqs {
 			t.Logf("%s", r.Body)
 		}
+	}
+}
+
+// absAll makes each path absolute; {{DIR}} is left for the stack.
+func absAll(t *testing.T, paths []string) []string {
+	t.Helper()
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = p
+		if !strings.HasPrefix(p, "{{DIR}}") {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = abs
+		}
+	}
+	return out
+}
+
+// TestOpenAIAgentsRunnerKilledMidWrite SIGKILLs the Python plugin while the
+// approved refund runs inside it (the example's store stops at a gate after
+// the refund started). The refund is a non-idempotent write, so the worker
+// never runs it again: its record is outcome_unknown, the model is told so
+// and answers, and the refund started exactly once.
+func TestOpenAIAgentsRunnerKilledMidWrite(t *testing.T) {
+	t.Parallel()
+	s, mock := oaStackRunning(t, []string{filepath.Join("testdata", "oa_gated_refund.py"), oaExampleDir(), "{{DIR}}"})
+	gate := s.Gate("refund")
+	if err := gate.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	w := s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType, InitialMessage: "[oa-write] refund order 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.WaitForSnapshot("the refund's approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	pid, err := gate.WaitUntilReached(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pids := tsPluginPIDs(t, w); len(pids) != 1 || pids[0] != pid {
+		t.Fatalf("the refund stopped in process %d; the worker's plugins are %v", pid, pids)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the plugin %d: %v", pid, err)
+	}
+	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	wantAnswer(t, snap, "I could not confirm the refund of order 3: please check it before trying again.")
+	var status []string
+	for _, m := range snap.Messages {
+		if m.ToolName == "refund_order" {
+			status = append(status, string(m.ToolStatus))
+		}
+	}
+	if len(status) != 1 || status[0] != string(wire.ToolCallOutcomeUnknown) {
+		t.Errorf("refund_order results stored: %v, want one outcome_unknown", status)
+	}
+	started, err := os.ReadFile(filepath.Join(s.Dir, "refunds-started.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := strings.Fields(string(started)); len(keys) != 1 || keys[0] != id+"/turn-1/oa_wrefund_3" {
+		t.Errorf("refunds started: %q, want exactly one, with the call's idempotency key", keys)
+	}
+	if refunds := oaRefunds(t, s, "3"); len(refunds) != 0 {
+		t.Errorf("refunds = %v: the killed refund never reached the store", refunds)
+	}
+	reqs := mock.Requests("/v1/responses")
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "The outcome of this tool call is unknown") {
+		t.Errorf("aimock got %d requests; the second should tell the model the outcome is unknown", len(reqs))
+	}
+}
+
+// TestOpenAIAgentsPlanMode: a planning turn offers the agent only the
+// session's write_todos, with the plan-mode note; the draft it writes is
+// the session's plan; execute_plan starts an executing turn that offers
+// the agent's own tools again and shows the model the active plan.
+func TestOpenAIAgentsPlanMode(t *testing.T) {
+	t.Parallel()
+	s, mock := oaStack(t, "    built_in_tools: [write_todos]\n    plan_mode_enabled: true\n")
+	s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Sessions.SendUserMessageWithOptions(ctx(t), id, "[oa-plan] refund orders 3 and 7", client.SendOptions{PlanMode: true}); err != nil || !ok {
+		t.Fatalf("plan-mode message: %v %v", ok, err)
+	}
+	snap := s.WaitForSnapshot("the draft", id, idleAfter(1))
+	wantAnswer(t, snap, "Here is the plan: look order 3 up, then refund it.")
+	if p := snap.Plan; p == nil || p.Status != "draft" || p.Revision != 1 || len(p.Tasks) != 2 || p.Tasks[1].Content != "Refund order 3" {
+		t.Fatalf("plan after the planning turn: %+v", p)
+	}
+	if ok, err := s.Sessions.ExecutePlan(ctx(t), id, 1); err != nil || !ok {
+		t.Fatalf("execute_plan: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the executing turn", id, idleAfter(2))
+	wantAnswer(t, snap, "Starting on the plan with order 3.")
+	reqs := mock.Requests("/v1/responses")
+	if len(reqs) != 3 {
+		t.Fatalf("aimock got %d requests, want 3", len(reqs))
+	}
+	planning, executing := string(reqs[0].Body), string(reqs[2].Body)
+	if !strings.Contains(planning, "[Dex] Plan mode: do not act yet.") || !strings.Contains(planning, `"name":"write_todos"`) || strings.Contains(planning, `"name":"lookup_order"`) {
+		t.Errorf("the planning call should offer only write_todos, with the plan-mode note: %s", planning)
+	}
+	if !strings.Contains(executing, "[Dex] The current plan (revision 1, active):") || !strings.Contains(executing, `"name":"lookup_order"`) {
+		t.Errorf("the executing call should show the active plan and offer the agent's tools: %s", executing)
+	}
+}
+
+// oaLongTurns is how many turns TestOpenAIAgentsLongSessionCompacts runs.
+const oaLongTurns = 200
+
+// TestOpenAIAgentsLongSessionCompacts runs 200 turns of ~1 KiB messages
+// through the OpenAI Agents SDK adapter with a 3,000-token window: the
+// session compacts again and again (the adapter's cutoff and summary
+// call), and no model request carries more than the window, however long
+// the session grows.
+func TestOpenAIAgentsLongSessionCompacts(t *testing.T) {
+	t.Parallel()
+	const window = 3000
+	s, mock := oaStack(t, fmt.Sprintf("    compaction: {context_window_tokens: %d, trigger_ratio: 0.85, keep_ratio: 0.3}\n", window))
+	s.StartWorker()
+	id, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: oaFlowType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("the order arrived late and the box was dented; ", 22)
+	for i := 1; i <= oaLongTurns; i++ {
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, fmt.Sprintf("[oa-long] note %d: %s", i, filler)); err != nil || !ok {
+			t.Fatalf("turn %d: send: %v %v", i, ok, err)
+		}
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i), id, idleAfter(i))
+	}
+	snap, err := s.Sessions.GetAgentSnapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State.LastTurnError != "" {
+		t.Fatalf("last turn error: %s", snap.State.LastTurnError)
+	}
+	wantAnswer(t, snap, "Noted.")
+	var largest, summaries, turns int
+	for _, r := range mock.Requests("/v1/responses") {
+		var body struct {
+			Instructions string          `json:"instructions"`
+			Input        json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(body.Instructions, "Summarize the conversation so far") {
+			summaries++
+		} else {
+			turns++
+		}
+		// The input the framework state makes, at the contract's 3 bytes
+		// per token.
+		largest = max(largest, (len(body.Input)+len(body.Instructions))/3)
+	}
+	t.Logf("%d turns: %d model calls, %d summaries, largest input ~%d tokens (window %d)", oaLongTurns, turns, summaries, largest, window)
+	if turns != oaLongTurns {
+		t.Errorf("%d model calls for %d turns", turns, oaLongTurns)
+	}
+	if largest > window {
+		t.Errorf("a model request's input was ~%d tokens, over the %d-token window", largest, window)
+	}
+	if summaries < oaLongTurns/10 {
+		t.Errorf("%d summaries in %d turns; with ~400-token turns and a 3,000-token window it should compact every few turns", summaries, oaLongTurns)
+	}
+	if cs := snap.ContextSummary; cs == nil || cs.Generation != summaries || !strings.HasPrefix(cs.Text, "Summary: the customer sent long notes") {
+		t.Errorf("the snapshot's summary = %+v, want generation %d", cs, summaries)
+	}
+	if snap.Usage.ModelCalls != int64(turns+summaries) {
+		t.Errorf("usage counts %d model calls, aimock saw %d", snap.Usage.ModelCalls, turns+summaries)
 	}
 }

@@ -88,3 +88,22 @@ def test_a_runners_own_policy_comes_after_the_config() -> None:
     quiet = resolve_policy(turn, "x", own=pb.ToolPolicy(requires_approval=False))
     assert (quiet.effect, quiet.HasField("requires_approval"), quiet.requires_approval) == ("unclassified", True, False)
     assert resolve_policy(turn, "x", "read", own=pb.ToolPolicy()).effect == "read"  # an empty own policy says nothing
+
+
+def test_the_plan_and_summary_texts_are_stepwises() -> None:
+    from dex_runner import context
+
+    stepwise = CONTRACT.parents[1] / "plugins" / "stepwise"
+    plan = (stepwise / "plan.go").read_text()
+    compact = (stepwise / "compact.go").read_text()
+    assert go_string(plan, "PlanNoteHeader") == context.PLAN_NOTE_HEADER
+    assert go_string(plan, "PlanNoteFooter") == context.PLAN_NOTE_FOOTER
+    planning = re.search(r'PlanningNote = ("[^"]*") \+\s*("[^"]*")', plan)
+    assert planning, "PlanningNote is not in stepwise"
+    assert json.loads(planning.group(1)) + json.loads(planning.group(2)) == context.PLANNING_NOTE
+    assert go_string(compact, "ContextSummaryNoteHeader") == context.SUMMARY_NOTE_HEADER
+    assert go_string(compact, "ContextSummaryOmissionFormat") == context.SUMMARY_OMISSION_FORMAT
+    instructions = re.search(r"ContextSummaryInstructions = ((?:\"[^\"]*\"(?: \+\s*)?)+)", compact)
+    assert instructions, "ContextSummaryInstructions is not in stepwise"
+    parts = re.findall(r'"(?:[^"\\]|\\.)*"', instructions.group(1))
+    assert "".join(json.loads(p) for p in parts) == context.SUMMARY_INSTRUCTIONS

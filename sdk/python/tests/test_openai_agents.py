@@ -27,7 +27,9 @@ from openai.types.responses import (
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from dex_runner import pb
+from dex_runner.context import PLANNING_NOTE, SUMMARY_INSTRUCTIONS, SUMMARY_NOTE_HEADER, SUMMARY_OMISSION_FORMAT
 from dex_runner.openai_agents import DexToolContext, OpenAIAgentsRunner
+from dex_runner.runner import RunnerError
 from dex_runner.testing import RunnerSession
 
 refunds: list[str] = []
@@ -66,10 +68,14 @@ class Scripted(Model):
 
     def __init__(self) -> None:
         self.calls: list[tuple[str | None, list[str]]] = []
+        self.inputs: list[list[Any]] = []
 
     def _respond(self, system_instructions: str | None, input: Any, tools: Any, handoffs: Any) -> list[Any]:
         names = [t.name for t in tools] + [h.tool_name for h in handoffs]
         self.calls.append((system_instructions, names))
+        self.inputs.append(list(input))
+        if system_instructions == SUMMARY_INSTRUCTIONS:
+            return [text(f"summary of {len(input)} items")]
         last = input[-1]
         if last.get("type") == "function_call_output":
             return [text(f"[{system_instructions}] {last['output']}")]
@@ -248,3 +254,106 @@ def test_a_planning_turn_offers_only_write_todos() -> None:
     asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), LiveContext(pb.RunModelStepFrame, False)))
     assert model.calls[0][1] == ["write_todos"]
     assert model.calls[1][1] == ["lookup_order", "ask_user", "write_todos", "transfer_to_refunds"]
+
+
+def stored(turn: Any, *items: dict[str, Any], first: int = 1) -> list[pb.Message]:
+    """Stored messages of items, as the session keeps them."""
+    out = []
+    for i, it in enumerate(items):
+        role = "tool" if it.get("type") == "function_call_output" else str(it.get("role", "assistant"))
+        out.append(
+            pb.Message(
+                sequence=first + i, role=role, framework_item=json.dumps(it), turn_id=turn,
+                tool_call_id=str(it.get("call_id", "")) if role == "tool" else "",
+            )
+        )  # fmt: skip
+    return out
+
+
+def live() -> Any:
+    from dex_runner.service import LiveContext
+
+    return LiveContext(pb.RunModelStepFrame, False)
+
+
+def test_the_plan_note_comes_before_the_turns_message() -> None:
+    model = Scripted()
+    r = runner(model)
+    asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    msgs = stored(
+        "turn-1", {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "plan the refunds"},
+    )  # fmt: skip
+    plan = pb.Plan(revision=2, status="draft", tasks=[pb.PlanTask(content="Look up order 7", status="pending")])
+    turn = pb.TurnContext(agent="orders", turn_id="turn-2", interaction_mode="planning", messages=msgs, plan=plan)
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), live()))
+    note = (
+        PLANNING_NOTE + "\n[Dex] The current plan (revision 2, draft):\n1. [pending] Look up order 7\n"
+        "Keep the task statuses current with write_todos."
+    )
+    assert [i.get("content") for i in model.inputs[0]] == ["hi", "hello", note, "plan the refunds"]
+
+    turn.interaction_mode, turn.plan.status = "executing", "active"
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), live()))
+    assert model.inputs[1][2]["content"] == (
+        "[Dex] The current plan (revision 2, active):\n1. [pending] Look up order 7\n"
+        "Keep the task statuses current with write_todos."
+    )
+
+
+def test_compaction_cuts_between_whole_responses_and_keeps_the_handoff() -> None:
+    model = Scripted()
+    r = runner(model)
+    asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    msgs = stored(
+        "turn-1",
+        {"role": "user", "content": "transfer me " + "x" * 300},
+        {"type": "function_call", "call_id": "h1", "name": "transfer_to_refunds", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "h1", "output": "{'assistant': 'refunds'}"},
+        {"role": "assistant", "content": "refunds here"},
+        {"role": "user", "content": "refund 9"},
+        {"type": "function_call", "call_id": "c2", "name": "refund_order", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": "refunded"},
+        {"role": "user", "content": "thanks"},
+    )  # fmt: skip
+    turn = pb.TurnContext(agent="orders", turn_id="turn-3", messages=msgs)
+    cut = asyncio.run(r.select_compaction_cutoff(pb.CompactionCutoffRequest(turn=turn, retained_token_budget=1)))
+    # The newest cut within the budget that splits no call from its output:
+    # not after sequence 6 (c2 is open), so after 7.
+    assert cut.through_sequence == 7
+    cut = asyncio.run(r.select_compaction_cutoff(pb.CompactionCutoffRequest(turn=turn, retained_token_budget=10**6)))
+    assert cut.through_sequence == 1
+    one = stored("turn-1", {"role": "user", "content": "hi"})
+    cut = asyncio.run(
+        r.select_compaction_cutoff(pb.CompactionCutoffRequest(turn=pb.TurnContext(agent="orders", messages=one)))
+    )
+    assert cut.through_sequence == 0
+
+    req = pb.SummarizeContextRequest(turn=turn, messages=msgs[:7], previous_summary="they said hello")
+    resp = asyncio.run(r.summarize_context(req, live()))
+    assert model.calls[-1] == (SUMMARY_INSTRUCTIONS, [])
+    assert model.inputs[-1][0] == {"role": "user", "content": SUMMARY_NOTE_HEADER + "\nthey said hello"}
+    assert resp.summary == "summary of 8 items\n\n[Dex] Active agent: refunds"
+    assert resp.usage.model_calls == 1 and resp.usage.input_tokens == 10
+
+    # A budget that fits only the newest whole responses leaves the oldest
+    # out and says how many.
+    req.input_token_budget = 350
+    resp = asyncio.run(r.summarize_context(req, live()))
+    assert model.inputs[-1][1] == {"role": "user", "content": SUMMARY_OMISSION_FORMAT % 1}
+    assert resp.summary == "summary of 8 items\n\n[Dex] Active agent: refunds"
+    req.input_token_budget = 10
+    try:
+        asyncio.run(r.summarize_context(req, live()))
+    except RunnerError as err:
+        assert "does not fit the summary call's input budget" in err.message
+    else:
+        raise AssertionError("a budget nothing fits was accepted")
+
+    # The next model call starts with the summary and stays with the agent
+    # the summarized handoff made active.
+    turn.context_summary.CopyFrom(pb.ContextSummary(generation=1, first_sequence=1, last_sequence=7, text=resp.summary))
+    del turn.messages[:7]
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), live()))
+    assert model.calls[-1][0] == "refunds desk"
+    assert model.inputs[-1][0]["content"].startswith(SUMMARY_NOTE_HEADER + "\nsummary of 8 items")

@@ -27,7 +27,8 @@ idempotency key from ``ctx.context`` when it takes a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,15 @@ from openai.types.responses import (
 
 from dex_runner import pb
 from dex_runner.check import EFFECTS
+from dex_runner.context import (
+    SUMMARY_INSTRUCTIONS,
+    SUMMARY_OMISSION_FORMAT,
+    estimate_tokens,
+    fit_summary_input,
+    plan_note,
+    select_cutoff,
+    summary_note,
+)
 from dex_runner.outcome import describe_tool_call_outcome
 from dex_runner.runner import CallContext, InfoResult, ToolCallContext, permanent, resolve_policy
 
@@ -157,7 +167,8 @@ class OpenAIAgentsRunner:
                     tool_name=rec.tool_name, tool_status=rec.status,
                 )
             )  # fmt: skip
-        agent = _active_agent(root, items)
+        summary = turn.context_summary.text if turn.HasField("context_summary") else ""
+        agent = _active_agent(root, items, _summary_agent(summary))
         run_ctx: RunContextWrapper[Any] = RunContextWrapper(context=None)
         system = await agent.get_system_prompt(run_ctx)
         tools = [t for t in await agent.get_all_tools(run_ctx) if isinstance(t, FunctionTool)]
@@ -168,26 +179,14 @@ class OpenAIAgentsRunner:
             tools, handoffs, host = [], [], [d for d in host if d.name == "write_todos"]
         tools += [_host_tool(d) for d in host]
         model = self._model(agent)
-        final: Response | None = None
-        streamed: list[Any] = []
-        stream = model.stream_response(
-            system, items, agent.model_settings, list(tools), None, handoffs, ModelTracing.DISABLED,
-            previous_response_id=None, conversation_id=None, prompt=None,
+        final = await _stream(
+            model.stream_response(
+                system, _model_input(turn, items), agent.model_settings, list(tools), None, handoffs,
+                ModelTracing.DISABLED, previous_response_id=None, conversation_id=None, prompt=None,
+            ),
+            ctx,
         )  # fmt: skip
-        async for event in stream:
-            if isinstance(event, ResponseTextDeltaEvent):
-                ctx.write_text_delta(event.delta)
-            elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
-                ctx.write_reasoning_delta(event.delta)
-            elif isinstance(event, ResponseOutputItemDoneEvent):
-                streamed.append(event.item)
-            elif isinstance(event, ResponseCompletedEvent):
-                final = event.response
-            elif event.type in ("response.incomplete", "response.failed", "error"):
-                raise RuntimeError(f"the model's response ended with {event.type}")
-        if final is None:
-            raise RuntimeError("the model's stream ended without response.completed")
-        resp = ModelResponse(output=list(final.output or streamed), usage=Usage(), response_id=final.id)
+        resp = ModelResponse(output=list(final.output), usage=Usage(), response_id=final.id)
         calls: list[pb.DeferredToolCall] = []
         for out_item in resp.to_input_items():
             d: dict[str, Any] = json.loads(json.dumps(out_item, default=str))
@@ -205,16 +204,7 @@ class OpenAIAgentsRunner:
             new_messages.append(
                 pb.FrameworkMessage(role="assistant", text=_message_text(d), framework_item=json.dumps(d))
             )
-        u = final.usage
-        usage = pb.Usage(model_calls=1)
-        if u is not None:
-            usage.input_tokens, usage.output_tokens, usage.total_tokens = (
-                u.input_tokens,
-                u.output_tokens,
-                u.total_tokens,
-            )
-            usage.cached_input_tokens = getattr(u.input_tokens_details, "cached_tokens", 0) or 0
-            usage.reasoning_tokens = getattr(u.output_tokens_details, "reasoning_tokens", 0) or 0
+        usage = _usage(final)
         meta = pb.ModelCallMetadata(
             request_model=_model_name(agent), response_id=resp.response_id or "", provider_name=_provider_name(model)
         )
@@ -228,6 +218,55 @@ class OpenAIAgentsRunner:
                 run_state=state, tool_calls=calls, new_messages=new_messages, usage=usage, metadata=meta
             )
         )
+
+    async def select_compaction_cutoff(self, req: pb.CompactionCutoffRequest) -> pb.CompactionCutoffResponse:
+        """Cuts only between whole responses: never between a function call
+        and its output."""
+        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, _closes)
+        return pb.CompactionCutoffResponse(through_sequence=through)
+
+    async def summarize_context(self, req: pb.SummarizeContextRequest, ctx: CallContext) -> pb.SummarizeContextResponse:
+        """One call of the active agent's model, with the summary
+        instructions and no tools, over the earlier summary and the
+        messages. The summary ends with the agent a handoff made active,
+        so a handoff the summary replaces still holds."""
+        turn = req.turn
+        root = self._root(turn.agent)
+        msgs = [m for m in req.messages if m.framework_item]
+        agent = _active_agent(
+            root, [json.loads(m.framework_item) for m in msgs], _summary_agent(req.previous_summary)
+        )  # fmt: skip
+        model = self._model(agent)
+        head: list[Any] = []
+        if req.previous_summary:
+            head.append({"role": "user", "content": summary_note(req.previous_summary)})
+
+        def build(rest: Sequence[pb.Message], omitted: int) -> list[Any]:
+            note = [{"role": "user", "content": SUMMARY_OMISSION_FORMAT % omitted}] if omitted else []
+            return head + note + [json.loads(m.framework_item) for m in rest]
+
+        def size(rest: Sequence[pb.Message], omitted: int) -> int:
+            out = agent.model_settings.max_tokens or 0
+            return estimate_tokens(SUMMARY_INSTRUCTIONS + json.dumps(build(rest, omitted))) + out
+
+        try:
+            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, _closes)
+        except ValueError as e:
+            raise permanent(str(e)) from e
+        final = await _stream(
+            model.stream_response(
+                SUMMARY_INSTRUCTIONS, build(rest, omitted), agent.model_settings, [], None, [],
+                ModelTracing.DISABLED, previous_response_id=None, conversation_id=None, prompt=None,
+            ),
+            ctx,
+        )  # fmt: skip
+        text = "".join(_message_text(json.loads(json.dumps(i, default=str))) for i in _output_items(final))
+        if agent is not root:
+            text += "\n\n" + _ACTIVE_AGENT_FORMAT % agent.name
+        meta = pb.ModelCallMetadata(
+            request_model=_model_name(agent), response_id=final.id or "", provider_name=_provider_name(model)
+        )
+        return pb.SummarizeContextResponse(summary=text, usage=_usage(final), metadata=meta)
 
     def _model(self, agent: Agent[Any]) -> Model:
         if isinstance(agent.model, Model):
@@ -353,13 +392,13 @@ def _graph(root: Agent[Any]) -> list[Agent[Any]]:
     return seen
 
 
-def _active_agent(root: Agent[Any], items: list[Any]) -> Agent[Any]:
-    """The agent the transcript's last completed handoff reached, or root:
-    the active agent is derived from the stored items, so it survives any
-    restart."""
+def _active_agent(root: Agent[Any], items: list[Any], start: str = "") -> Agent[Any]:
+    """The agent the transcript's last completed handoff reached, else the
+    one the context summary names (start), else root: the active agent is
+    derived from the stored items, so it survives any restart."""
     graph = {a.name: a for a in _graph(root)}
     outputs = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"}
-    active = root
+    active = graph.get(start, root)
     for i in items:
         if not isinstance(i, dict) or i.get("type") != "function_call" or i.get("call_id") not in outputs:
             continue
@@ -368,6 +407,80 @@ def _active_agent(root: Agent[Any], items: list[Any]) -> Agent[Any]:
                 active = graph[h.agent_name]
                 break
     return active
+
+
+# The last line of a summary made while a handoff's agent was active.
+_ACTIVE_AGENT_FORMAT = "[Dex] Active agent: %s"
+_ACTIVE_AGENT_RE = re.compile(r"\n\[Dex\] Active agent: (.+)\Z")
+
+
+def _summary_agent(summary: str) -> str:
+    m = _ACTIVE_AGENT_RE.search(summary)
+    return m.group(1) if m else ""
+
+
+def _model_input(turn: pb.TurnContext, items: list[Any]) -> list[Any]:
+    """The model's input: the context summary first, then the stored items,
+    with the plan note just before the turn's user message."""
+    out: list[Any] = []
+    if turn.HasField("context_summary"):
+        out.append({"role": "user", "content": summary_note(turn.context_summary.text)})
+    note = plan_note(turn)
+    at = len(items)
+    if note:
+        at = max((i for i, it in enumerate(items) if isinstance(it, dict) and it.get("role") == "user"), default=0)
+    out += items[:at]
+    if note:
+        out.append({"role": "user", "content": note})
+    return out + items[at:]
+
+
+def _opens(m: pb.Message) -> list[str]:
+    if m.role != "assistant" or '"function_call"' not in m.framework_item:
+        return []
+    d = json.loads(m.framework_item)
+    return [str(d.get("call_id"))] if isinstance(d, dict) and d.get("type") == "function_call" else []
+
+
+def _closes(m: pb.Message) -> list[str]:
+    return [m.tool_call_id] if m.role == "tool" else []
+
+
+async def _stream(stream: AsyncIterator[Any], ctx: CallContext) -> Response:
+    """Drains one streamed model call, writing its text and reasoning live,
+    and returns the completed response."""
+    final: Response | None = None
+    streamed: list[Any] = []
+    async for event in stream:
+        if isinstance(event, ResponseTextDeltaEvent):
+            ctx.write_text_delta(event.delta)
+        elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent):
+            ctx.write_reasoning_delta(event.delta)
+        elif isinstance(event, ResponseOutputItemDoneEvent):
+            streamed.append(event.item)
+        elif isinstance(event, ResponseCompletedEvent):
+            final = event.response
+        elif event.type in ("response.incomplete", "response.failed", "error"):
+            raise RuntimeError(f"the model's response ended with {event.type}")
+    if final is None:
+        raise RuntimeError("the model's stream ended without response.completed")
+    if not final.output:
+        final.output = streamed
+    return final
+
+
+def _output_items(final: Response) -> list[Any]:
+    return list(ModelResponse(output=list(final.output), usage=Usage(), response_id=final.id).to_input_items())
+
+
+def _usage(final: Response) -> pb.Usage:
+    usage = pb.Usage(model_calls=1)
+    u = final.usage
+    if u is not None:
+        usage.input_tokens, usage.output_tokens, usage.total_tokens = u.input_tokens, u.output_tokens, u.total_tokens
+        usage.cached_input_tokens = getattr(u.input_tokens_details, "cached_tokens", 0) or 0
+        usage.reasoning_tokens = getattr(u.output_tokens_details, "reasoning_tokens", 0) or 0
+    return usage
 
 
 def _message_text(item: dict[str, Any]) -> str:
