@@ -530,3 +530,63 @@ func TestDevRunsAPythonRunner(t *testing.T) {
 		t.Errorf("dev exited with %v", err)
 	}
 }
+
+// TestDevRunsThePythonExamples runs make dev-python's config
+// (configs/python.yaml) as it is: each Python example's orders agent, on its
+// scripted model, looks order 7 up, waits for the refund's approval, and
+// once approved refunds it and answers.
+func TestDevRunsThePythonExamples(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	pythonSDK(t, "dex_runner.openai_agents")
+	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
+	dir := t.TempDir()
+	cfg, err := filepath.Abs(filepath.Join("..", "..", "configs", "python.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := agenttest.FreePort(t)
+	dev, _ := startDev(t, bin, "", nil, "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--temporal-port", fmt.Sprint(port),
+		"--ui-port", "0", "--http", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sessions := devSessions(t, ctx, port)
+	for _, flow := range []string{"OrdersOpenAIAgents"} {
+		id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flow, InitialMessage: "refund order 7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap wire.Snapshot
+		wait := func(what string, ok func(wire.Snapshot) bool) {
+			t.Helper()
+			err := agenttest.WaitFor(ctx, flow+": "+what, 2*time.Minute, func() (bool, error) {
+				s, err := sessions.GetAgentSnapshot(ctx, id)
+				snap = s
+				return err == nil && s.State != nil && ok(s), err
+			})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, dev.log(t))
+			}
+		}
+		wait("the refund's approval", func(s wire.Snapshot) bool {
+			return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].ToolName == "refund_order"
+		})
+		if got := snap.PendingInterrupts[0].Arguments; !strings.Contains(string(got), `"amount_cents": 6250`) && !strings.Contains(string(got), `"amount_cents":6250`) {
+			t.Errorf("%s: the refund's arguments are %s, want order 7's total", flow, got)
+		}
+		if ok, err := sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+			t.Fatalf("%s: approve: %v %v", flow, ok, err)
+		}
+		wait("the answer", func(s wire.Snapshot) bool {
+			return s.State.Status == wire.StatusWaitingForUserMessage && s.State.ActiveTurnID == ""
+		})
+		if last := snap.Messages[len(snap.Messages)-1]; last.Role != "assistant" || last.Text != "Refunded $62.50 for order 7." {
+			t.Errorf("%s: the last message is %+v", flow, last)
+		}
+	}
+	if err := dev.stop(t); err != nil {
+		t.Errorf("dev exited with %v", err)
+	}
+}

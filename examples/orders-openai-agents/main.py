@@ -4,6 +4,7 @@ runner_config:
 
     store_path: orders.json        # the orders file (relative to the worker config's directory)
     model: {name: gpt-5-mini, base_url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY}
+    # or model: {provider: scripted}: the demo's scripted model, no key
 
 List the key's variable in plugins.<name>.env; the plugin sees nothing else.
 """
@@ -19,6 +20,7 @@ from dex_runner.openai_agents import OpenAIAgentsRunner
 from openai import AsyncOpenAI
 
 from orders_agent import Store, build_agent
+from scripted import ScriptedModel
 
 
 def build(agent_name: str, cfg: dict[str, Any]) -> Agent[Any]:
@@ -26,6 +28,9 @@ def build(agent_name: str, cfg: dict[str, Any]) -> Agent[Any]:
     if unknown:
         raise ValueError(f"runner_config: unknown keys {sorted(unknown)}")
     model_cfg = cfg.get("model") or {}
+    store = Store(cfg.get("store_path", "orders.json"))
+    if model_cfg.get("provider") == "scripted":
+        return build_agent(ScriptedModel(), store)
     key_env = model_cfg.get("api_key_env", "OPENAI_API_KEY")
     key = os.environ.get(key_env)
     if not key:
@@ -35,7 +40,7 @@ def build(agent_name: str, cfg: dict[str, Any]) -> Agent[Any]:
     # No retries of the client's own: the worker retries the Step.
     client = AsyncOpenAI(api_key=key, base_url=model_cfg.get("base_url") or None, max_retries=0)
     model = OpenAIResponsesModel(model=model_cfg.get("name", "gpt-5-mini"), openai_client=client)
-    return build_agent(model, Store(cfg.get("store_path", "orders.json")))
+    return build_agent(model, store)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, ModelProvider, RunContextWrapper, handoff
@@ -58,20 +57,9 @@ from dex_runner.context import (
     summary_note,
 )
 from dex_runner.outcome import describe_tool_call_outcome
-from dex_runner.runner import CallContext, InfoResult, ToolCallContext, permanent, resolve_policy
+from dex_runner.runner import CallContext, DexToolContext, InfoResult, ToolCallContext, permanent, resolve_policy
 
-
-@dataclass(frozen=True)
-class DexToolContext:
-    """What a tool knows about its call: the session's idempotency key and
-    the call's place."""
-
-    idempotency_key: str
-    attempt: int
-    session_id: str
-    turn_id: str
-    tool_call_id: str
-
+__all__ = ["DexToolContext", "OpenAIAgentsRunner"]
 
 BuildAgent = Callable[[str, dict[str, Any]], Agent[Any]]
 

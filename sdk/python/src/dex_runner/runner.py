@@ -120,6 +120,21 @@ def capabilities_of(runner: object) -> pb.Capabilities:
     return caps
 
 
+@dataclass(frozen=True)
+class DexToolContext:
+    """What a framework adapter's tool knows about its call: the session's
+    idempotency key (pass it to the system the write reaches, so a retried
+    call applies once) and the call's place. Outside a tool call (a model
+    call building its instructions) idempotency_key and tool_call_id are
+    empty and attempt is 0."""
+
+    idempotency_key: str
+    attempt: int
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+
+
 class RunnerError(Exception):
     """Fails a call with a gRPC status code the host reads (see
     runner.proto's "Errors"). Any other raised error is UNKNOWN, which the
