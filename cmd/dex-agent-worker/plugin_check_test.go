@@ -279,45 +279,60 @@ func TestPluginCheckPythonRunner(t *testing.T) {
 // Python SDK's adapter; its model calls go to aimock's Responses API,
 // which asks for a lookup_order call.
 func TestPluginCheckOpenAIAgentsRunner(t *testing.T) {
+	checkPythonExample(t, "dex_runner.openai_agents", "orders-openai-agents", "store_path: %s/orders.json", "oa")
+}
+
+// TestPluginCheckPydanticAIRunner: plugin check passes the Pydantic AI
+// example (examples/orders-pydantic-ai) against aimock's Chat Completions
+// API, which asks for a lookup_order call.
+func TestPluginCheckPydanticAIRunner(t *testing.T) {
+	checkPythonExample(t, "dex_runner.pydantic_ai", "orders-pydantic-ai", "db_path: %s/orders.db", "pa")
+}
+
+// checkPythonExample runs plugin check on a Python example with its aimock
+// fixtures and the message "[<prefix>-check] look up order 3"; storage is
+// the runner_config line that holds the example's data (%s is a temporary
+// directory).
+func checkPythonExample(t *testing.T, module, name, storage, prefix string) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
-	sdk := pythonSDK(t, "dex_runner.openai_agents")
-	example, err := filepath.Abs(filepath.Join("..", "..", "examples", "orders-openai-agents"))
+	sdk := pythonSDK(t, module)
+	example, err := filepath.Abs(filepath.Join("..", "..", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mock := aimock.Start(t, filepath.Join(example, "testdata", "aimock"))
-	t.Setenv("DEX_OA_CHECK_KEY", "sk-oa-check")
+	t.Setenv("DEX_PY_CHECK_KEY", "sk-py-check")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dex.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 plugins:
-  oa:
+  %[1]s:
     command: python
-    venv: %s
-    args: [%s]
-    env: [DEX_OA_CHECK_KEY]
+    venv: %[2]s
+    args: [%[3]s]
+    env: [DEX_PY_CHECK_KEY]
 agents:
   - name: orders
-    flow_type: OrdersOA
-    runner: oa
+    flow_type: OrdersCheck
+    runner: %[1]s
     runner_config:
-      store_path: %s
-      model: {base_url: "%s/v1", name: gpt-oa-check, api_key_env: DEX_OA_CHECK_KEY}
+      %[4]s
+      model: {base_url: "%[5]s/v1", name: gpt-check, api_key_env: DEX_PY_CHECK_KEY}
     tool_policies:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
-`, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), filepath.Join(dir, "orders.json"), mock.URL)), 0o644); err != nil {
+`, prefix, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), fmt.Sprintf(storage, dir), mock.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "[oa-check] look up order 3")
+	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "["+prefix+"-check] look up order 3")
 	if code != 0 {
-		t.Fatalf("oa: exit %d\n%s%s", code, out, stderr)
+		t.Fatalf("%s: exit %d\n%s%s", prefix, code, out, stderr)
 	}
-	wantPassed(t, "oa", out, allChecks...)
-	if !strings.Contains(out, `name "orders-openai-agents"`) || !strings.Contains(out, "tools offered: lookup_order, refund_order") ||
-		!strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "plugin oa passes for agent orders") {
-		t.Errorf("oa report:\n%s", out)
+	wantPassed(t, prefix, out, allChecks...)
+	if !strings.Contains(out, `name "`+name+`"`) || !strings.Contains(out, "tools offered: lookup_order, refund_order") ||
+		!strings.Contains(out, "asked for 1 tool call(s)") || !strings.Contains(out, "plugin "+prefix+" passes for agent orders") {
+		t.Errorf("%s report:\n%s", prefix, out)
 	}
 	t.Logf("%s", out)
 }

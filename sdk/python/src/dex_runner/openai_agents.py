@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from agents import Agent, FunctionTool, Handoff, ModelProvider, RunContextWrapper, handoff
@@ -37,6 +38,7 @@ from agents.models.interface import Model, ModelTracing
 from agents.models.multi_provider import MultiProvider
 from agents.tool_context import ToolContext
 from agents.usage import Usage
+from openai import APIStatusError
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -57,7 +59,15 @@ from dex_runner.context import (
     summary_note,
 )
 from dex_runner.outcome import describe_tool_call_outcome
-from dex_runner.runner import CallContext, DexToolContext, InfoResult, ToolCallContext, permanent, resolve_policy
+from dex_runner.runner import (
+    PERMANENT_HTTP_STATUSES,
+    CallContext,
+    DexToolContext,
+    InfoResult,
+    ToolCallContext,
+    permanent,
+    resolve_policy,
+)
 
 __all__ = ["DexToolContext", "OpenAIAgentsRunner"]
 
@@ -288,7 +298,7 @@ class OpenAIAgentsRunner:
                 if isinstance(t, FunctionTool) and t.name == call.tool_name:
                     dex = DexToolContext(
                         idempotency_key=req.idempotency_key, attempt=req.attempt, session_id=req.session_id,
-                        turn_id=req.turn_id, tool_call_id=call.tool_call_id,
+                        turn_id=req.turn_id, tool_call_id=call.tool_call_id, agent=req.agent,
                     )  # fmt: skip
                     tool_ctx: ToolContext[Any] = ToolContext(
                         context=self._context_factory(dex), tool_name=t.name, tool_call_id=call.tool_call_id,
@@ -434,9 +444,26 @@ def _closes(m: pb.Message) -> list[str]:
     return [m.tool_call_id] if m.role == "tool" else []
 
 
+@contextmanager
+def _provider_errors() -> Iterator[None]:
+    """A provider's answer a retry cannot fix (400, 401, 403, 404, 422)
+    fails the Step at once; anything else is retried."""
+    try:
+        yield
+    except APIStatusError as e:
+        if e.status_code in PERMANENT_HTTP_STATUSES:
+            raise permanent(f"the model provider answered {e.status_code}: {e.message}") from e
+        raise
+
+
 async def _stream(stream: AsyncIterator[Any], ctx: CallContext) -> Response:
     """Drains one streamed model call, writing its text and reasoning live,
     and returns the completed response."""
+    with _provider_errors():
+        return await _drain(stream, ctx)
+
+
+async def _drain(stream: AsyncIterator[Any], ctx: CallContext) -> Response:
     final: Response | None = None
     streamed: list[Any] = []
     async for event in stream:

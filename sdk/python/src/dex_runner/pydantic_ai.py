@@ -31,7 +31,8 @@ the agent's, as external tools the session runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +41,7 @@ import pydantic_core
 from pydantic_ai import Agent, DeferredToolResults, RunContext, ToolDenied
 from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.direct import model_request
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -72,7 +74,15 @@ from dex_runner.context import (
     summary_note,
 )
 from dex_runner.outcome import describe_tool_call_outcome
-from dex_runner.runner import CallContext, DexToolContext, InfoResult, ToolCallContext, permanent, resolve_policy
+from dex_runner.runner import (
+    PERMANENT_HTTP_STATUSES,
+    CallContext,
+    DexToolContext,
+    InfoResult,
+    ToolCallContext,
+    permanent,
+    resolve_policy,
+)
 
 __all__ = ["DexToolContext", "PydanticAIRunner"]
 
@@ -121,7 +131,7 @@ class PydanticAIRunner:
         problem = _unsupported(agent)
         if problem:
             raise ValueError(f"agent {agent.name or req.agent!r}: {problem}")
-        ctx = self._run_context(agent, DexToolContext("", 0, "", "", ""))
+        ctx = self._run_context(agent, DexToolContext("", 0, "", "", "", req.agent))
         tools = await CombinedToolset(agent.toolsets).get_tools(ctx)
         defs = {name: t.tool_def for name, t in tools.items()}
         self._agents[req.agent], self._defs[req.agent] = agent, defs
@@ -166,43 +176,44 @@ class PydanticAIRunner:
         if turn.interaction_mode == "planning":
             # A planning turn offers only write_todos.
             capabilities.append(PrepareTools(_only_write_todos))
-        deps = self._deps(DexToolContext("", 0, turn.session_id, turn.turn_id, ""))
+        deps = self._deps(DexToolContext("", 0, turn.session_id, turn.turn_id, "", turn.agent))
         new: list[ModelMessage] = []
         responses: list[ModelResponse] = []
         calls: list[ToolCallPart] = []
         output: Any = None
         usage = pb.Usage()
-        async with agent.iter(
-            None, message_history=history, deferred_tool_results=results, deps=deps, toolsets=toolsets,
-            capabilities=capabilities,
-        ) as run:  # fmt: skip
-            node: Any = run.next_node
-            requested = False
-            while True:
-                if isinstance(node, End):
-                    new = list(run.new_messages())
-                    output = node.data.output
-                    break
-                if Agent.is_model_request_node(node):
-                    if len(responses) == _MAX_REQUESTS_PER_STEP:
-                        raise permanent(f"the agent's output failed validation {len(responses)} times in a row")
-                    stream: Any
-                    async with node.stream(run.ctx) as stream:
-                        async for event in stream:
-                            _write_delta(event, ctx)
-                    requested = True
-                elif Agent.is_call_tools_node(node) and not requested:
-                    # The history's last response, resumed with the
-                    # deferred-tool results: the framework applies them.
-                    pass
-                elif Agent.is_call_tools_node(node):
-                    responses.append(node.model_response)
-                    _add_usage(usage, node.model_response)
-                    calls = [p for p in node.model_response.tool_calls if not _is_output_tool(run, p)]
-                    if calls:
+        with _provider_errors():
+            async with agent.iter(
+                None, message_history=history, deferred_tool_results=results, deps=deps, toolsets=toolsets,
+                capabilities=capabilities,
+            ) as run:  # fmt: skip
+                node: Any = run.next_node
+                requested = False
+                while True:
+                    if isinstance(node, End):
                         new = list(run.new_messages())
+                        output = node.data.output
                         break
-                node = await run.next(node)
+                    if Agent.is_model_request_node(node):
+                        if len(responses) == _MAX_REQUESTS_PER_STEP:
+                            raise permanent(f"the agent's output failed validation {len(responses)} times in a row")
+                        stream: Any
+                        async with node.stream(run.ctx) as stream:
+                            async for event in stream:
+                                _write_delta(event, ctx)
+                        requested = True
+                    elif Agent.is_call_tools_node(node) and not requested:
+                        # The history's last response, resumed with the
+                        # deferred-tool results: the framework applies them.
+                        pass
+                    elif Agent.is_call_tools_node(node):
+                        responses.append(node.model_response)
+                        _add_usage(usage, node.model_response)
+                        calls = [p for p in node.model_response.tool_calls if not _is_output_tool(run, p)]
+                        if calls:
+                            new = list(run.new_messages())
+                            break
+                    node = await run.next(node)
         # The run resent the history's trailing request (the turn's message)
         # as its first: it is stored already.
         while new and isinstance(new[0], ModelRequest) and _is_prompt_only(new[0]):
@@ -253,7 +264,9 @@ class PydanticAIRunner:
     ) -> pb.ExecuteToolResponse:
         agent = self._agent(req.agent)
         call = req.tool_call
-        dex = DexToolContext(req.idempotency_key, req.attempt, req.session_id, req.turn_id, call.tool_call_id)
+        dex = DexToolContext(
+            req.idempotency_key, req.attempt, req.session_id, req.turn_id, call.tool_call_id, req.agent
+        )
         run_ctx = RunContext(
             deps=self._deps(dex), model=_model(agent), usage=RunUsage(), tool_name=call.tool_name,
             tool_call_id=call.tool_call_id,
@@ -327,7 +340,8 @@ class PydanticAIRunner:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         messages[-1] = replace(last, instructions=SUMMARY_INSTRUCTIONS)
-        resp = await model_request(_model(agent), messages)
+        with _provider_errors():
+            resp = await model_request(_model(agent), messages)
         text = "".join(p.content for p in resp.parts if isinstance(p, TextPart))
         usage = pb.Usage()
         _add_usage(usage, resp)
@@ -336,6 +350,18 @@ class PydanticAIRunner:
             response_model=resp.model_name or "", provider_name=resp.provider_name or "",
         )  # fmt: skip
         return pb.SummarizeContextResponse(summary=text, usage=usage, metadata=meta)
+
+
+@contextmanager
+def _provider_errors() -> Iterator[None]:
+    """A provider's answer a retry cannot fix (400, 401, 403, 404, 422)
+    fails the Step at once; anything else is retried."""
+    try:
+        yield
+    except ModelHTTPError as e:
+        if e.status_code in PERMANENT_HTTP_STATUSES:
+            raise permanent(f"the model provider answered {e.status_code}: {e.body}") from e
+        raise
 
 
 def _unsupported(agent: Agent[Any, Any]) -> str:

@@ -133,6 +133,9 @@ class DexToolContext:
     session_id: str
     turn_id: str
     tool_call_id: str
+    # agent names the session's agent: one plugin serves every agent that
+    # names it.
+    agent: str = ""
 
 
 class RunnerError(Exception):
@@ -144,6 +147,11 @@ class RunnerError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+# The provider HTTP statuses a retry cannot fix: a model call that gets one
+# fails its Step at once (see permanent).
+PERMANENT_HTTP_STATUSES = frozenset({400, 401, 403, 404, 422})
 
 
 def permanent(message: str) -> RunnerError:
