@@ -53,9 +53,12 @@ def _content(item: dict[str, Any]) -> str:
 
 def respond(items: list[dict[str, Any]]) -> list[Any]:
     """The scripted answer to a conversation of Responses input items."""
-    user: dict[str, Any] = next((i for i in reversed(items) if i.get("role") == "user"), {})
-    asked = _content(user)
-    since = items[items.index(user) + 1 :] if user in items else items
+    at = max(
+        (i for i, it in enumerate(items) if it.get("role") == "user" and not _content(it).startswith("[Dex]")),
+        default=-1,
+    )
+    asked = _content(items[at]) if at >= 0 else ""
+    since = items[at + 1 :]
     calls = {i["call_id"]: i for i in since if i.get("type") == "function_call"}
     outputs = [i for i in since if i.get("type") == "function_call_output"]
     m = re.search(r"order\s*#?(\d+)", asked, re.IGNORECASE)

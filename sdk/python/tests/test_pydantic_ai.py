@@ -21,6 +21,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -285,3 +286,23 @@ def test_compaction_cuts_where_every_call_has_its_result() -> None:
         isinstance(first, UserPromptPart)
         and first.content == "[Dex] Summary of the earlier conversation:\nsummary of 5 messages"
     )
+
+
+def test_system_prompts_reach_every_request_and_are_never_stored() -> None:
+    script = Script()
+
+    def build(name: str, cfg: dict[str, Any]) -> Agent[None, str]:
+        return Agent(FunctionModel(script.respond, stream_function=script.stream), system_prompt="You are terse.")
+
+    async def run() -> None:
+        async with RunnerSession(PydanticAIRunner(build), agent="orders") as s:
+            await s.send("hello")
+            await s.send("again")
+            stored = "".join(m.framework_item for m in s.messages)
+            assert "You are terse." not in stored
+            assert [m.role for m in s.messages] == ["user", "assistant", "user", "assistant"]
+
+    asyncio.run(run())
+    for messages, _ in script.requests:
+        first = messages[0].parts[0]
+        assert isinstance(first, SystemPromptPart) and first.content == "You are terse."

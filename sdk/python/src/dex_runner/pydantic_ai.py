@@ -48,6 +48,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
+    SystemPromptPart,
     TextPart,
     TextPartDelta,
     ThinkingPart,
@@ -177,6 +178,7 @@ class PydanticAIRunner:
             # A planning turn offers only write_todos.
             capabilities.append(PrepareTools(_only_write_todos))
         deps = self._deps(DexToolContext("", 0, turn.session_id, turn.turn_id, "", turn.agent))
+        history = await _with_system_prompts(agent, deps, history)
         new: list[ModelMessage] = []
         responses: list[ModelResponse] = []
         calls: list[ToolCallPart] = []
@@ -441,7 +443,28 @@ def _framework_messages(new: Sequence[ModelMessage], settled: Sequence[pb.ToolCa
 
 
 def _is_prompt_only(m: ModelRequest) -> bool:
-    return all(isinstance(p, UserPromptPart) for p in m.parts)
+    return all(isinstance(p, UserPromptPart | SystemPromptPart) for p in m.parts)
+
+
+async def _with_system_prompts(agent: Agent[Any, Any], deps: Any, history: list[ModelMessage]) -> list[ModelMessage]:
+    """The history with the agent's system prompts in its first request.
+    The framework adds them only to a run without history, and the session
+    always has one, so they are made again for each request (the
+    framework's own first request, built without calling the model) and
+    never stored."""
+    if not history or not isinstance(history[0], ModelRequest):
+        return history
+    if any(isinstance(p, SystemPromptPart) for m in history if isinstance(m, ModelRequest) for p in m.parts):
+        return history
+    parts: list[SystemPromptPart] = []
+    async with agent.iter("", deps=deps) as run:
+        first = run.next_node
+        node = first if isinstance(first, End) else await run.next(first)
+        if Agent.is_model_request_node(node):
+            parts = [p for p in node.request.parts if isinstance(p, SystemPromptPart)]
+    if not parts:
+        return history
+    return [replace(history[0], parts=[*parts, *history[0].parts]), *history[1:]]
 
 
 def _model_input(turn: pb.TurnContext, history: list[ModelMessage]) -> list[ModelMessage]:

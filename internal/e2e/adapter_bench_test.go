@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+)
+
+// BenchmarkAdapterTurn measures the same turn on the Go Stepwise runner and
+// on each Python framework adapter: "look up order 7" to the orders agent
+// on its scripted model, which looks the order up (a read tool Step) and
+// answers. That is BuildUserMessage, RunModel, CallTool, RunModel, each a
+// call to the runner plugin. The ratio of an adapter's ns/op to
+// runner=stepwise's is its cost per turn.
+func BenchmarkAdapterTurn(b *testing.B) {
+	sdk, err := filepath.Abs(pySDKDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import dex_runner.openai_agents, dex_runner.pydantic_ai").CombinedOutput(); err != nil {
+		b.Fatalf("the Python SDK's virtualenv (make test-peers): %v\n%s", err, out)
+	}
+	orders := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	runners := []struct{ name, plugin, runnerConfig string }{
+		{"stepwise", "{command: " + orders + "}", `store_path: "{{DIR}}/orders.json"`},
+	}
+	for _, ex := range pyExamples {
+		runners = append(runners, struct{ name, plugin, runnerConfig string }{
+			strings.TrimPrefix(ex.name, "orders-"),
+			fmt.Sprintf("{command: python, venv: %s, args: [%s]}", filepath.Join(sdk, ".venv"), filepath.Join(ex.dir(), "main.py")),
+			ex.storage + "\n      model: {provider: scripted}",
+		})
+	}
+	for _, r := range runners {
+		b.Run("runner="+r.name, func(b *testing.B) {
+			s := agenttest.NewStack(b, fmt.Sprintf(`
+plugins:
+  orders: %s
+agents:
+  - name: orders
+    flow_type: OrdersBench
+    runner: orders
+    runner_config:
+      %s
+    tool_policies:
+      lookup_order: {effect: read}
+`, r.plugin, r.runnerConfig))
+			benchOrdersTurn(b, s)
+		})
+	}
+}
+
+func benchOrdersTurn(b *testing.B, s *agenttest.Stack) {
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
+	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Stop()
+	ctx := context.Background()
+	id, err := s.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersBench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := waiter.ch(id)
+	turn := func() {
+		if ok, err := s.Sessions.SendUserMessage(ctx, id, "look up order 7"); err != nil || !ok {
+			b.Fatalf("send: %v %v", ok, err)
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			b.Fatal("turn did not complete")
+		}
+	}
+	turn() // warm up the plugin connection and caches
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn()
+	}
+	b.StopTimer()
+	snap, err := s.Sessions.GetAgentSnapshot(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got := lastText(snap); !strings.Contains(got, "rder 7") || snap.State.LastTurnError != "" {
+		b.Fatalf("last answer = %q (error %q)", got, snap.State.LastTurnError)
+	}
+	if c := snap.Usage.ModelCalls; c != int64(2*(b.N+1)) {
+		b.Fatalf("%d model calls for %d turns, want 2 per turn", c, b.N+1)
+	}
+}
