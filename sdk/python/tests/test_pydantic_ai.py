@@ -70,10 +70,14 @@ class Script:
             if info.output_tools and not info.allow_text_output:
                 args = {"order_id": "9", "refunded": returns[-1].outcome == "success"}
                 return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, args, "out1")], usage=usage)
-            return ModelResponse(parts=[TextPart(f"[{info.instructions}] {returns[-1].content}")], usage=usage)
+            said = "; ".join(str(p.content) for p in returns)
+            return ModelResponse(parts=[TextPart(f"[{info.instructions}] {said}")], usage=usage)
         prompts = [p.content for p in last.parts if isinstance(p, UserPromptPart)]
         words = str(prompts[-1] if prompts else "").split()
         names = [t.name for t in info.function_tools]
+        if words and words[0] == "both":
+            calls = [ToolCallPart("lookup_order", {"order_id": o}, f"c{o}") for o in words[1:3]]
+            return ModelResponse(parts=list(calls), usage=usage)
         if words and words[0] == "lookup":
             return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": words[1]}, "c1")], usage=usage)
         if words and words[0] == "refund":
@@ -306,3 +310,20 @@ def test_system_prompts_reach_every_request_and_are_never_stored() -> None:
     for messages, _ in script.requests:
         first = messages[0].parts[0]
         assert isinstance(first, SystemPromptPart) and first.content == "You are terse."
+
+
+def test_a_response_with_two_calls_stores_a_result_for_each() -> None:
+    script = Script()
+
+    async def run() -> None:
+        async with RunnerSession(runner(script), agent="orders") as s:
+            turn = await s.send("both 3 7")
+            assert turn.text() == "[orders desk] order 3: a chair, $20; order 7: a chair, $20"
+            tools = [m for m in s.messages if m.role == "tool"]
+            assert [(m.tool_call_id, m.tool_status) for m in tools] == [("c3", "succeeded"), ("c7", "succeeded")]
+            # The next turn reads the split results back as the framework's
+            # history and goes on.
+            turn = await s.send("lookup 9")
+            assert turn.text() == "[orders desk] order 9: a chair, $20"
+
+    asyncio.run(run())
