@@ -289,6 +289,12 @@ func TestPluginCheckPydanticAIRunner(t *testing.T) {
 	checkPythonExample(t, "dex_runner.pydantic_ai", "orders-pydantic-ai", "db_path: %s/orders.db", "pa")
 }
 
+// TestPluginCheckLangGraphRunner: plugin check passes the LangGraph example
+// (examples/orders-langgraph) against aimock's Chat Completions API.
+func TestPluginCheckLangGraphRunner(t *testing.T) {
+	checkPythonExample(t, "dex_runner.langgraph", "orders-langgraph", "ledger_path: %s/refunds.json", "lg")
+}
+
 // checkPythonExample runs plugin check on a Python example with its aimock
 // fixtures and the message "[<prefix>-check] look up order 3"; storage is
 // the runner_config line that holds the example's data (%s is a temporary

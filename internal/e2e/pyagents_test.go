@@ -39,8 +39,12 @@ type pyExample struct {
 	endpoint string
 	// storage is the runner_config line of the example's data.
 	storage string
-	// store names the class in orders_agent.py whose refund method writes.
-	store string
+	// store is the class and method in orders_agent.py that write a refund.
+	store, storeMethod string
+	// fixedTools: the framework fixes the model's tools when the agent is
+	// built, so a planning turn offers them all (the session rejects every
+	// call but write_todos).
+	fixedTools bool
 	// refunds reads order id's refunds from the example's data.
 	refunds func(t *testing.T, s *agenttest.Stack, id string) []pyRefund
 }
@@ -55,7 +59,7 @@ type pyRefund struct {
 var pyExamples = []pyExample{
 	{
 		name: "orders-openai-agents", module: "agents, dex_runner.openai_agents", flow: "OrdersOpenAIAgents", prefix: "oa",
-		endpoint: "/v1/responses", storage: `store_path: "{{DIR}}/orders.json"`, store: "Store",
+		endpoint: "/v1/responses", storage: `store_path: "{{DIR}}/orders.json"`, store: "Store", storeMethod: "refund",
 		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
 			t.Helper()
 			b, err := os.ReadFile(filepath.Join(s.Dir, "orders.json"))
@@ -73,7 +77,7 @@ var pyExamples = []pyExample{
 	},
 	{
 		name: "orders-pydantic-ai", module: "pydantic_ai, dex_runner.pydantic_ai", flow: "OrdersPydanticAI", prefix: "pa",
-		endpoint: "/v1/chat/completions", storage: `db_path: "{{DIR}}/orders.db"`, store: "Orders",
+		endpoint: "/v1/chat/completions", storage: `db_path: "{{DIR}}/orders.db"`, store: "Orders", storeMethod: "refund",
 		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
 			t.Helper()
 			// The example keeps its orders in SQLite: read them with the
@@ -91,6 +95,35 @@ print(json.dumps([{"idempotency_key": k, "amount_cents": a} for k, a in rows]))`
 				t.Fatalf("%v: %s", err, out)
 			}
 			return refunds
+		},
+	},
+	{
+		name: "orders-langgraph", module: "langgraph, dex_runner.langgraph", flow: "OrdersLangGraph", prefix: "lg",
+		endpoint: "/v1/chat/completions", storage: `ledger_path: "{{DIR}}/refunds.json"`, store: "Ledger", storeMethod: "add",
+		fixedTools: true,
+		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
+			t.Helper()
+			b, err := os.ReadFile(filepath.Join(s.Dir, "refunds.json"))
+			if os.IsNotExist(err) {
+				return nil
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ledger map[string]struct {
+				OrderID     string `json:"order_id"`
+				AmountCents int64  `json:"amount_cents"`
+			}
+			if err := json.Unmarshal(b, &ledger); err != nil {
+				t.Fatal(err)
+			}
+			var out []pyRefund
+			for key, r := range ledger {
+				if r.OrderID == id {
+					out = append(out, pyRefund{Key: key, AmountCents: r.AmountCents})
+				}
+			}
+			return out
 		},
 	},
 }
@@ -347,7 +380,7 @@ func absAll(t *testing.T, paths []string) []string {
 // and answers, and the refund started exactly once.
 func TestPythonAgentsRunnerKilledMidWrite(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
-		s, mock := ex.stackRunning(t, []string{filepath.Join("testdata", "py_gated_refund.py"), ex.dir(), "{{DIR}}", ex.store})
+		s, mock := ex.stackRunning(t, []string{filepath.Join("testdata", "py_gated_refund.py"), ex.dir(), "{{DIR}}", ex.store, ex.storeMethod})
 		gate := s.Gate("refund")
 		if err := gate.Arm(); err != nil {
 			t.Fatal(err)
@@ -429,7 +462,8 @@ func TestPythonAgentsPlanMode(t *testing.T) {
 			t.Fatalf("aimock got %d requests, want 3", len(reqs))
 		}
 		planning, executing := string(reqs[0].Body), string(reqs[2].Body)
-		if !strings.Contains(planning, "[Dex] Plan mode: do not act yet.") || !strings.Contains(planning, `"name":"write_todos"`) || strings.Contains(planning, `"name":"lookup_order"`) {
+		offersOthers := strings.Contains(planning, `"name":"lookup_order"`) && !ex.fixedTools
+	if !strings.Contains(planning, "[Dex] Plan mode: do not act yet.") || !strings.Contains(planning, `"name":"write_todos"`) || offersOthers {
 			t.Errorf("the planning call should offer only write_todos, with the plan-mode note: %s", planning)
 		}
 		if !strings.Contains(executing, "[Dex] The current plan (revision 1, active):") || !strings.Contains(executing, `"name":"lookup_order"`) {

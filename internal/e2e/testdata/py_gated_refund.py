@@ -4,10 +4,10 @@ directory, then stops at the FileGate "refund" when the test armed it (the
 same files as agenttest.FileGate), so a test can SIGKILL the plugin in the
 middle of the write.
 
-    python py_gated_refund.py EXAMPLE_DIR GATE_DIR STORE_CLASS
+    python py_gated_refund.py EXAMPLE_DIR GATE_DIR STORE_CLASS METHOD
 
-STORE_CLASS names the class in the example's orders_agent.py whose refund
-method writes.
+STORE_CLASS.METHOD in the example's orders_agent.py writes a refund; one of
+its arguments is the call's idempotency key.
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ import sys
 import time
 from typing import Any
 
-example, gate_dir, store = sys.argv[1], sys.argv[2], sys.argv[3]
+example, gate_dir, store, method = sys.argv[1:5]
 sys.path.insert(0, example)
 
 import orders_agent  # noqa: E402
 
 cls = getattr(orders_agent, store)
-refund = cls.refund
+refund = getattr(cls, method)
 
 
-def gated_refund(self: Any, order_id: str, amount_cents: int, key: str) -> str:
+def gated_refund(self: Any, *args: Any) -> Any:
+    key = next(a for a in args if isinstance(a, str) and "/turn-" in a)
     with open(os.path.join(gate_dir, "refunds-started.log"), "a") as f:
         f.write(key + "\n")
     gate = os.path.join(gate_dir, "gate-refund.")
@@ -36,9 +37,9 @@ def gated_refund(self: Any, order_id: str, amount_cents: int, key: str) -> str:
             f.write(str(os.getpid()))
         while not os.path.exists(gate + "release"):
             time.sleep(0.01)
-    return str(refund(self, order_id, amount_cents, key))
+    return refund(self, *args)
 
 
-cls.refund = gated_refund
+setattr(cls, method, gated_refund)
 sys.argv = [os.path.join(example, "main.py")]
 runpy.run_path(sys.argv[0], run_name="__main__")
