@@ -540,7 +540,7 @@ func TestDevRunsThePythonExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	pythonSDK(t, "dex_runner.openai_agents", "dex_runner.pydantic_ai", "dex_runner.langgraph")
+	pythonSDK(t, "dex_runner.openai_agents", "dex_runner.pydantic_ai", "dex_runner.langgraph", "dex_runner.google_adk")
 	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
 	dir := t.TempDir()
 	cfg, err := filepath.Abs(filepath.Join("..", "..", "configs", "python.yaml"))
@@ -553,7 +553,7 @@ func TestDevRunsThePythonExamples(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sessions := devSessions(t, ctx, port)
-	for _, flow := range []string{"OrdersOpenAIAgents", "OrdersPydanticAI", "OrdersLangGraph"} {
+	for _, flow := range []string{"OrdersOpenAIAgents", "OrdersPydanticAI", "OrdersLangGraph", "OrdersGoogleADK"} {
 		id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flow, InitialMessage: "refund order 7"})
 		if err != nil {
 			t.Fatal(err)

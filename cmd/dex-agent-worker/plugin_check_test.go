@@ -279,27 +279,33 @@ func TestPluginCheckPythonRunner(t *testing.T) {
 // Python SDK's adapter; its model calls go to aimock's Responses API,
 // which asks for a lookup_order call.
 func TestPluginCheckOpenAIAgentsRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.openai_agents", "orders-openai-agents", "store_path: %s/orders.json", "oa")
+	checkPythonExample(t, "dex_runner.openai_agents", "orders-openai-agents", "store_path: %s/orders.json", "oa", "/v1")
 }
 
 // TestPluginCheckPydanticAIRunner: plugin check passes the Pydantic AI
 // example (examples/orders-pydantic-ai) against aimock's Chat Completions
 // API, which asks for a lookup_order call.
 func TestPluginCheckPydanticAIRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.pydantic_ai", "orders-pydantic-ai", "db_path: %s/orders.db", "pa")
+	checkPythonExample(t, "dex_runner.pydantic_ai", "orders-pydantic-ai", "db_path: %s/orders.db", "pa", "/v1")
 }
 
 // TestPluginCheckLangGraphRunner: plugin check passes the LangGraph example
 // (examples/orders-langgraph) against aimock's Chat Completions API.
 func TestPluginCheckLangGraphRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.langgraph", "orders-langgraph", "ledger_path: %s/refunds.json", "lg")
+	checkPythonExample(t, "dex_runner.langgraph", "orders-langgraph", "ledger_path: %s/refunds.json", "lg", "/v1")
+}
+
+// TestPluginCheckGoogleADKRunner: plugin check passes the Google ADK example
+// (examples/orders-google-adk) against aimock's Gemini API.
+func TestPluginCheckGoogleADKRunner(t *testing.T) {
+	checkPythonExample(t, "dex_runner.google_adk", "orders-google-adk", "refunds_path: %s/refunds.jsonl", "ga", "")
 }
 
 // checkPythonExample runs plugin check on a Python example with its aimock
 // fixtures and the message "[<prefix>-check] look up order 3"; storage is
 // the runner_config line that holds the example's data (%s is a temporary
-// directory).
-func checkPythonExample(t *testing.T, module, name, storage, prefix string) {
+// directory); apiBase follows aimock's URL in the model's base_url.
+func checkPythonExample(t *testing.T, module, name, storage, prefix, apiBase string) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
@@ -325,10 +331,10 @@ agents:
     runner: %[1]s
     runner_config:
       %[4]s
-      model: {base_url: "%[5]s/v1", name: gpt-check, api_key_env: DEX_PY_CHECK_KEY}
+      model: {base_url: "%[5]s%[6]s", name: gpt-check, api_key_env: DEX_PY_CHECK_KEY}
     tool_policies:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
-`, prefix, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), fmt.Sprintf(storage, dir), mock.URL)), 0o644); err != nil {
+`, prefix, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), fmt.Sprintf(storage, dir), mock.URL, apiBase)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "["+prefix+"-check] look up order 3")

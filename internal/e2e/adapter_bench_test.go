@@ -27,7 +27,7 @@ func BenchmarkAdapterTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import dex_runner.openai_agents, dex_runner.pydantic_ai, dex_runner.langgraph").CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import dex_runner.openai_agents, dex_runner.pydantic_ai, dex_runner.langgraph, dex_runner.google_adk").CombinedOutput(); err != nil {
 		b.Fatalf("the Python SDK's virtualenv (make test-peers): %v\n%s", err, out)
 	}
 	orders := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/examples/orders")

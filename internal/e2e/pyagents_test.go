@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -35,8 +36,11 @@ type pyExample struct {
 	// prefix starts every aimock fixture's message ("oa", "pa") and its
 	// call IDs ("oa_").
 	prefix string
-	// endpoint is the API path the example's model client calls on aimock.
+	// endpoint is the API path (or, ending in ":", the prefix of the
+	// paths) the example's model client calls on aimock.
 	endpoint string
+	// apiBase is the path after aimock's URL in the model's base_url.
+	apiBase string
 	// storage is the runner_config line of the example's data.
 	storage string
 	// store is the class and method in orders_agent.py that write a refund.
@@ -59,7 +63,7 @@ type pyRefund struct {
 var pyExamples = []pyExample{
 	{
 		name: "orders-openai-agents", module: "agents, dex_runner.openai_agents", flow: "OrdersOpenAIAgents", prefix: "oa",
-		endpoint: "/v1/responses", storage: `store_path: "{{DIR}}/orders.json"`, store: "Store", storeMethod: "refund",
+		endpoint: "/v1/responses", apiBase: "/v1", storage: `store_path: "{{DIR}}/orders.json"`, store: "Store", storeMethod: "refund",
 		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
 			t.Helper()
 			b, err := os.ReadFile(filepath.Join(s.Dir, "orders.json"))
@@ -77,7 +81,7 @@ var pyExamples = []pyExample{
 	},
 	{
 		name: "orders-pydantic-ai", module: "pydantic_ai, dex_runner.pydantic_ai", flow: "OrdersPydanticAI", prefix: "pa",
-		endpoint: "/v1/chat/completions", storage: `db_path: "{{DIR}}/orders.db"`, store: "Orders", storeMethod: "refund",
+		endpoint: "/v1/chat/completions", apiBase: "/v1", storage: `db_path: "{{DIR}}/orders.db"`, store: "Orders", storeMethod: "refund",
 		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
 			t.Helper()
 			// The example keeps its orders in SQLite: read them with the
@@ -99,7 +103,7 @@ print(json.dumps([{"idempotency_key": k, "amount_cents": a} for k, a in rows]))`
 	},
 	{
 		name: "orders-langgraph", module: "langgraph, dex_runner.langgraph", flow: "OrdersLangGraph", prefix: "lg",
-		endpoint: "/v1/chat/completions", storage: `ledger_path: "{{DIR}}/refunds.json"`, store: "Ledger", storeMethod: "add",
+		endpoint: "/v1/chat/completions", apiBase: "/v1", storage: `ledger_path: "{{DIR}}/refunds.json"`, store: "Ledger", storeMethod: "add",
 		fixedTools: true,
 		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
 			t.Helper()
@@ -121,6 +125,36 @@ print(json.dumps([{"idempotency_key": k, "amount_cents": a} for k, a in rows]))`
 			for key, r := range ledger {
 				if r.OrderID == id {
 					out = append(out, pyRefund{Key: key, AmountCents: r.AmountCents})
+				}
+			}
+			return out
+		},
+	},
+	{
+		name: "orders-google-adk", module: "google.adk, dex_runner.google_adk", flow: "OrdersGoogleADK", prefix: "ga",
+		// The Gemini API, as ADK users reach their model.
+		endpoint: "/v1beta/models/gpt-py-e2e:", storage: `refunds_path: "{{DIR}}/refunds.jsonl"`,
+		store: "RefundLog", storeMethod: "write",
+		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
+			t.Helper()
+			b, err := os.ReadFile(filepath.Join(s.Dir, "refunds.jsonl"))
+			if os.IsNotExist(err) {
+				return nil
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []pyRefund
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var r struct {
+					pyRefund
+					OrderID string `json:"order_id"`
+				}
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("%q: %v", line, err)
+				}
+				if r.OrderID == id {
+					out = append(out, r.pyRefund)
 				}
 			}
 			return out
@@ -188,19 +222,30 @@ agents:
     runner: py
     runner_config:
       %s
-      model: {base_url: "%s/v1", name: gpt-py-e2e, api_key_env: %s}
+      model: {base_url: "%s%s", name: gpt-py-e2e, api_key_env: %s}
     tool_policies:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
     run_model_limit: {start_to_close_timeout: 2m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}
     tool_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3}
-%s`, filepath.Join(sdk, ".venv"), strings.Join(absAll(t, args), `", "`), pyKeyEnv, ex.flow, ex.storage, mock.URL, pyKeyEnv, strings.Join(extra, "")))
+%s`, filepath.Join(sdk, ".venv"), strings.Join(absAll(t, args), `", "`), pyKeyEnv, ex.flow, ex.storage, mock.URL, ex.apiBase, pyKeyEnv, strings.Join(extra, "")))
 	s.Setenv(pyKeyEnv, pyKey)
 	return s, mock
 }
 
-// requests are the model requests aimock got on the example's endpoint.
+// requests are the model requests aimock got on the example's endpoint,
+// each body compacted (no spaces between JSON tokens).
 func (ex pyExample) requests(mock *aimock.Server) []aimock.Request {
-	return mock.Requests(ex.endpoint)
+	var out []aimock.Request
+	for _, r := range mock.Requests("") {
+		if r.Path == ex.endpoint || strings.HasSuffix(ex.endpoint, ":") && strings.HasPrefix(r.Path, ex.endpoint) {
+			var b bytes.Buffer
+			if json.Compact(&b, r.Body) == nil {
+				r.Body = b.Bytes()
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // refundAwaitingApproval starts "[<prefix>] refund order 7" and returns the
@@ -463,7 +508,7 @@ func TestPythonAgentsPlanMode(t *testing.T) {
 		}
 		planning, executing := string(reqs[0].Body), string(reqs[2].Body)
 		offersOthers := strings.Contains(planning, `"name":"lookup_order"`) && !ex.fixedTools
-	if !strings.Contains(planning, "[Dex] Plan mode: do not act yet.") || !strings.Contains(planning, `"name":"write_todos"`) || offersOthers {
+		if !strings.Contains(planning, "[Dex] Plan mode: do not act yet.") || !strings.Contains(planning, `"name":"write_todos"`) || offersOthers {
 			t.Errorf("the planning call should offer only write_todos, with the plan-mode note: %s", planning)
 		}
 		if !strings.Contains(executing, "[Dex] The current plan (revision 1, active):") || !strings.Contains(executing, `"name":"lookup_order"`) {
@@ -510,6 +555,7 @@ func TestPythonAgentsLongSessionCompacts(t *testing.T) {
 				Instructions string          `json:"instructions"`
 				Input        json.RawMessage `json:"input"`    // Responses
 				Messages     json.RawMessage `json:"messages"` // Chat Completions
+				Contents     json.RawMessage `json:"contents"` // Gemini
 			}
 			if err := json.Unmarshal(r.Body, &body); err != nil {
 				t.Fatal(err)
@@ -521,7 +567,7 @@ func TestPythonAgentsLongSessionCompacts(t *testing.T) {
 			}
 			// The input the framework state makes, at the contract's 3 bytes
 			// per token.
-			largest = max(largest, (len(body.Input)+len(body.Messages)+len(body.Instructions))/3)
+			largest = max(largest, (len(body.Input)+len(body.Messages)+len(body.Contents)+len(body.Instructions))/3)
 		}
 		t.Logf("%d turns: %d model calls, %d summaries, largest input ~%d tokens (window %d)", pyLongTurns, turns, summaries, largest, window)
 		if turns != pyLongTurns {
