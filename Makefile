@@ -30,7 +30,7 @@ REPORT := $(CURDIR)/.test-report
 # the peer is missing and CI is not set (CI=true fails them instead).
 SKIPPED_PEERS := $(CURDIR)/.skipped-peers
 
-.PHONY: all build dev dev-python dev-reset test test-unit test-integration test-fuzz test-summary test-peers fuzz bench soak proto lint clean
+.PHONY: all build dev dev-frameworks dev-reset test test-unit test-integration test-fuzz test-summary test-peers fuzz bench soak proto lint clean
 
 all: build
 
@@ -43,13 +43,14 @@ build:
 dev: build
 	./bin/dex-agent-worker dev --config configs/dev.yaml --data-dir .dex
 
-# The Python demo (configs/python.yaml): the orders agent written with the
-# OpenAI Agents SDK and with Pydantic AI, on a scripted model. It makes the
-# Python SDK's virtualenv first (sdk/python/install.sh skips what is up to
-# date).
-dev-python: build
+# The frameworks demo (configs/frameworks.yaml): the orders agent written
+# with the OpenAI Agents SDK (Python and TypeScript), Pydantic AI, LangGraph
+# and Google ADK, on scripted models. It makes the Python SDK's virtualenv
+# and builds the TypeScript example first (both skip what is up to date).
+dev-frameworks: build
 	bash sdk/python/install.sh
-	./bin/dex-agent-worker dev --config configs/python.yaml --data-dir .dex-python
+	bash examples/orders-openai-agents-ts/install.sh
+	./bin/dex-agent-worker dev --config configs/frameworks.yaml --data-dir .dex-frameworks
 
 # The demo from the start: deletes .dex (every session, message and demo
 # order) first, then runs it as make dev does.

@@ -40,7 +40,7 @@ scripts=(
 	internal/events/redistest/install.sh
 	internal/e2e/testdata/aisdk/install.sh
 	examples/useChat/install.sh
-	examples/runner-ts/install.sh
+	examples/install-ts.sh
 	sdk/python/install.sh
 )
 logs=$(mktemp -d)

@@ -531,19 +531,22 @@ func TestDevRunsAPythonRunner(t *testing.T) {
 	}
 }
 
-// TestDevRunsThePythonExamples runs make dev-python's config
-// (configs/python.yaml) as it is: each Python example's orders agent, on its
+// TestDevRunsTheFrameworkExamples runs make dev-frameworks's config
+// (configs/frameworks.yaml) as it is: each framework example's orders agent, on its
 // scripted model, looks order 7 up, waits for the refund's approval, and
 // once approved refunds it and answers.
-func TestDevRunsThePythonExamples(t *testing.T) {
+func TestDevRunsTheFrameworkExamples(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("integration test")
 	}
 	pythonSDK(t, "dex_runner.openai_agents", "dex_runner.pydantic_ai", "dex_runner.langgraph", "dex_runner.google_adk")
+	if _, err := os.Stat(filepath.Join("..", "..", "examples", "orders-openai-agents-ts", "dist", "main.js")); err != nil {
+		testpeer.Missing(t, "the build of examples/orders-openai-agents-ts", "bash examples/orders-openai-agents-ts/install.sh (make test-peers)")
+	}
 	bin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
 	dir := t.TempDir()
-	cfg, err := filepath.Abs(filepath.Join("..", "..", "configs", "python.yaml"))
+	cfg, err := filepath.Abs(filepath.Join("..", "..", "configs", "frameworks.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +556,7 @@ func TestDevRunsThePythonExamples(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sessions := devSessions(t, ctx, port)
-	for _, flow := range []string{"OrdersOpenAIAgents", "OrdersPydanticAI", "OrdersLangGraph", "OrdersGoogleADK"} {
+	for _, flow := range []string{"OrdersOpenAIAgents", "OrdersPydanticAI", "OrdersLangGraph", "OrdersGoogleADK", "OrdersOpenAIAgentsTS"} {
 		id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flow, InitialMessage: "refund order 7"})
 		if err != nil {
 			t.Fatal(err)

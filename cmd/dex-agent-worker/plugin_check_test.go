@@ -301,18 +301,31 @@ func TestPluginCheckGoogleADKRunner(t *testing.T) {
 	checkPythonExample(t, "dex_runner.google_adk", "orders-google-adk", "refunds_path: %s/refunds.jsonl", "ga", "")
 }
 
+// TestPluginCheckOpenAIAgentsTSRunner: plugin check passes the OpenAI
+// Agents SDK for JavaScript example (examples/orders-openai-agents-ts)
+// against aimock's Responses API.
+func TestPluginCheckOpenAIAgentsTSRunner(t *testing.T) {
+	checkPythonExample(t, "", "orders-openai-agents-ts", "ledger_path: %s/refunds.json", "ot", "/v1")
+}
+
 // checkPythonExample runs plugin check on a Python example with its aimock
 // fixtures and the message "[<prefix>-check] look up order 3"; storage is
 // the runner_config line that holds the example's data (%s is a temporary
-// directory); apiBase follows aimock's URL in the model's base_url.
+// directory); apiBase follows aimock's URL in the model's base_url. With
+// no Python module, the example is a TypeScript one, run with node.
 func checkPythonExample(t *testing.T, module, name, storage, prefix, apiBase string) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
-	sdk := pythonSDK(t, module)
 	example, err := filepath.Abs(filepath.Join("..", "..", "examples", name))
 	if err != nil {
 		t.Fatal(err)
+	}
+	plugin := fmt.Sprintf("{command: node, args: [%s]}", filepath.Join(example, "dist", "main.js"))
+	if module != "" {
+		plugin = fmt.Sprintf("{command: python, venv: %s, args: [%s]}", filepath.Join(pythonSDK(t, module), ".venv"), filepath.Join(example, "main.py"))
+	} else if _, err := os.Stat(filepath.Join(example, "dist", "main.js")); err != nil {
+		testpeer.Missing(t, "the build of examples/"+name, "bash examples/"+name+"/install.sh (make test-peers)")
 	}
 	mock := aimock.Start(t, filepath.Join(example, "testdata", "aimock"))
 	t.Setenv("DEX_PY_CHECK_KEY", "sk-py-check")
@@ -320,21 +333,17 @@ func checkPythonExample(t *testing.T, module, name, storage, prefix, apiBase str
 	cfg := filepath.Join(dir, "dex.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 plugins:
-  %[1]s:
-    command: python
-    venv: %[2]s
-    args: [%[3]s]
-    env: [DEX_PY_CHECK_KEY]
+  %[1]s: %[2]s
 agents:
   - name: orders
     flow_type: OrdersCheck
     runner: %[1]s
     runner_config:
-      %[4]s
-      model: {base_url: "%[5]s%[6]s", name: gpt-check, api_key_env: DEX_PY_CHECK_KEY}
+      %[3]s
+      model: {base_url: "%[4]s%[5]s", name: gpt-check, api_key_env: DEX_PY_CHECK_KEY}
     tool_policies:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
-`, prefix, filepath.Join(sdk, ".venv"), filepath.Join(example, "main.py"), fmt.Sprintf(storage, dir), mock.URL, apiBase)), 0o644); err != nil {
+`, prefix, strings.Replace(plugin, "}", ", env: [DEX_PY_CHECK_KEY]}", 1), fmt.Sprintf(storage, dir), mock.URL, apiBase)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "["+prefix+"-check] look up order 3")

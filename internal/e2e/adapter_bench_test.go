@@ -35,10 +35,12 @@ func BenchmarkAdapterTurn(b *testing.B) {
 		{"stepwise", "{command: " + orders + "}", `store_path: "{{DIR}}/orders.json"`},
 	}
 	for _, ex := range pyExamples {
+		plugin := fmt.Sprintf("{command: python, venv: %s, args: [%s]}", filepath.Join(sdk, ".venv"), filepath.Join(ex.dir(), "main.py"))
+		if ex.node {
+			plugin = fmt.Sprintf("{command: node, args: [%s]}", filepath.Join(ex.dir(), "dist", "main.js"))
+		}
 		runners = append(runners, struct{ name, plugin, runnerConfig string }{
-			strings.TrimPrefix(ex.name, "orders-"),
-			fmt.Sprintf("{command: python, venv: %s, args: [%s]}", filepath.Join(sdk, ".venv"), filepath.Join(ex.dir(), "main.py")),
-			ex.storage + "\n      model: {provider: scripted}",
+			strings.TrimPrefix(ex.name, "orders-"), plugin, ex.storage + "\n      model: {provider: scripted}",
 		})
 	}
 	for _, r := range runners {

@@ -45,6 +45,9 @@ type pyExample struct {
 	storage string
 	// store is the class and method in orders_agent.py that write a refund.
 	store, storeMethod string
+	// node: the example is a TypeScript one, built into dist/ by its
+	// install.sh and run with node.
+	node bool
 	// fixedTools: the framework fixes the model's tools when the agent is
 	// built, so a planning turn offers them all (the session rejects every
 	// call but write_todos).
@@ -105,30 +108,7 @@ print(json.dumps([{"idempotency_key": k, "amount_cents": a} for k, a in rows]))`
 		name: "orders-langgraph", module: "langgraph, dex_runner.langgraph", flow: "OrdersLangGraph", prefix: "lg",
 		endpoint: "/v1/chat/completions", apiBase: "/v1", storage: `ledger_path: "{{DIR}}/refunds.json"`, store: "Ledger", storeMethod: "add",
 		fixedTools: true,
-		refunds: func(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
-			t.Helper()
-			b, err := os.ReadFile(filepath.Join(s.Dir, "refunds.json"))
-			if os.IsNotExist(err) {
-				return nil
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ledger map[string]struct {
-				OrderID     string `json:"order_id"`
-				AmountCents int64  `json:"amount_cents"`
-			}
-			if err := json.Unmarshal(b, &ledger); err != nil {
-				t.Fatal(err)
-			}
-			var out []pyRefund
-			for key, r := range ledger {
-				if r.OrderID == id {
-					out = append(out, pyRefund{Key: key, AmountCents: r.AmountCents})
-				}
-			}
-			return out
-		},
+		refunds:    ledgerRefunds,
 	},
 	{
 		name: "orders-google-adk", module: "google.adk, dex_runner.google_adk", flow: "OrdersGoogleADK", prefix: "ga",
@@ -160,6 +140,38 @@ print(json.dumps([{"idempotency_key": k, "amount_cents": a} for k, a in rows]))`
 			return out
 		},
 	},
+	{
+		name: "orders-openai-agents-ts", flow: "OrdersOpenAIAgentsTS", prefix: "ot", node: true,
+		endpoint: "/v1/responses", apiBase: "/v1", storage: `ledger_path: "{{DIR}}/refunds.json"`, store: "Ledger", storeMethod: "add",
+		refunds: ledgerRefunds,
+	},
+}
+
+// ledgerRefunds reads order id's refunds from refunds.json, a ledger keyed
+// by idempotency key.
+func ledgerRefunds(t *testing.T, s *agenttest.Stack, id string) []pyRefund {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Dir, "refunds.json"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ledger map[string]struct {
+		OrderID     string `json:"order_id"`
+		AmountCents int64  `json:"amount_cents"`
+	}
+	if err := json.Unmarshal(b, &ledger); err != nil {
+		t.Fatal(err)
+	}
+	var out []pyRefund
+	for key, r := range ledger {
+		if r.OrderID == id {
+			out = append(out, pyRefund{Key: key, AmountCents: r.AmountCents})
+		}
+	}
+	return out
 }
 
 // forEachPyExample runs test as a parallel subtest for each Python
@@ -190,6 +202,9 @@ func (ex pyExample) msg(kind, text string) string {
 // SDK, against aimock, with extra agent keys.
 func (ex pyExample) stack(t *testing.T, extra ...string) (*agenttest.Stack, *aimock.Server) {
 	t.Helper()
+	if ex.node {
+		return ex.stackRunning(t, []string{filepath.Join(ex.dir(), "dist", "main.js")}, extra...)
+	}
 	return ex.stackRunning(t, []string{filepath.Join(ex.dir(), "main.py")}, extra...)
 }
 
@@ -204,7 +219,13 @@ func (ex pyExample) stackRunning(t *testing.T, args []string, extra ...string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import "+ex.module).CombinedOutput(); err != nil {
+	plugin := fmt.Sprintf("command: python\n    venv: %s", filepath.Join(sdk, ".venv"))
+	if ex.node {
+		plugin = "command: node"
+		if _, err := os.Stat(filepath.Join(ex.dir(), "dist", "main.js")); err != nil {
+			testpeer.Missing(t, "the build of examples/"+ex.name, "bash examples/"+ex.name+"/install.sh (make test-peers)")
+		}
+	} else if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import "+ex.module).CombinedOutput(); err != nil {
 		testpeer.Missing(t, "the Python SDK's virtualenv with "+ex.module+" ("+strings.TrimSpace(string(out))+")", "bash sdk/python/install.sh (make test-peers)")
 	}
 	mock := aimock.Start(t, filepath.Join(ex.dir(), "testdata", "aimock"))
@@ -212,8 +233,7 @@ func (ex pyExample) stackRunning(t *testing.T, args []string, extra ...string) (
 logging: {level: debug}
 plugins:
   py:
-    command: python
-    venv: %s
+    %s
     args: ["%s"]
     env: [%s]
 agents:
@@ -227,7 +247,7 @@ agents:
       refund_order: {effect: non_idempotent_write, requires_approval: true}
     run_model_limit: {start_to_close_timeout: 2m, heartbeat_timeout: 5s, maximum_attempts: 3, schedule_to_close_timeout: 5m}
     tool_limit: {start_to_close_timeout: 1m, heartbeat_timeout: 5s, maximum_attempts: 3}
-%s`, filepath.Join(sdk, ".venv"), strings.Join(absAll(t, args), `", "`), pyKeyEnv, ex.flow, ex.storage, mock.URL, ex.apiBase, pyKeyEnv, strings.Join(extra, "")))
+%s`, plugin, strings.Join(absAll(t, args), `", "`), pyKeyEnv, ex.flow, ex.storage, mock.URL, ex.apiBase, pyKeyEnv, strings.Join(extra, "")))
 	s.Setenv(pyKeyEnv, pyKey)
 	return s, mock
 }
@@ -263,13 +283,13 @@ func (ex pyExample) refundAwaitingApproval(t *testing.T, s *agenttest.Stack) (st
 	return id, snap
 }
 
-// TestPythonAgentsOrdersTurnWithAnApproval: the orders agent written with
+// TestFrameworkAgentsOrdersTurnWithAnApproval: the orders agent written with
 // each Python framework, unchanged, runs as a durable session. The model
 // looks order 7 up (the runner's own read: no approval), asks to refund it
 // (a non-idempotent write that waits for approval), and once approved the
 // refund runs once, with the session's idempotency key, and the model
 // answers.
-func TestPythonAgentsOrdersTurnWithAnApproval(t *testing.T) {
+func TestFrameworkAgentsOrdersTurnWithAnApproval(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
 		s, mock := ex.stack(t)
 		s.StartWorker()
@@ -300,11 +320,11 @@ func TestPythonAgentsOrdersTurnWithAnApproval(t *testing.T) {
 	})
 }
 
-// TestPythonAgentsRunnerKilledMidModelCall SIGKILLs the Python plugin while
+// TestFrameworkAgentsRunnerKilledMidModelCall SIGKILLs the Python plugin while
 // its model call waits for aimock's answer; the worker starts the plugin
 // again, the Step retries the call, and the turn completes with the
 // retry's answer; the killed call's answer is never stored.
-func TestPythonAgentsRunnerKilledMidModelCall(t *testing.T) {
+func TestFrameworkAgentsRunnerKilledMidModelCall(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
 		s, mock := ex.stack(t)
 		w := s.StartWorker()
@@ -341,11 +361,11 @@ func TestPythonAgentsRunnerKilledMidModelCall(t *testing.T) {
 	})
 }
 
-// TestPythonAgentsApprovalSurvivesAWorkerKill SIGKILLs the worker (and so
+// TestFrameworkAgentsApprovalSurvivesAWorkerKill SIGKILLs the worker (and so
 // its Python plugin) while the refund waits for approval; a new worker
 // takes the session over, the approval runs the refund once, and the model
 // answers.
-func TestPythonAgentsApprovalSurvivesAWorkerKill(t *testing.T) {
+func TestFrameworkAgentsApprovalSurvivesAWorkerKill(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
 		s, mock := ex.stack(t)
 		s.StartWorker()
@@ -367,10 +387,10 @@ func TestPythonAgentsApprovalSurvivesAWorkerKill(t *testing.T) {
 	})
 }
 
-// TestPythonAgentsAskTheUser: the agent is offered the session's ask_user
+// TestFrameworkAgentsAskTheUser: the agent is offered the session's ask_user
 // built-in beside its own tools; its call becomes the session's question,
 // and the answer goes back to the model as the call's output.
-func TestPythonAgentsAskTheUser(t *testing.T) {
+func TestFrameworkAgentsAskTheUser(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
 		s, mock := ex.stack(t, "    built_in_tools: [ask_user]\n")
 		s.StartWorker()
@@ -418,14 +438,18 @@ func absAll(t *testing.T, paths []string) []string {
 	return out
 }
 
-// TestPythonAgentsRunnerKilledMidWrite SIGKILLs the Python plugin while the
+// TestFrameworkAgentsRunnerKilledMidWrite SIGKILLs the Python plugin while the
 // approved refund runs inside it (the example's store stops at a gate after
 // the refund started). The refund is a non-idempotent write, so the worker
 // never runs it again: its record is outcome_unknown, the model is told so
 // and answers, and the refund started exactly once.
-func TestPythonAgentsRunnerKilledMidWrite(t *testing.T) {
+func TestFrameworkAgentsRunnerKilledMidWrite(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
-		s, mock := ex.stackRunning(t, []string{filepath.Join("testdata", "py_gated_refund.py"), ex.dir(), "{{DIR}}", ex.store, ex.storeMethod})
+		gated := filepath.Join("testdata", "py_gated_refund.py")
+		if ex.node {
+			gated = filepath.Join("testdata", "ts_gated_refund.js")
+		}
+		s, mock := ex.stackRunning(t, []string{gated, ex.dir(), "{{DIR}}", ex.store, ex.storeMethod})
 		gate := s.Gate("refund")
 		if err := gate.Arm(); err != nil {
 			t.Fatal(err)
@@ -477,11 +501,11 @@ func TestPythonAgentsRunnerKilledMidWrite(t *testing.T) {
 	})
 }
 
-// TestPythonAgentsPlanMode: a planning turn offers the agent only the
+// TestFrameworkAgentsPlanMode: a planning turn offers the agent only the
 // session's write_todos, with the plan-mode note; the draft it writes is
 // the session's plan; execute_plan starts an executing turn that offers
 // the agent's own tools again and shows the model the active plan.
-func TestPythonAgentsPlanMode(t *testing.T) {
+func TestFrameworkAgentsPlanMode(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
 		s, mock := ex.stack(t, "    built_in_tools: [write_todos]\n    plan_mode_enabled: true\n")
 		s.StartWorker()
@@ -517,15 +541,15 @@ func TestPythonAgentsPlanMode(t *testing.T) {
 	})
 }
 
-// pyLongTurns is how many turns TestPythonAgentsLongSessionCompacts runs.
+// pyLongTurns is how many turns TestFrameworkAgentsLongSessionCompacts runs.
 const pyLongTurns = 200
 
-// TestPythonAgentsLongSessionCompacts runs 200 turns of ~1 KiB messages
+// TestFrameworkAgentsLongSessionCompacts runs 200 turns of ~1 KiB messages
 // through each Python framework adapter with a 3,000-token window: the
 // session compacts again and again (the adapter's cutoff and summary
 // call), and no model request carries more than the window, however long
 // the session grows.
-func TestPythonAgentsLongSessionCompacts(t *testing.T) {
+func TestFrameworkAgentsLongSessionCompacts(t *testing.T) {
 	forEachPyExample(t, func(t *testing.T, ex pyExample) {
 		const window = 3000
 		s, mock := ex.stack(t, fmt.Sprintf("    compaction: {context_window_tokens: %d, trigger_ratio: 0.85, keep_ratio: 0.3}\n", window))
