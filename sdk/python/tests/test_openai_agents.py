@@ -357,3 +357,84 @@ def test_compaction_cuts_between_whole_responses_and_keeps_the_handoff() -> None
     asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), live()))
     assert model.calls[-1][0] == "refunds desk"
     assert model.inputs[-1][0]["content"].startswith(SUMMARY_NOTE_HEADER + "\nsummary of 8 items")
+
+
+def test_a_compaction_inside_the_turn_never_orphans_a_result() -> None:
+    """A summary may replace a call and its result in the middle of a turn:
+    only the calls the stored messages still hold get their results."""
+    model = Scripted()
+    r = runner(model)
+    asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    msgs = stored(
+        "turn-1", {"type": "function_call", "call_id": "cb", "name": "lookup_order", "arguments": "{}"}, first=4
+    )
+    recs = [
+        pb.ToolCall(tool_call_id="ca", tool_name="lookup_order", status="succeeded", output="a"),
+        pb.ToolCall(tool_call_id="cb", tool_name="lookup_order", status="succeeded", output="b"),
+    ]
+    summary = pb.ContextSummary(generation=1, first_sequence=1, last_sequence=3, text="they looked order a up")
+    turn = pb.TurnContext(agent="orders", turn_id="turn-1", messages=msgs, tool_calls=recs, context_summary=summary)
+    resp = asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), live()))
+    outputs = [i for i in model.inputs[-1] if i.get("type") == "function_call_output"]
+    assert [o["call_id"] for o in outputs] == ["cb"]
+    stored_results = [m.tool_call_id for m in resp.turn_completed.new_messages if m.role == "tool"]
+    assert stored_results == ["cb"]
+    unfinished = asyncio.run(r.build_unfinished_turn_messages(pb.BuildUnfinishedTurnMessagesRequest(turn=turn)))
+    assert [m.tool_call_id for m in unfinished.messages] == ["cb"]
+
+
+def test_a_rejected_handoff_changes_no_agent_and_a_raising_tool_fails_its_step() -> None:
+    model = Scripted()
+    r = runner(model)
+
+    policies = pb.PolicySet(
+        default_effect="unclassified",
+        policies={"transfer_to_refunds": pb.ToolPolicy(effect="read", requires_approval=True)},
+    )
+
+    async def run() -> None:
+        async with RunnerSession(r, agent="orders", policies=policies) as s:
+            s.approve = lambda call: (not call.tool_name.startswith("transfer_to_"), "Not now.")
+            turn = await s.send("transfer me")
+            assert turn.text() == "[triage desk] Not now."
+            turn = await s.send("hello")
+            assert turn.text() == "[triage desk] you said hello"
+
+    asyncio.run(run())
+
+    @function_tool
+    def broken(order_id: str) -> str:
+        """Always fails."""
+        raise RuntimeError("the payments API is down")
+
+    r2 = OpenAIAgentsRunner(lambda n, c: Agent(name="a", model=model, tools=[broken]))
+    asyncio.run(r2.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    call = pb.ToolCall(tool_call_id="c1", tool_name="broken", arguments='{"order_id": "1"}')
+    try:
+        asyncio.run(r2.execute_deferred_tool_call(pb.ExecuteToolRequest(agent="orders", tool_call=call), live()))
+    except RuntimeError as err:
+        assert "the payments API is down" in str(err)
+    else:
+        raise AssertionError("a tool that raises was recorded as a result")
+
+
+def test_a_needs_approval_function_is_decided_per_call() -> None:
+    model = Scripted()
+
+    async def over_100(ctx: Any, args: dict[str, Any], call_id: str) -> bool:
+        return int(args.get("amount", 0)) > 100
+
+    @function_tool(needs_approval=over_100)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    r = OpenAIAgentsRunner(
+        lambda n, c: Agent(name="a", model=model, tools=[pay]), tool_effects={"pay": "idempotent_write"}
+    )
+    resp = asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    assert resp.tool_policies["pay"].requires_approval  # the strict answer, before any call
+    turn = pb.TurnContext(agent="orders")
+    for amount, want in ((50, False), (500, True)):
+        p = asyncio.run(r._claim(turn, r._root("orders"), "pay", json.dumps({"amount": amount}), "c1"))
+        assert (p.effect, p.requires_approval) == ("idempotent_write", want), amount

@@ -170,7 +170,9 @@ export class OpenAIAgentsRunner implements Runner {
         p.requires_approval = true;
       }
     } catch {
-      // A policy that needs the call's arguments: decided per call.
+      // A rule that fails (or needs the call's arguments, at configure)
+      // asks for approval.
+      p.requires_approval = true;
     }
     return p;
   }
@@ -192,17 +194,13 @@ export class OpenAIAgentsRunner implements Runner {
     const root = this.root(turn.agent);
     const items: AgentInputItem[] = turn.messages.filter((m) => m.framework_item).map((m) => load(m.framework_item));
     const newMessages: FrameworkMessage[] = [];
-    const answered = answeredCalls(turn);
-    for (const rec of turn.tool_calls) {
-      if (answered.has(rec.tool_call_id)) {
-        continue;
-      }
+    for (const rec of unansweredCalls(turn)) {
       const item = resultItem(rec);
       items.push(item);
       newMessages.push(toolMessage(item, rec));
     }
     const summary = turn.context_summary?.text ?? "";
-    const agent = activeAgent(root, items, summaryAgent(summary));
+    const agent = activeAgent(root, items, summaryAgent(summary), notSucceeded([...turn.messages, ...newMessages]));
     const rc = new RunContext<unknown>(this.contextFactory(dexContext(turn.agent, turn)));
     let tools: SerializedTool[] = (await functionTools(agent, rc)).map(serializeTool);
     let hs = handoffs(agent);
@@ -316,10 +314,7 @@ export class OpenAIAgentsRunner implements Runner {
 
   buildUnfinishedTurnMessages(req: BuildUnfinishedTurnMessagesRequest): BuildUnfinishedTurnMessagesResponse {
     const turn = req.turn!;
-    const answered = answeredCalls(turn);
-    const messages = turn.tool_calls
-      .filter((rec) => !answered.has(rec.tool_call_id) && finalStatuses.includes(rec.status))
-      .map((rec) => toolMessage(resultItem(rec), rec));
+    const messages = unansweredCalls(turn, true).map((rec) => toolMessage(resultItem(rec), rec));
     return { messages };
   }
 
@@ -331,7 +326,7 @@ export class OpenAIAgentsRunner implements Runner {
     const turn = req.turn!;
     const root = this.root(turn.agent);
     const msgs = req.messages.filter((m) => m.framework_item);
-    const agent = activeAgent(root, msgs.map((m) => load(m.framework_item)), summaryAgent(req.previous_summary));
+    const agent = activeAgent(root, msgs.map((m) => load(m.framework_item)), summaryAgent(req.previous_summary), notSucceeded(msgs));
     const head: AgentInputItem[] = req.previous_summary ? [user(summaryNote(req.previous_summary))] : [];
     const build = (rest: readonly Message[], omitted: number): AgentInputItem[] => [
       ...head,
@@ -436,9 +431,11 @@ function summaryAgent(summary: string): string {
 
 /** The agent the transcript's last completed handoff reached, else the one
  * the context summary names, else root. */
-function activeAgent(root: Agent<any, any>, items: AgentInputItem[], start: string): Agent<any, any> {
+function activeAgent(root: Agent<any, any>, items: AgentInputItem[], start: string, failed: Set<string>): Agent<any, any> {
   const all = graph(root);
-  const outputs = new Set(items.filter((i) => i.type === "function_call_result").map((i) => (i as protocol.FunctionCallResultItem).callId));
+  const outputs = new Set(
+    items.filter((i) => i.type === "function_call_result").map((i) => (i as protocol.FunctionCallResultItem).callId).filter((id) => !failed.has(id)),
+  );
   let active = all.find((a) => a.name === start) ?? root;
   for (const i of items) {
     if (i.type !== "function_call" || !outputs.has(i.callId)) {
@@ -536,8 +533,22 @@ function contractUsage(u: Done["usage"]): ContractUsage {
   };
 }
 
-function answeredCalls(turn: TurnContext): Set<string> {
-  return new Set(turn.messages.filter((m) => m.turn_id === turn.turn_id && m.role === "tool").map((m) => m.tool_call_id));
+/** This turn's call records whose result no stored message holds yet,
+ * among the calls the stored messages still hold: a compaction in the
+ * middle of a turn may have summarized a call and its result away, and a
+ * result without its call is an error at every provider. */
+function unansweredCalls(turn: TurnContext, finalOnly = false): ToolCall[] {
+  const answered = new Set(turn.messages.filter((m) => m.turn_id === turn.turn_id && m.role === "tool").map((m) => m.tool_call_id));
+  const visible = new Set(turn.messages.flatMap(opens));
+  return turn.tool_calls.filter(
+    (c) => !answered.has(c.tool_call_id) && visible.has(c.tool_call_id) && (!finalOnly || finalStatuses.includes(c.status)),
+  );
+}
+
+/** The call IDs whose result is not a success: a rejected, failed or
+ * outcome-unknown handoff changes no agent. */
+function notSucceeded(messages: ReadonlyArray<{ role?: string; tool_status?: string; tool_call_id?: string }>): Set<string> {
+  return new Set(messages.filter((m) => m.role === "tool" && m.tool_status && m.tool_status !== "succeeded").map((m) => m.tool_call_id ?? ""));
 }
 
 function resultItem(rec: ToolCall): protocol.FunctionCallResultItem {

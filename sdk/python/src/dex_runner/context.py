@@ -75,6 +75,24 @@ def _plan_lines(p: pb.Plan | None) -> str:
     return "\n".join(lines)
 
 
+def unanswered_calls(
+    turn: pb.TurnContext, opens: Callable[[pb.Message], Iterable[str]], final_only: bool = False
+) -> list[pb.ToolCall]:
+    """This turn's call records whose result no stored message holds yet,
+    among the calls the stored messages still hold: a compaction in the
+    middle of a turn may have summarized a call and its result away, and
+    a result without its call is an error at every provider. final_only
+    keeps only records with a final status (for BuildUnfinishedTurnMessages)."""
+    answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
+    visible = {i for m in turn.messages for i in opens(m)}
+    final = ("rejected", "succeeded", "failed", "outcome_unknown")
+    return [
+        c
+        for c in turn.tool_calls
+        if c.tool_call_id not in answered and c.tool_call_id in visible and (not final_only or c.status in final)
+    ]
+
+
 def estimate_tokens(text: str) -> int:
     """The contract's estimate: three UTF-8 bytes per token, rounded up."""
     return (len(text.encode()) + 2) // 3

@@ -58,6 +58,7 @@ from dex_runner.context import (
     plan_note,
     select_cutoff,
     summary_note,
+    unanswered_calls,
 )
 from dex_runner.outcome import describe_tool_call_outcome
 from dex_runner.runner import (
@@ -114,6 +115,8 @@ class GoogleADKRunner:
             raise ValueError("build must return a google.adk LlmAgent")
         if agent.sub_agents:
             raise ValueError(f"agent {agent.name!r}: sub_agents are not supported yet")
+        if agent.output_schema is not None:
+            raise ValueError(f"agent {agent.name!r}: output_schema is not supported yet")
         session = await _session(InMemorySessionService(), "configure", [])
         ic = InvocationContext(
             session_service=InMemorySessionService(), session=session, agent=agent, invocation_id="configure",
@@ -134,7 +137,10 @@ class GoogleADKRunner:
 
     def _own_policy(self, t: Any) -> pb.ToolPolicy:
         p = pb.ToolPolicy(effect=self._effects.get(t.name, ""))
-        if getattr(t, "_require_confirmation", False) is True:
+        rule = getattr(t, "_require_confirmation", False)
+        if rule is True or callable(rule):
+            # A rule that is a function asks for approval of every call: it
+            # needs ADK's tool context, which only the tool Step has.
             p.requires_approval = True
         return p
 
@@ -158,8 +164,7 @@ class GoogleADKRunner:
         turn = req.turn
         agent = self._agent(turn.agent)
         events = [_load(m.framework_item) for m in turn.messages if m.framework_item]
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        settled = [c for c in turn.tool_calls if c.tool_call_id not in answered]
+        settled = unanswered_calls(turn, _opens)
         new_messages: list[pb.FrameworkMessage] = []
         if settled:
             # The session's results as one function-response event, as ADK
@@ -281,9 +286,7 @@ class GoogleADKRunner:
         """The results of the last response's calls that no later model call
         stored, so the transcript never holds a call without its result."""
         turn = req.turn
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        done = ("rejected", "succeeded", "failed", "outcome_unknown")
-        settled = [c for c in turn.tool_calls if c.tool_call_id not in answered and c.status in done]
+        settled = unanswered_calls(turn, _opens, final_only=True)
         if not settled:
             return pb.BuildUnfinishedTurnMessagesResponse()
         agent = self._agent(turn.agent)
@@ -312,12 +315,16 @@ class GoogleADKRunner:
         """One request to the agent's model, with the summary instructions and
         no tools, over the earlier summary and the messages."""
         agent = self._agent(req.turn.agent)
-        msgs = [m for m in req.messages if m.framework_item]
+        # Cut points over every message (a function-response event for
+        # several calls is stored on the first call's message only).
+        msgs = list(req.messages)
         head = [_user(summary_note(req.previous_summary))] if req.previous_summary else []
 
         def build(rest: Sequence[pb.Message], omitted: int) -> list[types.Content]:
             note = [_user(SUMMARY_OMISSION_FORMAT % omitted)] if omitted else []
-            contents = [c for c in (_content(_load(m.framework_item)) for m in rest) if c is not None]
+            contents = [
+                c for c in (_content(_load(m.framework_item)) for m in rest if m.framework_item) if c is not None
+            ]
             return [*head, *note, *contents, _user(SUMMARY_INSTRUCTIONS)]
 
         def size(rest: Sequence[pb.Message], omitted: int) -> int:

@@ -64,6 +64,7 @@ from dex_runner.context import (
     plan_note,
     select_cutoff,
     summary_note,
+    unanswered_calls,
 )
 from dex_runner.outcome import describe_tool_call_outcome
 from dex_runner.runner import (
@@ -190,10 +191,7 @@ class LangGraphRunner:
         stored = [m for m in turn.messages if m.framework_item]
         history = [_load(m.framework_item) for m in stored]
         new_messages: list[pb.FrameworkMessage] = []
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        for rec in turn.tool_calls:
-            if rec.tool_call_id in answered:
-                continue
+        for rec in unanswered_calls(turn, _opens):
             msg = _tool_message(rec)
             history.append(msg)
             new_messages.append(_framework_tool_message(msg, rec))
@@ -236,6 +234,15 @@ class LangGraphRunner:
                 meta.response_model = meta.request_model = str(rm.get("model_name") or "")
                 meta.provider_name = str(rm.get("model_provider") or "")
         for m in produced:
+            if isinstance(m, ToolMessage):
+                # A result the graph made itself (a structured-output tool).
+                new_messages.append(
+                    pb.FrameworkMessage(
+                        role="tool", text=m.text, framework_item=_dump(m), tool_call_id=m.tool_call_id,
+                        tool_name=m.name or "", tool_status="succeeded" if m.status == "success" else "failed",
+                    )
+                )  # fmt: skip
+                continue
             new_messages.append(
                 pb.FrameworkMessage(
                     role="assistant" if isinstance(m, AIMessage) else "user", text=m.text, framework_item=_dump(m)
@@ -329,13 +336,7 @@ class LangGraphRunner:
         """The results of the last response's calls that no later model call
         stored, so the transcript never holds a call without its result."""
         turn = req.turn
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        done = ("rejected", "succeeded", "failed", "outcome_unknown")
-        out = [
-            _framework_tool_message(_tool_message(c), c)
-            for c in turn.tool_calls
-            if c.tool_call_id not in answered and c.status in done
-        ]
+        out = [_framework_tool_message(_tool_message(c), c) for c in unanswered_calls(turn, _opens, final_only=True)]
         return pb.BuildUnfinishedTurnMessagesResponse(messages=out)
 
     async def select_compaction_cutoff(self, req: pb.CompactionCutoffRequest) -> pb.CompactionCutoffResponse:

@@ -57,6 +57,7 @@ from dex_runner.context import (
     plan_note,
     select_cutoff,
     summary_note,
+    unanswered_calls,
 )
 from dex_runner.outcome import describe_tool_call_outcome
 from dex_runner.runner import (
@@ -129,8 +130,23 @@ class OpenAIAgentsRunner:
 
     def _own_policy(self, t: FunctionTool) -> pb.ToolPolicy:
         p = pb.ToolPolicy(effect=self._effects.get(t.name, ""))
-        if t.needs_approval is True:
+        if t.needs_approval is True or callable(t.needs_approval):
+            # A rule that is a function is decided per call (_call_policy);
+            # configure reports the strict answer.
             p.requires_approval = True
+        return p
+
+    async def _call_policy(self, t: FunctionTool, args: str, call_id: str) -> pb.ToolPolicy:
+        """The tool's own policy for one call: a needs_approval function
+        gets the call's arguments; one that fails asks for approval."""
+        p = self._own_policy(t)
+        rule = t.needs_approval
+        if callable(rule):
+            try:
+                parsed = json.loads(args or "{}")
+                p.requires_approval = bool(await rule(RunContextWrapper(context=None), parsed, call_id))
+            except Exception:
+                p.requires_approval = True
         return p
 
     def _root(self, agent: str) -> Agent[Any]:
@@ -150,12 +166,7 @@ class OpenAIAgentsRunner:
         root = self._root(turn.agent)
         items: list[Any] = [json.loads(m.framework_item) for m in turn.messages if m.framework_item]
         new_messages: list[pb.FrameworkMessage] = []
-        # The outputs this turn stored already (call IDs are unique within
-        # a turn only).
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        for rec in turn.tool_calls:
-            if rec.tool_call_id in answered:
-                continue
+        for rec in unanswered_calls(turn, _opens):
             out = describe_tool_call_outcome(rec)
             item = {"type": "function_call_output", "call_id": rec.tool_call_id, "output": out}
             items.append(item)
@@ -166,7 +177,7 @@ class OpenAIAgentsRunner:
                 )
             )  # fmt: skip
         summary = turn.context_summary.text if turn.HasField("context_summary") else ""
-        agent = _active_agent(root, items, _summary_agent(summary))
+        agent = _active_agent(root, items, _summary_agent(summary), _not_succeeded(turn.messages, new_messages))
         run_ctx: RunContextWrapper[Any] = RunContextWrapper(context=None)
         system = await agent.get_system_prompt(run_ctx)
         tools = [t for t in await agent.get_all_tools(run_ctx) if isinstance(t, FunctionTool)]
@@ -194,7 +205,7 @@ class OpenAIAgentsRunner:
                 calls.append(
                     pb.DeferredToolCall(
                         tool_call_id=str(d["call_id"]), tool_name=name, arguments=str(d.get("arguments") or "{}"),
-                        policy=self._claim(turn, agent, name),
+                        policy=await self._claim(turn, agent, name, str(d.get("arguments") or "{}"), str(d["call_id"])),
                     )
                 )  # fmt: skip
                 new_messages.append(pb.FrameworkMessage(role="assistant", framework_item=json.dumps(d)))
@@ -232,7 +243,8 @@ class OpenAIAgentsRunner:
         root = self._root(turn.agent)
         msgs = [m for m in req.messages if m.framework_item]
         agent = _active_agent(
-            root, [json.loads(m.framework_item) for m in msgs], _summary_agent(req.previous_summary)
+            root, [json.loads(m.framework_item) for m in msgs], _summary_agent(req.previous_summary),
+            _not_succeeded(msgs, []),
         )  # fmt: skip
         model = self._model(agent)
         head: list[Any] = []
@@ -271,7 +283,9 @@ class OpenAIAgentsRunner:
             return agent.model
         return self._provider.get_model(agent.model)
 
-    def _claim(self, turn: pb.TurnContext, agent: Agent[Any], name: str) -> pb.ToolPolicy:
+    async def _claim(
+        self, turn: pb.TurnContext, agent: Agent[Any], name: str, args: str, call_id: str
+    ) -> pb.ToolPolicy:
         for d in turn.host_tools:
             if d.name == name:
                 # A tool the session runs (a built-in, an MCP tool).
@@ -280,7 +294,7 @@ class OpenAIAgentsRunner:
             return resolve_policy(turn, name, own=_HANDOFF_POLICY)
         for t in agent.tools:
             if isinstance(t, FunctionTool) and t.name == name:
-                return resolve_policy(turn, name, own=self._own_policy(t))
+                return resolve_policy(turn, name, own=await self._call_policy(t, args, call_id))
         # Not a tool of the agent: the worker fails it as unknown.
         return pb.ToolPolicy(effect="unclassified", requires_approval=False)
 
@@ -304,7 +318,13 @@ class OpenAIAgentsRunner:
                         context=self._context_factory(dex), tool_name=t.name, tool_call_id=call.tool_call_id,
                         tool_arguments=call.arguments, agent=agent,
                     )  # fmt: skip
-                    out = await t.on_invoke_tool(tool_ctx, call.arguments)
+                    # The tool's own invoker, without the SDK's failure
+                    # handler: a tool that raises fails the Step, which the
+                    # session retries or records by the tool's effect class,
+                    # instead of a "succeeded" call the model is told to try
+                    # again (a second write under a new idempotency key).
+                    invoke = getattr(t.on_invoke_tool, "_invoke_tool_impl", t.on_invoke_tool)
+                    out = await invoke(tool_ctx, call.arguments)
                     text = out if isinstance(out, str) else json.dumps(out, default=str)
                     return pb.ExecuteToolResponse(result=pb.ToolResult(output=text))
         return pb.ExecuteToolResponse(error=pb.ToolExecutionError(message=f"unknown tool {call.tool_name}"))
@@ -315,11 +335,8 @@ class OpenAIAgentsRunner:
         """The outputs of the last response's calls that no later model call
         stored, so the transcript never holds a call without its output."""
         turn = req.turn
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
         out = []
-        for rec in turn.tool_calls:
-            if rec.tool_call_id in answered or rec.status not in ("rejected", "succeeded", "failed", "outcome_unknown"):
-                continue
+        for rec in unanswered_calls(turn, _opens, final_only=True):
             text = describe_tool_call_outcome(rec)
             item = {"type": "function_call_output", "call_id": rec.tool_call_id, "output": text}
             out.append(
@@ -386,16 +403,27 @@ def _graph(root: Agent[Any]) -> list[Agent[Any]]:
         if any(a is s for s in seen):
             continue
         seen.append(a)
-        todo.extend(h for h in a.handoffs if isinstance(h, Agent))
+        for h in a.handoffs:
+            if isinstance(h, Agent):
+                todo.append(h)
+            else:
+                # A handoff(agent) object keeps its agent by weak reference.
+                ref = getattr(h, "_agent_ref", None)
+                target = ref() if ref is not None else None
+                if isinstance(target, Agent):
+                    todo.append(target)
     return seen
 
 
-def _active_agent(root: Agent[Any], items: list[Any], start: str = "") -> Agent[Any]:
+def _active_agent(root: Agent[Any], items: list[Any], start: str = "", failed: set[str] | None = None) -> Agent[Any]:
     """The agent the transcript's last completed handoff reached, else the
     one the context summary names (start), else root: the active agent is
-    derived from the stored items, so it survives any restart."""
+    derived from the stored items, so it survives any restart. A handoff
+    whose call did not succeed (failed: rejected, failed or
+    outcome_unknown call IDs) changes nothing."""
     graph = {a.name: a for a in _graph(root)}
     outputs = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"}
+    outputs -= failed or set()
     active = graph.get(start, root)
     for i in items:
         if not isinstance(i, dict) or i.get("type") != "function_call" or i.get("call_id") not in outputs:
@@ -410,6 +438,13 @@ def _active_agent(root: Agent[Any], items: list[Any], start: str = "") -> Agent[
 # The last line of a summary made while a handoff's agent was active.
 _ACTIVE_AGENT_FORMAT = "[Dex] Active agent: %s"
 _ACTIVE_AGENT_RE = re.compile(r"\n\[Dex\] Active agent: (.+)\Z")
+
+
+def _not_succeeded(stored: Sequence[pb.Message], new: Sequence[pb.FrameworkMessage]) -> set[str]:
+    """The call IDs whose result is not a success: a rejected, failed or
+    outcome-unknown handoff changes no agent."""
+    out = {m.tool_call_id for m in stored if m.role == "tool" and m.tool_status not in ("", "succeeded")}
+    return out | {m.tool_call_id for m in new if m.role == "tool" and m.tool_status not in ("", "succeeded")}
 
 
 def _summary_agent(summary: str) -> str:

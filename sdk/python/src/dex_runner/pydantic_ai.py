@@ -73,6 +73,7 @@ from dex_runner.context import (
     plan_note,
     select_cutoff,
     summary_note,
+    unanswered_calls,
 )
 from dex_runner.outcome import describe_tool_call_outcome
 from dex_runner.runner import (
@@ -166,8 +167,7 @@ class PydanticAIRunner:
         history = _model_input(turn, [_load(m.framework_item) for m in turn.messages if m.framework_item])
         # The calls of the last response the session settled and no earlier
         # Step stored a result of: the framework's deferred-tool results.
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        settled = [c for c in turn.tool_calls if c.tool_call_id not in answered]
+        settled = unanswered_calls(turn, _opens)
         results = _deferred_results(settled) if settled else None
         host = [d for d in turn.host_tools if turn.interaction_mode != "planning" or d.name == "write_todos"]
         toolsets: list[AbstractToolset[Any]] = []
@@ -293,9 +293,7 @@ class PydanticAIRunner:
         """The results of the last response's calls that no later model call
         stored, so the transcript never holds a call without its result."""
         turn = req.turn
-        answered = {m.tool_call_id for m in turn.messages if m.turn_id == turn.turn_id and m.role == "tool"}
-        done = ("rejected", "succeeded", "failed", "outcome_unknown")
-        settled = [c for c in turn.tool_calls if c.tool_call_id not in answered and c.status in done]
+        settled = unanswered_calls(turn, _opens, final_only=True)
         parts = [
             ToolReturnPart(
                 tool_name=c.tool_name, content=describe_tool_call_outcome(c), tool_call_id=c.tool_call_id,
