@@ -19,7 +19,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from dex_runner import pb
 from dex_runner.context import PLANNING_NOTE, SUMMARY_INSTRUCTIONS
@@ -148,13 +148,40 @@ def test_configure_reports_tools_and_refuses_what_does_not_map() -> None:
     assert resp.tool_policies["close_order"].requires_approval
     assert not resp.tool_policies["lookup_order"].requires_approval
 
-    parent = LlmAgent(name="root", model=Scripted(requests=[]), sub_agents=[LlmAgent(name="child", model="x")])
-    try:
-        asyncio.run(GoogleADKRunner(lambda n, c: parent).configure(pb.ConfigureRequest(agent="a", runner_config="{}")))
-    except ValueError as err:
-        assert "sub_agents are not supported yet" in str(err)
-    else:
-        raise AssertionError("configure accepted sub_agents")
+    class Answer(BaseModel):
+        text: str
+
+    cases = [
+        (
+            LlmAgent(name="root", model=Scripted(requests=[]), sub_agents=[LlmAgent(name="child", model="x")]),
+            "sub_agents are",
+        ),
+        (LlmAgent(name="root", model=Scripted(requests=[]), output_schema=Answer), "output_schema is"),
+    ]
+    for agent, what in cases:
+
+        def build(n: str, c: dict[str, Any], a: LlmAgent = agent) -> LlmAgent:
+            return a
+
+        try:
+            asyncio.run(GoogleADKRunner(build).configure(pb.ConfigureRequest(agent="a", runner_config="{}")))
+        except ValueError as err:
+            assert f"{what} not supported yet" in str(err)
+        else:
+            raise AssertionError(f"configure accepted {what}")
+
+    def rule(order_id: str) -> bool:
+        return order_id == "9"
+
+    def confirmed(order_id: str) -> str:
+        """Close an order."""
+        return "ok"
+
+    conf = LlmAgent(
+        name="root", model=Scripted(requests=[]), tools=[FunctionTool(confirmed, require_confirmation=rule)]
+    )
+    resp = asyncio.run(GoogleADKRunner(lambda n, c: conf).configure(pb.ConfigureRequest(agent="a", runner_config="{}")))
+    assert resp.tool_policies["confirmed"].requires_approval  # a rule that is a function asks for every call
 
 
 def test_the_sessions_tools_are_offered_and_a_planning_turn_offers_only_write_todos() -> None:

@@ -232,3 +232,24 @@ test("the plan and summary texts are Stepwise's", () => {
     "[Dex] The current plan (revision 2, active):\n1. [pending] Look up order 7\nKeep the task statuses current with write_todos.",
   );
 });
+
+test("a compaction inside the turn never orphans a result", async () => {
+  const model = new Scripted();
+  const r = runner(model);
+  await r.configure({ agent: "orders", runner_config: "{}", protocol_version: 1 });
+  const call = { type: "function_call", callId: "cb", name: "lookup_order", arguments: "{}", status: "completed" };
+  const messages = [
+    { sequence: 4, role: "assistant", text: "", framework_item: JSON.stringify(call), tool_call_id: "", tool_name: "", turn_id: "turn-1", tool_status: "" },
+  ];
+  const rec = (id: string) => ({ tool_call_id: id, tool_name: "lookup_order", status: "succeeded", output: id });
+  const turn = {
+    agent: "orders", session_id: "s1", turn_id: "turn-1", messages, run_state: "x", tool_calls: [rec("ca"), rec("cb")],
+    policies: { policies: {}, default_effect: "unclassified" }, host_tools: [], interaction_mode: "chat",
+    context_summary: { generation: 1, first_sequence: 1, last_sequence: 3, text: "they looked order a up", created_at: "" },
+  } as unknown as TurnContext;
+  const out = await r.runModelStep({ turn } as never, live());
+  const results = (model.requests[0].input as Array<Record<string, unknown>>).filter((i) => i.type === "function_call_result");
+  assert.deepEqual(results.map((i) => i.callId), ["cb"]);
+  assert.deepEqual((out.turn_completed!.new_messages ?? []).filter((m) => m.role === "tool").map((m) => m.tool_call_id), ["cb"]);
+  assert.deepEqual(r.buildUnfinishedTurnMessages({ turn } as never).messages!.map((m) => m.tool_call_id), ["cb"]);
+});
