@@ -438,3 +438,22 @@ def test_a_needs_approval_function_is_decided_per_call() -> None:
     for amount, want in ((50, False), (500, True)):
         p = asyncio.run(r._claim(turn, r._root("orders"), "pay", json.dumps({"amount": amount}), "c1"))
         assert (p.effect, p.requires_approval) == ("idempotent_write", want), amount
+
+
+def test_a_message_stored_without_an_item_reaches_the_model_as_text() -> None:
+    """The session stores a user message as text when BuildUserMessage
+    failed, and turn-failure notes the same way: the model still sees them."""
+    model = Scripted()
+    r = runner(model)
+    asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    msgs = [
+        pb.Message(sequence=1, role="user", text="hello there", turn_id="turn-1"),
+        pb.Message(sequence=2, role="assistant", text="[Dex] The turn failed.", turn_id="turn-1"),
+        *stored("turn-2", {"role": "user", "content": "lookup 7"}, first=3),
+    ]
+    turn = pb.TurnContext(agent="orders", turn_id="turn-2", messages=msgs)
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), live()))
+    assert model.inputs[-1][:2] == [
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": "[Dex] The turn failed."},
+    ]

@@ -327,3 +327,22 @@ def test_a_response_with_two_calls_stores_a_result_for_each() -> None:
             assert turn.text() == "[orders desk] order 9: a chair, $20"
 
     asyncio.run(run())
+
+
+def test_a_message_stored_without_an_item_reaches_the_model_as_text() -> None:
+    from dex_runner.service import LiveContext
+
+    script = Script()
+    r = runner(script)
+    asyncio.run(r.configure(pb.ConfigureRequest(agent="orders", runner_config="{}")))
+    item = ModelMessagesTypeAdapter.dump_json([ModelRequest(parts=[UserPromptPart("hi again")])]).decode()[1:-1]
+    msgs = [
+        pb.Message(sequence=1, role="user", text="hello there", turn_id="turn-1"),
+        pb.Message(sequence=2, role="assistant", text="[Dex] The turn failed.", turn_id="turn-1"),
+        pb.Message(sequence=3, role="user", text="hi again", framework_item=item, turn_id="turn-2"),
+    ]
+    turn = pb.TurnContext(agent="orders", turn_id="turn-2", messages=msgs)
+    asyncio.run(r.run_model_step(pb.RunModelStepRequest(turn=turn), LiveContext(pb.RunModelStepFrame, False)))
+    messages, _ = script.requests[-1]
+    texts = [getattr(p, "content", "") for m in messages for p in m.parts]
+    assert texts[:2] == ["hello there", "[Dex] The turn failed."]

@@ -27,6 +27,7 @@ import {
   Usage,
   getTransferMessage,
   handoff as toHandoff,
+  assistant,
   protocol,
   user,
   type AgentInputItem,
@@ -192,7 +193,7 @@ export class OpenAIAgentsRunner implements Runner {
   async runModelStep(req: RunModelStepRequest, ctx: CallContext): Promise<RunModelStepResponse> {
     const turn = req.turn!;
     const root = this.root(turn.agent);
-    const items: AgentInputItem[] = turn.messages.filter((m) => m.framework_item).map((m) => load(m.framework_item));
+    const items: AgentInputItem[] = turn.messages.flatMap(storedItem);
     const newMessages: FrameworkMessage[] = [];
     for (const rec of unansweredCalls(turn)) {
       const item = resultItem(rec);
@@ -585,6 +586,22 @@ function opens(m: Message): string[] {
 
 function closes(m: Message): string[] {
   return m.role === "tool" ? [m.tool_call_id] : [];
+}
+
+/** A stored message as a protocol item: its framework item, or for a text
+ * the session stored without one (a user message whose BuildUserMessage
+ * failed, a turn-failure note), the text itself. */
+function storedItem(m: Message): AgentInputItem[] {
+  if (m.framework_item) {
+    return [load(m.framework_item)];
+  }
+  if (m.role === "user" && m.text) {
+    return [user(m.text)];
+  }
+  if (m.role === "assistant" && m.text) {
+    return [assistant(m.text)];
+  }
+  return [];
 }
 
 function load(item: string): AgentInputItem {

@@ -163,7 +163,7 @@ class GoogleADKRunner:
     async def run_model_step(self, req: pb.RunModelStepRequest, ctx: CallContext) -> pb.RunModelStepResponse:
         turn = req.turn
         agent = self._agent(turn.agent)
-        events = [_load(m.framework_item) for m in turn.messages if m.framework_item]
+        events = [e for e in (_stored_event(m, agent.name) for m in turn.messages) if e is not None]
         settled = unanswered_calls(turn, _opens)
         new_messages: list[pb.FrameworkMessage] = []
         if settled:
@@ -497,6 +497,22 @@ def _opens(m: pb.Message) -> list[str]:
 
 def _closes(m: pb.Message) -> list[str]:
     return [m.tool_call_id] if m.role == "tool" else []
+
+
+def _stored_event(m: pb.Message, agent: str) -> Event | None:
+    """A stored message as an ADK event: its framework item, or for a text
+    the session stored without one (a user message whose BuildUserMessage
+    failed, a turn-failure note), the text itself. A tool message without
+    an item shares the event stored on its call's first result."""
+    if m.framework_item:
+        return _load(m.framework_item)
+    if m.role == "user" and m.text:
+        return Event(author="user", invocation_id="", content=_user(m.text))
+    if m.role == "assistant" and m.text:
+        return Event(
+            author=agent, invocation_id="", content=types.Content(role="model", parts=[types.Part(text=m.text)])
+        )
+    return None
 
 
 def _dump(e: Event) -> str:

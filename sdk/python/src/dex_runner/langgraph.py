@@ -189,7 +189,7 @@ class LangGraphRunner:
         graph = self._graph(turn.agent)
         tool_nodes = list(self._tool_nodes[turn.agent])
         stored = [m for m in turn.messages if m.framework_item]
-        history = [_load(m.framework_item) for m in stored]
+        history = [h for h in map(_stored_message, turn.messages) if h is not None]
         new_messages: list[pb.FrameworkMessage] = []
         for rec in unanswered_calls(turn, _opens):
             msg = _tool_message(rec)
@@ -494,6 +494,19 @@ def _opens(m: pb.Message) -> list[str]:
 
 def _closes(m: pb.Message) -> list[str]:
     return [m.tool_call_id] if m.role == "tool" else []
+
+
+def _stored_message(m: pb.Message) -> BaseMessage | None:
+    """A stored message as a LangChain message: its framework item, or for
+    a text the session stored without one (a user message whose
+    BuildUserMessage failed, a turn-failure note), the text itself."""
+    if m.framework_item:
+        return _load(m.framework_item)
+    if m.role == "user" and m.text:
+        return HumanMessage(m.text)
+    if m.role == "assistant" and m.text:
+        return AIMessage(m.text)
+    return None
 
 
 def _dump(m: BaseMessage) -> str:

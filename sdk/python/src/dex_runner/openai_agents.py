@@ -164,7 +164,7 @@ class OpenAIAgentsRunner:
     async def run_model_step(self, req: pb.RunModelStepRequest, ctx: CallContext) -> pb.RunModelStepResponse:
         turn = req.turn
         root = self._root(turn.agent)
-        items: list[Any] = [json.loads(m.framework_item) for m in turn.messages if m.framework_item]
+        items: list[Any] = [i for i in map(_stored_item, turn.messages) if i is not None]
         new_messages: list[pb.FrameworkMessage] = []
         for rec in unanswered_calls(turn, _opens):
             out = describe_tool_call_outcome(rec)
@@ -466,6 +466,17 @@ def _model_input(turn: pb.TurnContext, items: list[Any]) -> list[Any]:
     if note:
         out.append({"role": "user", "content": note})
     return out + items[at:]
+
+
+def _stored_item(m: pb.Message) -> Any:
+    """A stored message as a Responses input item: its framework item, or
+    for a text the session stored without one (a user message whose
+    BuildUserMessage failed, a turn-failure note), the text itself."""
+    if m.framework_item:
+        return json.loads(m.framework_item)
+    if m.role in ("user", "assistant") and m.text:
+        return {"role": m.role, "content": m.text}
+    return None
 
 
 def _opens(m: pb.Message) -> list[str]:

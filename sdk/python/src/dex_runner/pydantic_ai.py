@@ -164,7 +164,7 @@ class PydanticAIRunner:
     async def run_model_step(self, req: pb.RunModelStepRequest, ctx: CallContext) -> pb.RunModelStepResponse:
         turn = req.turn
         agent = self._agent(turn.agent)
-        history = _model_input(turn, [_load(m.framework_item) for m in turn.messages if m.framework_item])
+        history = _model_input(turn, [h for h in map(_stored_message, turn.messages) if h is not None])
         # The calls of the last response the session settled and no earlier
         # Step stored a result of: the framework's deferred-tool results.
         settled = unanswered_calls(turn, _opens)
@@ -525,6 +525,19 @@ def _closes(m: pb.Message) -> list[str]:
     if not isinstance(msg, ModelRequest):
         return []
     return [p.tool_call_id for p in msg.parts if isinstance(p, ToolReturnPart)]
+
+
+def _stored_message(m: pb.Message) -> ModelMessage | None:
+    """A stored message as the framework's message: its framework item, or
+    for a text the session stored without one (a user message whose
+    BuildUserMessage failed, a turn-failure note), the text itself."""
+    if m.framework_item:
+        return _load(m.framework_item)
+    if m.role == "user" and m.text:
+        return ModelRequest(parts=[UserPromptPart(content=m.text)])
+    if m.role == "assistant" and m.text:
+        return ModelResponse(parts=[TextPart(content=m.text)])
+    return None
 
 
 def _dump(m: ModelMessage) -> str:
