@@ -15,8 +15,13 @@ import (
 	"sync"
 )
 
-// minPort is the lowest port Get hands out.
-const minPort = 20000
+// minPort is the lowest port Get hands out: above go-plugin's port range
+// (PLUGIN_MIN_PORT to PLUGIN_MAX_PORT, 10000 to 25000 by default), where
+// runner plugins bind theirs, and below the kernel's ephemeral range, where
+// outgoing connections take theirs. A port handed out here is released
+// until its server binds it; a plugin starting at that moment must never
+// take it (the engine's services panic on a port they cannot bind).
+const minPort = 25001
 
 const loopback = "127.0.0.1"
 

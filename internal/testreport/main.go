@@ -186,6 +186,15 @@ func (p *printer) event(e event) {
 		}
 		delete(p.output, key)
 	case "pass", "skip":
+		if e.Test != "" {
+			// test2json may end a test after the lines of a panic that
+			// killed the binary (a goroutine of the package, not the
+			// test's): keep them for the package's failure.
+			if lines := panicLines(p.output[key]); lines != nil {
+				pkgKey := e.Package + "\x00"
+				p.output[pkgKey] = append(p.output[pkgKey], lines...)
+			}
+		}
 		if e.Test == "" {
 			if e.Action == "skip" {
 				fmt.Fprintf(p.w, "?   \t%s\t[no test files]\n", e.Package)
@@ -217,6 +226,18 @@ func (p *printer) printUnended(pkg string) {
 		fmt.Fprint(p.w, strings.Join(deathLines(p.output[key], unendedLines), ""))
 		delete(p.output, key)
 	}
+}
+
+// panicLines is out from its first line that starts a panic or a fatal
+// error, or nil.
+func panicLines(out []string) []string {
+	for i, l := range out {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "panic:") || strings.HasPrefix(t, "fatal error:") {
+			return out[i:]
+		}
+	}
+	return nil
 }
 
 // deathLines is at most n lines of out: from the first line that starts a

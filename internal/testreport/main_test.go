@@ -185,3 +185,33 @@ func TestDeathLinesKeepsTheTailWithoutAPanic(t *testing.T) {
 		t.Errorf("deathLines kept %d lines, want the last 60", len(got))
 	}
 }
+
+// passedThenPanicked is a stream where test2json ends a test after the
+// lines of a panic in another goroutine that killed the binary.
+const passedThenPanicked = `{"Action":"run","Package":"ex/d","Test":"TestQuick"}
+{"Action":"output","Package":"ex/d","Test":"TestQuick","Output":"--- PASS: TestQuick (1.00s)\n"}
+{"Action":"output","Package":"ex/d","Test":"TestQuick","Output":"panic: runtime error: invalid memory address or nil pointer dereference\n"}
+{"Action":"output","Package":"ex/d","Test":"TestQuick","Output":"goroutine 18004 [running]:\n"}
+{"Action":"pass","Package":"ex/d","Test":"TestQuick","Elapsed":1}
+{"Action":"run","Package":"ex/d","Test":"TestSlow"}
+{"Action":"output","Package":"ex/d","Output":"FAIL\tex/d\t2.000s\n"}
+{"Action":"fail","Package":"ex/d","Elapsed":2}
+`
+
+// TestAPanicAfterATestPassedIsShown: the panic that killed the binary is
+// printed with the package's failure even when test2json filed it under a
+// test that then passed.
+func TestAPanicAfterATestPassedIsShown(t *testing.T) {
+	events, err := readEvents(strings.NewReader(passedThenPanicked), "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var printed bytes.Buffer
+	p := newPrinter(&printed)
+	for _, e := range events {
+		p.event(e)
+	}
+	if !strings.Contains(printed.String(), "panic: runtime error: invalid memory address or nil pointer dereference\ngoroutine 18004 [running]:\n") {
+		t.Errorf("the panic is not printed:\n%s", printed.String())
+	}
+}
