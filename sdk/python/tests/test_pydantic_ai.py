@@ -346,3 +346,19 @@ def test_a_message_stored_without_an_item_reaches_the_model_as_text() -> None:
     messages, _ = script.requests[-1]
     texts = [getattr(p, "content", "") for m in messages for p in m.parts]
     assert texts[:2] == ["hello there", "[Dex] The turn failed."]
+
+
+def test_a_framework_usage_error_fails_the_step_at_once() -> None:
+    from pydantic_ai.exceptions import UserError
+
+    from dex_runner.pydantic_ai import _provider_errors
+    from dex_runner.runner import RunnerError
+
+    try:
+        with _provider_errors():
+            raise UserError("Tool call results need to be provided for all deferred tool calls")
+    except RunnerError as err:
+        assert err.message.startswith("pydantic_ai: Tool call results need to be provided")
+        assert err.code.name == "FAILED_PRECONDITION"
+    else:
+        raise AssertionError("a UserError was not made permanent")

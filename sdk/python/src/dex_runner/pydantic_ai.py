@@ -41,7 +41,7 @@ import pydantic_core
 from pydantic_ai import Agent, DeferredToolResults, RunContext, ToolDenied
 from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.direct import model_request
-from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.exceptions import ModelHTTPError, UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -354,14 +354,18 @@ class PydanticAIRunner:
 
 @contextmanager
 def _provider_errors() -> Iterator[None]:
-    """A provider's answer a retry cannot fix (400, 401, 403, 404, 422)
-    fails the Step at once; anything else is retried."""
+    """A provider's answer a retry cannot fix (400, 401, 403, 404, 422), and
+    the framework's UserError (a mistake in how the agent is used, which
+    the same input repeats), fail the Step at once; anything else is
+    retried."""
     try:
         yield
     except ModelHTTPError as e:
         if e.status_code in PERMANENT_HTTP_STATUSES:
             raise permanent(f"the model provider answered {e.status_code}: {e.body}") from e
         raise
+    except UserError as e:
+        raise permanent(f"pydantic_ai: {e}") from e
 
 
 def _unsupported(agent: Agent[Any, Any]) -> str:
