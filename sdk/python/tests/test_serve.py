@@ -192,3 +192,29 @@ def test_sigterm_drains_a_running_call(plugin: tuple[subprocess.Popen[str], str,
 
     assert asyncio.run(run()) == ["text_delta", "outcome"]
     assert proc.wait(timeout=10) == 0
+
+
+def test_two_plugins_never_share_a_port() -> None:
+    """Without SO_REUSEPORT a port one plugin serves on is refused to the
+    next: the host always reaches the plugin whose certificate it holds."""
+    import asyncio
+
+    import grpc
+
+    from dex_runner.serve import SERVER_OPTIONS
+
+    async def run() -> None:
+        first = grpc.aio.server(options=SERVER_OPTIONS)
+        port = first.add_insecure_port("127.0.0.1:0")
+        await first.start()
+        second = grpc.aio.server(options=SERVER_OPTIONS)
+        try:
+            try:
+                bound = second.add_insecure_port(f"127.0.0.1:{port}")
+            except RuntimeError:
+                bound = 0
+            assert bound == 0, "a second server bound the port the first serves on"
+        finally:
+            await first.stop(None)
+
+    asyncio.run(run())

@@ -32,9 +32,13 @@ MAGIC_COOKIE_KEY = "DEX_RUNNER_PLUGIN"
 MAGIC_COOKIE_VALUE = "9f1c7e2a-dex-runner-plugin"
 
 # A request carries the whole transcript: accept what the Go host sends.
+# No SO_REUSEPORT (gRPC Python's default): with it, two plugins that pick
+# the same port both bind it, and the kernel hands the host's connection to
+# either one, whose certificate the host then refuses.
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", 2**31 - 1),
     ("grpc.max_send_message_length", 2**31 - 1),
+    ("grpc.so_reuseport", 0),
 ]
 
 
