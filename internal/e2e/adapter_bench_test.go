@@ -3,17 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
-	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
-	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 )
 
 // BenchmarkAdapterTurn measures the same turn on the Go Stepwise runner and
@@ -67,35 +63,9 @@ func benchOrdersTurn(b *testing.B, s *agenttest.Stack) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
-	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	id, d := timedTurns(b, s, cfg, "OrdersBench", "look up order 7")
 	defer d.Stop()
 	ctx := context.Background()
-	id, err := s.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersBench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := waiter.ch(id)
-	turn := func() {
-		if ok, err := s.Sessions.SendUserMessage(ctx, id, "look up order 7"); err != nil || !ok {
-			b.Fatalf("send: %v %v", ok, err)
-		}
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			b.Fatal("turn did not complete")
-		}
-	}
-	turn() // warm up the plugin connection and caches
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		turn()
-	}
-	b.StopTimer()
 	snap, err := s.Sessions.GetAgentSnapshot(ctx, id)
 	if err != nil {
 		b.Fatal(err)

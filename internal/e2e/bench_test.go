@@ -80,35 +80,9 @@ func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool
 	if tracesOn {
 		cfg.Telemetry.Traces = config.TelemetryTraces{Exporter: config.TracesOTLP, Endpoint: receiver.GRPCEndpoint()}
 	}
-	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
-	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	id, d := timedTurns(b, s, cfg, flowType, "call:noop:1 call:noop:2 call:noop:3 call:noop:4")
 	defer d.Stop()
 	ctx := context.Background()
-	id, err := s.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flowType})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := waiter.ch(id)
-	turn := func() {
-		if ok, err := s.Sessions.SendUserMessage(ctx, id, "call:noop:1 call:noop:2 call:noop:3 call:noop:4"); err != nil || !ok {
-			b.Fatalf("send: %v %v", ok, err)
-		}
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			b.Fatal("turn did not complete")
-		}
-	}
-	turn() // warm up the plugin connection and caches
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		turn()
-	}
-	b.StopTimer()
 	snap, err := s.Sessions.GetAgentSnapshot(ctx, id)
 	if err != nil {
 		b.Fatal(err)
@@ -129,6 +103,42 @@ func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool
 			b.Fatalf("%d turn roots exported, want %d", roots, b.N+1)
 		}
 	}
+}
+
+// timedTurns starts a worker in this process on cfg and a session of flow,
+// sends message once to warm up the plugin connection and caches, then
+// times b.N turns of it. The caller stops the worker.
+func timedTurns(b *testing.B, s *agenttest.Stack, cfg *config.Config, flow, message string) (string, *daemon.Daemon) {
+	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
+	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := s.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flow})
+	if err != nil {
+		d.Stop()
+		b.Fatal(err)
+	}
+	done := waiter.ch(id)
+	turn := func() {
+		if ok, err := s.Sessions.SendUserMessage(ctx, id, message); err != nil || !ok {
+			b.Fatalf("send: %v %v", ok, err)
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			b.Fatal("turn did not complete")
+		}
+	}
+	turn()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn()
+	}
+	b.StopTimer()
+	return id, d
 }
 
 const bareQueue = "bench-bare"

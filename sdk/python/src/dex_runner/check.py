@@ -127,3 +127,11 @@ def check_compaction_cutoff_response(r: pb.CompactionCutoffResponse | None, req:
             f"after the current summary ({floor + 1} to {last})"
         )
     return ""
+
+
+def check_tool_effects(effects: dict[str, str]) -> None:
+    """Raises ValueError naming the first effect class that is not one of
+    EFFECTS (an adapter's tool_effects)."""
+    for tool, effect in effects.items():
+        if effect not in EFFECTS:
+            raise ValueError(f"tool_effects[{tool!r}]: {effect!r} is not one of {', '.join(EFFECTS)}")

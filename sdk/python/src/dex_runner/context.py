@@ -103,6 +103,12 @@ def message_tokens(m: pb.Message) -> int:
     return estimate_tokens(m.framework_item or m.text)
 
 
+def closes_by_tool_message(m: pb.Message) -> list[str]:
+    """The call a stored tool message answers: the closes of select_cutoff
+    for runners that store one tool message per result."""
+    return [m.tool_call_id] if m.role == "tool" else []
+
+
 def cut_points(
     items: Sequence[T], opens: Callable[[T], Iterable[str]], closes: Callable[[T], Iterable[str]]
 ) -> list[bool]:

@@ -49,10 +49,11 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from dex_runner import pb
-from dex_runner.check import EFFECTS
+from dex_runner.check import check_tool_effects
 from dex_runner.context import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_OMISSION_FORMAT,
+    closes_by_tool_message,
     estimate_tokens,
     fit_summary_input,
     plan_note,
@@ -96,9 +97,7 @@ class GoogleADKRunner:
     ) -> None:
         self._build = build
         self._effects = dict(tool_effects or {})
-        for tool, effect in self._effects.items():
-            if effect not in EFFECTS:
-                raise ValueError(f"tool_effects[{tool!r}]: {effect!r} is not one of {', '.join(EFFECTS)}")
+        check_tool_effects(self._effects)
         self._name, self._version = name, version
         self._agents: dict[str, LlmAgent] = {}
         self._tools: dict[str, dict[str, Any]] = {}
@@ -308,7 +307,7 @@ class GoogleADKRunner:
         )  # fmt: skip
 
     async def select_compaction_cutoff(self, req: pb.CompactionCutoffRequest) -> pb.CompactionCutoffResponse:
-        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, _closes)
+        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, closes_by_tool_message)
         return pb.CompactionCutoffResponse(through_sequence=through)
 
     async def summarize_context(self, req: pb.SummarizeContextRequest, ctx: CallContext) -> pb.SummarizeContextResponse:
@@ -333,7 +332,7 @@ class GoogleADKRunner:
             )
 
         try:
-            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, _closes)
+            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, closes_by_tool_message)
         except ValueError as e:
             raise permanent(str(e)) from e
         request = LlmRequest(
@@ -493,10 +492,6 @@ def _opens(m: pb.Message) -> list[str]:
     if m.role != "assistant" or "function_call" not in m.framework_item:
         return []
     return [str(c.id) for c in _load(m.framework_item).get_function_calls()]
-
-
-def _closes(m: pb.Message) -> list[str]:
-    return [m.tool_call_id] if m.role == "tool" else []
 
 
 def _stored_event(m: pb.Message, agent: str) -> Event | None:

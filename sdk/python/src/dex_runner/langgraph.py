@@ -55,10 +55,11 @@ from openai import APIStatusError
 from pydantic import BaseModel
 
 from dex_runner import pb
-from dex_runner.check import EFFECTS
+from dex_runner.check import check_tool_effects
 from dex_runner.context import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_OMISSION_FORMAT,
+    closes_by_tool_message,
     estimate_tokens,
     fit_summary_input,
     plan_note,
@@ -133,9 +134,7 @@ class LangGraphRunner:
     ) -> None:
         self._build = build
         self._effects = dict(tool_effects or {})
-        for tool, effect in self._effects.items():
-            if effect not in EFFECTS:
-                raise ValueError(f"tool_effects[{tool!r}]: {effect!r} is not one of {', '.join(EFFECTS)}")
+        check_tool_effects(self._effects)
         self._context = context or (lambda c: c)
         self._summary_model = summary_model
         if summary_model is None:
@@ -340,7 +339,7 @@ class LangGraphRunner:
         return pb.BuildUnfinishedTurnMessagesResponse(messages=out)
 
     async def select_compaction_cutoff(self, req: pb.CompactionCutoffRequest) -> pb.CompactionCutoffResponse:
-        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, _closes)
+        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, closes_by_tool_message)
         return pb.CompactionCutoffResponse(through_sequence=through)
 
     async def summarize_context(self, req: pb.SummarizeContextRequest, ctx: CallContext) -> pb.SummarizeContextResponse:
@@ -364,7 +363,7 @@ class LangGraphRunner:
             return estimate_tokens(json.dumps(messages_to_dict(build(rest, omitted))))
 
         try:
-            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, _closes)
+            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, closes_by_tool_message)
         except ValueError as e:
             raise permanent(str(e)) from e
         with _provider_errors():
@@ -490,10 +489,6 @@ def _opens(m: pb.Message) -> list[str]:
         return []
     msg = _load(m.framework_item)
     return [str(c["id"]) for c in msg.tool_calls] if isinstance(msg, AIMessage) else []
-
-
-def _closes(m: pb.Message) -> list[str]:
-    return [m.tool_call_id] if m.role == "tool" else []
 
 
 def _stored_message(m: pb.Message) -> BaseMessage | None:

@@ -48,10 +48,11 @@ from openai.types.responses import (
 )
 
 from dex_runner import pb
-from dex_runner.check import EFFECTS
+from dex_runner.check import check_tool_effects
 from dex_runner.context import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_OMISSION_FORMAT,
+    closes_by_tool_message,
     estimate_tokens,
     fit_summary_input,
     plan_note,
@@ -94,9 +95,7 @@ class OpenAIAgentsRunner:
     ) -> None:
         self._build = build
         self._effects = dict(tool_effects or {})
-        for tool, effect in self._effects.items():
-            if effect not in EFFECTS:
-                raise ValueError(f"tool_effects[{tool!r}]: {effect!r} is not one of {', '.join(EFFECTS)}")
+        check_tool_effects(self._effects)
         self._provider = model_provider or MultiProvider()
         self._context_factory = context_factory or (lambda c: c)
         self._name, self._version = name, version
@@ -231,7 +230,7 @@ class OpenAIAgentsRunner:
     async def select_compaction_cutoff(self, req: pb.CompactionCutoffRequest) -> pb.CompactionCutoffResponse:
         """Cuts only between whole responses: never between a function call
         and its output."""
-        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, _closes)
+        through = select_cutoff(req.turn.messages, req.retained_token_budget, _opens, closes_by_tool_message)
         return pb.CompactionCutoffResponse(through_sequence=through)
 
     async def summarize_context(self, req: pb.SummarizeContextRequest, ctx: CallContext) -> pb.SummarizeContextResponse:
@@ -260,7 +259,7 @@ class OpenAIAgentsRunner:
             return estimate_tokens(SUMMARY_INSTRUCTIONS + json.dumps(build(rest, omitted))) + out
 
         try:
-            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, _closes)
+            omitted, rest = fit_summary_input(msgs, req.input_token_budget, size, _opens, closes_by_tool_message)
         except ValueError as e:
             raise permanent(str(e)) from e
         final = await _stream(
@@ -484,10 +483,6 @@ def _opens(m: pb.Message) -> list[str]:
         return []
     d = json.loads(m.framework_item)
     return [str(d.get("call_id"))] if isinstance(d, dict) and d.get("type") == "function_call" else []
-
-
-def _closes(m: pb.Message) -> list[str]:
-    return [m.tool_call_id] if m.role == "tool" else []
 
 
 @contextmanager

@@ -64,7 +64,7 @@ from pydantic_ai.usage import RunUsage
 from pydantic_graph import End
 
 from dex_runner import pb
-from dex_runner.check import EFFECTS
+from dex_runner.check import check_tool_effects
 from dex_runner.context import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_OMISSION_FORMAT,
@@ -114,9 +114,7 @@ class PydanticAIRunner:
     ) -> None:
         self._build = build
         self._effects = dict(tool_effects or {})
-        for tool, effect in self._effects.items():
-            if effect not in EFFECTS:
-                raise ValueError(f"tool_effects[{tool!r}]: {effect!r} is not one of {', '.join(EFFECTS)}")
+        check_tool_effects(self._effects)
         self._deps = deps or (lambda c: c)
         self._name, self._version = name, version
         self._agents: dict[str, Agent[Any, Any]] = {}
