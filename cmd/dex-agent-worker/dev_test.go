@@ -540,7 +540,7 @@ func TestDevRunsTheFrameworkExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	pythonSDK(t, "dex_runner.openai_agents", "dex_runner.pydantic_ai", "dex_runner.langgraph", "dex_runner.google_adk")
+	pythonSDK(t, "dex_runner.openai_agents", "dex_runner.pydantic_ai", "dex_runner.langgraph", "dex_runner.google_adk", "dex_runner.claude_agent_sdk")
 	if _, err := os.Stat(filepath.Join("..", "..", "examples", "orders-openai-agents-ts", "dist", "main.js")); err != nil {
 		testpeer.Missing(t, "the build of examples/orders-openai-agents-ts", "bash examples/orders-openai-agents-ts/install.sh (make test-peers)")
 	}
@@ -556,7 +556,7 @@ func TestDevRunsTheFrameworkExamples(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sessions := devSessions(t, ctx, port)
-	for _, flow := range []string{"OrdersOpenAIAgents", "OrdersPydanticAI", "OrdersLangGraph", "OrdersGoogleADK", "OrdersOpenAIAgentsTS"} {
+	for _, flow := range []string{"OrdersOpenAIAgents", "OrdersPydanticAI", "OrdersLangGraph", "OrdersGoogleADK", "OrdersClaudeAgentSDK", "OrdersOpenAIAgentsTS"} {
 		id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flow, InitialMessage: "refund order 7"})
 		if err != nil {
 			t.Fatal(err)

@@ -279,41 +279,49 @@ func TestPluginCheckPythonRunner(t *testing.T) {
 // Python SDK's adapter; its model calls go to aimock's Responses API,
 // which asks for a lookup_order call.
 func TestPluginCheckOpenAIAgentsRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.openai_agents", "orders-openai-agents", "store_path: %s/orders.json", "oa", "/v1")
+	checkPythonExample(t, "dex_runner.openai_agents", "orders-openai-agents", "store_path: %s/orders.json", "oa", "/v1", "look up order 3")
 }
 
 // TestPluginCheckPydanticAIRunner: plugin check passes the Pydantic AI
 // example (examples/orders-pydantic-ai) against aimock's Chat Completions
 // API, which asks for a lookup_order call.
 func TestPluginCheckPydanticAIRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.pydantic_ai", "orders-pydantic-ai", "db_path: %s/orders.db", "pa", "/v1")
+	checkPythonExample(t, "dex_runner.pydantic_ai", "orders-pydantic-ai", "db_path: %s/orders.db", "pa", "/v1", "look up order 3")
 }
 
 // TestPluginCheckLangGraphRunner: plugin check passes the LangGraph example
 // (examples/orders-langgraph) against aimock's Chat Completions API.
 func TestPluginCheckLangGraphRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.langgraph", "orders-langgraph", "ledger_path: %s/refunds.json", "lg", "/v1")
+	checkPythonExample(t, "dex_runner.langgraph", "orders-langgraph", "ledger_path: %s/refunds.json", "lg", "/v1", "look up order 3")
 }
 
 // TestPluginCheckGoogleADKRunner: plugin check passes the Google ADK example
 // (examples/orders-google-adk) against aimock's Gemini API.
 func TestPluginCheckGoogleADKRunner(t *testing.T) {
-	checkPythonExample(t, "dex_runner.google_adk", "orders-google-adk", "refunds_path: %s/refunds.jsonl", "ga", "")
+	checkPythonExample(t, "dex_runner.google_adk", "orders-google-adk", "refunds_path: %s/refunds.jsonl", "ga", "", "look up order 3")
 }
 
 // TestPluginCheckOpenAIAgentsTSRunner: plugin check passes the OpenAI
 // Agents SDK for JavaScript example (examples/orders-openai-agents-ts)
 // against aimock's Responses API.
 func TestPluginCheckOpenAIAgentsTSRunner(t *testing.T) {
-	checkPythonExample(t, "", "orders-openai-agents-ts", "ledger_path: %s/refunds.json", "ot", "/v1")
+	checkPythonExample(t, "", "orders-openai-agents-ts", "ledger_path: %s/refunds.json", "ot", "/v1", "look up order 3")
+}
+
+// TestPluginCheckClaudeAgentSDKRunner: plugin check passes the Claude Agent
+// SDK example (examples/orders-claude-agent-sdk) against aimock's Anthropic
+// Messages API. Its reads run inside the harness, so the check asks for a
+// refund: the call the adapter defers.
+func TestPluginCheckClaudeAgentSDKRunner(t *testing.T) {
+	checkPythonExample(t, "dex_runner.claude_agent_sdk", "orders-claude-agent-sdk", "ledger_path: %s/refunds.json", "cl", "", "refund order 3")
 }
 
 // checkPythonExample runs plugin check on a Python example with its aimock
-// fixtures and the message "[<prefix>-check] look up order 3"; storage is
+// fixtures and the message "[<prefix>-check] <message>"; storage is
 // the runner_config line that holds the example's data (%s is a temporary
 // directory); apiBase follows aimock's URL in the model's base_url. With
 // no Python module, the example is a TypeScript one, run with node.
-func checkPythonExample(t *testing.T, module, name, storage, prefix, apiBase string) {
+func checkPythonExample(t *testing.T, module, name, storage, prefix, apiBase, message string) {
 	if testing.Short() {
 		t.Skip("starts plugins")
 	}
@@ -346,7 +354,7 @@ agents:
 `, prefix, strings.Replace(plugin, "}", ", env: [DEX_PY_CHECK_KEY]}", 1), fmt.Sprintf(storage, dir), mock.URL, apiBase)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "["+prefix+"-check] look up order 3")
+	out, stderr, code := runCLI(t, "plugin", "check", "--config", cfg, "--agent", "orders", "--message", "["+prefix+"-check] "+message)
 	if code != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", prefix, code, out, stderr)
 	}

@@ -17,13 +17,15 @@ import (
 // on its scripted model, which looks the order up (a read tool Step) and
 // answers. That is BuildUserMessage, RunModel, CallTool, RunModel, each a
 // call to the runner plugin. The ratio of an adapter's ns/op to
-// runner=stepwise's is its cost per turn.
+// runner=stepwise's is its cost per turn. The Claude Agent SDK runs the
+// read inside its harness: BuildUserMessage and one RunModel that starts
+// the harness, which makes both model calls.
 func BenchmarkAdapterTurn(b *testing.B) {
 	sdk, err := filepath.Abs(pySDKDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import dex_runner.openai_agents, dex_runner.pydantic_ai, dex_runner.langgraph, dex_runner.google_adk").CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(sdk, ".venv", "bin", "python"), "-c", "import dex_runner.openai_agents, dex_runner.pydantic_ai, dex_runner.langgraph, dex_runner.google_adk, dex_runner.claude_agent_sdk").CombinedOutput(); err != nil {
 		b.Fatalf("the Python SDK's virtualenv (make test-peers): %v\n%s", err, out)
 	}
 	orders := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/examples/orders")

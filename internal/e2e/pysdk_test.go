@@ -54,7 +54,7 @@ func TestPythonSDKTests(t *testing.T) {
 	run("ruff", "format", "--check", "--no-cache", "src", "tests")
 
 	// The Python examples pass the same checks, with their own settings.
-	for _, ex := range []string{"orders-openai-agents", "orders-pydantic-ai", "orders-langgraph", "orders-google-adk"} {
+	for _, ex := range []string{"orders-openai-agents", "orders-pydantic-ai", "orders-langgraph", "orders-google-adk", "orders-claude-agent-sdk"} {
 		dir := filepath.Join(dir, "..", "..", "examples", ex)
 		for _, args := range [][]string{{"ruff", "check", "--no-cache", "."}, {"ruff", "format", "--check", "--no-cache", "."}, {"mypy"}} {
 			cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
