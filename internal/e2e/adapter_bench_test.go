@@ -10,6 +10,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 )
 
 // BenchmarkAdapterTurn measures the same turn on the Go Stepwise runner and
@@ -17,9 +18,12 @@ import (
 // on its scripted model, which looks the order up (a read tool Step) and
 // answers. That is BuildUserMessage, RunModel, CallTool, RunModel, each a
 // call to the runner plugin. The ratio of an adapter's ns/op to
-// runner=stepwise's is its cost per turn. The Claude Agent SDK runs the
-// read inside its harness: BuildUserMessage and one RunModel that starts
-// the harness, which makes both model calls.
+// runner=stepwise's is its cost per turn. The AI SDK runner has no
+// scripted model: it is measured against aimock's Responses API, beside
+// Stepwise on the same wire (runner=ai-sdk-responses against
+// runner=stepwise-responses). The Claude Agent SDK runs the read inside its
+// harness: BuildUserMessage and one RunModel that starts the harness,
+// which makes both model calls.
 func BenchmarkAdapterTurn(b *testing.B) {
 	sdk, err := filepath.Abs(pySDKDir())
 	if err != nil {
@@ -41,6 +45,20 @@ func BenchmarkAdapterTurn(b *testing.B) {
 			strings.TrimPrefix(ex.name, "orders-"), plugin, ex.storage + "\n      model: {provider: scripted}",
 		})
 	}
+	// The AI SDK runner (examples/runner-ts) has no scripted model: it and
+	// Stepwise make the same turn's calls to aimock's Responses API.
+	if node, main := tsRunner(b); node != "" {
+		mock := aimock.Start(b, filepath.Join("testdata", "aimock-bench"))
+		// The worker of timedTurns runs in this process: its plugins get
+		// the key from this environment.
+		b.Setenv(benchKeyEnv, "sk-bench-0123456789")
+		model := fmt.Sprintf(`model: {provider: openai, name: gpt-bench, api_base: "%s/v1", api_key_env: %s}`, mock.URL, benchKeyEnv)
+		runners = append(runners,
+			struct{ name, plugin, runnerConfig string }{"stepwise-responses", "{command: " + orders + ", env: [" + benchKeyEnv + "]}", `store_path: "{{DIR}}/orders.json"` + "\n      " + model},
+			struct{ name, plugin, runnerConfig string }{"ai-sdk-responses", fmt.Sprintf("{command: %s, args: [%s], env: [%s]}", node, main, benchKeyEnv),
+				`store_path: "{{DIR}}/orders.json"` + "\n      " + fmt.Sprintf(`model: {base_url: "%s/v1", name: gpt-bench, api_key_env: %s, api: responses}`, mock.URL, benchKeyEnv)},
+		)
+	}
 	for _, r := range runners {
 		b.Run("runner="+r.name, func(b *testing.B) {
 			s := agenttest.NewStack(b, fmt.Sprintf(`
@@ -59,6 +77,9 @@ agents:
 		})
 	}
 }
+
+// benchKeyEnv holds the API key the runners that call aimock send.
+const benchKeyEnv = "DEX_BENCH_MODEL_KEY"
 
 func benchOrdersTurn(b *testing.B, s *agenttest.Stack) {
 	cfg, err := config.Load(s.ConfigPath)

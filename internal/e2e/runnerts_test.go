@@ -42,7 +42,7 @@ func tsRunnerDir() string {
 
 // tsRunner returns node's path and the plugin's dist/main.js, or records
 // the missing peer (a failure in CI).
-func tsRunner(t *testing.T) (node, main string) {
+func tsRunner(t testing.TB) (node, main string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test")
