@@ -55,6 +55,11 @@ func newChatCmd(g *globals) *cobra.Command {
 				if agent == "" {
 					return errors.New("pass --agent NAME to start a session, or --session ID to resume one")
 				}
+				// An unknown agent fails here with the agents the token may
+				// start, as session start does.
+				if _, err := (apiFlags{address: address, token: token}).flowType(ctx, agent); err != nil {
+					return err
+				}
 				sctx, cancel := context.WithTimeout(ctx, time.Minute)
 				id, err := c.StartSession(sctx, chat.StartRequest{Agent: agent})
 				cancel()

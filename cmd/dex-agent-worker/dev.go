@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +31,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		uiPort       int
 		httpAddr     string
 		apiToken     string
+		newToken     bool
 		showTraces   bool
 		reset        bool
 		reattach     map[string]string
@@ -52,7 +56,12 @@ func newDevCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			access, err := devAccess(cfg, apiToken, cmd.Flags().Changed("api-token"), os.Getenv("DEX_API_TOKEN"))
+			// A data dir that does not exist yet is a new one: say so, so
+			// that a dev started from another directory (--data-dir is
+			// relative to the current one) does not look like lost sessions.
+			_, statErr := os.Stat(abs)
+			fresh := os.IsNotExist(statErr)
+			access, err := devAccess(cfg, apiToken, cmd.Flags().Changed("api-token"), os.Getenv("DEX_API_TOKEN"), devTokenFile(abs), newToken)
 			if err != nil {
 				return err
 			}
@@ -60,11 +69,6 @@ func newDevCmd(g *globals) *cobra.Command {
 			if userDataDir != "" && userDataDir != abs && cmd.Flags().Changed("data-dir") {
 				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
 			}
-			// A data dir that does not exist yet is a new one: say so, so
-			// that a dev started from another directory (--data-dir is
-			// relative to the current one) does not look like lost sessions.
-			_, statErr := os.Stat(abs)
-			fresh := os.IsNotExist(statErr)
 			started := time.Now()
 			srv, err := devserver.Start(ctx, devserver.Options{
 				DataDir:                     abs,
@@ -75,7 +79,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				Logger:                      logger.With("component", "devserver"),
 			})
 			if err != nil {
-				return err
+				return explainBusyPort(err, abs)
 			}
 			defer func() {
 				if err := srv.Stop(); err != nil {
@@ -99,7 +103,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				Reattach:         reattach,
 			})
 			if err != nil {
-				return err
+				return explainBusyPort(err, abs)
 			}
 			defer d.Stop()
 			printBanner(g, cfg, srv, abs, fresh, cfgPath, time.Since(started), d.HTTPAddress(), access)
@@ -120,7 +124,9 @@ func newDevCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "address of the HTTP API and the web chat page")
 	cmd.Flags().BoolVar(&reset, "reset", false, "start anew: delete everything in the data dir first (sessions, messages, the demo's orders); refused while another dev runs on it")
 	cmd.Flags().BoolVar(&showTraces, "trace", false, "print each turn's trace (its span tree) to stderr when the turn ends")
-	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token when the config declares no http.auth.tokens (default $DEX_API_TOKEN, else a new random one printed in the banner)")
+	cmd.Flags().StringVar(&apiToken, "api-token", "", "API token when the config declares no http.auth.tokens (default $DEX_API_TOKEN, else the one kept in the data dir,\n"+
+		"made at random the first time and printed in the banner)")
+	cmd.Flags().BoolVar(&newToken, "new-token", false, "replace the API token kept in the data dir with a new random one (the old one stops working)")
 	return cmd
 }
 
@@ -155,12 +161,36 @@ type apiAccess struct {
 	generated bool
 }
 
+// explainBusyPort names the flag that moves a port another process holds
+// (often another dev, perhaps on the same data dir).
+func explainBusyPort(err error, dataDir string) error {
+	var busy *devserver.PortInUseError
+	flag := ""
+	switch {
+	case errors.As(err, &busy) && busy.What == "frontend":
+		flag = fmt.Sprintf("--temporal-port (the Temporal frontend's port %d)", busy.Port)
+	case errors.As(err, &busy):
+		flag = fmt.Sprintf("--ui-port (the Temporal Web UI's port %d; 0 turns the UI off)", busy.Port)
+	case errors.Is(err, syscall.EADDRINUSE):
+		flag = "--http (the HTTP API's address; 127.0.0.1:0 picks a free port)"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w\n\nanother process holds the port, often another dev: stop it (a dev on %s resumes every session when started again), "+
+		"or start this one with another %s", err, dataDir, flag)
+}
+
+// devTokenFile is where dev keeps its generated API token in dataDir.
+func devTokenFile(dataDir string) string { return filepath.Join(dataDir, "api-token") }
+
 // devAccess decides dev's API tokens. When the config declares
 // http.auth.tokens, dev serves exactly those and adds none, so a scoped
 // config is never widened by an unscoped token beside it; passing
 // --api-token then is an error. Otherwise dev's one token is the flag,
-// $DEX_API_TOKEN, or a new random one.
-func devAccess(cfg *config.Config, flag string, flagSet bool, env string) (apiAccess, error) {
+// $DEX_API_TOKEN, or the one kept in tokenFile (mode 0600), made at random
+// the first time or when rotate is set, so tabs and shells keep working
+// across restarts.
+func devAccess(cfg *config.Config, flag string, flagSet bool, env, tokenFile string, rotate bool) (apiAccess, error) {
 	if n := len(cfg.HTTP.Auth.Tokens); n > 0 {
 		names := make([]string, n)
 		for i := range names {
@@ -181,12 +211,58 @@ func devAccess(cfg *config.Config, flag string, flagSet bool, env string) (apiAc
 	case env != "":
 		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: env, Operator: true}}, source: "from $DEX_API_TOKEN", token: env}, nil
 	}
+	if !rotate {
+		b, err := os.ReadFile(tokenFile)
+		switch token := strings.TrimSpace(string(b)); {
+		case err == nil && devTokenPattern.MatchString(token):
+			if err := os.Chmod(tokenFile, 0o600); err != nil {
+				return apiAccess{}, fmt.Errorf("keep the API token private: %w", err)
+			}
+			return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: "kept in " + tokenFile + " (--new-token replaces it)", token: token, generated: true}, nil
+		case err == nil:
+			return apiAccess{}, fmt.Errorf("%s does not hold a token dev made (48 hex digits): remove it, or pass --new-token to replace it", tokenFile)
+		case !errors.Is(err, fs.ErrNotExist):
+			return apiAccess{}, fmt.Errorf("read the API token: %w", err)
+		}
+	}
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return apiAccess{}, err
 	}
 	token := hex.EncodeToString(b)
-	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: "generated (printed below)", token: token, generated: true}, nil
+	if err := writePrivate(tokenFile, token+"\n"); err != nil {
+		return apiAccess{}, fmt.Errorf("keep the API token in the data dir: %w", err)
+	}
+	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: "generated and kept in " + tokenFile + " (printed below)", token: token, generated: true}, nil
+}
+
+// devTokenPattern is the form of a token dev makes.
+var devTokenPattern = regexp.MustCompile(`^[0-9a-f]{48}$`)
+
+// writePrivate writes text to path (mode 0600, in a directory made with
+// mode 0700 if needed), through a temporary file, so a crash leaves the
+// old file or the new one.
+func writePrivate(path, text string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".api-token-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.WriteString(text); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // engineAddresses is what the banner shows of the embedded engine.

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,11 +314,13 @@ http:
 		{name: "flag", cfg: plain, flag: flagValue, flagSet: true, env: envValue, wantTokens: []string{flagValue}, wantSource: "from --api-token"},
 		{name: "empty flag", cfg: plain, flagSet: true, wantErr: "--api-token is empty"},
 		{name: "environment", cfg: plain, env: envValue, wantTokens: []string{envValue}, wantSource: "from $DEX_API_TOKEN"},
-		{name: "generated", cfg: plain, wantSource: "generated (printed below)"},
+		{name: "generated", cfg: plain, wantSource: "generated and kept in {{FILE}} (printed below)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			access, err := devAccess(tt.cfg, tt.flag, tt.flagSet, tt.env)
+			tokenFile := filepath.Join(t.TempDir(), "data", "api-token")
+			tt.wantSource = strings.ReplaceAll(tt.wantSource, "{{FILE}}", tokenFile)
+			access, err := devAccess(tt.cfg, tt.flag, tt.flagSet, tt.env, tokenFile, false)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -362,6 +366,69 @@ http:
 				t.Errorf("banner exports the token: %v, generated: %v\n%s", exported, access.generated, banner)
 			}
 		})
+	}
+}
+
+// TestDevKeepsItsToken: the token dev generates is kept in the data dir
+// (mode 0600) and served again by the next dev, so tabs and shells keep
+// working across restarts; --new-token replaces it, and a file dev did not
+// write is refused by name, not served.
+func TestDevKeepsItsToken(t *testing.T) {
+	cfg, err := config.LoadBytes([]byte("plugins: {p: {command: x}}\nagents: [{name: orders, flow_type: OrdersAgent, runner: p}]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "data", "api-token")
+	first, err := devAccess(cfg, "", false, "", file, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", file, fi.Mode().Perm())
+	}
+	if dir, err := os.Stat(filepath.Dir(file)); err != nil || dir.Mode().Perm() != 0o700 {
+		t.Errorf("the data dir made for the token: %v %v, want mode 0700", dir.Mode().Perm(), err)
+	}
+	again, err := devAccess(cfg, "", false, "", file, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.token != first.token || again.source != "kept in "+file+" (--new-token replaces it)" || !again.generated {
+		t.Errorf("second start: token %q from %q, want the first one (%q) kept", again.token, again.source, first.token)
+	}
+	// The environment still wins over the kept token, and leaves it be.
+	if env, err := devAccess(cfg, "", false, "env-0123456789abcdef", file, false); err != nil || env.token != "env-0123456789abcdef" {
+		t.Errorf("with $DEX_API_TOKEN: %+v %v", env, err)
+	}
+	rotated, err := devAccess(cfg, "", false, "", file, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.token == first.token || len(rotated.token) != 48 {
+		t.Errorf("--new-token kept %q", rotated.token)
+	}
+	if kept, err := devAccess(cfg, "", false, "", file, false); err != nil || kept.token != rotated.token {
+		t.Errorf("after --new-token: %q %v, want the new token", kept.token, err)
+	}
+	// A loose mode is tightened; a file dev did not write is refused.
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := devAccess(cfg, "", false, "", file, false); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode after a start: %v, want 0600", fi.Mode().Perm())
+	}
+	if err := os.WriteFile(file, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := devAccess(cfg, "", false, "", file, false); err == nil || !strings.Contains(err.Error(), file+" does not hold a token dev made") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a foreign token file: %v", err)
 	}
 }
 
@@ -591,5 +658,45 @@ func TestDevRunsTheFrameworkExamples(t *testing.T) {
 	}
 	if err := dev.stop(t); err != nil {
 		t.Errorf("dev exited with %v", err)
+	}
+}
+
+// TestDevNamesTheFlagOfABusyPort: a dev whose port another process holds
+// (often another dev) fails with the flag that moves it.
+func TestDevNamesTheFlagOfABusyPort(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(cfg, []byte("plugins: {p: {command: /bin/true}}\nagents: [{name: a, flow_type: A, runner: p}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--temporal-port", fmt.Sprint(port), "--ui-port", "0"}, fmt.Sprintf("or start this one with another --temporal-port (the Temporal frontend's port %d)", port)},
+		{[]string{"--temporal-port", "0", "--ui-port", fmt.Sprint(port)}, fmt.Sprintf("or start this one with another --ui-port (the Temporal Web UI's port %d; 0 turns the UI off)", port)},
+	} {
+		_, stderr, code := runCLI(t, append([]string{"dev", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--http", "127.0.0.1:0"}, tt.flags...)...)
+		if code == 0 || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "often another dev") {
+			t.Errorf("dev %v: exit %d\n%s", tt.flags, code, stderr)
+		}
+	}
+	_, err = net.Listen("tcp", held.Addr().String())
+	if err == nil {
+		t.Fatal("the port is free")
+	}
+	got := explainBusyPort(fmt.Errorf("serve the HTTP API on %s: %w", held.Addr(), err), dir).Error()
+	if !strings.Contains(got, "or start this one with another --http (the HTTP API's address; 127.0.0.1:0 picks a free port)") {
+		t.Errorf("the HTTP API's busy port: %s", got)
+	}
+	if other := errors.New("no such file"); explainBusyPort(other, dir) != other {
+		t.Error("an error that is not a busy port is changed")
 	}
 }

@@ -247,6 +247,66 @@ func (f *sessionFlags) flowType(ctx context.Context, agent string, api apiFlags)
 		"or an API token (--token or $DEX_API_TOKEN, and --http-address) to ask the worker's HTTP API", agent)
 }
 
+// checkFlowType refuses a --flow-type that none of the worker's agents
+// has, from the same sources as flowType: a session of it would wait for a
+// worker that never comes. With no source at hand it says so on note and
+// lets the start go on.
+func (f *sessionFlags) checkFlowType(ctx context.Context, flowType string, api apiFlags, note io.Writer) error {
+	type agentType struct{ name, flowType string }
+	var agents []agentType
+	var source string
+	cfg, err := f.configFile()
+	if err != nil {
+		return err
+	}
+	switch {
+	case cfg != nil:
+		source = f.loadedPath
+	case api.token != "":
+		c, err := chat.NewClient(api.address, api.token, nil)
+		if err != nil {
+			return err
+		}
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		list, err := c.Agents(actx)
+		if err != nil {
+			return fmt.Errorf("ask the worker's HTTP API at %s for its agents, to check --flow-type %s: %w (is the worker running with http.listen set? or pass --config)", c.BaseURL(), flowType, err)
+		}
+		for _, a := range list {
+			agents = append(agents, agentType{a.Name, a.FlowType})
+		}
+		source = "the worker's HTTP API at " + c.BaseURL()
+	default:
+		const devConfig = "configs/dev.yaml"
+		if _, err := os.Stat(devConfig); err != nil {
+			fmt.Fprintf(note, "note: cannot check --flow-type %s against the worker's agents: pass --config FILE or an API token (--token or $DEX_API_TOKEN)\n", flowType)
+			return nil
+		}
+		if cfg, err = config.Load(devConfig); err != nil {
+			return err
+		}
+		source = devConfig
+	}
+	if cfg != nil {
+		for _, a := range cfg.Agents {
+			agents = append(agents, agentType{a.Name, a.FlowType})
+		}
+	}
+	var known []string
+	for _, a := range agents {
+		if a.flowType == flowType {
+			return nil
+		}
+		known = append(known, fmt.Sprintf("%s (agent %s)", a.flowType, a.name))
+	}
+	sort.Strings(known)
+	if len(known) == 0 {
+		known = []string{"none"}
+	}
+	return fmt.Errorf("no agent of %s has flow type %q, so no worker would run the session (its flow types: %s)", source, flowType, strings.Join(known, ", "))
+}
+
 // flowTypeIn maps an agent name to its flow type through a loaded config.
 func flowTypeIn(cfg *config.Config, path, agent string) (string, error) {
 	if a, ok := cfg.Agent(agent); ok {
@@ -315,6 +375,14 @@ func newSessionStartCmd(g *globals, f *sessionFlags) *cobra.Command {
 					return err
 				}
 				flowType = ft
+			} else {
+				api.addressSet = cmd.Flags().Changed("http-address")
+				if api.token == "" {
+					api.token = os.Getenv("DEX_API_TOKEN")
+				}
+				if err := f.checkFlowType(cmd.Context(), flowType, api, g.stderr); err != nil {
+					return err
+				}
 			}
 			sessions, closeFn, err := f.dial(cmd.Context(), g)
 			if err != nil {

@@ -169,6 +169,11 @@ func TestSessionStartAsksTheAPI(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "connect to Temporal at 127.0.0.1:1") || len(requests) != 3 {
 		t.Errorf("start: exit %d, %d API requests, stderr %q", code, len(requests), stderr)
 	}
+	// chat refuses an unknown agent the same way, before it starts anything.
+	_, stderr, code = runCLI(t, "chat", "--agent", "nope", "--http-address", api.URL)
+	if want := `the worker's HTTP API at ` + api.URL + ` has no agent "nope" for this token (it has: echo, orders)`; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("chat --agent nope: exit %d, stderr %q, want %q", code, stderr, want)
+	}
 	_, stderr, code = runCLI(t, "session", "start", "--agent", "orders", "--http-address", "http://127.0.0.1:1")
 	if code != 1 || !strings.Contains(stderr, `ask the worker's HTTP API at http://127.0.0.1:1 for agent "orders"`) {
 		t.Errorf("no API: exit %d, stderr %q", code, stderr)
@@ -283,5 +288,42 @@ waiting for an answer
 				t.Errorf("statusLine = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSessionStartChecksTheFlowType: a --flow-type that none of the
+// worker's agents has is refused with the ones they have, from the config
+// or the HTTP API, before anything starts; with neither at hand, start
+// says it could not check.
+func TestSessionStartChecksTheFlowType(t *testing.T) {
+	clearSessionEnv(t)
+	const token = "0123456789abcdef0123"
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"agents":[{"name":"orders","flow_type":"OrdersAgent"},{"name":"echo","flow_type":"EchoAgent"}]}`))
+	}))
+	defer api.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "dex.yaml")
+	if err := os.WriteFile(cfg, []byte("plugins: {p: {command: /bin/true}}\nagents: [{name: orders, flow_type: OrdersAgent, runner: p}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir) // no configs/dev.yaml here
+	_, stderr, code := runCLI(t, "session", "start", "--flow-type", "OrderAgent", "--config", cfg, "--address", "127.0.0.1:1")
+	if want := `no agent of ` + cfg + ` has flow type "OrderAgent", so no worker would run the session (its flow types: OrdersAgent (agent orders))`; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("--config: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	_, stderr, code = runCLI(t, "session", "start", "--flow-type", "Echo", "--token", token, "--http-address", api.URL, "--address", "127.0.0.1:1")
+	if want := `no agent of the worker's HTTP API at ` + api.URL + ` has flow type "Echo", so no worker would run the session (its flow types: EchoAgent (agent echo), OrdersAgent (agent orders))`; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("API: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	// A known type passes the check and fails only at the dial.
+	_, stderr, code = runCLI(t, "session", "start", "--flow-type", "EchoAgent", "--token", token, "--http-address", api.URL, "--address", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(stderr, "connect to Temporal at 127.0.0.1:1") {
+		t.Errorf("known type: exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "session", "start", "--flow-type", "EchoAgent", "--address", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(stderr, "note: cannot check --flow-type EchoAgent against the worker's agents") || !strings.Contains(stderr, "connect to Temporal at 127.0.0.1:1") {
+		t.Errorf("no source: exit %d, stderr %q", code, stderr)
 	}
 }

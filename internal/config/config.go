@@ -1013,13 +1013,13 @@ func parseDocument(data []byte) (*yaml.Node, *FieldError) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlError(err)
+		return nil, yamlError(err, data)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &FieldError{Line: extra.Line, Message: "only one YAML document is allowed"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlError(err)
+		return nil, yamlError(err, data)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1}, nil
@@ -1034,15 +1034,51 @@ func parseDocument(data []byte) (*yaml.Node, *FieldError) {
 	return root, nil
 }
 
-// yamlError turns a YAML syntax error into a FieldError, moving its line
-// number into Line.
-func yamlError(err error) *FieldError {
+// yamlError turns a YAML syntax error in data into a FieldError, moving
+// its line number into Line. The parser names the line where the block
+// that holds the problem starts (a mis-indented key at line 40 of the
+// agents list is "line 2"), so the line is the first one at which data
+// stops parsing: the one after the longest prefix of lines that parses.
+func yamlError(err error, data []byte) *FieldError {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	var line int
 	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
 		msg = strings.TrimSpace(msg[strings.Index(msg, ":")+1:])
 	}
+	if at := firstBadLine(data); at > line {
+		if at > line+1 && line > 0 {
+			hint := ""
+			if strings.Contains(msg, "indicator") || strings.Contains(msg, "expected key") || strings.Contains(msg, "mapping values") {
+				hint = "; check this line's indentation"
+			}
+			msg = fmt.Sprintf("%s (in the block that starts at line %d%s)", msg, line, hint)
+		}
+		line = at
+	}
 	return &FieldError{Line: line, Message: "invalid YAML: " + msg}
+}
+
+// firstBadLine is the 1-based line after the longest prefix of data's
+// lines that parses as YAML, or 0 when every prefix does. A prefix that
+// ends inside a multi-line flow collection fails, but a later one parses
+// again, so the longest parsing prefix is what counts.
+func firstBadLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(data) > 256<<10 || len(lines) > 4000 {
+		return 0 // a config this large is not worth a parse per line
+	}
+	lastOK := 0
+	for k := 1; k <= len(lines); k++ {
+		var n yaml.Node
+		dec := yaml.NewDecoder(bytes.NewReader(bytes.Join(lines[:k], nil)))
+		if err := dec.Decode(&n); err == nil || errors.Is(err, io.EOF) {
+			lastOK = k
+		}
+	}
+	if lastOK >= len(lines) {
+		return 0
+	}
+	return lastOK + 1
 }
 
 // Dir is the config file's directory (absolute), where runner plugins

@@ -433,7 +433,13 @@ var expectedErrors = []struct {
 	},
 	{
 		filename: "syntax.bad.yml",
-		errs:     []string{`1: invalid YAML: did not find expected ',' or '}'`},
+		errs:     []string{`2: invalid YAML: did not find expected ',' or '}'`},
+	},
+	{
+		// The parser names line 3, where the agents list starts; the
+		// mis-indented key is at line 13.
+		filename: "indentation.bad.yml",
+		errs:     []string{`13: invalid YAML: did not find expected '-' indicator (in the block that starts at line 3; check this line's indentation)`},
 	},
 	{
 		filename: "top_level.bad.yml",

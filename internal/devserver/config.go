@@ -29,6 +29,20 @@ type servicePorts struct {
 	membership int
 }
 
+// PortInUseError reports a fixed port that another process holds.
+type PortInUseError struct {
+	// What names the port: "frontend" or "Web UI".
+	What string
+	Port int
+	Err  error
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("devserver: %s port %d on %s is not available (already in use?): %v", e.What, e.Port, loopback, e.Err)
+}
+
+func (e *PortInUseError) Unwrap() error { return e.Err }
+
 // portPlan holds every port the server listens on.
 type portPlan struct {
 	frontend, history, matching, worker servicePorts
@@ -51,7 +65,7 @@ func planPorts(frontendPort, uiPort int) (portPlan, error) {
 		if port != 0 {
 			l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
 			if err != nil {
-				return 0, fmt.Errorf("devserver: %s port %d on %s is not available (already in use?): %w", what, port, loopback, err)
+				return 0, &PortInUseError{What: what, Port: port, Err: err}
 			}
 			held = append(held, l)
 			return port, nil

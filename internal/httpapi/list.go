@@ -96,7 +96,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 	if q.Agent != "" {
 		a, ok := s.byName[q.Agent]
 		if !ok {
-			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q", q.Agent))
+			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q (%s)", q.Agent, s.startableAgents(tok)))
 			return
 		}
 		if !tok.allowsAgent(a.Name) {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -482,6 +483,22 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, tok *scopedT
 	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
 }
 
+// startableAgents says which agents tok may start (and list), for an
+// error: never the names of agents outside its scope.
+func (s *Server) startableAgents(tok *scopedToken) string {
+	var names []string
+	for _, a := range s.opts.Agents {
+		if tok.allowsAgent(a.Name) {
+			names = append(names, a.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "this token may start no agent"
+	}
+	slices.Sort(names)
+	return "this token may start: " + strings.Join(names, ", ")
+}
+
 // StartSessionRequest is the body of POST /v1/sessions.
 type StartSessionRequest struct {
 	Agent          string `json:"agent"`
@@ -531,11 +548,11 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok *scope
 	}
 	a, ok := s.byName[req.Agent]
 	if !ok {
-		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q", req.Agent))
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q (%s)", req.Agent, s.startableAgents(tok)))
 		return
 	}
 	if !tok.allowsAgent(a.Name) {
-		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not start sessions of agent %s", a.Name))
+		s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not start sessions of agent %s (%s)", a.Name, s.startableAgents(tok)))
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")

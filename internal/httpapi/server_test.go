@@ -638,3 +638,24 @@ func TestMessagesLimitIsClamped(t *testing.T) {
 		}
 	}
 }
+
+// TestStartNamesTheAgentsATokenMayStart: starting an unknown agent, or one
+// outside the token's scope, fails with the agents the token may start,
+// and never names one it may not.
+func TestStartNamesTheAgentsATokenMayStart(t *testing.T) {
+	a := newTestAPI(t, func(o *Options) {
+		o.Tokens = append(o.Tokens, Token{Name: "only-test", Value: "unit-only-test-0123456789abcdef", Agents: []string{"test"}})
+	})
+	code, _, body := a.do("POST", "/v1/sessions", testTokenAll, `{"agent":"nobody"}`)
+	if msg := decodeError(t, body).Error.Message; code != http.StatusBadRequest || msg != `unknown agent "nobody" (this token may start: other, test)` {
+		t.Errorf("unknown agent: %d %s", code, body)
+	}
+	code, _, body = a.do("POST", "/v1/sessions", "unit-only-test-0123456789abcdef", `{"agent":"nobody"}`)
+	if msg := decodeError(t, body).Error.Message; code != http.StatusBadRequest || msg != `unknown agent "nobody" (this token may start: test)` {
+		t.Errorf("unknown agent, scoped token: %d %s", code, body)
+	}
+	code, _, body = a.do("POST", "/v1/sessions", "unit-only-test-0123456789abcdef", `{"agent":"other"}`)
+	if msg := decodeError(t, body).Error.Message; code != http.StatusForbidden || msg != `this token may not start sessions of agent other (this token may start: test)` {
+		t.Errorf("agent outside the scope: %d %s", code, body)
+	}
+}
