@@ -270,3 +270,36 @@ def _host(*names: str) -> list[pb.ToolDefinition]:
         pb.ToolDefinition(name=n, description=defs[n].description, input_schema=json.dumps(defs[n].args), effect="read")
         for n in names
     ]
+
+
+def test_a_tool_message_the_graph_makes_is_stored_as_a_tool_result() -> None:
+    """A node of the graph's own that answers a call (as a structured-output
+    node does) makes a ToolMessage: it is stored as the call's result, with
+    its status, not as a user message."""
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        call = {"name": "Answer", "args": {"text": "done"}, "id": "s1", "type": "tool_call"}
+        return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+    def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [ToolMessage(content="recorded", tool_call_id="s1", name="Answer"), AIMessage("done")]}
+
+    def build(name: str, cfg: dict[str, Any]) -> Any:
+        g = StateGraph(MessagesState)
+        g.add_node("model", model)
+        g.add_node("answer", answer)
+        g.add_edge(START, "model")
+        g.add_edge("model", "answer")
+        return g.compile()
+
+    async def run() -> None:
+        async with RunnerSession(LangGraphRunner(build), agent="orders") as s:
+            turn = await s.send("hello")
+            assert turn.text() == "done"
+            roles = [(m.role, m.tool_call_id, m.tool_name, m.tool_status) for m in s.messages]
+            assert roles == [
+                ("user", "", "", ""), ("assistant", "", "", ""), ("tool", "s1", "Answer", "succeeded"),
+                ("assistant", "", "", ""),
+            ]  # fmt: skip
+
+    asyncio.run(run())

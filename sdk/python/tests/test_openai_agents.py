@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agents import Agent, ModelSettings, RunContextWrapper, function_tool
+from agents import Agent, ModelSettings, RunContextWrapper, function_tool, handoff
 from agents.items import ModelResponse
 from agents.models.interface import Model
 from openai.types.responses import (
@@ -457,3 +457,30 @@ def test_a_message_stored_without_an_item_reaches_the_model_as_text() -> None:
         {"role": "user", "content": "hello there"},
         {"role": "assistant", "content": "[Dex] The turn failed."},
     ]
+
+
+def test_a_handoff_object_is_followed() -> None:
+    """handoff(agent, tool_name_override=...) is followed as the agent
+    itself is: the transfer is a deferred call, and the next model call
+    runs for the agent it names."""
+    model = Scripted()
+
+    def build(name: str, cfg: dict[str, Any]) -> Agent[Any]:
+        refunds_agent: Agent[Any] = Agent(name="refunds", instructions="refunds desk", model=model, tools=[])
+        return Agent(
+            name="triage", instructions="triage desk", model=model, tools=[lookup_order],
+            handoffs=[handoff(refunds_agent, tool_name_override="to_refunds_desk")],
+        )  # fmt: skip
+
+    async def run() -> None:
+        async with RunnerSession(OpenAIAgentsRunner(build), agent="orders") as s:
+            turn = await s.send("transfer me")
+            rec = turn.call("to_refunds_desk")
+            assert rec is not None and rec.status == "succeeded"
+            assert turn.text().startswith("[refunds desk] ")
+            turn = await s.send("hello")
+            assert turn.text() == "[refunds desk] you said hello"
+        assert [c[0] for c in model.calls] == ["triage desk", "refunds desk", "refunds desk"]
+        assert "to_refunds_desk" in model.calls[0][1]
+
+    asyncio.run(run())

@@ -253,3 +253,31 @@ test("a compaction inside the turn never orphans a result", async () => {
   assert.deepEqual((out.turn_completed!.new_messages ?? []).filter((m) => m.role === "tool").map((m) => m.tool_call_id), ["cb"]);
   assert.deepEqual(r.buildUnfinishedTurnMessages({ turn } as never).messages!.map((m) => m.tool_call_id), ["cb"]);
 });
+
+test("a needsApproval rule is decided per call, and one that throws asks", async () => {
+  const model = new Scripted();
+  const lookupOrder = tool({
+    name: "lookup_order", description: "Look up an order.", parameters: z.object({ order_id: z.string() }),
+    // Order 13 needs a person; a malformed ID makes the rule throw.
+    needsApproval: async (_rc, { order_id }) => {
+      if (!/^\d+$/.test(order_id)) throw new Error(`bad order id ${order_id}`);
+      return order_id === "13";
+    },
+    execute: async ({ order_id }) => `order ${order_id}: a chair, $20`,
+  });
+  const agent = new Agent({ name: "triage", instructions: "triage desk", model, tools: [lookupOrder] });
+  const r = new OpenAIAgentsRunner(() => agent, { toolEffects: { lookup_order: "read" } });
+  const cfg = await r.configure({ agent: "orders", runner_config: "{}", protocol_version: 1 });
+  // At configure the rule has no arguments: it throws, so the tool asks.
+  assert.equal(cfg.tool_policies!["lookup_order"].requires_approval, true);
+  const s = new Session(r);
+  const asked: string[] = [];
+  s.approve = (c) => {
+    asked.push((c as unknown as { arguments: string }).arguments);
+    return true;
+  };
+  await s.send("lookup 7");
+  await s.send("lookup 13");
+  await s.send("lookup x9");
+  assert.deepEqual(asked, ['{"order_id":"13"}', '{"order_id":"x9"}']);
+});
