@@ -203,6 +203,15 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
 	waitCompleted(t, s, id)
+	// The workflow completed: a message or an answer is still 409
+	// session_closed, not 404.
+	if ok, err := c.SendMessage(ctx(t), id, "after the end"); !errors.As(err, &apiErr) || apiErr.StatusCode != 409 || apiErr.Code != "session_closed" ||
+		apiErr.Message != "session "+id+" was closed: it takes no messages or answers" {
+		t.Errorf("a message to the completed session: %v %v; want 409 session_closed", ok, err)
+	}
+	if code, body := do(t, "POST", url+"/interrupts/"+snap.PendingInterrupts[0].InterruptID, tokenAll, `{"approved":true}`); code != 409 || !strings.Contains(string(body), `"session_closed"`) {
+		t.Errorf("an approval to the completed session: %d %s; want 409 session_closed", code, body)
+	}
 	// An operator token terminates another session at once.
 	other := start(t, s, "call:approve_write:t")
 	s.WaitForSnapshot("another pending approval", other, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
@@ -212,6 +221,9 @@ func TestCloseSessionOverHTTP(t *testing.T) {
 	d, err := s.Client.DescribeWorkflowExecution(ctx(t), other, "")
 	if err != nil || d.GetWorkflowExecutionInfo().GetStatus().String() != "Terminated" {
 		t.Errorf("the terminated session: %v %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+	if ok, err := c.SendMessage(ctx(t), other, "after the end"); !errors.As(err, &apiErr) || apiErr.StatusCode != 409 || apiErr.Message != "session "+other+" was terminated: it takes no messages or answers" {
+		t.Errorf("a message to the terminated session: %v %v; want 409 session_closed", ok, err)
 	}
 	closed, _, err := c.Snapshot(ctx(t), id)
 	if err != nil || closed.State == nil || closed.State.Status != wire.StatusClosed ||

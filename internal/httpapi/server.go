@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
@@ -420,6 +421,37 @@ func checkSessionID(id string) error {
 	return nil
 }
 
+// endedSession says how session id ended ("was closed", "was
+// terminated", ...) while the engine still keeps the closed workflow (its
+// namespace's retention), or "" for a session that is running or unknown.
+func (s *Server) endedSession(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := s.opts.Temporal.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: s.opts.Namespace,
+		Execution: commonExecution(id),
+	})
+	if err != nil {
+		return ""
+	}
+	if _, ok := s.byFlow[resp.GetWorkflowExecutionInfo().GetType().GetName()]; !ok {
+		return ""
+	}
+	switch resp.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "was closed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return "was terminated"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "was cancelled"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return "ended with an error"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	}
+	return ""
+}
+
 // sessionAgent returns the agent of a session, from a cache or the engine.
 func (s *Server) sessionAgent(ctx context.Context, id string) (string, error) {
 	s.cacheMu.Lock()
@@ -758,6 +790,12 @@ func (s *Server) failUpdate(w http.ResponseWriter, r *http.Request, id, retry st
 	}
 	err = updateError(id, retry, err)
 	var ae *apiError
+	if errors.As(err, &ae) && ae.code == "not_found" {
+		if ended := s.endedSession(r.Context(), id); ended != "" {
+			no := false
+			err = &apiError{status: http.StatusConflict, code: "session_closed", msg: "session " + id + " " + ended + ": it takes no messages or answers", mayStillApply: &no}
+		}
+	}
 	if !errors.As(err, &ae) {
 		// Unknown: the update may have been applied before it failed.
 		s.log.Error("update failed", "method", r.Method, "path", r.URL.Path, "error", err)

@@ -100,8 +100,12 @@ func (f *fakeService) DescribeWorkflowExecution(_ context.Context, req *workflow
 	if !ok {
 		return nil, serviceerror.NewNotFound("workflow not found")
 	}
+	status := enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if f.closed[req.GetExecution().GetWorkflowId()] {
+		status = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}
 	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
-		Execution: req.GetExecution(), Type: &commonpb.WorkflowType{Name: typ},
+		Execution: req.GetExecution(), Type: &commonpb.WorkflowType{Name: typ}, Status: status,
 	}}, nil
 }
 
@@ -657,5 +661,34 @@ func TestStartNamesTheAgentsATokenMayStart(t *testing.T) {
 	code, _, body = a.do("POST", "/v1/sessions", "unit-only-test-0123456789abcdef", `{"agent":"other"}`)
 	if msg := decodeError(t, body).Error.Message; code != http.StatusForbidden || msg != `this token may not start sessions of agent other (this token may start: test)` {
 		t.Errorf("agent outside the scope: %d %s", code, body)
+	}
+}
+
+// TestAClosedSessionAnswers409: an update to a session whose workflow
+// completed fails with the engine's NotFound; the API answers 409
+// session_closed, saying how it ended, while the engine keeps the closed
+// workflow, and 404 for a session it never had.
+func TestAClosedSessionAnswers409(t *testing.T) {
+	a := newTestAPI(t, func(o *Options) {})
+	a.temporal.addWorkflow("done-1", "TestAgent")
+	a.temporal.svc.mu.Lock()
+	a.temporal.svc.closed["done-1"] = true
+	a.temporal.svc.mu.Unlock()
+	a.temporal.update = func(context.Context, temporalclient.UpdateWorkflowOptions) (bool, error) {
+		return false, serviceerror.NewNotFound("workflow execution already completed")
+	}
+	for _, r := range []struct{ path, body string }{
+		{"/messages", `{"text":"hi"}`},
+		{"/interrupts/call-1", `{"approved":true}`},
+		{"/questions/call-1-input-1", `{"answer":"7"}`},
+	} {
+		code, _, body := a.do("POST", "/v1/sessions/done-1"+r.path, testTokenAll, r.body)
+		e := decodeError(t, body).Error
+		if code != http.StatusConflict || e.Code != "session_closed" || e.Message != "session done-1 was closed: it takes no messages or answers" {
+			t.Errorf("%s: %d %s, want 409 session_closed", r.path, code, body)
+		}
+	}
+	if code, _, body := a.do("POST", "/v1/sessions/never-1/messages", testTokenAll, `{"text":"hi"}`); code != http.StatusNotFound {
+		t.Errorf("an unknown session: %d %s, want 404", code, body)
 	}
 }
