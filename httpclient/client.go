@@ -230,13 +230,23 @@ func (c *Client) ExtendInterrupt(ctx context.Context, sessionID, interruptID str
 }
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns false
-// when the interrupt is not pending (resolved already, or past its deadline).
+// when the interrupt is not pending (resolved already, or past its
+// deadline); ResolveInterruptWithReason also says which.
 func (c *Client) ResolveInterrupt(ctx context.Context, sessionID, interruptID string, r Resolution) (bool, error) {
+	ok, _, err := c.ResolveInterruptWithReason(ctx, sessionID, interruptID, r)
+	return ok, err
+}
+
+// ResolveInterruptWithReason is ResolveInterrupt with the server's reason
+// when nothing changed: already resolved (and how), past its deadline, no
+// such interrupt, or a request that does not fit it.
+func (c *Client) ResolveInterruptWithReason(ctx context.Context, sessionID, interruptID string, r Resolution) (bool, string, error) {
 	var out struct {
-		Resolved bool `json:"resolved"`
+		Resolved bool   `json:"resolved"`
+		Reason   string `json:"reason"`
 	}
 	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "interrupts", interruptID), nil, r, &out)
-	return out.Resolved, err
+	return out.Resolved, out.Reason, err
 }
 
 // AnswerQuestion answers a pending question (an ask_user call), or
@@ -244,15 +254,23 @@ func (c *Client) ResolveInterrupt(ctx context.Context, sessionID, interruptID st
 // question is not pending any more, or the answer is blank or not one of
 // the choices when free text is not allowed.
 func (c *Client) AnswerQuestion(ctx context.Context, sessionID, interruptID, answer string, decline bool) (bool, error) {
+	ok, _, err := c.AnswerQuestionWithReason(ctx, sessionID, interruptID, answer, decline)
+	return ok, err
+}
+
+// AnswerQuestionWithReason is AnswerQuestion with the server's reason when
+// the answer was not taken.
+func (c *Client) AnswerQuestionWithReason(ctx context.Context, sessionID, interruptID, answer string, decline bool) (bool, string, error) {
 	var out struct {
-		Answered bool `json:"answered"`
+		Answered bool   `json:"answered"`
+		Reason   string `json:"reason"`
 	}
 	body := map[string]any{"answer": answer}
 	if decline {
 		body = map[string]any{"decline": true}
 	}
 	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "questions", interruptID), nil, body, &out)
-	return out.Answered, err
+	return out.Answered, out.Reason, err
 }
 
 // Snapshot returns the session's snapshot and the resume token to open its

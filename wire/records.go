@@ -108,6 +108,18 @@ const (
 	QuestionDeadlinePassed = "deadline_passed"
 )
 
+// The rejection messages a session records on a call it did not run
+// because a person did not answer (ToolCall.RejectionMessage), which the
+// model sees.
+const (
+	// ApprovalDeadlinePassedText: the call's approval deadline passed.
+	ApprovalDeadlinePassedText = "The tool call was not run: its approval deadline passed."
+	// QuestionDeclinedText: the user declined the question (ask_user).
+	QuestionDeclinedText = "The user declined to answer."
+	// QuestionDeadlinePassedText: the question's deadline passed.
+	QuestionDeadlinePassedText = "question deadline passed"
+)
+
 // Plan is a session's plan: the tasks of the last successful write_todos
 // call. Revision counts the calls that changed it; Status is "active",
 // "completed" (every task completed), "cleared" (no tasks) or "draft" (a

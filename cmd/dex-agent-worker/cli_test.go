@@ -204,8 +204,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	}
 	// Approving again is refused with a clear message and exit 1.
 	_, stderr, code := runCLI(t, append([]string{"session", "approve", id, snap.PendingInterrupts[0].InterruptID}, base...)...)
-	if code != 1 || !strings.Contains(stderr, "is not pending") {
-		t.Errorf("second approve: exit %d, %s", code, stderr)
+	if want := "interrupt " + snap.PendingInterrupts[0].InterruptID + " was not approved: it was already approved: the call succeeded"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("second approve: exit %d, %s; want %q", code, stderr, want)
 	}
 	// The workflow holds a window of 2; the first messages come from the
 	// store, in pages of 2 that the printed hint walks.
@@ -288,7 +288,8 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if strings.Contains(human, "order 7:") {
 		t.Errorf("a refunded order is a choice:\n%s", human)
 	}
-	if _, stderr, code := runCLI(t, append([]string{"session", "answer", id, q.InterruptID, "order 42"}, base...)...); code != 1 || !strings.Contains(stderr, "the answer was not taken") {
+	if _, stderr, code := runCLI(t, append([]string{"session", "answer", id, q.InterruptID, "order 42"}, base...)...); code != 1 ||
+		!strings.Contains(stderr, "the answer was not taken: the answer is not one of its choices: order 1: desk lamp ($17.50 left)") {
 		t.Errorf("off-choice answer: exit %d, %s", code, stderr)
 	}
 	if got := session("answer", id, q.InterruptID, "--decline"); got != "declined\n" {

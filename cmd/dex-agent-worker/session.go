@@ -473,7 +473,12 @@ func newSessionResolveCmd(g *globals, f *sessionFlags, approve bool) *cobra.Comm
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("interrupt %s is not pending (unknown, already resolved, or past its deadline)", args[1])
+				action := client.Approve
+				if !approve {
+					action = client.Reject
+				}
+				return fmt.Errorf("interrupt %s was not %s: %s", args[1], map[bool]string{true: "approved", false: "rejected"}[approve],
+					whyNotResolved(cmd.Context(), sessions, args[0], args[1], action, ""))
 			}
 			if approve {
 				fmt.Fprintln(g.stdout, "approved")
@@ -487,6 +492,16 @@ func newSessionResolveCmd(g *globals, f *sessionFlags, approve bool) *cobra.Comm
 		cmd.Flags().StringVar(&message, "message", "", "what the model is told about the rejection")
 	}
 	return cmd
+}
+
+// whyNotResolved reads the session's snapshot to say why an interrupt took
+// no answer (client.WhyNotResolved).
+func whyNotResolved(ctx context.Context, sessions *client.AgentSessionClient, id, interruptID string, action client.InterruptAction, answer string) string {
+	snap, err := sessions.GetAgentSnapshot(ctx, id)
+	if err != nil {
+		return "it is not pending (the session's snapshot, which would say why, could not be read: " + err.Error() + ")"
+	}
+	return client.WhyNotResolved(snap, interruptID, action, answer, time.Now())
 }
 
 func newSessionAnswerCmd(g *globals, f *sessionFlags) *cobra.Command {
@@ -524,9 +539,9 @@ func newSessionAnswerCmd(g *globals, f *sessionFlags) *cobra.Command {
 			case err != nil:
 				return err
 			case !ok && decline:
-				return fmt.Errorf("question %s is not pending (unknown, already answered, or past its deadline)", args[1])
+				return fmt.Errorf("question %s was not declined: %s", args[1], whyNotResolved(cmd.Context(), sessions, args[0], args[1], client.Reject, ""))
 			case !ok:
-				return fmt.Errorf("the answer was not taken: question %s is not pending, or the answer is blank or not one of its choices (see: session snapshot %s)", args[1], args[0])
+				return fmt.Errorf("the answer was not taken: %s", whyNotResolved(cmd.Context(), sessions, args[0], args[1], client.Answer, args[2]))
 			case decline:
 				fmt.Fprintln(g.stdout, "declined")
 			default:

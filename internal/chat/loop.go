@@ -381,7 +381,7 @@ func (c *loop) answer(ctx context.Context, text string) error {
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
-	ok, err := c.s.Client.ResolveInterrupt(rctx, c.s.ID, p.interruptID, res)
+	ok, why, err := c.s.Client.ResolveInterruptWithReason(rctx, c.s.ID, p.interruptID, res)
 	cancel()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -392,6 +392,8 @@ func (c *loop) answer(ctx context.Context, text string) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("answer the approval of %s: %w", p.toolName, err)
+	case !ok && why != "":
+		c.note(fmt.Sprintf("(the approval of %s was not taken: %s)", p.toolName, why))
 	case !ok:
 		c.note(fmt.Sprintf("(the approval of %s is not pending any more)", p.toolName))
 	}
@@ -416,7 +418,7 @@ func (c *loop) answerQuestion(ctx context.Context, p *prompt, text string) error
 		t = p.choices[n-1]
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.s.RequestTimeout)
-	ok, err := c.s.Client.AnswerQuestion(rctx, c.s.ID, p.interruptID, t, decline)
+	ok, why, err := c.s.Client.AnswerQuestionWithReason(rctx, c.s.ID, p.interruptID, t, decline)
 	cancel()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -435,6 +437,8 @@ func (c *loop) answerQuestion(ctx context.Context, p *prompt, text string) error
 		}
 		p.shown = false
 		return nil
+	case !ok && why != "":
+		c.note(fmt.Sprintf("(%s was not taken: %s)", p.what(), why))
 	case !ok:
 		c.note(fmt.Sprintf("(%s is not pending any more)", p.what()))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -69,11 +70,21 @@ func TestAskUserAnsweredOverHTTP(t *testing.T) {
 		t.Errorf("no answer: %d %s", code, body)
 	}
 	c := apiClient(t, base, tokenAll)
+	// A refused answer says why.
+	if ok, why, err := c.AnswerQuestionWithReason(ctx(t), id, in.InterruptID, "5", false); err != nil || ok || why != "the answer is not one of its choices: 4, 8" {
+		t.Errorf("an answer off the choices over HTTP: %v %q %v", ok, why, err)
+	}
+	if ok, why, err := c.ResolveInterruptWithReason(ctx(t), id, in.InterruptID, httpclient.Resolution{Approved: true}); err != nil || ok || why != "it is a question: answer it, or decline it" {
+		t.Errorf("approving the question: %v %q %v", ok, why, err)
+	}
 	if ok, err := c.AnswerQuestion(ctx(t), id, in.InterruptID, " 8 ", false); err != nil || !ok {
 		t.Fatalf("answer over HTTP: %v %v", ok, err)
 	}
-	if ok, err := c.AnswerQuestion(ctx(t), id, in.InterruptID, "4", false); err != nil || ok {
-		t.Errorf("second answer: %v %v; want false", ok, err)
+	if ok, why, err := c.AnswerQuestionWithReason(ctx(t), id, in.InterruptID, "4", false); err != nil || ok || why != "it was already answered" {
+		t.Errorf("second answer: %v %q %v; want false, already answered", ok, why, err)
+	}
+	if ok, why, err := c.ResolveInterruptWithReason(ctx(t), id, "call_nope", httpclient.Resolution{Approved: true}); err != nil || ok || !strings.HasPrefix(why, "the session has no interrupt call_nope") {
+		t.Errorf("an unknown interrupt: %v %q %v", ok, why, err)
 	}
 	snap = s.WaitForSnapshot("the final answer", id, idleWithAnswer)
 	wantAnswer(t, snap, `done: ask_user=succeeded:{"status":"answered","answer":"8"}`)

@@ -270,7 +270,7 @@ func TestHTTPAnswersFalseWhereTheSpecDoes(t *testing.T) {
 	// wire form, exactly 200 with the false body, which the client hides.
 	for _, c := range []struct{ url, body, want string }{
 		{sess + "/messages", `{"text":"  "}`, `{"accepted":false}`},
-		{sess + "/interrupts/no-such-interrupt", `{"approved":true}`, `{"resolved":false}`},
+		{sess + "/interrupts/no-such-interrupt", `{"approved":true}`, `{"reason":"the session has no interrupt no-such-interrupt (a pending one's ID is in its snapshot)","resolved":false}`},
 	} {
 		code, body := do(t, "POST", c.url, tokenAll, c.body)
 		if code != 200 || strings.TrimSpace(string(body)) != c.want {

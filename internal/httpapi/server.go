@@ -894,7 +894,25 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 		s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once; a repeat answers resolved: false)", err)
 		return
 	}
+	if !ok {
+		action := client.Approve
+		if !*req.Approved {
+			action = client.Reject
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"resolved": false, "reason": s.whyNotResolved(ctx, id, r.PathValue("interrupt_id"), action, "")})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]bool{"resolved": ok})
+}
+
+// whyNotResolved says why an interrupt took no answer, from the session's
+// snapshot read just after (see client.WhyNotResolved).
+func (s *Server) whyNotResolved(ctx context.Context, id, interruptID string, action client.InterruptAction, answer string) string {
+	snap, err := s.sessions.GetAgentSnapshot(ctx, id)
+	if err != nil {
+		return "it is not pending (the session's snapshot, which would say why, could not be read)"
+	}
+	return client.WhyNotResolved(snap, interruptID, action, answer, time.Now())
 }
 
 // AnswerRequest is the body of POST /v1/sessions/{id}/questions/{interrupt_id}:
@@ -929,6 +947,14 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id strin
 	}
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (a question is answered once; a repeat answers answered: false)", err)
+		return
+	}
+	if !ok {
+		action, answer := client.Reject, ""
+		if !req.Decline {
+			action, answer = client.Answer, *req.Answer
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"answered": false, "reason": s.whyNotResolved(ctx, id, r.PathValue("interrupt_id"), action, answer)})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"answered": ok})

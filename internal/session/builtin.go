@@ -30,8 +30,8 @@ const (
 
 // Texts the model sees for the built-ins (the spec's).
 const (
-	QuestionDeclined       = "The user declined to answer."
-	QuestionDeadlinePassed = "question deadline passed"
+	QuestionDeclined       = wire.QuestionDeclinedText
+	QuestionDeadlinePassed = wire.QuestionDeadlinePassedText
 )
 
 // Limits of a question.

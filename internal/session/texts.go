@@ -12,7 +12,7 @@ import (
 const (
 	// ApprovalDeadlinePassed is the rejection message of a call whose approval
 	// deadline passed (the spec's APPROVAL_DEADLINE_PASSED).
-	ApprovalDeadlinePassed = "The tool call was not run: its approval deadline passed."
+	ApprovalDeadlinePassed = wire.ApprovalDeadlinePassedText
 	// ToolCallNotRunErrorPrefix starts the error of a call whose tool never
 	// ran, so it is safe to call again (TOOL_CALL_NOT_RUN_ERROR_PREFIX).
 	// ": " and the detail follow it.

@@ -1126,7 +1126,7 @@
       if (it.digest) body.digest = it.digest;
       const res = await api('POST', sessionPath(s.id, `/interrupts/${encodeURIComponent(it.interrupt_id)}`), body);
       if (res.resolved === false) {
-        toast('This request is no longer pending.', 'info');
+        toast(res.reason ? `Not ${approved ? 'approved' : 'rejected'}: ${res.reason}.` : 'This request is no longer pending.', 'info');
       } else {
         s.resolved.add(it.interrupt_id);
         s.interrupts.delete(it.interrupt_id);
@@ -1153,7 +1153,8 @@
       const res = await api('POST', sessionPath(s.id, `/questions/${encodeURIComponent(it.interrupt_id)}`), body);
       if (res.answered === false) {
         const pending = ((s.snapshot && s.snapshot.pending_interrupts) || []).some((p) => p.interrupt_id === it.interrupt_id);
-        toast(pending && !decline ? 'The answer was not taken: pick one of the choices.' : 'This question is no longer pending.', 'info');
+        const fallback = pending && !decline ? 'The answer was not taken: pick one of the choices.' : 'This question is no longer pending.';
+        toast(res.reason ? `Not ${decline ? 'declined' : 'answered'}: ${res.reason}.` : fallback, 'info');
       } else {
         s.resolved.add(it.interrupt_id);
         s.interrupts.delete(it.interrupt_id);
