@@ -219,16 +219,16 @@ func CheckMessageID(id string) error {
 func (s *AgentSessionClient) SendUserMessageWithOptions(ctx context.Context, sessionID, text string, opts SendOptions) (bool, error) {
 	if opts.MessageID != "" {
 		if err := CheckMessageID(opts.MessageID); err != nil {
-			return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSendUserMessage, sessionID, err)
+			return false, sessionError(wire.UpdateSendUserMessage, sessionID, err)
 		}
 	}
 	if err := wire.CheckSendMode(opts.Mode); err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSendUserMessage, sessionID, err)
+		return false, sessionError(wire.UpdateSendUserMessage, sessionID, err)
 	}
 	if opts.TextRef == "" && len(text) > wire.MaxInlineMessageBytes {
 		ref, preview, err := s.storeText(ctx, sessionID, text)
 		if err != nil {
-			return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSendUserMessage, sessionID, err)
+			return false, sessionError(wire.UpdateSendUserMessage, sessionID, err)
 		}
 		text, opts.TextRef = preview, ref
 	}
@@ -281,11 +281,11 @@ func previewText(text string) string {
 // session started.
 func (s *AgentSessionClient) UpdateSessionSettings(ctx context.Context, sessionID string, settings json.RawMessage) (bool, error) {
 	if len(bytes.TrimSpace(settings)) == 0 || string(bytes.TrimSpace(settings)) == "null" {
-		return false, fmt.Errorf("%s on session %s: %w: give an object ({} clears them)", wire.UpdateSessionSettings, sessionID, wire.ErrInvalidSessionSettings)
+		return false, sessionError(wire.UpdateSessionSettings, sessionID, fmt.Errorf("%w: give an object ({} clears them)", wire.ErrInvalidSessionSettings))
 	}
 	text, err := wire.CheckSessionSettings(settings, 0)
 	if err != nil {
-		return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSessionSettings, sessionID, err)
+		return false, sessionError(wire.UpdateSessionSettings, sessionID, err)
 	}
 	if text == "" {
 		text = "{}"
@@ -363,21 +363,49 @@ func (s *AgentSessionClient) updateInto(ctx context.Context, sessionID, name, up
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+			return sessionError(name, sessionID, err)
 		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
 		}
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("%s on session %s: the session is not running (it was closed or ended, or does not exist): %w", name, sessionID, err)
+		if how := s.endedHow(ctx, sessionID); how != "" {
+			// The engine keeps the ended workflow: say how it ended.
+			return &SessionError{Verb: verbs[name], SessionID: sessionID,
+				errs: []error{fmt.Errorf("the session %s: it takes no messages or answers", how), ErrSessionClosed, err}}
+		}
 	}
 	if err != nil {
-		return fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+		return sessionError(name, sessionID, err)
 	}
 	if err := h.Get(ctx, out); err != nil {
-		return fmt.Errorf("%s on session %s: %w", name, sessionID, closedError(err))
+		return sessionError(name, sessionID, closedError(err))
 	}
 	return nil
+}
+
+// endedHow says how session id ended ("was closed", "was terminated",
+// ...) while the engine keeps the ended workflow, or "".
+func (s *AgentSessionClient) endedHow(ctx context.Context, sessionID string) string {
+	d, err := s.c.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: s.namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: sessionID},
+	})
+	if err != nil {
+		return ""
+	}
+	switch d.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "was closed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return "was terminated"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "was cancelled"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return "ended with an error"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	}
+	return ""
 }
 
 // GetAgentSnapshot returns the snapshot a UI renders. Closed sessions are
@@ -407,10 +435,10 @@ func (s *AgentSessionClient) ListAgentMessages(ctx context.Context, sessionID st
 func (s *AgentSessionClient) query(ctx context.Context, sessionID, name string, out any, args ...any) error {
 	v, err := s.c.QueryWorkflow(ctx, sessionID, "", name, args...)
 	if err != nil {
-		return fmt.Errorf("%s on session %s: %w", name, sessionID, err)
+		return sessionError(name, sessionID, err)
 	}
 	if err := v.Get(out); err != nil {
-		return fmt.Errorf("%s on session %s: decode: %w", name, sessionID, err)
+		return sessionError(name, sessionID, fmt.Errorf("decode the answer: %w", err))
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func (s *AgentSessionClient) SteerUserMessage(ctx context.Context, sessionID str
 	if req.TextRef == "" && len(req.Text) > wire.MaxInlineMessageBytes {
 		ref, preview, err := s.storeText(ctx, sessionID, req.Text)
 		if err != nil {
-			return false, fmt.Errorf("%s on session %s: %w", wire.UpdateSteerUserMessage, sessionID, err)
+			return false, sessionError(wire.UpdateSteerUserMessage, sessionID, err)
 		}
 		req.Text, req.TextRef = preview, ref
 	}

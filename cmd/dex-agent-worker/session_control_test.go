@@ -3,7 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -60,13 +62,50 @@ func TestSessionControlThroughTheCLI(t *testing.T) {
 	if out := session("close", id); out != "closed" {
 		t.Errorf("close: %q", out)
 	}
-	if _, stderr, code := run("send", id, "more"); code == 0 || !strings.Contains(stderr, "is not running (it was closed") {
+	// Errors say "session" and what was tried, never an update's or a
+	// query's name, nor "workflow".
+	peopleOnly := func(what, stderr string) {
+		t.Helper()
+		for _, internal := range []string{"workflow", "send_user_message", "get_agent_snapshot", "resolve_interrupt", "list_agent_messages"} {
+			if strings.Contains(strings.ToLower(stderr), internal) {
+				t.Errorf("%s: the error names %q: %s", what, internal, stderr)
+			}
+		}
+	}
+	stack.WaitForSnapshot("the closed session", id, func(s wire.Snapshot) bool { return s.State != nil && s.State.Status == wire.StatusClosed })
+	waitEnded := func(id string) {
+		t.Helper()
+		err := agenttest.WaitFor(t.Context(), "the workflow's end", time.Minute, func() (bool, error) {
+			d, err := stack.Client.DescribeWorkflowExecution(t.Context(), id, "")
+			return err == nil && d.GetWorkflowExecutionInfo().GetCloseTime() != nil, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEnded(id)
+	if _, stderr, code := run("send", id, "more"); code == 0 || !strings.Contains(stderr, "send a message to session "+id+": the session was closed: it takes no messages or answers") {
 		t.Errorf("send after close: exit %d %s", code, stderr)
+	} else {
+		peopleOnly("send after close", stderr)
 	}
 	other := session("start", "--agent", "orders", "--id", "cli-terminate", "--message", "refund order 7")
-	stack.WaitForSnapshot("a pending approval", other, pendingApproval)
+	snap = stack.WaitForSnapshot("a pending approval", other, pendingApproval)
 	if out := session("terminate", other, "--reason", "test"); out != "terminated" {
 		t.Errorf("terminate: %q", out)
+	}
+	waitEnded(other)
+	if _, stderr, code := run("approve", other, snap.PendingInterrupts[0].InterruptID); code == 0 || !strings.Contains(stderr, "approve or reject a call of session cli-terminate: the session was terminated") {
+		t.Errorf("approve after terminate: exit %d %s", code, stderr)
+	} else {
+		peopleOnly("approve after terminate", stderr)
+	}
+	for _, args := range [][]string{{"snapshot", "no-such-session"}, {"send", "no-such-session", "hi"}, {"messages", "no-such-session"}} {
+		if _, stderr, code := run(args...); code == 0 || !strings.Contains(stderr, "session no-such-session: no such session is running (it ended, or never existed)") {
+			t.Errorf("%v: exit %d %s", args, code, stderr)
+		} else {
+			peopleOnly(args[0]+" of an unknown session", stderr)
+		}
 	}
 }
 

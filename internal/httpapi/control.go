@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"go.temporal.io/api/serviceerror"
+
 	"context"
 	"errors"
 	"net/http"
@@ -145,7 +147,8 @@ func (s *Server) terminate(w http.ResponseWriter, r *http.Request, id string, to
 // failControl answers the error of a turn control or lifecycle update: 409
 // session_closed for a closed session.
 func (s *Server) failControl(w http.ResponseWriter, r *http.Request, id, retry string, err error) {
-	if errors.Is(err, client.ErrSessionClosed) {
+	var nf *serviceerror.NotFound
+	if errors.Is(err, client.ErrSessionClosed) && !errors.As(err, &nf) {
 		no := false
 		s.fail(w, r, &apiError{status: http.StatusConflict, code: "session_closed", msg: "session " + id + " was closed and takes no new messages", mayStillApply: &no})
 		return
