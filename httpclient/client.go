@@ -276,12 +276,26 @@ func (c *Client) AnswerQuestionWithReason(ctx context.Context, sessionID, interr
 // Snapshot returns the session's snapshot and the resume token to open its
 // event stream from; while a turn is active, the token replays that turn.
 func (c *Client) Snapshot(ctx context.Context, sessionID string) (wire.Snapshot, string, error) {
-	var out struct {
-		Snapshot    wire.Snapshot `json:"snapshot"`
-		ResumeToken string        `json:"resume_token"`
-	}
+	v, err := c.SnapshotView(ctx, sessionID)
+	return v.Snapshot, v.ResumeToken, err
+}
+
+// SnapshotView is what GET /v1/sessions/{id}/snapshot answers.
+type SnapshotView struct {
+	Snapshot    wire.Snapshot `json:"snapshot"`
+	ResumeToken string        `json:"resume_token"`
+	// Ended says how an ended session ended ("was closed", "was
+	// terminated", ...); it is empty while the session runs. An ended
+	// session is read-only: its snapshot is its state when it ended.
+	Ended string `json:"ended,omitempty"`
+}
+
+// SnapshotView returns the session's snapshot, its resume token and
+// whether it ended.
+func (c *Client) SnapshotView(ctx context.Context, sessionID string) (SnapshotView, error) {
+	var out SnapshotView
 	err := c.call(ctx, http.MethodGet, sessionPath(sessionID, "snapshot"), nil, nil, &out)
-	return out.Snapshot, out.ResumeToken, err
+	return out, err
 }
 
 // ListSessionsOptions choose the sessions ListSessions lists (GET

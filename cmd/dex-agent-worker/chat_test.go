@@ -117,6 +117,24 @@ func TestChatOrdersDemo(t *testing.T) {
 	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Order 3: ") {
 		t.Errorf("answer = %q", got)
 	}
+
+	// A closed session opens read-only: its conversation, the reason, and
+	// no prompt: the lines on stdin are never sent.
+	if _, stderr, code := runCLI(t, "session", "close", id, "--address", stack.Address()); code != 0 {
+		t.Fatalf("close: exit %d %s", code, stderr)
+	}
+	err = agenttest.WaitFor(t.Context(), "the closed workflow", time.Minute, func() (bool, error) {
+		d, err := stack.Client.DescribeWorkflowExecution(t.Context(), id, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetCloseTime() != nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runChat(t, "refund order 3\n", "chat", "--session", id, "--http-address", addr, "--token", token)
+	if code != 0 || !strings.Contains(stdout, "you> refund order 7\n") || !strings.Contains(stderr+stdout, "(session "+id+" was closed: it is read-only)") ||
+		strings.Contains(stdout, "you> refund order 3") {
+		t.Errorf("chat on the closed session: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
 }
 
 const chatToken = "5f0c2a9d41e8b7366c1d0e2fa93b8c47"

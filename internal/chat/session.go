@@ -123,15 +123,22 @@ func (s *Session) Run(ctx context.Context) error {
 
 func (s *Session) run(ctx context.Context, interrupts <-chan os.Signal, quit func()) error {
 	rctx, rcancel := context.WithTimeout(ctx, s.RequestTimeout)
-	snap, token, err := s.Client.Snapshot(rctx, s.ID)
+	view, err := s.Client.SnapshotView(rctx, s.ID)
 	rcancel()
 	if err != nil {
 		return err
 	}
+	snap, token := view.Snapshot, view.ResumeToken
 	if s.Agent != "" && snap.Agent != "" && snap.Agent != s.Agent {
 		return fmt.Errorf("session %s is a session of agent %q, not %q", s.ID, snap.Agent, s.Agent)
 	}
 	c := newLoop(s, snap)
+	if view.Ended != "" {
+		// An ended session is read-only: its conversation, and no prompt.
+		c.showHistory(snap)
+		c.note(fmt.Sprintf("(session %s %s: it is read-only)", s.ID, view.Ended))
+		return nil
+	}
 	c.showHistory(snap)
 	events := make(chan streamMsg)
 	go s.stream(ctx, token, events)

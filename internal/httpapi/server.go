@@ -1012,13 +1012,20 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"snapshot":     BrowserSnapshot(snap),
 		"resume_token": token,
 		// The token resumes until then unless the session writes again
 		// (which moves it); a 400 from the stream means reload.
 		"resume_token_kept_until": keptUntil.UTC().Format(time.RFC3339),
-	})
+	}
+	// An ended session's snapshot is its state when it ended (a
+	// terminated one may show a turn that never finishes): say it ended,
+	// and how, so a page shows it read-only.
+	if ended := s.endedSession(ctx, id); ended != "" {
+		out["ended"] = ended
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, id string) {

@@ -10,7 +10,7 @@
 // -queued.png (queued messages), -steered.png (after "Steer now"), and the
 // inbox at <SCREENSHOT>.
 
-import { run, step, log, snapshot, openSignedIn, SCREENSHOT, shotPath } from './lib.mjs';
+import { run, step, log, snapshot, openSignedIn, SCREENSHOT, shotPath, BASE_URL, API_TOKEN } from './lib.mjs';
 
 const refundCard = (page, extra = '') => page.locator(`[data-testid="tool-card"][data-tool-name="refund_order"]${extra}`);
 const answer = (page, re) => page.locator('[data-testid="message"][data-role="assistant"] [data-testid="message-text"]').filter({ hasText: re });
@@ -222,5 +222,40 @@ await run('control.test', async (page) => {
     const args = (await card.getByTestId('tool-arguments').textContent()) || '';
     if (!/"order_id":\s*"6"/.test(args)) throw new Error(`the approval's arguments: ${args}`);
     await page.getByTestId('stop-button').waitFor();
+  });
+
+  // (e) A session closed elsewhere (here through the API) while its page
+  // is open: the next send is refused with the reason, the text stays in
+  // the composer, no "Thinking…" or sending bubble is left behind, and the
+  // page turns read-only; reopened, it is read-only from the start.
+  await step('a message to a session closed elsewhere is refused, and the page turns read-only', async () => {
+    await page.goto(`${BASE_URL}/?session=${encodeURIComponent(sessionID)}`);
+    await ready(page);
+    const res = await fetch(`${BASE_URL}/v1/sessions/${encodeURIComponent(sessionID)}/close`, {
+      method: 'POST', headers: { Authorization: `Bearer ${API_TOKEN}`, 'Content-Type': 'application/json' }, body: '{}',
+    });
+    if (!res.ok) throw new Error(`close answered ${res.status}`);
+    await waitSnapshot(sessionID, 'the closed session', (s) => s.state.status === 'closed');
+    await send(page, 'look up order 1');
+    await page.locator('[data-testid="toast"]').filter({ hasText: `session ${sessionID} was closed` }).waitFor();
+    await page.locator('[data-testid="composer"][data-ended="true"]').waitFor();
+    if (!(await page.getByTestId('message-input').isDisabled())) throw new Error('the composer of a closed session is enabled');
+    if ((await page.getByTestId('message-input').inputValue()) !== 'look up order 1') throw new Error('the refused text left the composer');
+    const placeholder = await page.getByTestId('message-input').getAttribute('placeholder');
+    if (!/was closed: it is read-only/.test(placeholder || '')) throw new Error(`the composer says "${placeholder}"`);
+    await page.locator('[data-testid="connection-state"][data-state="closed"]').waitFor();
+    await page.waitForTimeout(1500); // nothing may start "thinking" later either
+    const hanging = await page.locator('[data-testid="activity"], [data-testid="message"][data-source="sending"]').count();
+    if (hanging) throw new Error(`${hanging} activity or sending bubble(s) on a closed session`);
+    if (await page.getByTestId('send-button').isEnabled()) throw new Error('Send is enabled on a closed session');
+    if (SCREENSHOT) await page.screenshot({ path: shotPath('-closed'), animations: 'disabled' });
+  });
+
+  await step('a closed session opens read-only', async () => {
+    await page.reload();
+    await page.locator('[data-testid="composer"][data-ended="true"]').waitFor();
+    const status = await page.getByTestId('session-status').textContent();
+    if ((status || '').trim() !== 'Closed') throw new Error(`the status reads "${status}"`);
+    if (await page.locator('[data-testid="activity"]').count()) throw new Error('a closed session shows activity');
   });
 });

@@ -625,6 +625,9 @@
     const data = await api('GET', sessionPath(s.id, '/snapshot'));
     if (app.session !== s) return;
     const snap = data.snapshot || {};
+    // An ended session (closed, terminated) is read-only: its snapshot is
+    // its state when it ended.
+    s.ended = data.ended || '';
     if (resetStream) {
       s.live.clear();
       s.tools.clear();
@@ -642,7 +645,7 @@
     for (const c of snap.tool_calls || []) mergeRecord(s, c);
     s.interrupts.clear();
     for (const it of snap.pending_interrupts || []) {
-      if (!s.resolved.has(it.interrupt_id)) s.interrupts.set(it.interrupt_id, it);
+      if (!s.resolved.has(it.interrupt_id) && !s.ended) s.interrupts.set(it.interrupt_id, it);
     }
     // Replace the live text of finished turns with the stored messages.
     const st = snap.state || {};
@@ -700,7 +703,7 @@
     let retryOverride = 0;
     let reloadedFor400 = 0;
     let emptyEnds = 0;
-    while (app.session === s && !s.abort.signal.aborted) {
+    while (app.session === s && !s.abort.signal.aborted && !s.ended) {
       const ctrl = new AbortController();
       const stop = () => ctrl.abort();
       s.abort.signal.addEventListener('abort', stop, { once: true });
@@ -996,7 +999,11 @@
       await reloadNow(s);
     } catch (err) {
       s.sending = s.sending.filter((m) => m !== pending);
-      if (err.status !== 401) {
+      if (err.code === 'session_closed') {
+        toast(err.message, 'info');
+        if (!input.value) { input.value = text; autoGrow(); updateSendButton(); }
+        await reloadNow(s);
+      } else if (err.status !== 401) {
         toast(`Could not ${steer ? 'steer with' : 'send'} the message: ${err.message}`, 'error');
         if (!input.value) { input.value = text; autoGrow(); updateSendButton(); }
       }
@@ -1223,7 +1230,7 @@
     const shown = new Set();
     const messages = snap.messages || [];
     const active = st.active_turn_id || '';
-    const running = !!active || (!!st.status && st.status !== 'waiting_for_user_message');
+    const running = !s.ended && (!!active || (!!st.status && st.status !== 'waiting_for_user_message' && st.status !== 'closed'));
     const storedTurns = new Set(messages.map((m) => m.turn_id).filter(Boolean));
     // A finished turn the snapshot already stores shows its stored messages
     // only; its live state goes with the next snapshot.
@@ -1367,8 +1374,14 @@
     if (status === 'running_model' && st.active_turn_id && st.interaction_mode === 'planning') label = 'Planning';
     if (st.active_turn_id && st.turn_control === 'steered') label = 'Steering…';
     if (st.active_turn_id && (st.turn_control === 'turn_cancelled' || s.stopping === st.active_turn_id)) label = 'Stopping…';
+    const ended = endedReason(s);
+    if (ended) {
+      badge.dataset.status = 'closed';
+      label = s.ended ? 'Closed' : 'Closing';
+    }
     badge.textContent = label;
     renderTurnControls(s);
+    renderEnded(s, ended);
     renderUsage(s.usage || snap.usage, snap.spend);
     renderModelPicker(s, snap);
     renderPlan(s, snap);
@@ -1866,6 +1879,34 @@
     }
     li.replaceChildren(el('div', { class: 'tool-card' }, ...parts));
     if (hadFocus) { const f = li.querySelector(`[data-testid="${hadFocus}"]`); if (f) f.focus(); }
+  }
+
+  // endedReason says why the session takes no new messages ("was closed",
+  // "was terminated", "is closing"), or ''.
+  function endedReason(s) {
+    const st = (s.snapshot && s.snapshot.state) || {};
+    if (s.ended) return s.ended;
+    return st.closed || st.status === 'closed' ? 'is closing' : '';
+  }
+
+  // renderEnded makes an ended or closing session read-only: the composer
+  // is off and says why, and the connection pill says it is closed.
+  function renderEnded(s, ended) {
+    const input = $('message-input');
+    const note = !ended ? '' : ended === 'is closing'
+      ? 'This session is closing: its running turn finishes, and it takes no new messages.'
+      : `This session ${ended}: it is read-only.`;
+    $('composer').classList.toggle('ended', !!ended);
+    $('composer').dataset.ended = ended ? 'true' : 'false';
+    const off = !!ended || !app.session;
+    if (input.disabled !== off) input.disabled = off;
+    if (ended) {
+      if (input.placeholder !== note) input.placeholder = note;
+      if ($('composer-hint').textContent !== note) $('composer-hint').textContent = note;
+      $('plan-mode').closest('.plan-switch').hidden = true;
+      if (s.ended) setConnection('closed', 'Closed: read-only');
+    }
+    updateSendButton();
   }
 
   // ---------------------------------------------------------------- composer
