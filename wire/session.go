@@ -333,6 +333,12 @@ type Interrupt struct {
 	Question       string   `json:"question,omitempty"`
 	Choices        []string `json:"choices,omitempty"`
 	AllowsFreeText bool     `json:"allows_free_text,omitempty"`
+	// ApprovalText is the approval as the action it approves, from the
+	// tool's approval_text in the worker's config and the call's arguments
+	// ("Refund $77.50 on order 9"). The HTTP API fills it for people; the
+	// session never does, and it is empty without a template or when the
+	// arguments do not fit one.
+	ApprovalText string `json:"approval_text,omitempty"`
 }
 
 // Interrupt kinds.

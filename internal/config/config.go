@@ -689,6 +689,11 @@ type ToolPolicy struct {
 	Effect Effect `yaml:"effect"`
 	// RequiresApproval overrides the effect's default approval when set.
 	RequiresApproval *bool `yaml:"requires_approval,omitempty"`
+	// ApprovalText shows people an approval of the tool as the action it
+	// approves, filled from the call's arguments ("Refund
+	// {amount_cents|usd} on order {order_id}"); see internal/approvaltext.
+	// It changes what people see, never what runs.
+	ApprovalText string `yaml:"approval_text,omitempty"`
 }
 
 // ApprovalRequired reports whether a call under p waits for approval:

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/dex-agents/dex-agent-worker/internal/approvaltext"
+
 	"cmp"
 	"errors"
 	"fmt"
@@ -506,6 +508,11 @@ func (a *Agent) validate(p *problems, path string) {
 			p.add(tp+".effect", "is required (want %s)", effectList)
 		case !e.Valid():
 			p.add(tp+".effect", "unknown effect %q (want %s)", e, effectList)
+		}
+		if text := a.ToolPolicies[tool].ApprovalText; text != "" {
+			if _, err := approvaltext.Parse(text); err != nil {
+				p.add(tp+".approval_text", "%v", err)
+			}
 		}
 	}
 	if a.InterruptDeadline < 0 {

@@ -508,6 +508,14 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	var agents []httpapi.Agent
 	for _, a := range cfg.Agents {
 		ha := httpapi.Agent{Name: a.Name, FlowType: a.FlowType, PlanModeEnabled: a.PlanModeEnabled, BuiltInTools: a.BuiltInTools}
+		for tool, p := range a.ToolPolicies {
+			if p.ApprovalText != "" {
+				if ha.ApprovalTexts == nil {
+					ha.ApprovalTexts = map[string]string{}
+				}
+				ha.ApprovalTexts[tool] = p.ApprovalText
+			}
+		}
 		if d.host != nil {
 			ha.SettingChoices = d.host.SettingChoices(a.Runner, a.Name)
 		}

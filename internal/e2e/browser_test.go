@@ -98,7 +98,7 @@ agents:
     runner_config: {store_path: "{{DIR}}/orders.json"}
 %s    tool_policies:
       lookup_order: {effect: read}
-      refund_order: {effect: non_idempotent_write, requires_approval: true}
+      refund_order: {effect: non_idempotent_write, requires_approval: true, approval_text: "Refund {amount_cents|usd} on order {order_id}"}
       request_return_label: {effect: idempotent_write}
 http:
   listen: 127.0.0.1:%d
@@ -146,7 +146,7 @@ func demoOrders(t *testing.T, stack *agenttest.Stack) (map[string]demoOrder, []b
 func TestWebChatRefundWithApproval(t *testing.T) {
 	t.Parallel()
 	stack, base, token, node := ordersWebStack(t, "    built_in_tools: [ask_user]\n")
-	runBrowserScript(t, node, "chat.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-chat.png"), "-approval", "-question")
+	runBrowserScript(t, node, "chat.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-chat.png"), "-approval", "-question", "-enduser", "-enduser-phone", "-operator", "-operator-phone")
 
 	// The store saw exactly one refund: approve once, apply once.
 	orders, b := demoOrders(t, stack)

@@ -5,6 +5,8 @@
 package httpapi
 
 import (
+	"github.com/dex-agents/dex-agent-worker/internal/approvaltext"
+
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -45,6 +47,10 @@ type Agent struct {
 	// BuiltInTools are the built-in tools the agent's sessions offer.
 	PlanModeEnabled bool     `json:"plan_mode_enabled"`
 	BuiltInTools    []string `json:"built_in_tools,omitempty"`
+	// ApprovalTexts are the approval_text templates of the agent's tools,
+	// by tool name (see internal/approvaltext); a snapshot's pending
+	// approvals carry them filled in.
+	ApprovalTexts map[string]string `json:"-"`
 }
 
 // Token is one accepted bearer token and its scope.
@@ -419,6 +425,32 @@ func checkSessionID(id string) error {
 		}
 	}
 	return nil
+}
+
+// fillApprovalTexts sets each pending approval's ApprovalText from its
+// tool's approval_text, read from the config in force: it changes what
+// people see, never what runs.
+func (s *Server) fillApprovalTexts(snap *wire.Snapshot) {
+	a, ok := s.byName[snap.Agent]
+	if !ok || len(a.ApprovalTexts) == 0 {
+		return
+	}
+	for i, in := range snap.PendingInterrupts {
+		if in.Kind != wire.InterruptKindApproval {
+			continue
+		}
+		src, ok := a.ApprovalTexts[in.ToolName]
+		if !ok {
+			continue
+		}
+		t, err := approvaltext.Parse(src) // validated with the config; cheap
+		if err != nil {
+			continue
+		}
+		if text, ok := t.Render(in.Arguments); ok {
+			snap.PendingInterrupts[i].ApprovalText = text
+		}
+	}
 }
 
 // endedSession says how session id ended ("was closed", "was
@@ -1012,8 +1044,10 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request, id string) {
 		s.fail(w, r, err)
 		return
 	}
+	view := BrowserSnapshot(snap)
+	s.fillApprovalTexts(&view)
 	out := map[string]any{
-		"snapshot":     BrowserSnapshot(snap),
+		"snapshot":     view,
 		"resume_token": token,
 		// The token resumes until then unless the session writes again
 		// (which moves it); a 400 from the stream means reload.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // fakeTemporal is the part of a Temporal client the server uses: workflows
@@ -690,5 +692,28 @@ func TestAClosedSessionAnswers409(t *testing.T) {
 	}
 	if code, _, body := a.do("POST", "/v1/sessions/never-1/messages", testTokenAll, `{"text":"hi"}`); code != http.StatusNotFound {
 		t.Errorf("an unknown session: %d %s, want 404", code, body)
+	}
+}
+
+// TestApprovalTextsFillPendingApprovals: a pending approval of a tool with
+// an approval_text carries it filled from the call's arguments; a question,
+// another tool and arguments that do not fit carry none.
+func TestApprovalTextsFillPendingApprovals(t *testing.T) {
+	a := newTestAPI(t, func(o *Options) {
+		o.Agents[0].ApprovalTexts = map[string]string{"refund_order": "Refund {amount_cents|usd} on order {order_id}"}
+	})
+	snap := wire.Snapshot{Agent: "test", PendingInterrupts: []wire.Interrupt{
+		{InterruptID: "c1", ToolName: "refund_order", Kind: wire.InterruptKindApproval, Arguments: `{"order_id":"9","amount_cents":7750}`},
+		{InterruptID: "c2", ToolName: "refund_order", Kind: wire.InterruptKindApproval, Arguments: `{"order_id":"9"}`},
+		{InterruptID: "c3", ToolName: "close_order", Kind: wire.InterruptKindApproval, Arguments: `{"order_id":"9"}`},
+		{InterruptID: "c4", ToolName: "refund_order", Kind: wire.InterruptKindQuestion, Arguments: `{"order_id":"9","amount_cents":1}`},
+	}}
+	a.server.fillApprovalTexts(&snap)
+	var got []string
+	for _, in := range snap.PendingInterrupts {
+		got = append(got, in.ApprovalText)
+	}
+	if want := []string{"Refund $77.50 on order 9", "", "", ""}; !slices.Equal(got, want) {
+		t.Errorf("approval texts = %q, want %q", got, want)
 	}
 }

@@ -55,6 +55,40 @@ await run('chat.test', async (page) => {
     if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + '-approval.png', fullPage: true, animations: 'disabled' });
   });
 
+  // The agent's config sets refund_order's approval_text: the end-user view
+  // (the default) reads the approval as the action, with the raw call one
+  // click away; the operator view shows the tool, its effect, its raw
+  // arguments and the usage. At desktop and phone widths.
+  await step('the end-user view reads the approval as the action; the operator view shows the raw call', async () => {
+    const card = page.locator('[data-testid="tool-card"][data-tool-name="refund_order"][data-status="awaiting_approval"]');
+    for (const [width, height, name] of [[1280, 860, ''], [390, 844, '-phone']]) {
+      await page.setViewportSize({ width, height });
+      if ((await page.getByTestId('operator-toggle').getAttribute('aria-pressed')) !== 'false') throw new Error('the operator view is on by default');
+      const action = card.getByTestId('approval-text');
+      await action.waitFor();
+      if ((await action.textContent()) !== 'Refund $62.50 on order 7') throw new Error(`the approval reads "${await action.textContent()}"`);
+      if (await card.getByTestId('tool-arguments').isVisible()) throw new Error('the raw arguments are open in the end-user view');
+      if (await card.locator('.effect').isVisible()) throw new Error('the effect shows in the end-user view');
+      if (await page.getByTestId('usage').isVisible()) throw new Error('the usage shows in the end-user view');
+      await card.locator('details.tool-args summary').click(); // one click away
+      await card.getByTestId('tool-arguments').waitFor();
+      if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + `-enduser${name}.png`, animations: 'disabled' });
+      await card.locator('details.tool-args summary').click();
+
+      await page.getByTestId('operator-toggle').click();
+      await page.locator('[data-testid="operator-toggle"][aria-pressed="true"]').waitFor();
+      if (width > 600) await card.locator('.effect').waitFor(); // a phone leaves the effect out
+      await card.getByTestId('approval-text').waitFor({ state: 'detached' }); // the operator sees the call itself
+      const note = (await card.locator('.approval-text').textContent()) || '';
+      if (!note.includes('refund_order runs only after you approve it')) throw new Error(`the operator's approval reads "${note}"`);
+      await page.getByTestId('usage').waitFor();
+      if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + `-operator${name}.png`, animations: 'disabled' });
+      await page.getByTestId('operator-toggle').click();
+      await page.locator('[data-testid="operator-toggle"][aria-pressed="false"]').waitFor();
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
   await step('approve the refund', async () => {
     const card = page.locator('[data-testid="tool-card"][data-tool-name="refund_order"]');
     await card.getByTestId('approve-button').click();

@@ -1605,7 +1605,10 @@
   }
 
   function updateMessage(li, item, s) {
-    li.className = `item item-message role-${item.role} source-${item.source}${item.streaming ? ' streaming' : ''}`;
+    // The session's own messages to the model ("[Dex] The user approved
+    // plan revision 1...") show in the operator view only.
+    const internal = item.role === 'user' && /^\[Dex\] /.test(item.text || '');
+    li.className = `item item-message role-${item.role} source-${item.source}${item.streaming ? ' streaming' : ''}${internal ? ' internal' : ''}`;
     li.dataset.role = item.role;
     li.dataset.source = item.source;
     if (item.turn) { li.dataset.turnId = item.turn; li.dataset.stepExecutionId = item.step; li.dataset.attempt = String(item.attempt); }
@@ -1732,7 +1735,7 @@
     const question = v.interrupt && v.interrupt.kind === 'question' ? v.interrupt : null;
     const deadline = v.interrupt ? formatDeadline(v.interrupt.deadline) : null;
     const cancelled = v.status === 'rejected' ? cancellationOf(v, output) : '';
-    const sig = JSON.stringify([v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message, cancelled,
+    const sig = JSON.stringify([operatorView(), v.interrupt && v.interrupt.approval_text, v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message, cancelled,
       needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy,
       question && [question.question, question.choices, question.allows_free_text], v.wait_until, v.task_id, v.task_poll_interval_seconds]);
     li.dataset.toolName = v.tool_name;
@@ -1746,7 +1749,7 @@
     // Keep what the user opened or typed across re-renders.
     const argsEl = li.querySelector('details.tool-args');
     const outEl = li.querySelector('details.tool-output');
-    const argsOpen = argsEl ? argsEl.open : v.status === 'awaiting_approval';
+    const argsOpen = argsEl ? argsEl.open : v.status === 'awaiting_approval' && (operatorView() || !(v.interrupt && v.interrupt.approval_text));
     const outOpen = outEl ? outEl.open : false;
     const reasonEl = li.querySelector('textarea.reject-reason');
     if (reasonEl) u.reason = reasonEl.value;
@@ -1844,10 +1847,12 @@
     }
     if (needsApproval) {
       const busy = u.busy;
+      const action = v.interrupt.approval_text || '';
       const actions = el('div', { class: 'approval' },
         el('div', { class: 'approval-text' },
+          action && !operatorView() ? el('strong', { class: 'approval-action', 'data-testid': 'approval-text', text: action }) : '',
           el('strong', { text: 'Approval needed.' }),
-          el('span', { text: ` ${v.tool_name} runs only after you approve it.` }),
+          el('span', { text: action && !operatorView() ? ' It runs only after you approve it.' : ` ${v.tool_name} runs only after you approve it.` }),
           deadline ? el('span', { class: `deadline${deadline.expired ? ' expired' : ''}`, 'data-testid': 'deadline' },
             icon(ICONS.clock), el('time', { datetime: deadline.iso, text: deadline.text })) : ''));
       if (!u.rejecting) {
@@ -1908,6 +1913,17 @@
     }
     updateSendButton();
   }
+
+  // The operator view (names, effects, raw JSON, usage, the session's own
+  // messages to the model) or the end-user view, kept per browser.
+  const OPERATOR_KEY = 'dex.operatorView';
+  function setOperatorView(on) {
+    document.body.classList.toggle('operator', on);
+    $('operator-toggle').setAttribute('aria-pressed', on ? 'true' : 'false');
+    $('operator-toggle').textContent = on ? 'Operator view: on' : 'Operator view';
+    try { localStorage.setItem(OPERATOR_KEY, on ? '1' : '0'); } catch { /* private mode */ }
+  }
+  const operatorView = () => document.body.classList.contains('operator');
 
   // ---------------------------------------------------------------- composer
 
@@ -1989,6 +2005,12 @@
     $('new-session').addEventListener('click', () => navigate(''));
     $('brand').addEventListener('click', (e) => { e.preventDefault(); navigate(''); });
     $('composer').addEventListener('submit', (e) => sendMessage(e, 'queue'));
+    setOperatorView(localStorage.getItem(OPERATOR_KEY) === '1');
+    $('operator-toggle').addEventListener('click', () => {
+      setOperatorView(!document.body.classList.contains('operator'));
+      const s = app.session;
+      if (s) { document.querySelectorAll('#messages li').forEach((li) => { li.dataset.sig = ''; }); scheduleRender(); }
+    });
     $('plan-mode').addEventListener('change', () => setPlanMode($('plan-mode').checked));
     $('execute-plan').addEventListener('click', () => { if (app.session) executePlan(app.session); });
     const input = $('message-input');
