@@ -24,3 +24,18 @@ func TestWebChatTurnControl(t *testing.T) {
 		}
 	}
 }
+
+// TestWebChatRetryAndCopy drives Retry on a failed turn and Copy on a
+// message in headless Chromium (retry.test.mjs), on the test agent whose
+// scripted model fails the first try of "failonce:web".
+func TestWebChatRetryAndCopy(t *testing.T) {
+	t.Parallel()
+	node := requireBrowser(t)
+	stack, base := newHTTPStack(t)
+	waitForPage(t, base)
+	runBrowserScript(t, node, "retry.test.mjs", base, tokenAll, filepath.Join(t.TempDir(), "webui-retry.png"), "-failed")
+	// The model was called for the failed try and for the retry.
+	if n := modelCalls(t, stack); n != 2 {
+		t.Errorf("model calls = %d, want 2 (the failed try and the retry)", n)
+	}
+}

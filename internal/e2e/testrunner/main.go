@@ -17,6 +17,8 @@
 //	                 (Unix nanoseconds) and the message text
 //	fail             fail every model call
 //	permfail         fail every model call with a permanent error
+//	failonce:NAME    fail the first model call with NAME permanently (it
+//	                 leaves failonce-NAME in the state dir), answer later ones
 //	leakfail         fail every model call permanently, with the value of
 //	                 $DEX_TEST_SECRET in the error text
 //
@@ -206,6 +208,12 @@ func build(_ context.Context, agent string, raw json.RawMessage) (*stepwise.Agen
 				return stepwise.ScriptedReply{Text: fmt.Sprintf("items=%d users=%s", len(req.Items), strings.Join(texts, "|"))}, nil
 			case tok == "permfail":
 				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("scripted permanent failure (HTTP 400)"))
+			case strings.HasPrefix(tok, "failonce:"):
+				mark := filepath.Join(cfg.StateDir, "failonce-"+strings.TrimPrefix(tok, "failonce:"))
+				if f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+					f.Close()
+					return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("scripted failure of the first try"))
+				}
 			case tok == "leakfail":
 				return stepwise.ScriptedReply{}, pluginapi.Permanent(errors.New("provider rejected key " + os.Getenv("DEX_TEST_SECRET")))
 			case strings.HasPrefix(tok, "modelgate:") && len(results) == 0:

@@ -78,6 +78,7 @@
     trash: ['M5 7h14M10 11v6M14 11v6M6 7l1 13h10l1-13M9 7V4h6v3'],
     stop: ['M8 8h8v8H8z', 'M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18z'],
     steer: ['M5 19c0-7 4-11 11-11h3', 'M15 4l4 4-4 4'],
+    copy: ['M9 9h11v11H9z', 'M5 15V5a1 1 0 0 1 1-1h9'],
   };
 
   function randomID() {
@@ -1390,6 +1391,8 @@
     const errText = st.last_turn_error || '';
     const banner = $('error-banner');
     banner.hidden = !errText || s.dismissedError === errText;
+    // Retry sends the failed turn's message again, once no turn runs.
+    $('retry-turn').hidden = banner.hidden || !!activeTurn(s) || !!endedReason(s);
     $('error-text').textContent = errText;
 
     // Transcript.
@@ -1642,6 +1645,39 @@
       body.replaceChildren(...parts);
     }
     updateQueuedActions(li, item, s);
+    updateCopy(li, item);
+  }
+
+  // updateCopy offers a copy button on a finished message with text.
+  function updateCopy(li, item) {
+    const main = li.querySelector('.message-main');
+    let btn = main.querySelector('.copy-message');
+    const want = !!item.text && !item.streaming && item.role !== 'host' && !item.queued && item.source !== 'sending';
+    if (!want) { if (btn) btn.remove(); return; }
+    if (!btn) {
+      btn = el('button', { type: 'button', class: 'icon-button tiny copy-message', 'data-testid': 'copy-message', 'aria-label': 'Copy message', title: 'Copy' }, icon(ICONS.copy));
+      main.append(btn);
+    }
+    btn.onclick = async () => {
+      try {
+        await navigator.clipboard.writeText(item.text);
+        toast('Copied.', 'info');
+      } catch (err) {
+        toast(`Could not copy: ${err.message}`, 'error');
+      }
+    };
+  }
+
+  // retryTurn sends the failed turn's message again.
+  async function retryTurn(s) {
+    const snap = s.snapshot || {};
+    const users = (snap.messages || []).filter((m) => m.role === 'user' && !/^\[Dex\] /.test(m.text || ''));
+    const last = users[users.length - 1];
+    if (!last || !last.text) { toast('There is no message to send again.', 'info'); return; }
+    s.dismissedError = (snap.state || {}).last_turn_error || '';
+    $('message-input').value = last.text;
+    autoGrow();
+    await sendMessage(null, 'queue');
   }
 
   // updateQueuedActions offers "Steer now" and "Delete" on a queued message.
@@ -2027,6 +2063,7 @@
     $('inbox-refresh').addEventListener('click', () => loadInbox(true));
     $('inbox-more').addEventListener('click', () => loadInbox(false, true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden && app.token) loadInbox(false); });
+    $('retry-turn').addEventListener('click', () => { if (app.session) retryTurn(app.session); });
     $('error-dismiss').addEventListener('click', () => {
       if (app.session) { app.session.dismissedError = $('error-text').textContent; scheduleRender(); }
     });
