@@ -5,6 +5,8 @@
 package httpapi
 
 import (
+	"crypto/rand"
+
 	"github.com/dex-agents/dex-agent-worker/internal/approvaltext"
 
 	"context"
@@ -15,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -118,6 +121,12 @@ const MaxBodyBytes = 1 << 20
 
 // Server is the API's http.Handler.
 type Server struct {
+	// cookieSessions maps the web page's sign-in cookies to their tokens
+	// (see setAuthCookie), oldest first in cookieOrder.
+	cookieMu       sync.Mutex
+	cookieSessions map[string]string
+	cookieOrder    []string
+
 	opts     Options
 	sessions *client.AgentSessionClient
 	mux      *http.ServeMux
@@ -182,6 +191,9 @@ func New(opts Options) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.handle("GET /readyz", s.readyz)
+	s.handle("GET /v1/auth/cookie", s.cookieStatus)
+	s.handle("POST /v1/auth/cookie", s.authed(s.setAuthCookie))
+	s.handle("POST /v1/auth/logout", s.clearAuthCookie)
 	s.handle("GET /v1/agents", s.authed(s.listAgents))
 	s.handle("POST /v1/sessions", s.authed(s.startSession))
 	s.handle("GET /v1/sessions", s.authed(s.listSessions))
@@ -296,10 +308,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", "internal error")
 }
 
-// authenticate finds the caller's token.
+// authenticate finds the caller's token: the Authorization header's, or
+// on a loopback address the web page's sign-in cookie (see
+// setAuthCookie), which counts only with the page's own header.
 func (s *Server) authenticate(r *http.Request) (*scopedToken, error) {
 	h := r.Header.Get("Authorization")
 	value, ok := strings.CutPrefix(h, "Bearer ")
+	if h == "" {
+		value, ok = s.cookieToken(r)
+	}
 	if !ok || value == "" {
 		return nil, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token (Authorization: Bearer <token>)")
 	}
@@ -314,6 +331,129 @@ func (s *Server) authenticate(r *http.Request) (*scopedToken, error) {
 		return nil, errorf(http.StatusUnauthorized, "unauthorized", "invalid bearer token")
 	}
 	return found, nil
+}
+
+// The web page's sign-in cookie: on a loopback address, the page trades
+// its token for a random session ID in an HttpOnly, SameSite=Strict
+// cookie (named for the server's port: a browser sends cookies to every
+// port of a host), which the server maps back to the token in memory; a
+// restart signs the page out. The cookie counts only with the page's own
+// header, WebClientHeader: a cross-site request can neither send the
+// cookie nor set a custom header without the server's CORS consent, which
+// it never gives.
+const (
+	authCookiePrefix = "dex_session_"
+	WebClientHeader  = "X-Dex-Client"
+	// maxCookieSessions bounds the signed-in browser sessions kept; the
+	// oldest is dropped past it.
+	maxCookieSessions = 1000
+)
+
+// authCookieName is the sign-in cookie's name for the request's port.
+func authCookieName(host string) string {
+	_, port, err := net.SplitHostPort(host)
+	if err != nil || port == "" {
+		port = "80"
+	}
+	return authCookiePrefix + port
+}
+
+// cookieToken is the token of the request's sign-in cookie, for a request
+// on a loopback address that carries the page's header.
+func (s *Server) cookieToken(r *http.Request) (string, bool) {
+	if r.Header.Get(WebClientHeader) != "web" || !loopbackHost(r.Host) {
+		return "", false
+	}
+	c, err := r.Cookie(authCookieName(r.Host))
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	s.cookieMu.Lock()
+	defer s.cookieMu.Unlock()
+	token, ok := s.cookieSessions[c.Value]
+	return token, ok
+}
+
+// loopbackHost reports a Host header that names this machine's loopback
+// address (127.0.0.1, ::1 or localhost), with or without a port.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = strings.Trim(host, "[]")
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// setAuthCookie signs the web page in for the browser's session: on a
+// loopback address, with the page's header and a valid token, it sets the
+// sign-in cookie, so every tab of the browser is signed in until it quits,
+// and no script can read the token. Elsewhere it answers 400: a page
+// served to other machines keeps the token in its tab.
+func (s *Server) setAuthCookie(w http.ResponseWriter, r *http.Request, _ *scopedToken) {
+	if r.Header.Get(WebClientHeader) != "web" {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "send the %s: web header", WebClientHeader))
+		return
+	}
+	if !loopbackHost(r.Host) {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "a sign-in cookie is only given on a loopback address (127.0.0.1, ::1, localhost)"))
+		return
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "sign in with the Authorization header"))
+		return
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := hex.EncodeToString(b)
+	s.cookieMu.Lock()
+	if s.cookieSessions == nil {
+		s.cookieSessions = map[string]string{}
+	}
+	if len(s.cookieOrder) >= maxCookieSessions {
+		delete(s.cookieSessions, s.cookieOrder[0])
+		s.cookieOrder = s.cookieOrder[1:]
+	}
+	s.cookieSessions[id] = token
+	s.cookieOrder = append(s.cookieOrder, id)
+	s.cookieMu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: authCookieName(r.Host), Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cookieStatus answers whether the request's sign-in cookie signs it in:
+// 200 {"signed_in": bool}, so the page asks without a 401.
+func (s *Server) cookieStatus(w http.ResponseWriter, r *http.Request) {
+	_, ok := s.cookieToken(r)
+	if ok {
+		_, err := s.authenticate(r)
+		ok = err == nil
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"signed_in": ok})
+}
+
+// clearAuthCookie signs the web page out: the session ID is forgotten and
+// the cookie removed.
+func (s *Server) clearAuthCookie(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(WebClientHeader) != "web" {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "send the %s: web header", WebClientHeader))
+		return
+	}
+	if c, err := r.Cookie(authCookieName(r.Host)); err == nil {
+		s.cookieMu.Lock()
+		delete(s.cookieSessions, c.Value)
+		s.cookieOrder = slices.DeleteFunc(s.cookieOrder, func(x string) bool { return x == c.Value })
+		s.cookieMu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: authCookieName(r.Host), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // sessionSeparators may follow a token's session prefix in a session ID.

@@ -717,3 +717,97 @@ func TestApprovalTextsFillPendingApprovals(t *testing.T) {
 		t.Errorf("approval texts = %q, want %q", got, want)
 	}
 }
+
+// TestSignInCookie: on a loopback address the page trades its token for an
+// HttpOnly, SameSite=Strict cookie that holds a random ID (never the
+// token); the cookie counts only with the page's header (no cross-site
+// use), not on another host, and not after sign-out.
+func TestSignInCookie(t *testing.T) {
+	a := newTestAPI(t, nil)
+	req := func(method, path, token, cookie string, web bool) *http.Response {
+		t.Helper()
+		r, err := http.NewRequestWithContext(t.Context(), method, a.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		if cookie != "" {
+			r.Header.Set("Cookie", cookie)
+		}
+		if web {
+			r.Header.Set(WebClientHeader, "web")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := req("POST", "/v1/auth/cookie", testTokenAll, "", false); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("without the page's header: %d", resp.StatusCode)
+	}
+	if resp := req("POST", "/v1/auth/cookie", "wrong-token-0123456789", "", true); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("with a bad token: %d", resp.StatusCode)
+	}
+	resp := req("POST", "/v1/auth/cookie", testTokenAll, "", true)
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusNoContent || len(cookies) != 1 {
+		t.Fatalf("sign in: %d, cookies %v", resp.StatusCode, cookies)
+	}
+	c := cookies[0]
+	if !strings.HasPrefix(c.Name, "dex_session_") || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || len(c.Value) != 64 || strings.Contains(c.Value, testTokenAll) || c.MaxAge != 0 {
+		t.Errorf("the cookie: %+v", c)
+	}
+	jar := c.Name + "=" + c.Value
+	if resp := req("GET", "/v1/agents", "", jar, true); resp.StatusCode != http.StatusOK {
+		t.Errorf("the cookie with the page's header: %d", resp.StatusCode)
+	}
+	status := func(cookie string) string {
+		t.Helper()
+		r, _ := http.NewRequestWithContext(t.Context(), "GET", a.url+"/v1/auth/cookie", nil)
+		r.Header.Set("Cookie", cookie)
+		r.Header.Set(WebClientHeader, "web")
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if got := status(jar); got != `200 {"signed_in":true}` {
+		t.Errorf("GET /v1/auth/cookie with the cookie: %s", got)
+	}
+	if resp := req("GET", "/v1/agents", "", jar, false); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the cookie without the page's header (a cross-site request): %d", resp.StatusCode)
+	}
+	if resp := req("GET", "/v1/agents", "", c.Name+"=not-a-session", true); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an unknown cookie: %d", resp.StatusCode)
+	}
+	if resp := req("POST", "/v1/auth/logout", "", jar, true); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("sign out: %d", resp.StatusCode)
+	}
+	if resp := req("GET", "/v1/agents", "", jar, true); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the cookie after sign-out: %d", resp.StatusCode)
+	}
+	if got := status(jar); got != `200 {"signed_in":false}` {
+		t.Errorf("GET /v1/auth/cookie after sign-out: %s", got)
+	}
+	// Not on another host: a page served to other machines keeps its token
+	// in the tab.
+	r, _ := http.NewRequestWithContext(t.Context(), "POST", a.url+"/v1/auth/cookie", nil)
+	r.Host = "chat.example.com"
+	r.Header.Set("Authorization", "Bearer "+testTokenAll)
+	r.Header.Set(WebClientHeader, "web")
+	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("on another host: %v %v", resp, err)
+	}
+	for host, want := range map[string]bool{"127.0.0.1:8080": true, "localhost:8080": true, "[::1]:8080": true, "::1": true, "10.0.0.2:8080": false, "chat.example.com": false} {
+		if loopbackHost(host) != want {
+			t.Errorf("loopbackHost(%q) = %v", host, !want)
+		}
+	}
+}

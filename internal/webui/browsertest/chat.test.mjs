@@ -172,4 +172,24 @@ await run('chat.test', async (page) => {
       log(`screenshot: ${SCREENSHOT}`);
     });
   }
+
+  // On 127.0.0.1 the link signed the browser in with an HttpOnly cookie: a
+  // new tab is signed in without the token, no script sees the token or
+  // the cookie, and signing out ends it for every tab.
+  await step('a new tab is signed in by the cookie, which no script reads', async () => {
+    const tab = await page.context().newPage();
+    await tab.goto(`${BASE_URL}/`);
+    await tab.getByTestId('agent-select').locator('option[value="orders"]').waitFor({ state: 'attached' });
+    const seen = await tab.evaluate(() => ({ cookie: document.cookie, stored: JSON.stringify(sessionStorage), local: JSON.stringify(localStorage) }));
+    if (seen.cookie.includes('dex_session') || [seen.stored, seen.local].some((x) => x.includes(API_TOKEN))) throw new Error(`a script sees the sign-in: ${JSON.stringify(seen)}`);
+    const cookies = await page.context().cookies(BASE_URL);
+    const c = cookies.find((x) => x.name.startsWith('dex_session_'));
+    if (!c || !c.httpOnly || c.sameSite !== 'Strict' || c.expires !== -1 || c.value.includes(API_TOKEN)) throw new Error(`the sign-in cookie: ${JSON.stringify(cookies)}`);
+    await tab.getByTestId('sign-out-button').click();
+    await tab.getByTestId('token-input').waitFor();
+    await page.reload();
+    await page.getByTestId('token-input').waitFor(); // signed out everywhere
+    await tab.close();
+  });
+
 });

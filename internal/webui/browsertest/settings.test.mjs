@@ -17,6 +17,9 @@ await run('settings.test', async (page) => {
     await page.getByTestId('start-button').click();
     await page.waitForURL(/[?&]session=/);
     await page.locator('[data-testid="session-status"][data-status="waiting_for_user_message"]').waitFor();
+    // Usage and the budget are the operator's: turn that view on.
+    await page.getByTestId('operator-toggle').click();
+    await page.locator('[data-testid="operator-toggle"][aria-pressed="true"]').waitFor();
   });
   const sessionID = new URL(page.url()).searchParams.get('session');
   log(`session ${sessionID}`);

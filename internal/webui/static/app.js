@@ -142,7 +142,7 @@
   const sessionPath = (id, rest) => `v1/sessions/${encodeURIComponent(id)}${rest || ''}`;
 
   async function api(method, path, body, headers) {
-    const h = { Accept: 'application/json', Authorization: `Bearer ${app.token}`, ...(headers || {}) };
+    const h = { Accept: 'application/json', ...authHeaders(), ...(headers || {}) };
     if (body !== undefined) h['Content-Type'] = 'application/json';
     let res;
     try {
@@ -271,6 +271,41 @@
 
   // ---------------------------------------------------------------- auth
 
+  // On a loopback address the page signs the browser in with an HttpOnly
+  // cookie (POST /v1/auth/cookie) instead of keeping the token in the tab:
+  // every tab is signed in until the browser quits, and no script reads the
+  // token. app.token is then COOKIE.
+  const COOKIE = '\u0000cookie';
+  const LOOPBACK = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(location.hostname);
+
+  function authHeaders() {
+    const h = { 'X-Dex-Client': 'web' };
+    if (app.token && app.token !== COOKIE) h.Authorization = `Bearer ${app.token}`;
+    return h;
+  }
+
+  // cookieSignIn trades token for the sign-in cookie; false when the
+  // server gives none (not on a loopback address, an older server).
+  async function cookieSignIn(token) {
+    if (!LOOPBACK) return false;
+    try {
+      const res = await fetch(apiURL('/v1/auth/cookie'), {
+        method: 'POST', cache: 'no-store', credentials: 'same-origin',
+        headers: { Authorization: `Bearer ${token}`, 'X-Dex-Client': 'web' },
+      });
+      return res.status === 204;
+    } catch { return false; }
+  }
+
+  // cookieSignedIn reports whether the browser's sign-in cookie still works.
+  async function cookieSignedIn() {
+    if (!LOOPBACK) return false;
+    try {
+      const res = await fetch(apiURL('/v1/auth/cookie'), { cache: 'no-store', credentials: 'same-origin', headers: { Accept: 'application/json', 'X-Dex-Client': 'web' } });
+      return res.ok && (await res.json()).signed_in === true;
+    } catch { return false; }
+  }
+
   function readTokenFromFragment() {
     const hash = location.hash.replace(/^#/, '');
     if (!hash) return;
@@ -281,11 +316,14 @@
     const rest = params.toString();
     // Remove the token from the address bar and the history entry.
     history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
-    if (token.trim()) store.set('sessionStorage', TOKEN_KEY, token.trim());
+    return token.trim();
   }
 
   function signOut(message) {
     closeSession();
+    if (app.token === COOKIE) {
+      fetch(apiURL('/v1/auth/logout'), { method: 'POST', cache: 'no-store', credentials: 'same-origin', headers: { 'X-Dex-Client': 'web' } }).catch(() => {});
+    }
     app.token = '';
     store.remove('sessionStorage', TOKEN_KEY);
     Object.assign(inbox, { sessions: [], next: '', pages: 1, loadedAt: 0, error: '' });
@@ -713,10 +751,10 @@
       let gotEvent = false;
       let mustReset = false;
       try {
-        const headers = { Accept: 'text/event-stream', Authorization: `Bearer ${app.token}` };
+        const headers = { Accept: 'text/event-stream', ...authHeaders() };
         if (s.lastEventId) headers['Last-Event-ID'] = s.lastEventId;
         pet();
-        const res = await fetch(apiURL(sessionPath(s.id, '/events')), { headers, cache: 'no-store', signal: ctrl.signal });
+        const res = await fetch(apiURL(sessionPath(s.id, '/events')), { headers, cache: 'no-store', credentials: 'same-origin', signal: ctrl.signal });
         if (res.status === 400) {
           // The resume token is no longer valid: reload the snapshot and
           // reopen from its token.
@@ -2013,7 +2051,7 @@
   // ---------------------------------------------------------------- start
 
   function init() {
-    readTokenFromFragment();
+    const fromLink = readTokenFromFragment();
     app.token = store.get('sessionStorage', TOKEN_KEY) || '';
 
     $('signin-form').addEventListener('submit', (e) => {
@@ -2021,9 +2059,12 @@
       const v = $('token-input').value.trim();
       if (!v) { $('signin-error').textContent = 'Paste a token first.'; return; }
       $('signin-error').textContent = '';
-      store.set('sessionStorage', TOKEN_KEY, v);
       $('token-input').value = '';
-      signIn(v);
+      (async () => {
+        if (await cookieSignIn(v)) { signIn(COOKIE); return; }
+        store.set('sessionStorage', TOKEN_KEY, v);
+        signIn(v);
+      })();
     });
     $('sign-out').addEventListener('click', () => signOut(''));
     $('agent-select').addEventListener('change', updateStartButton);
@@ -2098,7 +2139,22 @@
     }, INBOX_REFRESH_MS);
 
     renderRecent();
-    if (app.token) signIn(app.token); else showView('signin');
+    (async () => {
+      // A link's token signs the browser in with the cookie where the
+      // server gives one, else it stays in this tab.
+      if (fromLink) {
+        if (await cookieSignIn(fromLink)) {
+          store.remove('sessionStorage', TOKEN_KEY);
+          app.token = COOKIE;
+        } else {
+          store.set('sessionStorage', TOKEN_KEY, fromLink);
+          app.token = fromLink;
+        }
+      } else if (!app.token && await cookieSignedIn()) {
+        app.token = COOKIE;
+      }
+      if (app.token) signIn(app.token); else showView('signin');
+    })();
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
