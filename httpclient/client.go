@@ -303,11 +303,14 @@ func (c *Client) SnapshotView(ctx context.Context, sessionID string) (SnapshotVi
 // (wire.WaitingForApproval, ...), of one agent, closed ones too with
 // Status wire.ListAll; PageToken continues a list.
 type ListSessionsOptions struct {
-	WaitingFor []string
-	Agent      string
-	Status     string
-	PageSize   int
-	PageToken  string
+	// IncludePending fills each waiting session's Pending: what it asks of
+	// a person (a snapshot per session, so keep such pages small).
+	IncludePending bool
+	WaitingFor     []string
+	Agent          string
+	Status         string
+	PageSize       int
+	PageToken      string
 }
 
 // ListSessions lists the sessions inside the token's scope, newest first,
@@ -324,6 +327,9 @@ func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (wire.
 	}
 	if o.PageSize > 0 {
 		q.Set("page_size", strconv.Itoa(o.PageSize))
+	}
+	if o.IncludePending {
+		q.Set("include", "pending")
 	}
 	path := "/v1/sessions"
 	if len(q) > 0 {

@@ -109,6 +109,20 @@ type SessionSummary struct {
 	// ClosedAt is when a closed session ended.
 	ClosedAt *time.Time `json:"closed_at,omitempty"`
 	RunID    string     `json:"run_id"`
+	// Pending are what a waiting session asks of a person, with
+	// include=pending (GET /v1/sessions): its pending interrupts.
+	Pending []PendingSummary `json:"pending,omitempty"`
+}
+
+// PendingSummary is one pending interrupt of a listed session: an approval
+// (with its approval text when the tool has one) or a question.
+type PendingSummary struct {
+	InterruptID  string `json:"interrupt_id"`
+	Kind         string `json:"kind"`
+	ToolName     string `json:"tool_name"`
+	ApprovalText string `json:"approval_text,omitempty"`
+	Question     string `json:"question,omitempty"`
+	Deadline     string `json:"deadline,omitempty"`
 }
 
 // SessionsPage is one page of a session list (GET /v1/sessions).

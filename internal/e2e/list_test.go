@@ -151,6 +151,20 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	if got := page.Sessions[0]; !slices.Equal(got.WaitingFor, []string{"question"}) || got.Agent != "test" {
 		t.Errorf("the question session: %+v", got)
 	}
+	// include=pending says what each asks of a person.
+	page = expectList(t, u1, opts{WaitingFor: person, IncludePending: true}, approval, question)
+	for _, got := range page.Sessions {
+		want := wire.PendingSummary{Kind: wire.InterruptKindApproval, ToolName: "approve_write"}
+		if got.SessionID == question {
+			want = wire.PendingSummary{Kind: wire.InterruptKindQuestion, ToolName: "ask_user", Question: "Which city?"}
+		}
+		if len(got.Pending) != 1 || got.Pending[0].Kind != want.Kind || got.Pending[0].ToolName != want.ToolName || got.Pending[0].Question != want.Question || got.Pending[0].InterruptID == "" {
+			t.Errorf("%s: pending = %+v, want %+v", got.SessionID, got.Pending, want)
+		}
+	}
+	if page := expectList(t, u1, opts{WaitingFor: person}, approval, question); page.Sessions[0].Pending != nil {
+		t.Errorf("pending without include=pending: %+v", page.Sessions[0].Pending)
+	}
 	// Every session waiting for a person, across agents, in one call.
 	expectList(t, u1, opts{WaitingFor: person}, approval, question)
 	expectList(t, all, opts{WaitingFor: person}, approval, question, outside)

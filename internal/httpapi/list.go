@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -15,6 +16,8 @@ import (
 
 // sessionListQuery is the parsed query of GET /v1/sessions.
 type sessionListQuery struct {
+	// Pending: include=pending, each waiting session's pending interrupts.
+	Pending    bool
 	WaitingFor []string
 	Agent      string // "" for every agent the token may use
 	Status     string // wire.ListRunning or wire.ListAll
@@ -30,12 +33,12 @@ func parseSessionListQuery(q url.Values) (sessionListQuery, error) {
 	for key, vs := range q {
 		switch key {
 		case "waiting_for":
-		case "agent", "status", "page_size", "page_token":
+		case "agent", "status", "page_size", "page_token", "include":
 			if len(vs) > 1 {
 				return out, errorf(http.StatusBadRequest, "bad_request", "give %s once", key)
 			}
 		default:
-			return out, errorf(http.StatusBadRequest, "bad_request", "unknown query parameter %q (want waiting_for, agent, status, page_size, page_token)", key)
+			return out, errorf(http.StatusBadRequest, "bad_request", "unknown query parameter %q (want waiting_for, agent, status, page_size, page_token, include)", key)
 		}
 	}
 	for _, v := range q["waiting_for"] {
@@ -64,6 +67,13 @@ func parseSessionListQuery(q url.Values) (sessionListQuery, error) {
 		out.Status = wire.ListAll
 	default:
 		return out, errorf(http.StatusBadRequest, "bad_request", "status %q: want %q (the default) or %q", v, wire.ListRunning, wire.ListAll)
+	}
+	switch v := q.Get("include"); v {
+	case "":
+	case "pending":
+		out.Pending = true
+	default:
+		return out, errorf(http.StatusBadRequest, "bad_request", "include %q: want \"pending\"", v)
 	}
 	if q.Has("page_size") {
 		n, err := strconv.Atoi(q.Get("page_size"))
@@ -155,5 +165,40 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 		kept = append(kept, sum)
 	}
 	page.Sessions = kept
+	if q.Pending {
+		s.addPending(ctx, page.Sessions)
+	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// addPending fills each waiting session's Pending from its snapshot, four
+// at a time: what a person is asked, with the approval text. A session
+// whose snapshot cannot be read is left without them.
+func (s *Server) addPending(ctx context.Context, sessions []wire.SessionSummary) {
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		if len(sessions[i].WaitingFor) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(sum *wire.SessionSummary) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			snap, err := s.sessions.GetAgentSnapshot(ctx, sum.SessionID)
+			if err != nil {
+				return
+			}
+			view := BrowserSnapshot(snap)
+			s.fillApprovalTexts(&view)
+			for _, in := range view.PendingInterrupts {
+				sum.Pending = append(sum.Pending, wire.PendingSummary{
+					InterruptID: in.InterruptID, Kind: in.Kind, ToolName: in.ToolName, ApprovalText: in.ApprovalText,
+					Question: in.Question, Deadline: in.Deadline,
+				})
+			}
+		}(&sessions[i])
+	}
+	wg.Wait()
 }

@@ -101,3 +101,14 @@ func FuzzSessionScopeRules(f *testing.F) {
 		}
 	})
 }
+
+// TestListIncludeIsChecked: include takes only "pending".
+func TestListIncludeIsChecked(t *testing.T) {
+	if _, err := parseSessionListQuery(url.Values{"include": {"everything"}}); err == nil || !strings.Contains(err.Error(), `include "everything": want "pending"`) {
+		t.Errorf("include=everything: %v", err)
+	}
+	q, err := parseSessionListQuery(url.Values{"include": {"pending"}})
+	if err != nil || !q.Pending {
+		t.Errorf("include=pending: %+v %v", q, err)
+	}
+}

@@ -206,6 +206,8 @@ await run('control.test', async (page) => {
     if (JSON.stringify(chips) !== JSON.stringify(['Approval needed'])) throw new Error(`waiting chips: ${JSON.stringify(chips)}`);
     const text = (await item.textContent()) || '';
     if (!text.includes('refund order 6') || !text.includes(waitingID)) throw new Error(`the inbox item reads "${text}"`);
+    // What it asks, as the action to approve (the tool's approval_text).
+    await item.getByTestId('inbox-pending').filter({ hasText: /^Refund \$[\d,]+\.\d\d on order 6$/ }).waitFor();
     if (await page.locator(`[data-testid="inbox-item"][data-session-id="${sessionID}"]`).count()) throw new Error('the idle session is listed as waiting');
     await page.locator('[data-testid="inbox-count"]:not([hidden])').filter({ hasText: /^\d+$/ }).waitFor();
     if (SCREENSHOT) {

@@ -503,7 +503,12 @@
         let token = '';
         let pages = 0;
         do {
-          const q = new URLSearchParams({ waiting_for: 'approval,question', page_size: '50' });
+          // The open inbox shows what each session asks (include=pending:
+          // a snapshot per session, so fewer per page); the badge needs
+          // only the count.
+          const detailed = document.body.dataset.view === 'inbox';
+          const q = new URLSearchParams({ waiting_for: 'approval,question', page_size: detailed ? '20' : '50' });
+          if (detailed) q.set('include', 'pending');
           if (token) q.set('page_token', token);
           const data = await api('GET', `v1/sessions?${q}`);
           for (const x of Array.isArray(data.sessions) ? data.sessions : []) {
@@ -547,6 +552,7 @@
       return {
         id: x.session_id, agent: x.agent || x.flow_type || '', title: titles.get(x.session_id) || '',
         waiting: (x.waiting_for || []).filter((w) => w === 'approval' || w === 'question'),
+        asks: (x.pending || []).map((p) => p.kind === 'question' ? (p.question || 'A question') : (p.approval_text || `Approve ${p.tool_name}`)),
         started: Number.isNaN(started) ? '' : relativeTime(started - Date.now()),
       };
     });
@@ -562,6 +568,7 @@
       el('span', { class: 'inbox-icon', 'aria-hidden': 'true' }, icon(r.waiting.includes('approval') ? ICONS.shield : ICONS.clock)),
       el('span', { class: 'inbox-main' },
         el('span', { class: 'inbox-title', text: r.title ? oneLine(r.title, 80) : r.agent || r.id }),
+        ...r.asks.map((a) => el('span', { class: 'inbox-pending', 'data-testid': 'inbox-pending', text: oneLine(a, 120) })),
         el('span', { class: 'inbox-meta' },
           el('span', { text: [r.title ? r.agent : '', r.started ? `started ${r.started}` : ''].filter(Boolean).join(' · ') }),
           el('code', { class: 'inbox-id', text: r.id }))),
