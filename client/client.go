@@ -150,9 +150,20 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	if err != nil {
 		return "", false, err
 	}
+	// The title rides in the memo, which lists show with no query and
+	// which continue-as-new carries on.
+	var memo *commonpb.Memo
+	if title := wire.TitleOf(opts.InitialMessage); title != "" {
+		p, err := DataConverter().ToPayload(title)
+		if err != nil {
+			return "", false, err
+		}
+		memo = &commonpb.Memo{Fields: map[string]*commonpb.Payload{wire.MemoTitle: p}}
+	}
 	resp, err := s.c.WorkflowService().StartWorkflowExecution(ctx, &workflowservice.StartWorkflowExecutionRequest{
 		Namespace:                s.namespace,
 		WorkflowId:               id,
+		Memo:                     memo,
 		WorkflowType:             &commonpb.WorkflowType{Name: opts.FlowType},
 		TaskQueue:                &taskqueuepb.TaskQueue{Name: s.taskQueue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
 		Input:                    input,

@@ -172,6 +172,12 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) wire.SessionSummary {
 	if t := e.GetStartTime(); t != nil {
 		sum.StartedAt = t.AsTime()
 	}
+	if p := e.GetMemo().GetFields()[wire.MemoTitle]; p != nil {
+		var title string
+		if DataConverter().FromPayload(p, &title) == nil {
+			sum.Title = title
+		}
+	}
 	if t := e.GetCloseTime(); t != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		at := t.AsTime()
 		sum.ClosedAt = &at

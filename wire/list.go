@@ -88,6 +88,9 @@ const (
 // SessionSummary is one session of a list.
 type SessionSummary struct {
 	SessionID string `json:"session_id"`
+	// Title is the session's title: the first line of its first message
+	// (the memo MemoTitle the starting client sets), or empty.
+	Title string `json:"title,omitempty"`
 	// Agent is the agent's name when the caller knows its flow types (the
 	// HTTP API and the CLI with a worker config fill it); ListSessions
 	// leaves it empty.
@@ -112,6 +115,30 @@ type SessionSummary struct {
 	// Pending are what a waiting session asks of a person, with
 	// include=pending (GET /v1/sessions): its pending interrupts.
 	Pending []PendingSummary `json:"pending,omitempty"`
+}
+
+// MemoTitle is the memo key of a session's title, which the client that
+// starts the session sets from its initial message (see TitleOf).
+const MemoTitle = "dex_title"
+
+// MaxTitleRunes bounds a title.
+const MaxTitleRunes = 80
+
+// TitleOf is a session's title from its first message: the first non-blank
+// line, with runs of spaces as one, at most MaxTitleRunes ("…" ends a cut
+// one); "" for a blank message.
+func TitleOf(message string) string {
+	for _, line := range strings.Split(message, "\n") {
+		t := strings.Join(strings.Fields(line), " ")
+		if t == "" {
+			continue
+		}
+		if r := []rune(t); len(r) > MaxTitleRunes {
+			t = strings.TrimSpace(string(r[:MaxTitleRunes-1])) + "…"
+		}
+		return t
+	}
+	return ""
 }
 
 // PendingSummary is one pending interrupt of a listed session: an approval

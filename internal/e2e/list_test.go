@@ -143,7 +143,7 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	type opts = httpclient.ListSessionsOptions
 	person := []string{wire.WaitingForApproval, wire.WaitingForQuestion}
 	page := expectList(t, u1, opts{WaitingFor: []string{wire.WaitingForApproval}}, approval)
-	if got := page.Sessions[0]; got.Agent != "test" || got.FlowType != flowType || !slices.Equal(got.WaitingFor, []string{"approval"}) ||
+	if got := page.Sessions[0]; got.Agent != "test" || got.FlowType != flowType || !slices.Equal(got.WaitingFor, []string{"approval"}) || got.Title != "call:approve_write:q" ||
 		got.Status != "running" || got.StartedAt.IsZero() || !slices.Contains(got.ActiveStepTypes, wire.StepAwaitToolApproval) {
 		t.Errorf("the approval session: %+v", got)
 	}

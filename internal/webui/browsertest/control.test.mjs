@@ -226,6 +226,38 @@ await run('control.test', async (page) => {
     await page.getByTestId('stop-button').waitFor();
   });
 
+  // (d2) The conversation list comes from the server: a session started
+  // elsewhere (here through the API, as the CLI's chat does) appears by
+  // itself with its title, the search finds it, and Close ends it.
+  let elsewhereID;
+  await step('a session started elsewhere appears in the list, and the search finds it', async () => {
+    const res = await fetch(`${BASE_URL}/v1/sessions`, {
+      method: 'POST', headers: { Authorization: `Bearer ${API_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ agent: 'orders', initial_message: 'look up order 2 from the terminal' }),
+    });
+    if (res.status !== 201) throw new Error(`start answered ${res.status}`);
+    elsewhereID = (await res.json()).session_id;
+    const row = page.locator(`[data-testid="recent-session"][data-session-id="${elsewhereID}"]`);
+    await row.waitFor({ timeout: 45_000 }); // the list refreshes itself
+    if (!((await row.textContent()) || '').includes('look up order 2 from the terminal')) throw new Error(`the row reads "${await row.textContent()}"`);
+    await page.getByTestId('conversation-search').fill('FROM THE TERMINAL');
+    const rows = await page.locator('[data-testid="recent-session"]').evaluateAll((els) => els.map((e) => e.dataset.sessionId));
+    if (JSON.stringify(rows) !== JSON.stringify([elsewhereID])) throw new Error(`the search shows ${JSON.stringify(rows)}`);
+    await page.getByTestId('conversation-search').fill('no such conversation');
+    if (await page.locator('[data-testid="recent-session"]').count()) throw new Error('the search shows rows for nothing');
+    await page.getByTestId('conversation-search').fill('');
+  });
+
+  await step('Close from the page ends the conversation', async () => {
+    await page.locator(`[data-testid="recent-session"][data-session-id="${elsewhereID}"] a`).click();
+    await page.waitForURL((u) => new URL(u).searchParams.get('session') === elsewhereID);
+    await ready(page);
+    page.once('dialog', (d) => d.accept());
+    await page.getByTestId('close-session').click();
+    await page.locator('[data-testid="composer"][data-ended="true"]').waitFor();
+    await waitSnapshot(elsewhereID, 'the closed session', (s) => s.state.status === 'closed');
+  });
+
   // (e) A session closed elsewhere (here through the API) while its page
   // is open: the next send is refused with the reason, the text stays in
   // the composer, no "Thinking…" or sending bubble is left behind, and the

@@ -327,6 +327,7 @@
     app.token = '';
     store.remove('sessionStorage', TOKEN_KEY);
     Object.assign(inbox, { sessions: [], next: '', pages: 1, loadedAt: 0, error: '' });
+    convs.sessions = [];
     renderInbox();
     $('sign-out').hidden = true;
     $('signin-error').textContent = message || '';
@@ -346,6 +347,7 @@
     }
     route();
     if (document.body.dataset.view !== 'inbox') loadInbox(false);
+    loadConversations();
   }
 
   // ---------------------------------------------------------------- views
@@ -459,26 +461,85 @@
     renderRecent();
   }
 
+  // The conversation list: the sessions the token may see, newest first,
+  // from the server (GET /v1/sessions?status=all, with their titles), and
+  // the ones this browser opened that the engine's visibility store does
+  // not show yet. It refreshes itself; the search filters it by title and
+  // agent.
+  const CONV_PAGE = 30;
+  const convs = { sessions: [], loadedAt: 0, running: null, failed: false };
+
+  async function loadConversations() {
+    if (!app.token || convs.running) return convs.running;
+    convs.running = (async () => {
+      try {
+        const q = new URLSearchParams({ status: 'all', page_size: String(CONV_PAGE) });
+        const data = await api('GET', `v1/sessions?${q}`);
+        convs.sessions = Array.isArray(data.sessions) ? data.sessions.filter((x) => x && x.session_id) : [];
+        convs.failed = false;
+      } catch (err) {
+        convs.failed = true; // the list below falls back to this browser's
+      } finally {
+        convs.loadedAt = Date.now();
+        convs.running = null;
+        renderRecent();
+      }
+    })();
+    return convs.running;
+  }
+
+  const CONV_STATUS = { running: '', completed: 'Closed', terminated: 'Ended', failed: 'Ended', canceled: 'Ended', timed_out: 'Ended' };
+
   function renderRecent() {
-    const list = recentSessions();
+    const local = recentSessions();
+    const localByID = new Map(local.map((r) => [r.id, r]));
+    const list = [];
+    const seen = new Set();
+    for (const x of convs.sessions) {
+      const l = localByID.get(x.session_id);
+      const started = Date.parse(x.started_at);
+      const waiting = (x.waiting_for || []).some((w) => w === 'approval' || w === 'question');
+      list.push({ id: x.session_id, agent: x.agent || (l && l.agent) || '', title: x.title || (l && l.title) || '',
+        at: Number.isNaN(started) ? (l && l.at) : started, status: waiting ? 'Needs you' : CONV_STATUS[x.status] || '', server: true });
+      seen.add(x.session_id);
+    }
+    for (const r of local) if (!seen.has(r.id)) list.push(r);
+    const query = ($('conv-search').value || '').trim().toLowerCase();
+    const shown = query ? list.filter((r) => `${r.title} ${r.agent}`.toLowerCase().includes(query)) : list;
     const ul = $('recent-list');
     ul.replaceChildren();
     const current = app.session && app.session.id;
-    for (const r of list) {
+    for (const r of shown) {
       const open = el('a', {
         class: 'recent-link', href: `?session=${encodeURIComponent(r.id)}`,
         'aria-current': r.id === current ? 'page' : undefined,
         onclick: (e) => { e.preventDefault(); navigate(r.id, r.agent); },
       },
       el('span', { class: 'recent-title', text: r.title ? oneLine(r.title, 60) : r.id }),
-      el('span', { class: 'recent-meta', text: [r.agent, r.at ? relativeTime(r.at - Date.now()) : ''].filter(Boolean).join(' · ') }));
-      const remove = el('button', {
+      el('span', { class: 'recent-meta', text: [r.agent, r.status, r.at ? relativeTime(r.at - Date.now()) : ''].filter(Boolean).join(' · ') }));
+      // Only this browser's own entries can be removed from the list.
+      const remove = r.server ? '' : el('button', {
         type: 'button', class: 'icon-button tiny recent-remove', 'aria-label': `Remove ${r.title || r.id} from recent sessions`,
         title: 'Remove from this list', onclick: () => forgetSession(r.id),
       }, icon(ICONS.x));
-      ul.append(el('li', { class: 'recent-item', 'data-testid': 'recent-session', 'data-session-id': r.id }, open, remove));
+      ul.append(el('li', { class: 'recent-item', 'data-testid': 'recent-session', 'data-session-id': r.id, 'data-status': r.status || '' }, open, remove));
     }
-    $('recent-empty').hidden = list.length > 0;
+    $('recent-empty').hidden = shown.length > 0;
+    $('recent-empty').textContent = query && list.length ? 'No conversation matches.' : 'Sessions you start or open appear here.';
+  }
+
+  // closeCurrentSession closes the open session after the user confirms.
+  async function closeCurrentSession() {
+    const s = app.session;
+    if (!s || !window.confirm('Close this conversation? Its running turn finishes, then it takes no new messages.')) return;
+    try {
+      await api('POST', sessionPath(s.id, '/close'), {});
+      toast('The conversation is closing.', 'info');
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not close it: ${err.message}`, 'error');
+    }
+    await reloadNow(s);
+    loadConversations();
   }
 
   // ---------------------------------------------------------------- inbox ("Needs you")
@@ -1983,6 +2044,7 @@
       ? 'This session is closing: its running turn finishes, and it takes no new messages.'
       : `This session ${ended}: it is read-only.`;
     $('composer').classList.toggle('ended', !!ended);
+    $('close-session').hidden = !!ended;
     $('composer').dataset.ended = ended ? 'true' : 'false';
     const off = !!ended || !app.session;
     if (input.disabled !== off) input.disabled = off;
@@ -2143,7 +2205,10 @@
       if (!app.token || document.hidden) return;
       const showing = document.body.dataset.view === 'inbox';
       if (showing || Date.now() - inbox.loadedAt >= INBOX_BADGE_MS) loadInbox(false);
+      loadConversations();
     }, INBOX_REFRESH_MS);
+    $('conv-search').addEventListener('input', renderRecent);
+    $('close-session').addEventListener('click', closeCurrentSession);
 
     renderRecent();
     (async () => {
