@@ -81,3 +81,16 @@ func closedError(err error) error {
 	}
 	return err
 }
+
+// SetSessionMetadata sets what lists show of a session: its title, its
+// archived flag, or both (see wire.SessionMetadataRequest). It never
+// changes what the session does. A request that sets nothing or a blank
+// title is refused with the reason.
+func (s *AgentSessionClient) SetSessionMetadata(ctx context.Context, sessionID string, req wire.SessionMetadataRequest) (bool, error) {
+	if err := wire.CheckSessionMetadata(req); err != nil {
+		return false, sessionError(wire.UpdateSessionMetadata, sessionID, err)
+	}
+	var ok bool
+	err := s.updateInto(ctx, sessionID, wire.UpdateSessionMetadata, "", req, &ok)
+	return ok, err
+}

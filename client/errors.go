@@ -26,6 +26,7 @@ var verbs = map[string]string{
 	wire.UpdateDeleteQueuedMessage: "delete a queued message of",
 	wire.UpdateCancelTurn:          "cancel the turn of",
 	wire.UpdateCloseSession:        "close",
+	wire.UpdateSessionMetadata:     "rename or archive",
 	wire.QueryAgentSnapshot:        "read",
 	wire.QueryListAgentMessages:    "read the messages of",
 }

@@ -178,6 +178,12 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) wire.SessionSummary {
 			sum.Title = title
 		}
 	}
+	if p := e.GetMemo().GetFields()[wire.MemoArchived]; p != nil {
+		var archived bool
+		if DataConverter().FromPayload(p, &archived) == nil {
+			sum.Archived = archived
+		}
+	}
 	if t := e.GetCloseTime(); t != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		at := t.AsTime()
 		sum.ClosedAt = &at

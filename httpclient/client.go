@@ -502,3 +502,23 @@ func parseError(status int, body []byte) *APIError {
 	}
 	return apiErr
 }
+
+// SetTitle sets the title lists show of a session (PUT
+// /v1/sessions/{id}/title).
+func (c *Client) SetTitle(ctx context.Context, sessionID, title string) (bool, error) {
+	var out struct {
+		Updated bool `json:"updated"`
+	}
+	err := c.call(ctx, http.MethodPut, sessionPath(sessionID, "title"), nil, map[string]string{"title": title}, &out)
+	return out.Updated, err
+}
+
+// SetArchived archives a session, or takes it back (PUT
+// /v1/sessions/{id}/archived).
+func (c *Client) SetArchived(ctx context.Context, sessionID string, archived bool) (bool, error) {
+	var out struct {
+		Updated bool `json:"updated"`
+	}
+	err := c.call(ctx, http.MethodPut, sessionPath(sessionID, "archived"), nil, map[string]bool{"archived": archived}, &out)
+	return out.Updated, err
+}

@@ -91,6 +91,8 @@ type SessionSummary struct {
 	// Title is the session's title: the first line of its first message
 	// (the memo MemoTitle the starting client sets), or empty.
 	Title string `json:"title,omitempty"`
+	// Archived says a person archived the session (set_session_metadata).
+	Archived bool `json:"archived,omitempty"`
 	// Agent is the agent's name when the caller knows its flow types (the
 	// HTTP API and the CLI with a worker config fill it); ListSessions
 	// leaves it empty.
@@ -120,6 +122,10 @@ type SessionSummary struct {
 // MemoTitle is the memo key of a session's title, which the client that
 // starts the session sets from its initial message (see TitleOf).
 const MemoTitle = "dex_title"
+
+// MemoArchived is the memo key of a session's archived flag (a bool):
+// lists hide an archived session unless asked.
+const MemoArchived = "dex_archived"
 
 // MaxTitleRunes bounds a title.
 const MaxTitleRunes = 80

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -40,6 +41,10 @@ const (
 	// UpdateCloseSession closes the session once its running turn and the
 	// messages it already took have run: CloseSessionRequest -> bool.
 	UpdateCloseSession = "close_session"
+	// UpdateSessionMetadata sets what lists show of a session, its title
+	// and whether it is archived, in its memo: SessionMetadataRequest ->
+	// bool. It never changes what the session does.
+	UpdateSessionMetadata = "set_session_metadata"
 	// QueryAgentSnapshot returns the Snapshot.
 	QueryAgentSnapshot = "get_agent_snapshot"
 	// QueryListAgentMessages returns a MessagesPage for a ListMessagesRequest.
@@ -179,6 +184,26 @@ type CancelTurnRequest struct {
 
 // CloseSessionRequest is the input of close_session.
 type CloseSessionRequest struct{}
+
+// SessionMetadataRequest sets a session's title, its archived flag, or
+// both (a nil field is left as it is). The title is cut as TitleOf cuts a
+// first message; a blank one is refused.
+type SessionMetadataRequest struct {
+	Title    *string `json:"title,omitempty"`
+	Archived *bool   `json:"archived,omitempty"`
+}
+
+// CheckSessionMetadata refuses a request that sets nothing or a blank
+// title.
+func CheckSessionMetadata(req SessionMetadataRequest) error {
+	switch {
+	case req.Title == nil && req.Archived == nil:
+		return errors.New("set a title, archived, or both")
+	case req.Title != nil && TitleOf(*req.Title) == "":
+		return errors.New("the title is blank")
+	}
+	return nil
+}
 
 // SessionClosedReason is the error of a request a closed session refuses
 // (SessionClosedErrorType).

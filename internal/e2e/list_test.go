@@ -151,6 +151,25 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	if got := page.Sessions[0]; !slices.Equal(got.WaitingFor, []string{"question"}) || got.Agent != "test" {
 		t.Errorf("the question session: %+v", got)
 	}
+	// A title a person sets, and the archived flag, are the session's
+	// memo: lists show them (after visibility catches up).
+	if ok, err := u1.SetTitle(ctx(t), approval, "  Refund for Ann\nsecond line"); err != nil || !ok {
+		t.Fatalf("set the title: %v %v", ok, err)
+	}
+	if ok, err := u1.SetArchived(ctx(t), approval, true); err != nil || !ok {
+		t.Fatalf("archive: %v %v", ok, err)
+	}
+	var apiErr *httpclient.APIError
+	if _, err := u1.SetTitle(ctx(t), approval, "   "); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "the title is blank") {
+		t.Errorf("a blank title: %v", err)
+	}
+	err := agenttest.WaitFor(ctx(t), "the new title in the list", time.Minute, func() (bool, error) {
+		page, err := u1.ListSessions(ctx(t), opts{WaitingFor: []string{wire.WaitingForApproval}})
+		return err == nil && len(page.Sessions) == 1 && page.Sessions[0].Title == "Refund for Ann" && page.Sessions[0].Archived, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// include=pending says what each asks of a person.
 	page = expectList(t, u1, opts{WaitingFor: person, IncludePending: true}, approval, question)
 	for _, got := range page.Sessions {
@@ -206,7 +225,7 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	if first.NextPageToken == "" {
 		t.Fatal("the first page of 1 has no next page")
 	}
-	var apiErr *httpclient.APIError
+	apiErr = nil
 	for _, o := range []opts{{WaitingFor: []string{wire.WaitingForUser}}, {WaitingFor: person, Agent: "test"}} {
 		o.PageToken = first.NextPageToken
 		if _, err := u1.ListSessions(ctx(t), o); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "another list") {

@@ -201,6 +201,8 @@ func New(opts Options) *Server {
 	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
 	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}/extend", s.session(s.extendInterrupt))
 	s.handle("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
+	s.handle("PUT /v1/sessions/{id}/title", s.session(s.setTitle))
+	s.handle("PUT /v1/sessions/{id}/archived", s.session(s.setArchived))
 	s.handle("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
 	s.handle("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
 	s.handle("POST /v1/sessions/{id}/steer", s.session(s.steer))
@@ -975,6 +977,58 @@ func (s *Server) failUpdate(w http.ResponseWriter, r *http.Request, id, retry st
 		err = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error; the update may have been applied", mayStillApply: &maybe}
 	}
 	s.fail(w, r, err)
+}
+
+// setTitle answers PUT /v1/sessions/{id}/title {"title": "..."}: the
+// title lists show (kept in the session's memo, not its transcript).
+func (s *Server) setTitle(w http.ResponseWriter, r *http.Request, id string) {
+	var req struct {
+		Title *string `json:"title"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Title == nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"title" is required`))
+		return
+	}
+	s.setMetadata(w, r, id, wire.SessionMetadataRequest{Title: req.Title})
+}
+
+// setArchived answers PUT /v1/sessions/{id}/archived {"archived": bool}.
+func (s *Server) setArchived(w http.ResponseWriter, r *http.Request, id string) {
+	var req struct {
+		Archived *bool `json:"archived"`
+	}
+	if err := decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Archived == nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `"archived" is required (true or false)`))
+		return
+	}
+	s.setMetadata(w, r, id, wire.SessionMetadataRequest{Archived: req.Archived})
+}
+
+func (s *Server) setMetadata(w http.ResponseWriter, r *http.Request, id string, req wire.SessionMetadataRequest) {
+	if err := wire.CheckSessionMetadata(req); err != nil {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
+		return
+	}
+	if req.Title != nil && len(*req.Title) > 4096 {
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "the title is over 4 KiB"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
+	defer cancel()
+	ok, err := s.sessions.SetSessionMetadata(ctx, id, req)
+	if err != nil {
+		s.failUpdate(w, r, id, "a retry is safe (it sets the same values)", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"updated": ok})
 }
 
 // SettingsRequest is the body of PUT /v1/sessions/{id}/settings.

@@ -313,6 +313,33 @@ func (l *loop) registerHandlers() error {
 	); err != nil {
 		return err
 	}
+	// set_session_metadata writes what lists show (title, archived) to the
+	// memo; the session's state and commands are untouched. Histories from
+	// before it never hold one, so it needs no version.
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateSessionMetadata,
+		func(ctx workflow.Context, req wire.SessionMetadataRequest) (bool, error) {
+			l.updates++
+			memo := map[string]any{}
+			if req.Title != nil {
+				memo[wire.MemoTitle] = wire.TitleOf(*req.Title)
+			}
+			if req.Archived != nil {
+				memo[wire.MemoArchived] = *req.Archived
+			}
+			if err := workflow.UpsertMemo(ctx, memo); err != nil {
+				return false, err
+			}
+			return true, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.SessionMetadataRequest) error {
+			if err := wire.CheckSessionMetadata(req); err != nil {
+				return temporal.NewApplicationError(wire.UpdateSessionMetadata+": "+err.Error(), "InvalidSessionMetadata")
+			}
+			return nil
+		}},
+	); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateExecutePlan,
 		func(ctx workflow.Context, req wire.ExecutePlanRequest) (bool, error) {
 			l.updates++

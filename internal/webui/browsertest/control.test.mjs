@@ -28,6 +28,20 @@ async function waitSnapshot(id, what, ok, ms = 20_000) {
   throw new Error(`${what}: not seen within ${ms / 1000}s; last snapshot ${JSON.stringify(last).slice(0, 1500)}`);
 }
 
+// waitList polls GET /v1/sessions?status=all until session id's entry
+// satisfies ok.
+async function waitList(id, ok, ms = 30_000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    const res = await fetch(`${BASE_URL}/v1/sessions?status=all&page_size=50`, { headers: { Authorization: `Bearer ${API_TOKEN}` } });
+    last = ((await res.json()).sessions || []).find((x) => x.session_id === id);
+    if (last && ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`the list's entry of ${id}: ${JSON.stringify(last)}`);
+}
+
 // send types text and presses the composer's button (send or steer).
 async function send(page, text, button = 'send-button') {
   await page.getByTestId('message-input').fill(text);
@@ -248,10 +262,27 @@ await run('control.test', async (page) => {
     await page.getByTestId('conversation-search').fill('');
   });
 
-  await step('Close from the page ends the conversation', async () => {
+  await step('Rename and Archive from the page', async () => {
     await page.locator(`[data-testid="recent-session"][data-session-id="${elsewhereID}"] a`).click();
     await page.waitForURL((u) => new URL(u).searchParams.get('session') === elsewhereID);
     await ready(page);
+    page.once('dialog', (d) => d.accept('Order 2 for the carrier'));
+    await page.getByTestId('rename-session').click();
+    const row = page.locator(`[data-testid="recent-session"][data-session-id="${elsewhereID}"]`);
+    await row.filter({ hasText: 'Order 2 for the carrier' }).waitFor();
+    await page.getByTestId('archive-session').click();
+    await row.waitFor({ state: 'detached' }); // archived: out of the list
+    await page.locator('[data-testid="archive-session"]').filter({ hasText: 'Unarchive' }).waitFor();
+    await page.getByTestId('show-archived').check();
+    await row.filter({ hasText: 'Archived' }).waitFor();
+    // The server keeps both (the list catches up by itself).
+    await waitList(elsewhereID, (x) => x.title === 'Order 2 for the carrier' && x.archived === true);
+    await page.getByTestId('archive-session').click(); // back in the list
+    await page.getByTestId('show-archived').uncheck();
+    await row.waitFor();
+  });
+
+  await step('Close from the page ends the conversation', async () => {
     page.once('dialog', (d) => d.accept());
     await page.getByTestId('close-session').click();
     await page.locator('[data-testid="composer"][data-ended="true"]').waitFor();

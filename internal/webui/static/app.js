@@ -467,7 +467,9 @@
   // not show yet. It refreshes itself; the search filters it by title and
   // agent.
   const CONV_PAGE = 30;
-  const convs = { sessions: [], loadedAt: 0, running: null, failed: false };
+  // titles and archived hold what this page set, until the list shows it
+  // (the engine's visibility store trails a change by a moment).
+  const convs = { sessions: [], loadedAt: 0, running: null, failed: false, titles: new Map(), archived: new Map() };
 
   async function loadConversations() {
     if (!app.token || convs.running) return convs.running;
@@ -476,6 +478,10 @@
         const q = new URLSearchParams({ status: 'all', page_size: String(CONV_PAGE) });
         const data = await api('GET', `v1/sessions?${q}`);
         convs.sessions = Array.isArray(data.sessions) ? data.sessions.filter((x) => x && x.session_id) : [];
+        for (const x of convs.sessions) {
+          if (convs.titles.get(x.session_id) === x.title) convs.titles.delete(x.session_id);
+          if (convs.archived.get(x.session_id) === !!x.archived) convs.archived.delete(x.session_id);
+        }
         convs.failed = false;
       } catch (err) {
         convs.failed = true; // the list below falls back to this browser's
@@ -499,13 +505,15 @@
       const l = localByID.get(x.session_id);
       const started = Date.parse(x.started_at);
       const waiting = (x.waiting_for || []).some((w) => w === 'approval' || w === 'question');
-      list.push({ id: x.session_id, agent: x.agent || (l && l.agent) || '', title: x.title || (l && l.title) || '',
-        at: Number.isNaN(started) ? (l && l.at) : started, status: waiting ? 'Needs you' : CONV_STATUS[x.status] || '', server: true });
+      const archived = convs.archived.has(x.session_id) ? convs.archived.get(x.session_id) : !!x.archived;
+      list.push({ id: x.session_id, agent: x.agent || (l && l.agent) || '', title: convs.titles.get(x.session_id) || x.title || (l && l.title) || '',
+        at: Number.isNaN(started) ? (l && l.at) : started, status: archived ? 'Archived' : waiting ? 'Needs you' : CONV_STATUS[x.status] || '', server: true, archived });
       seen.add(x.session_id);
     }
     for (const r of local) if (!seen.has(r.id)) list.push(r);
     const query = ($('conv-search').value || '').trim().toLowerCase();
-    const shown = query ? list.filter((r) => `${r.title} ${r.agent}`.toLowerCase().includes(query)) : list;
+    const withArchived = $('show-archived').checked;
+    const shown = list.filter((r) => (withArchived || !r.archived) && (!query || `${r.title} ${r.agent}`.toLowerCase().includes(query)));
     const ul = $('recent-list');
     ul.replaceChildren();
     const current = app.session && app.session.id;
@@ -526,6 +534,48 @@
     }
     $('recent-empty').hidden = shown.length > 0;
     $('recent-empty').textContent = query && list.length ? 'No conversation matches.' : 'Sessions you start or open appear here.';
+  }
+
+  // renameCurrentSession sets the open session's title.
+  async function renameCurrentSession() {
+    const s = app.session;
+    if (!s) return;
+    const row = convs.sessions.find((x) => x.session_id === s.id);
+    const title = window.prompt('Title of this conversation', convs.titles.get(s.id) || (row && row.title) || '');
+    if (title === null || !title.trim()) return;
+    try {
+      await api('PUT', sessionPath(s.id, '/title'), { title });
+      convs.titles.set(s.id, title.trim().split('\n')[0].slice(0, 80));
+      renderRecent();
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not rename it: ${err.message}`, 'error');
+    }
+  }
+
+  // archiveCurrentSession archives the open session, or takes it back.
+  async function archiveCurrentSession() {
+    const s = app.session;
+    if (!s) return;
+    const row = convs.sessions.find((x) => x.session_id === s.id);
+    const now = convs.archived.has(s.id) ? convs.archived.get(s.id) : !!(row && row.archived);
+    try {
+      await api('PUT', sessionPath(s.id, '/archived'), { archived: !now });
+      convs.archived.set(s.id, !now);
+      toast(now ? 'Back in the conversation list.' : 'Archived: the list shows it with "Show archived".', 'info');
+      renderArchiveButton();
+      renderRecent();
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not ${now ? 'unarchive' : 'archive'} it: ${err.message}`, 'error');
+    }
+  }
+
+  function renderArchiveButton() {
+    const s = app.session;
+    if (!s) return;
+    const row = convs.sessions.find((x) => x.session_id === s.id);
+    const archived = convs.archived.has(s.id) ? convs.archived.get(s.id) : !!(row && row.archived);
+    const label = archived ? 'Unarchive' : 'Archive';
+    if ($('archive-session').textContent !== label) $('archive-session').textContent = label;
   }
 
   // closeCurrentSession closes the open session after the user confirms.
@@ -1489,6 +1539,7 @@
     badge.textContent = label;
     renderTurnControls(s);
     renderEnded(s, ended);
+    renderArchiveButton();
     renderUsage(s.usage || snap.usage, snap.spend);
     renderModelPicker(s, snap);
     renderPlan(s, snap);
@@ -2208,6 +2259,9 @@
       loadConversations();
     }, INBOX_REFRESH_MS);
     $('conv-search').addEventListener('input', renderRecent);
+    $('show-archived').addEventListener('change', renderRecent);
+    $('rename-session').addEventListener('click', renameCurrentSession);
+    $('archive-session').addEventListener('click', archiveCurrentSession);
     $('close-session').addEventListener('click', closeCurrentSession);
 
     renderRecent();
