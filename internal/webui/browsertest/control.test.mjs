@@ -198,7 +198,12 @@ await run('control.test', async (page) => {
 
   // (d) The inbox.
   let waitingID;
-  await step('another session waits for an approval', async () => {
+  await step('another session waits for an approval, and the Needs-you count follows at once', async () => {
+    const count = async () => {
+      const c = page.getByTestId('inbox-count');
+      return (await c.isHidden()) ? 0 : Number((await c.textContent()) || '0');
+    };
+    const before = await count();
     await page.getByTestId('new-session-button').click();
     await page.getByTestId('start-message').fill('refund order 6');
     await page.getByTestId('start-button').click();
@@ -206,6 +211,8 @@ await run('control.test', async (page) => {
     await refundCard(page, '[data-status="awaiting_approval"]').getByTestId('approve-button').waitFor();
     waitingID = new URL(page.url()).searchParams.get('session');
     log(`waiting session ${waitingID}`);
+    // From the session's own events, well before the 30 s refresh.
+    await page.locator('[data-testid="inbox-count"]:not([hidden])').filter({ hasText: String(before + 1) }).waitFor({ timeout: 3000 });
   });
 
   await step('"Needs you" lists it with what it waits for', async () => {

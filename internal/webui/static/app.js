@@ -628,6 +628,13 @@
           token = data.next_page_token || '';
           pages++;
         } while (token && pages < Math.min(want, INBOX_MAX_PAGES));
+        // A session the open session's events just added stays until
+        // the list catches up with it (or ten seconds pass).
+        const now = Date.now();
+        const s = app.session;
+        for (const x of inbox.sessions) {
+          if (x.provisional > now && s && x.session_id === s.id && s.interrupts.size && !all.some((o) => o.session_id === x.session_id)) all.unshift(x);
+        }
         inbox.sessions = all;
         inbox.next = token;
         inbox.pages = pages;
@@ -643,6 +650,20 @@
       renderInbox();
     })();
     return inbox.running;
+  }
+
+  // inboxFromEvents keeps the Needs-you count live from the open
+  // session's events: the session joins or leaves the list at once, and
+  // the list is read again once the engine's visibility store has caught
+  // up (it trails an event by a moment).
+  function inboxFromEvents(s) {
+    const kinds = [...new Set([...s.interrupts.values()].map((it) => (it.kind === 'question' ? 'question' : 'approval')))];
+    const i = inbox.sessions.findIndex((x) => x.session_id === s.id);
+    if (kinds.length && i < 0) inbox.sessions = [{ session_id: s.id, agent: s.agent, waiting_for: kinds, started_at: '', provisional: Date.now() + 10000 }, ...inbox.sessions];
+    else if (!kinds.length && i >= 0) inbox.sessions = inbox.sessions.filter((x) => x.session_id !== s.id);
+    renderInbox();
+    clearTimeout(inbox.soon);
+    inbox.soon = setTimeout(() => loadInbox(false), 1500);
   }
 
   function renderInbox() {
@@ -1075,6 +1096,7 @@
         break;
       case DEX_EVENTS.INTERRUPT_RAISED:
         if (p.interrupt_id && !s.resolved.has(p.interrupt_id)) s.interrupts.set(p.interrupt_id, p);
+        inboxFromEvents(s);
         if (p.kind === 'approval' || !p.kind) noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_approval' });
         if (p.kind === 'question') noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_answer' });
         scheduleReload(s);
@@ -1089,6 +1111,7 @@
         const it = s.interrupts.get(p.interrupt_id);
         s.resolved.add(p.interrupt_id);
         s.interrupts.delete(p.interrupt_id);
+        inboxFromEvents(s);
         const callID = (it && it.tool_call_id) || p.interrupt_id;
         if (p.cancellation_reason) {
           // A steer or a Stop removed it: the call did not run.
