@@ -70,6 +70,13 @@ await run('chat.test', async (page) => {
       if (await card.getByTestId('tool-arguments').isVisible()) throw new Error('the raw arguments are open in the end-user view');
       if (await card.locator('.effect').isVisible()) throw new Error('the effect shows in the end-user view');
       if (await page.getByTestId('usage').isVisible()) throw new Error('the usage shows in the end-user view');
+      // A finished call is one line; a click shows its details.
+      const lookup = page.locator('[data-testid="tool-card"][data-tool-name="lookup_order"][data-status="succeeded"]');
+      if (await lookup.locator('details.tool-args').isVisible()) throw new Error('a finished call shows its details in the end-user view');
+      await lookup.getByTestId('tool-head').click();
+      await lookup.locator('details.tool-args').waitFor();
+      await lookup.getByTestId('tool-head').click();
+      await lookup.locator('details.tool-args').waitFor({ state: 'hidden' });
       await card.locator('details.tool-args summary').click(); // one click away
       await card.getByTestId('tool-arguments').waitFor();
       if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + `-enduser${name}.png`, animations: 'disabled' });

@@ -1958,7 +1958,7 @@
     li.dataset.status = v.status;
     li.dataset.toolCallId = item.id;
     if (cancelled) li.dataset.cancellationReason = cancelled; else delete li.dataset.cancellationReason;
-    li.className = `item item-tool status-${v.status}${cancelled ? ' cancelled' : ''}`;
+    li.className = `item item-tool status-${v.status}${cancelled ? ' cancelled' : ''}${u.expanded ? ' expanded' : ''}`;
     if (li.dataset.sig === sig) return;
     li.dataset.sig = sig;
 
@@ -1974,7 +1974,12 @@
     const hadFocus = document.activeElement && li.contains(document.activeElement) ? document.activeElement.dataset.testid : '';
 
     const statusIcon = { succeeded: ICONS.check, completed: ICONS.check, failed: ICONS.x, rejected: ICONS.x, awaiting_approval: ICONS.shield, running: ICONS.clock, deferred: ICONS.clock, approved: ICONS.check, awaiting_answer: ICONS.clock, waiting_for_timer: ICONS.clock, waiting_for_task: ICONS.clock }[v.status];
-    const head = el('div', { class: 'tool-head' },
+    const head = el('div', {
+      class: 'tool-head', 'data-testid': 'tool-head',
+      // The end-user view shows a finished call as this line; a click
+      // shows its details.
+      onclick: () => { if (!operatorView()) { u.expanded = !u.expanded; li.classList.toggle('expanded', u.expanded); } },
+    },
       el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.tool)),
       el('span', { class: 'tool-name', text: v.tool_name }),
       v.effect ? el('span', { class: `effect effect-${v.effect}`, text: EFFECT_LABEL[v.effect] || v.effect }) : '',
