@@ -269,6 +269,19 @@ await run('control.test', async (page) => {
     await page.getByTestId('conversation-search').fill('');
   });
 
+  await step('the list pages: Show more reads the next page', async () => {
+    await page.evaluate(() => localStorage.setItem('dex.convPageSize', '2'));
+    await page.reload();
+    const server = '[data-testid="recent-session"][data-source="server"]';
+    await page.getByTestId('conversations-more').waitFor();
+    const first = await page.locator(server).count();
+    if (first !== 2) throw new Error(`${first} listed sessions on the first page of 2`);
+    await page.getByTestId('conversations-more').click();
+    await page.waitForFunction(([sel, n]) => document.querySelectorAll(sel).length > n, [server, first]);
+    await page.evaluate(() => localStorage.removeItem('dex.convPageSize'));
+    await page.reload();
+  });
+
   await step('Rename and Archive from the page', async () => {
     await page.locator(`[data-testid="recent-session"][data-session-id="${elsewhereID}"] a`).click();
     await page.waitForURL((u) => new URL(u).searchParams.get('session') === elsewhereID);

@@ -466,18 +466,34 @@
   // the ones this browser opened that the engine's visibility store does
   // not show yet. It refreshes itself; the search filters it by title and
   // agent.
-  const CONV_PAGE = 30;
+  // 30 a page; dex.convPageSize in localStorage sets another (1 to 100).
+  const CONV_PAGE = Math.min(100, Math.max(1, Number(store.get('localStorage', 'dex.convPageSize')) || 30));
   // titles and archived hold what this page set, until the list shows it
   // (the engine's visibility store trails a change by a moment).
-  const convs = { sessions: [], loadedAt: 0, running: null, failed: false, titles: new Map(), archived: new Map() };
+  const convs = { sessions: [], next: '', pages: 1, loadedAt: 0, running: null, failed: false, titles: new Map(), archived: new Map() };
+  const CONV_MAX_PAGES = 10;
 
   async function loadConversations() {
     if (!app.token || convs.running) return convs.running;
     convs.running = (async () => {
       try {
-        const q = new URLSearchParams({ status: 'all', page_size: String(CONV_PAGE) });
-        const data = await api('GET', `v1/sessions?${q}`);
-        convs.sessions = Array.isArray(data.sessions) ? data.sessions.filter((x) => x && x.session_id) : [];
+        // The pages shown so far, read again from the first (the list
+        // moves as sessions start).
+        const all = [];
+        let token = '';
+        let pages = 0;
+        do {
+          const q = new URLSearchParams({ status: 'all', page_size: String(CONV_PAGE) });
+          if (token) q.set('page_token', token);
+          const data = await api('GET', `v1/sessions?${q}`);
+          for (const x of Array.isArray(data.sessions) ? data.sessions : []) {
+            if (x && x.session_id && !all.some((o) => o.session_id === x.session_id)) all.push(x);
+          }
+          token = data.next_page_token || '';
+          pages++;
+        } while (token && pages < Math.min(convs.pages, CONV_MAX_PAGES));
+        convs.sessions = all;
+        convs.next = token;
         for (const x of convs.sessions) {
           if (convs.titles.get(x.session_id) === x.title) convs.titles.delete(x.session_id);
           if (convs.archived.get(x.session_id) === !!x.archived) convs.archived.delete(x.session_id);
@@ -530,9 +546,10 @@
         type: 'button', class: 'icon-button tiny recent-remove', 'aria-label': `Remove ${r.title || r.id} from recent sessions`,
         title: 'Remove from this list', onclick: () => forgetSession(r.id),
       }, icon(ICONS.x));
-      ul.append(el('li', { class: 'recent-item', 'data-testid': 'recent-session', 'data-session-id': r.id, 'data-status': r.status || '' }, open, remove));
+      ul.append(el('li', { class: 'recent-item', 'data-testid': 'recent-session', 'data-session-id': r.id, 'data-status': r.status || '', 'data-source': r.server ? 'server' : 'browser' }, open, remove));
     }
     $('recent-empty').hidden = shown.length > 0;
+    $('conv-more').hidden = !convs.next || convs.pages >= CONV_MAX_PAGES;
     $('recent-empty').textContent = query && list.length ? 'No conversation matches.' : 'Sessions you start or open appear here.';
   }
 
@@ -2288,6 +2305,7 @@
     }, INBOX_REFRESH_MS);
     $('conv-search').addEventListener('input', renderRecent);
     $('show-archived').addEventListener('change', renderRecent);
+    $('conv-more').addEventListener('click', () => { convs.pages++; loadConversations(); });
     $('rename-session').addEventListener('click', renameCurrentSession);
     $('archive-session').addEventListener('click', archiveCurrentSession);
     $('close-session').addEventListener('click', closeCurrentSession);
