@@ -291,4 +291,24 @@ func TestListSessionsWaitingForAPerson(t *testing.T) {
 	}
 	// What a session waits for holds while it runs: a closed one is not listed.
 	expectList(t, u1, opts{Status: wire.ListAll, WaitingFor: []string{wire.WaitingForQuestion}})
+	// A session started with no message takes its first message's first
+	// line as its title, as the terminal chat's sessions do.
+	untitled, err := u1.StartSession(ctx(t), httpclient.StartRequest{Agent: "test", SessionID: "u1-untitled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := u1.SendMessage(ctx(t), untitled, "hello from the terminal\nmore"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	err = agenttest.WaitFor(ctx(t), "the first message's title in the list", time.Minute, func() (bool, error) {
+		page, err := u1.ListSessions(ctx(t), opts{Agent: "test"})
+		if err != nil {
+			return false, err
+		}
+		i := slices.IndexFunc(page.Sessions, func(x wire.SessionSummary) bool { return x.SessionID == untitled })
+		return i >= 0 && page.Sessions[i].Title == "hello from the terminal", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

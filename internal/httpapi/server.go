@@ -123,6 +123,10 @@ const MaxBodyBytes = 1 << 20
 type Server struct {
 	// cookieSessions maps the web page's sign-in cookies to their tokens
 	// (see setAuthCookie), oldest first in cookieOrder.
+	// titled holds sessions known to have a title (titleFromMessage),
+	// under cacheMu.
+	titled map[string]struct{}
+
 	cookieMu       sync.Mutex
 	cookieSessions map[string]string
 	cookieOrder    []string
@@ -178,6 +182,7 @@ func New(opts Options) *Server {
 		byName:   map[string]Agent{},
 		shutdown: make(chan struct{}),
 		agentOf:  map[string]string{},
+		titled:   map[string]struct{}{},
 	}
 	for i, t := range opts.Tokens {
 		s.tokens = append(s.tokens, scopedToken{Token: t, index: i, hash: sha256.Sum256([]byte(t.Value))})
@@ -954,6 +959,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, id string) 
 		s.failControl(w, r, id, "retry with the same message_id to be safe", err)
 		return
 	}
+	if ok {
+		s.titleFromMessage(ctx, id, req.Text)
+	}
 	writeJSON(w, http.StatusOK, map[string]bool{"accepted": ok})
 }
 
@@ -977,6 +985,42 @@ func (s *Server) failUpdate(w http.ResponseWriter, r *http.Request, id, retry st
 		err = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error; the update may have been applied", mayStillApply: &maybe}
 	}
 	s.fail(w, r, err)
+}
+
+// titleFromMessage gives a session started with no message (so with no
+// title) the first line of the first message sent to it, as a start with a
+// message does. Sessions known to have a title are remembered, so most
+// messages cost nothing; a failure only leaves the session untitled.
+func (s *Server) titleFromMessage(ctx context.Context, id, text string) {
+	title := wire.TitleOf(text)
+	if title == "" {
+		return
+	}
+	s.cacheMu.Lock()
+	_, known := s.titled[id]
+	s.cacheMu.Unlock()
+	if known {
+		return
+	}
+	resp, err := s.opts.Temporal.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+		Namespace: s.opts.Namespace,
+		Execution: commonExecution(id),
+	})
+	if err != nil {
+		return
+	}
+	if _, has := resp.GetWorkflowExecutionInfo().GetMemo().GetFields()[wire.MemoTitle]; !has {
+		if _, err := s.sessions.SetSessionMetadata(ctx, id, wire.SessionMetadataRequest{Title: &title}); err != nil {
+			s.log.Warn("set the title from the first message", "session_id", id, "error", err)
+			return
+		}
+	}
+	s.cacheMu.Lock()
+	if len(s.titled) > 100_000 {
+		s.titled = map[string]struct{}{}
+	}
+	s.titled[id] = struct{}{}
+	s.cacheMu.Unlock()
 }
 
 // setTitle answers PUT /v1/sessions/{id}/title {"title": "..."}: the

@@ -50,11 +50,12 @@ type fakeService struct {
 	workflows  map[string]string // workflow ID -> type
 	requestIDs map[string]string // workflow ID -> request ID of its start
 	closed     map[string]bool   // workflow IDs that ended
+	untitled   map[string]bool   // workflow IDs started with no title in their memo
 	starts     []*workflowservice.StartWorkflowExecutionRequest
 }
 
 func newFakeTemporal() *fakeTemporal {
-	return &fakeTemporal{svc: &fakeService{workflows: map[string]string{}, requestIDs: map[string]string{}, closed: map[string]bool{}}}
+	return &fakeTemporal{svc: &fakeService{workflows: map[string]string{}, requestIDs: map[string]string{}, closed: map[string]bool{}, untitled: map[string]bool{}}}
 }
 
 func (f *fakeTemporal) WorkflowService() workflowservice.WorkflowServiceClient { return f.svc }
@@ -106,8 +107,12 @@ func (f *fakeService) DescribeWorkflowExecution(_ context.Context, req *workflow
 	if f.closed[req.GetExecution().GetWorkflowId()] {
 		status = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 	}
+	memo := &commonpb.Memo{Fields: map[string]*commonpb.Payload{wire.MemoTitle: {}}}
+	if f.untitled[req.GetExecution().GetWorkflowId()] {
+		memo = nil
+	}
 	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
-		Execution: req.GetExecution(), Type: &commonpb.WorkflowType{Name: typ}, Status: status,
+		Execution: req.GetExecution(), Type: &commonpb.WorkflowType{Name: typ}, Status: status, Memo: memo,
 	}}, nil
 }
 
@@ -809,5 +814,34 @@ func TestSignInCookie(t *testing.T) {
 		if loopbackHost(host) != want {
 			t.Errorf("loopbackHost(%q) = %v", host, !want)
 		}
+	}
+}
+
+// TestTheFirstMessageTitlesAnUntitledSession: a session started with no
+// message gets the first line of the first message it takes as its title
+// (one set_session_metadata update), once; a titled one gets none.
+func TestTheFirstMessageTitlesAnUntitledSession(t *testing.T) {
+	a := newTestAPI(t, nil)
+	a.temporal.addWorkflow("s-untitled", "TestAgent")
+	a.temporal.addWorkflow("s-titled", "TestAgent")
+	a.temporal.svc.mu.Lock()
+	a.temporal.svc.untitled["s-untitled"] = true
+	a.temporal.svc.mu.Unlock()
+	for _, id := range []string{"s-untitled", "s-untitled", "s-titled"} {
+		if code, _, body := a.do("POST", "/v1/sessions/"+id+"/messages", testTokenAll, `{"text":"\n  Where is   order 7?\nthanks"}`); code != http.StatusOK {
+			t.Fatalf("send to %s: %d %s", id, code, body)
+		}
+	}
+	a.temporal.mu.Lock()
+	defer a.temporal.mu.Unlock()
+	var titles []string
+	for _, u := range a.temporal.updates {
+		if u.UpdateName == wire.UpdateSessionMetadata {
+			req := u.Args[0].(wire.SessionMetadataRequest)
+			titles = append(titles, u.WorkflowID+": "+*req.Title)
+		}
+	}
+	if want := []string{"s-untitled: Where is order 7?"}; !slices.Equal(titles, want) {
+		t.Errorf("title updates = %q, want %q", titles, want)
 	}
 }
