@@ -52,8 +52,12 @@ func (s ToolCallStatus) Final() bool {
 // turn, as snapshots show it. A runner sees the part of it the runner
 // contract names (its ToolCall message); the rest is the session's.
 type ToolCall struct {
-	ToolCallID          string         `json:"tool_call_id"`
-	ToolName            string         `json:"tool_name"`
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
+	// DisplayText is the call as one line for people, from the tool's
+	// display_text in the worker's config ("Looked up order 9"). The HTTP
+	// API fills it; the session never does.
+	DisplayText         string         `json:"display_text,omitempty"`
 	Arguments           string         `json:"arguments"`
 	Effect              Effect         `json:"effect"`
 	RequiresApproval    bool           `json:"requires_approval"`

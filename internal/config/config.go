@@ -694,6 +694,9 @@ type ToolPolicy struct {
 	// {amount_cents|usd} on order {order_id}"); see internal/approvaltext.
 	// It changes what people see, never what runs.
 	ApprovalText string `yaml:"approval_text,omitempty"`
+	// DisplayText shows people a call of the tool as one line, filled
+	// from its arguments ("Looked up order {order_id}"); same syntax.
+	DisplayText string `yaml:"display_text,omitempty"`
 }
 
 // ApprovalRequired reports whether a call under p waits for approval:

@@ -514,6 +514,11 @@ func (a *Agent) validate(p *problems, path string) {
 				p.add(tp+".approval_text", "%v", err)
 			}
 		}
+		if text := a.ToolPolicies[tool].DisplayText; text != "" {
+			if _, err := approvaltext.Parse(text); err != nil {
+				p.add(tp+".display_text", "%v", err)
+			}
+		}
 	}
 	if a.InterruptDeadline < 0 {
 		p.add(path+".interrupt_deadline", "must be > 0 (leave it out for no deadline), got %s", formatDuration(a.InterruptDeadline))

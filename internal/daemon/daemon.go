@@ -515,6 +515,12 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 				}
 				ha.ApprovalTexts[tool] = p.ApprovalText
 			}
+			if p.DisplayText != "" {
+				if ha.DisplayTexts == nil {
+					ha.DisplayTexts = map[string]string{}
+				}
+				ha.DisplayTexts[tool] = p.DisplayText
+			}
 		}
 		if d.host != nil {
 			ha.SettingChoices = d.host.SettingChoices(a.Runner, a.Name)

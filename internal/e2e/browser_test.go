@@ -97,7 +97,7 @@ agents:
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
 %s    tool_policies:
-      lookup_order: {effect: read}
+      lookup_order: {effect: read, display_text: "Looked up order {order_id}"}
       refund_order: {effect: non_idempotent_write, requires_approval: true, approval_text: "Refund {amount_cents|usd} on order {order_id}"}
       request_return_label: {effect: idempotent_write}
 http:

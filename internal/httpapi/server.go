@@ -54,6 +54,9 @@ type Agent struct {
 	// by tool name (see internal/approvaltext); a snapshot's pending
 	// approvals carry them filled in.
 	ApprovalTexts map[string]string `json:"-"`
+	// DisplayTexts are the display_text templates of the agent's tools, by
+	// tool name: a snapshot's tool calls carry them filled in.
+	DisplayTexts map[string]string `json:"-"`
 }
 
 // Token is one accepted bearer token and its scope.
@@ -579,8 +582,17 @@ func checkSessionID(id string) error {
 // people see, never what runs.
 func (s *Server) fillApprovalTexts(snap *wire.Snapshot) {
 	a, ok := s.byName[snap.Agent]
-	if !ok || len(a.ApprovalTexts) == 0 {
+	if !ok {
 		return
+	}
+	for i, c := range snap.ToolCalls {
+		if src, ok := a.DisplayTexts[c.ToolName]; ok {
+			if t, err := approvaltext.Parse(src); err == nil {
+				if text, ok := t.Render(c.Arguments); ok {
+					snap.ToolCalls[i].DisplayText = text
+				}
+			}
+		}
 	}
 	for i, in := range snap.PendingInterrupts {
 		if in.Kind != wire.InterruptKindApproval {

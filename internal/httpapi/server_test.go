@@ -721,6 +721,23 @@ func TestApprovalTextsFillPendingApprovals(t *testing.T) {
 	if want := []string{"Refund $77.50 on order 9", "", "", ""}; !slices.Equal(got, want) {
 		t.Errorf("approval texts = %q, want %q", got, want)
 	}
+	// A tool's display_text fills its calls' one line.
+	b := newTestAPI(t, func(o *Options) {
+		o.Agents[0].DisplayTexts = map[string]string{"lookup_order": "Looked up order {order_id}"}
+	})
+	calls := wire.Snapshot{Agent: "test", ToolCalls: []wire.ToolCall{
+		{ToolCallID: "c1", ToolName: "lookup_order", Arguments: `{"order_id":"9"}`},
+		{ToolCallID: "c2", ToolName: "lookup_order", Arguments: `{}`},
+		{ToolCallID: "c3", ToolName: "refund_order", Arguments: `{"order_id":"9"}`},
+	}}
+	b.server.fillApprovalTexts(&calls)
+	got = got[:0]
+	for _, c := range calls.ToolCalls {
+		got = append(got, c.DisplayText)
+	}
+	if want := []string{"Looked up order 9", "", ""}; !slices.Equal(got, want) {
+		t.Errorf("display texts = %q, want %q", got, want)
+	}
 }
 
 // TestSignInCookie: on a loopback address the page trades its token for an

@@ -14,6 +14,8 @@ import (
 var sessionOnly = []string{
 	"WaitUntil", "InputAnswers", "InputRequests", "TaskAnswerPending",
 	"ApprovalRule", "ApprovalDecision", "ShadowApprovalRule", "ShadowApprovalDecision",
+	// DisplayText is the HTTP API's, for people; a runner never sees it.
+	"DisplayText",
 }
 
 // fill sets every field of the struct v points to to a value that is not

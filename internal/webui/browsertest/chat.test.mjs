@@ -72,6 +72,8 @@ await run('chat.test', async (page) => {
       if (await page.getByTestId('usage').isVisible()) throw new Error('the usage shows in the end-user view');
       // A finished call is one line; a click shows its details.
       const lookup = page.locator('[data-testid="tool-card"][data-tool-name="lookup_order"][data-status="succeeded"]');
+      // ...that reads as what it did (the tool's display_text).
+      if ((await lookup.getByTestId('tool-name').textContent()) !== 'Looked up order 7') throw new Error(`the lookup reads "${await lookup.getByTestId('tool-name').textContent()}"`);
       if (await lookup.locator('details.tool-args').isVisible()) throw new Error('a finished call shows its details in the end-user view');
       await lookup.getByTestId('tool-head').click();
       await lookup.locator('details.tool-args').waitFor();
@@ -86,6 +88,7 @@ await run('chat.test', async (page) => {
       await page.locator('[data-testid="operator-toggle"][aria-pressed="true"]').waitFor();
       if (width > 600) await card.locator('.effect').waitFor(); // a phone leaves the effect out
       await card.getByTestId('approval-text').waitFor({ state: 'detached' }); // the operator sees the call itself
+      await page.locator('[data-testid="tool-card"][data-tool-name="lookup_order"] [data-testid="tool-name"]').filter({ hasText: /^lookup_order$/ }).waitFor();
       const note = (await card.locator('.approval-text').textContent()) || '';
       if (!note.includes('refund_order runs only after you approve it')) throw new Error(`the operator's approval reads "${note}"`);
       await page.getByTestId('usage').waitFor();

@@ -199,7 +199,7 @@
     store.set('sessionStorage', RECORDS_PREFIX + s.id, JSON.stringify(list));
   }
 
-  const RECORD_FIELDS = ['tool_name', 'arguments', 'effect', 'requires_approval', 'status', 'deferral_order', 'output', 'error', 'rejection_message', 'cancellation_reason'];
+  const RECORD_FIELDS = ['display_text', 'tool_name', 'arguments', 'effect', 'requires_approval', 'status', 'deferral_order', 'output', 'error', 'rejection_message', 'cancellation_reason'];
   function mergeRecord(s, c) {
     if (!c || !c.tool_call_id) return;
     const old = s.records.get(c.tool_call_id) || { tool_call_id: c.tool_call_id };
@@ -1405,7 +1405,7 @@
     // in the browser snapshot.
     if (rank(status) < 4 && message) status = message.tool_status || 'completed';
     v.status = status || 'deferred';
-    for (const k of ['arguments', 'effect', 'output', 'error', 'rejection_message', 'wait_until', 'task_id', 'task_poll_interval_seconds']) {
+    for (const k of ['display_text', 'arguments', 'effect', 'output', 'error', 'rejection_message', 'wait_until', 'task_id', 'task_poll_interval_seconds']) {
       if (!v[k]) for (const c of [snapCall, ev, rec]) if (c && c[k]) { v[k] = c[k]; break; }
     }
     v.tool_name = v.tool_name || (message && message.tool_name) || 'tool';
@@ -1968,7 +1968,7 @@
     const question = v.interrupt && v.interrupt.kind === 'question' ? v.interrupt : null;
     const deadline = v.interrupt ? formatDeadline(v.interrupt.deadline) : null;
     const cancelled = v.status === 'rejected' ? cancellationOf(v, output) : '';
-    const sig = JSON.stringify([operatorView(), v.interrupt && v.interrupt.approval_text, v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message, cancelled,
+    const sig = JSON.stringify([operatorView(), v.interrupt && v.interrupt.approval_text, v.display_text, v.tool_name, v.status, v.effect, v.arguments, output, v.error, v.rejection_message, cancelled,
       needsApproval, v.interrupt && v.interrupt.interrupt_id, v.interrupt && v.interrupt.kind, deadline && deadline.text, u.rejecting, u.busy,
       question && [question.question, question.choices, question.allows_free_text], v.wait_until, v.task_id, v.task_poll_interval_seconds]);
     li.dataset.toolName = v.tool_name;
@@ -1998,7 +1998,7 @@
       onclick: () => { if (!operatorView()) { u.expanded = !u.expanded; li.classList.toggle('expanded', u.expanded); } },
     },
       el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.tool)),
-      el('span', { class: 'tool-name', text: v.tool_name }),
+      el('span', { class: 'tool-name', 'data-testid': 'tool-name', text: !operatorView() && v.display_text ? v.display_text : v.tool_name }),
       v.effect ? el('span', { class: `effect effect-${v.effect}`, text: EFFECT_LABEL[v.effect] || v.effect }) : '',
       el('span', { class: 'spacer' }),
       el('span', { class: `status-chip chip-${v.status}`, 'data-testid': 'tool-status' },
