@@ -203,3 +203,38 @@ func TestRecordRecoveryHistory(t *testing.T) {
 		recordHistory(t, s, id, "recovery_turns.json")
 	}
 }
+
+// TestRecordSessionMetadataHistory runs a session started with a title
+// (the memo the client sets), renamed and archived with
+// set_session_metadata between two turns, then closed. With
+// -update-histories it records metadata_turns.json for the replay test of
+// internal/sessionflow.
+func TestRecordSessionMetadataHistory(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.StartWorker()
+	id := start(t, s, "hello")
+	s.WaitForSnapshot("the first answer", id, idleWithAnswer)
+	title, archived := "Renamed session", true
+	if ok, err := s.Sessions.SetSessionMetadata(ctx(t), id, wire.SessionMetadataRequest{Title: &title, Archived: &archived}); err != nil || !ok {
+		t.Fatalf("set the metadata: %v %v", ok, err)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "again"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the second answer", id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && lastText(s) == "echo: again" })
+	d, err := s.Client.DescribeWorkflowExecution(ctx(t), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memo := d.GetWorkflowExecutionInfo().GetMemo().GetFields(); memo[wire.MemoTitle] == nil || memo[wire.MemoArchived] == nil {
+		t.Errorf("the memo after set_session_metadata: %v", memo)
+	}
+	if ok, err := s.Sessions.CloseSession(ctx(t), id); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
+	}
+	waitCompleted(t, s, id)
+	if *updateHistories {
+		recordHistory(t, s, id, "metadata_turns.json")
+	}
+}

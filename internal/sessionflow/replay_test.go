@@ -79,6 +79,9 @@ import (
 //     whose runner's own read (runner_read, which no tool policy names)
 //     ran without approval, and whose call of an unknown tool failed at
 //     once from RunModel's unknown_calls.
+//   - metadata_turns.json: a session started with a title memo, renamed
+//     and archived with set_session_metadata (an UpsertMemo) between two
+//     turns, then closed.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
