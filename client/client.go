@@ -404,7 +404,13 @@ func (s *AgentSessionClient) endedHow(ctx context.Context, sessionID string) str
 	if err != nil {
 		return ""
 	}
-	switch d.GetWorkflowExecutionInfo().GetStatus() {
+	return EndedHow(d.GetWorkflowExecutionInfo().GetStatus())
+}
+
+// EndedHow words how a session whose workflow has status ended, for
+// people ("was closed", "was terminated", ...); "" while it runs.
+func EndedHow(status enumspb.WorkflowExecutionStatus) string {
+	switch status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		return "was closed"
 	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:

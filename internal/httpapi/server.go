@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
@@ -628,19 +627,7 @@ func (s *Server) endedSession(ctx context.Context, id string) string {
 	if _, ok := s.byFlow[resp.GetWorkflowExecutionInfo().GetType().GetName()]; !ok {
 		return ""
 	}
-	switch resp.GetWorkflowExecutionInfo().GetStatus() {
-	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		return "was closed"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		return "was terminated"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-		return "was cancelled"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
-		return "ended with an error"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
-		return "timed out"
-	}
-	return ""
+	return client.EndedHow(resp.GetWorkflowExecutionInfo().GetStatus())
 }
 
 // sessionAgent returns the agent of a session, from a cache or the engine.
