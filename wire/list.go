@@ -166,3 +166,44 @@ type SessionsPage struct {
 	// next one.
 	NextPageToken string `json:"next_page_token,omitempty"`
 }
+
+// The change feed (GET /v1/sessions/changes) tells a page that shows
+// many sessions, such as a conversation list or a Needs-you count, that
+// one of them changed, so it reads the list again or updates a count at
+// once instead of polling. A change names the session and what happened:
+// one of the event types in ChangeEventTypes, or one of the three below,
+// which are not events of the session's own stream. Changes are live
+// only: a reader that connects again reads the list again first.
+const (
+	// ChangeSessionStarted: a session began (by any client: the HTTP API,
+	// the CLI, another language's Temporal client).
+	ChangeSessionStarted = "session_started"
+	// ChangeSessionUpdated: a session's title or archived flag changed.
+	ChangeSessionUpdated = "session_updated"
+	// ChangeSessionEnded: a session was closed or terminated, or failed.
+	ChangeSessionEnded = "session_ended"
+	// ChangeResync: the feed lost changes for this reader (it fell behind,
+	// or the shared store reconnected): read the list again.
+	ChangeResync = "resync"
+)
+
+// ChangeTypes lists the change types that are not event types.
+var ChangeTypes = []string{ChangeSessionStarted, ChangeSessionUpdated, ChangeSessionEnded, ChangeResync}
+
+// ChangeEventTypes are the event types that also go to the change feed:
+// the ones that change what a list shows (whether a session waits for a
+// person, whether a turn runs).
+var ChangeEventTypes = []string{
+	EventTurnStarted, EventTurnCompleted, EventTurnFailed, EventTurnCancelled,
+	EventInterruptRaised, EventInterruptResolved,
+}
+
+// IsChangeEvent reports whether events of this type go to the change feed.
+func IsChangeEvent(eventType string) bool { return slices.Contains(ChangeEventTypes, eventType) }
+
+// SessionChange is one notice of the change feed. SessionID is empty for
+// ChangeResync.
+type SessionChange struct {
+	SessionID string `json:"session_id,omitempty"`
+	Type      string `json:"type"`
+}

@@ -945,6 +945,14 @@ func (s sessionSink) Publish(sessionID string, e session.Event, origin string, i
 		Payload: e.Payload, Origin: origin, Index: index})
 }
 
+// Changed implements sessionflow.ChangeSink when the sink is a broker
+// with a change feed.
+func (s sessionSink) Changed(sessionID, changeType string) {
+	if f, ok := s.sink.(events.ChangeFeed); ok {
+		f.Announce(events.Change{SessionID: sessionID, Type: changeType})
+	}
+}
+
 // Dial connects a Temporal client as the config says. address, when not
 // empty, overrides the configured address.
 func Dial(ctx context.Context, t config.Temporal, address string, logger *slog.Logger) (temporalclient.Client, error) {

@@ -163,16 +163,41 @@ func TestWebChatRefundWithApproval(t *testing.T) {
 	}
 }
 
+// TestWebChatLiveListAndNeedsYou drives the page's live conversation list
+// and Needs-you count in headless Chromium (feed.test.mjs): a session the
+// CLI starts straight through Temporal appears, its approval raises the
+// count and its rejection lowers it, and the CLI's close marks its row,
+// each within 10 s while the page polls only once a minute.
+func TestWebChatLiveListAndNeedsYou(t *testing.T) {
+	t.Parallel()
+	stack, base, token, node := ordersWebStack(t, "")
+	cli := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
+	runBrowserScriptEnv(t, node, "feed.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-feed.png"),
+		[]string{"DEX_CLI=" + cli, "DEX_ADDRESS=" + stack.Address(), "DEX_CONFIG=" + stack.ConfigPath,
+			"DEX_E2E_APPROVAL_KEY=browser-approval-digest-key-0123456789"}, "-desktop", "-phone")
+	orders, _ := demoOrders(t, stack)
+	if o := orders["8"]; len(o.Refunds) > 0 {
+		t.Errorf("order 8 was refunded after a rejection: %+v", o.Refunds)
+	}
+}
+
 // runBrowserScript runs one of internal/webui/browsertest's scripts
 // against the page at base, logs its output (without the token), keeps its
 // screenshots (shot and shot-<suffix>.png) and fails the test when it fails.
 func runBrowserScript(t *testing.T, node, script, base, token, shot string, suffixes ...string) {
 	t.Helper()
+	runBrowserScriptEnv(t, node, script, base, token, shot, nil, suffixes...)
+}
+
+// runBrowserScriptEnv is runBrowserScript with more environment (env:
+// NAME=value) for the script.
+func runBrowserScriptEnv(t *testing.T, node, script, base, token, shot string, env []string, suffixes ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = browserTestDir(t)
-	cmd.Env = append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot)
+	cmd.Env = append(append(os.Environ(), "BASE_URL="+base, "API_TOKEN="+token, "SCREENSHOT="+shot), env...)
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s output:\n%s", script, strings.ReplaceAll(string(out), token, "<token>"))

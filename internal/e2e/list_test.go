@@ -40,7 +40,7 @@ http:
   listen: 127.0.0.1:%d
   auth:
     tokens:
-      - {name: all, token: %s}
+      - {name: all, token: %s, operator: true}
       - {name: acme, token: %s, session_prefix: "acme-"}
       - {name: other, token: %s, agents: [other]}
       - {name: u1, token: %s, session_prefix: "u1"}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // backend is a broker under test, with a way to wait for its writes.
@@ -158,6 +160,93 @@ func testBrokers(t *testing.T, bk backend) {
 			t.Fatal("a turn start for a turn that never started")
 		}
 	})
+
+	t.Run("ChangeFeed", func(t *testing.T) {
+		b := bk.new(t, 0)
+		feed := b.(ChangeFeed)
+		b.Publish(ev("s0", wire.EventInterruptRaised, "turn-1", 1)) // before the watch: not seen
+		bk.flush(t, b)
+		w, stop := feed.WatchChanges()
+		defer stop()
+		w2, stop2 := feed.WatchChanges()
+		b.Publish(ev("s1", wire.EventTurnStarted, "turn-1", 1))
+		b.Publish(ev("s1", wire.EventTextDelta, "turn-1", 2)) // not a change
+		b.Publish(ev("s2", wire.EventInterruptRaised, "turn-1", 3))
+		feed.Announce(Change{SessionID: "s3", Type: wire.ChangeSessionStarted})
+		b.Publish(ev("s2", wire.EventInterruptResolved, "turn-1", 4))
+		b.Publish(ev("s1", wire.EventTurnCompleted, "turn-1", 5))
+		bk.flush(t, b)
+		want := []Change{ch("s1", wire.EventTurnStarted), ch("s2", wire.EventInterruptRaised), ch("s3", wire.ChangeSessionStarted),
+			ch("s2", wire.EventInterruptResolved), ch("s1", wire.EventTurnCompleted)}
+		for i, w := range []*ChangeWatch{w, w2} {
+			if got := readChanges(t, w, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("watcher %d got %v, want %v", i, got, want)
+			}
+		}
+		// A stopped watch gets nothing more and says so.
+		stop2()
+		b.Publish(ev("s1", wire.EventTurnStarted, "turn-2", 6))
+		bk.flush(t, b)
+		if got := readChanges(t, w, 1); fmt.Sprint(got) != fmt.Sprint([]Change{ch("s1", wire.EventTurnStarted)}) {
+			t.Fatalf("after the other watch stopped: %v", got)
+		}
+		if got, open := w2.Next(); len(got) != 0 || open {
+			t.Fatalf("a stopped watch read %v, open %v", got, open)
+		}
+	})
+	t.Run("ChangeFeedEndsWhenTheBrokerCloses", func(t *testing.T) {
+		b := bk.new(t, 0)
+		w, stop := b.(ChangeFeed).WatchChanges()
+		defer stop()
+		_ = b.Close()
+		select {
+		case <-w.Ready():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watch was not told that the broker closed")
+		}
+		if _, open := w.Next(); open {
+			t.Fatal("the watch is open after the broker closed")
+		}
+	})
+}
+
+// ch is a change.
+func ch(sessionID, typ string) Change { return Change{SessionID: sessionID, Type: typ} }
+
+// readChanges reads n changes from w, failing after 5 s.
+func readChanges(t *testing.T, w *ChangeWatch, n int) []Change {
+	t.Helper()
+	var got []Change
+	deadline := time.After(5 * time.Second)
+	for len(got) < n {
+		select {
+		case <-w.Ready():
+			more, _ := w.Next()
+			got = append(got, more...)
+		case <-deadline:
+			t.Fatalf("read %v, want %d changes", got, n)
+		}
+	}
+	return got
+}
+
+// A watcher that falls behind loses what it did not read and gets one
+// resync in its place; it then reads what comes after.
+func TestChangeWatchFallsBehind(t *testing.T) {
+	b := NewMemoryBroker(MemoryOptions{})
+	w, stop := b.WatchChanges()
+	defer stop()
+	for i := range watchBuffer + 10 {
+		b.Announce(Change{SessionID: fmt.Sprint("s", i), Type: wire.ChangeSessionStarted})
+	}
+	b.Announce(Change{SessionID: "last", Type: wire.ChangeSessionEnded})
+	got, open := w.Next()
+	if !open || len(got) == 0 || got[0].Type != wire.ChangeResync || got[len(got)-1].SessionID != "last" || len(got) > watchBuffer+1 {
+		t.Fatalf("behind: %d changes, first %v, open %v", len(got), got[:min(len(got), 2)], open)
+	}
+	if got, _ := w.Next(); len(got) != 0 {
+		t.Fatalf("read again: %v", got)
+	}
 }
 
 func TestMemoryBroker(t *testing.T) { testBrokers(t, memoryBackend) }

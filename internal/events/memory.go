@@ -88,6 +88,8 @@ type MemoryBroker struct {
 	nextGen   uint64
 	lastSweep time.Time
 	stats     Stats
+
+	changes changeHub
 }
 
 // Stats returns what became of the events published so far.
@@ -206,6 +208,21 @@ func (b *MemoryBroker) Publish(e Event) {
 	b.enforceTotal(s)
 	close(s.changed)
 	s.changed = make(chan struct{})
+	if wire.IsChangeEvent(e.Type) {
+		b.changes.publish(Change{SessionID: e.SessionID, Type: e.Type})
+	}
+}
+
+// Announce implements ChangeFeed.
+func (b *MemoryBroker) Announce(c Change) { b.changes.publish(c) }
+
+// ChangeWatchers returns how many watch the change feed now.
+func (b *MemoryBroker) ChangeWatchers() int { return b.changes.count() }
+
+// WatchChanges implements ChangeFeed.
+func (b *MemoryBroker) WatchChanges() (*ChangeWatch, func()) {
+	w, stop, _ := b.changes.watch()
+	return w, stop
 }
 
 // enforceTotal brings the total under MaxTotalBytes: it drops the streams
@@ -429,7 +446,10 @@ func (b *MemoryBroker) Read(ctx context.Context, sessionID, token string, max in
 }
 
 // Close implements Broker; a memory broker holds nothing to flush.
-func (b *MemoryBroker) Close() error { return nil }
+func (b *MemoryBroker) Close() error {
+	b.changes.close()
+	return nil
+}
 
 // Interface guards
 var _ Broker = (*MemoryBroker)(nil)

@@ -90,6 +90,10 @@ type RedisBroker struct {
 	mu   sync.Mutex
 	hubs map[string]*hub
 
+	changes      changeHub
+	changesOnce  sync.Once
+	changesReady chan struct{} // closed once the feed's channel is subscribed
+
 	dropped   atomic.Int64
 	lastWarn  atomic.Int64
 	published atomic.Int64
@@ -132,7 +136,7 @@ func NewRedisBroker(opts RedisOptions) (*RedisBroker, error) {
 	b := &RedisBroker{
 		opts: opts, rdb: opts.Client, origin: "p:" + randomName(9),
 		queue: make(chan queued, opts.QueueEvents), flushed: make(chan struct{}),
-		ctx: ctx, cancel: cancel, hubs: map[string]*hub{},
+		ctx: ctx, cancel: cancel, hubs: map[string]*hub{}, changesReady: make(chan struct{}),
 	}
 	go b.writeLoop()
 	return b, nil
@@ -258,10 +262,96 @@ func (b *RedisBroker) Publish(e Event) {
 	}
 }
 
-// queued is an event on its way to Redis, or (ack set) a flush marker.
+// queued is an event on its way to Redis, a change announced (change
+// set), or (ack set) a flush marker.
 type queued struct {
-	e   Event
-	ack chan struct{}
+	e      Event
+	change *Change
+	ack    chan struct{}
+}
+
+// Announce implements ChangeFeed: the change goes to Redis after the
+// events published before it. Every process's watchers get it.
+func (b *RedisBroker) Announce(c Change) {
+	b.wmu.RLock()
+	defer b.wmu.RUnlock()
+	if b.closed {
+		return
+	}
+	select {
+	case b.queue <- queued{change: &c}:
+	default:
+		// Watchers miss it; the lists they show catch up on their next read.
+	}
+}
+
+// changesChannel is the Redis Pub/Sub channel of the change feed.
+func (b *RedisBroker) changesChannel() string { return b.opts.KeyPrefix + "changes" }
+
+// WatchChanges implements ChangeFeed. The first watch of the process
+// subscribes to the feed's channel, for the broker's life, and waits a
+// moment for the subscription, so that it sees the changes made after it
+// returns.
+func (b *RedisBroker) WatchChanges() (*ChangeWatch, func()) {
+	w, stop, _ := b.changes.watch()
+	b.changesOnce.Do(func() { go b.followChanges() })
+	select {
+	case <-b.changesReady:
+	case <-b.ctx.Done():
+	case <-time.After(3 * time.Second):
+		// Redis is slow or down: the watcher gets a resync once it is back.
+	}
+	return w, stop
+}
+
+// followChanges relays the feed's Redis channel to this process's
+// watchers until the broker closes. Pub/Sub keeps nothing: after a lost
+// connection, watchers get a resync once the subscription is back.
+func (b *RedisBroker) followChanges() {
+	ps := b.rdb.Subscribe(b.ctx, b.changesChannel())
+	defer ps.Close()
+	subscribed, lost, ready := false, false, false
+	wait := 100 * time.Millisecond
+	for {
+		msg, err := ps.Receive(b.ctx)
+		if b.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			// go-redis reconnects and subscribes again on the next
+			// Receive; what was published meanwhile is lost.
+			lost = lost || subscribed
+			if subscribed {
+				b.opts.Logger.Warn("the change feed lost its Redis subscription; resubscribing", "error", err)
+			}
+			select {
+			case <-b.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 5*time.Second)
+			continue
+		}
+		wait = 100 * time.Millisecond
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				if lost {
+					b.changes.lost()
+				}
+				subscribed, lost = true, false
+				if !ready {
+					ready = true
+					close(b.changesReady)
+				}
+			}
+		case *redis.Message:
+			var c Change
+			if json.Unmarshal([]byte(m.Payload), &c) == nil && c.Type != "" {
+				b.changes.publish(c)
+			}
+		}
+	}
 }
 
 // Flush waits until the events published before it were written to Redis
@@ -306,15 +396,22 @@ func (b *RedisBroker) writeLoop() {
 	defer close(b.flushed)
 	batch := make([]Event, 0, 256)
 	var acks []chan struct{}
+	var changes []Change
 	add := func(q queued) {
-		if q.ack != nil {
+		switch {
+		case q.ack != nil:
 			acks = append(acks, q.ack)
-		} else {
+		case q.change != nil:
+			changes = append(changes, *q.change)
+		default:
 			batch = append(batch, q.e)
+			if wire.IsChangeEvent(q.e.Type) {
+				changes = append(changes, Change{SessionID: q.e.SessionID, Type: q.e.Type})
+			}
 		}
 	}
 	for q := range b.queue {
-		batch, acks = batch[:0], acks[:0]
+		batch, acks, changes = batch[:0], acks[:0], changes[:0]
 		add(q)
 	more:
 		for len(batch) < cap(batch) {
@@ -329,9 +426,28 @@ func (b *RedisBroker) writeLoop() {
 			}
 		}
 		b.write(batch)
+		b.publishChanges(changes)
 		for _, a := range acks {
 			close(a)
 		}
+	}
+}
+
+// publishChanges sends changes to the feed's channel, once: a change
+// lost on the way costs a watcher a moment, never a session its events.
+func (b *RedisBroker) publishChanges(changes []Change) {
+	if len(changes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pipe := b.rdb.Pipeline()
+	for _, c := range changes {
+		data, _ := json.Marshal(c)
+		pipe.Publish(ctx, b.changesChannel(), data)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.opts.Logger.Debug("changes not published to Redis", "changes", len(changes), "error", err)
 	}
 }
 
@@ -664,6 +780,7 @@ func (b *RedisBroker) Close() error {
 		b.opts.Logger.Warn("live events still on their way to Redis were dropped at shutdown")
 	}
 	b.cancel()
+	b.changes.close()
 	return b.rdb.Close()
 }
 

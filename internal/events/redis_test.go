@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dex-agents/dex-agent-worker/internal/events/redistest"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 var testTokenKey = []byte("a test key of at least sixteen bytes")
@@ -80,6 +82,69 @@ func TestRedisTokenOfOneProcessResumesOnAnother(t *testing.T) {
 	if err := other.Check(ctx, "s", start); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("a process with another key: Check = %v, want ErrInvalidToken", err)
 	}
+}
+
+// The change feed crosses processes: a worker publishes, an API process
+// watches. After Redis restarts, the watcher gets a resync (what was
+// published meanwhile is lost) and then the changes again.
+func TestRedisChangesCrossProcessesAndResyncAfterARestart(t *testing.T) {
+	srv := redistest.Start(t)
+	worker := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	api := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	other := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "other:"}) // another deployment
+	w, stop := api.WatchChanges()
+	defer stop()
+	ow, ostop := other.WatchChanges()
+	defer ostop()
+	worker.Publish(ev("s1", wire.EventInterruptRaised, "t", 1))
+	worker.Announce(Change{SessionID: "s2", Type: wire.ChangeSessionEnded})
+	flushRedis(t, worker)
+	want := []Change{ch("s1", wire.EventInterruptRaised), ch("s2", wire.ChangeSessionEnded)}
+	if got := readChanges(t, w, 2); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the API process read %v, want %v", got, want)
+	}
+	srv.Restart(t)
+	if got := readChanges(t, w, 1); got[0].Type != wire.ChangeResync {
+		t.Fatalf("after a restart: %v, want a resync first", got)
+	}
+	// Published until the subscription is back: the watcher reads it
+	// once the feed follows again.
+	err := pollUntil(10*time.Second, func() bool {
+		worker.Publish(ev("s3", wire.EventTurnStarted, "t", 1))
+		flushRedis(t, worker)
+		select {
+		case <-w.Ready():
+			got, _ := w.Next()
+			for _, c := range got {
+				if c.SessionID == "s3" {
+					return true
+				}
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal("no change arrived after Redis restarted")
+	}
+	select {
+	case <-ow.Ready():
+		if got, _ := ow.Next(); len(got) > 0 && got[0].Type != wire.ChangeResync {
+			t.Fatalf("another deployment's watcher read %v", got)
+		}
+	default:
+	}
+}
+
+// pollUntil polls cond until it holds or d passes.
+func pollUntil(d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return nil
+		}
+	}
+	return errors.New("timed out")
 }
 
 // A write repeated with the same origin and index (a client retrying after

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -141,6 +142,10 @@ func (s *Server) terminate(w http.ResponseWriter, r *http.Request, id string, to
 		return
 	}
 	s.log.Info("session terminated", "session_id", id, "token", tok.Name)
+	if f, ok := s.opts.Broker.(events.ChangeFeed); ok {
+		// Workflow code does not run for a terminated session: say it here.
+		f.Announce(events.Change{SessionID: id, Type: wire.ChangeSessionEnded})
+	}
 	writeJSON(w, http.StatusOK, map[string]bool{"terminated": true})
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -860,5 +861,115 @@ func TestTheFirstMessageTitlesAnUntitledSession(t *testing.T) {
 	}
 	if want := []string{"s-untitled: Where is order 7?"}; !slices.Equal(titles, want) {
 		t.Errorf("title updates = %q, want %q", titles, want)
+	}
+}
+
+// openChanges opens the change feed and returns a channel of its change
+// frames' data and a func that closes it.
+func (a *testAPI) openChanges(token string) (<-chan wire.SessionChange, func()) {
+	a.t.Helper()
+	ctx, cancel := context.WithCancel(a.t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.url+"/v1/sessions/changes", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		a.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		cancel()
+		a.t.Fatalf("GET /v1/sessions/changes: %d %s", resp.StatusCode, b)
+	}
+	out := make(chan wire.SessionChange, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				var c wire.SessionChange
+				if event != "change" || json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &c) != nil {
+					c = wire.SessionChange{Type: "malformed frame: event " + event + ", " + line}
+				}
+				out <- c
+			case line == "":
+				event = ""
+			}
+		}
+	}()
+	// The stream is open once its first comment arrived; the watch started
+	// before it.
+	return out, func() { cancel(); resp.Body.Close() }
+}
+
+// TestChangeFeedShowsEachTokenItsSessions: the change feed carries the
+// list-relevant events and announced changes of the sessions a token may
+// see, and nothing of others (another prefix, another agent, a session
+// the engine does not know); a resync reaches everyone; text deltas are
+// not changes.
+func TestChangeFeedShowsEachTokenItsSessions(t *testing.T) {
+	broker := events.NewMemoryBroker(events.MemoryOptions{})
+	a := newTestAPI(t, func(o *Options) {
+		o.Broker = broker
+		o.Tokens = append(o.Tokens, Token{Name: "other-only", Value: "unit-other-0123456789abcdef", Agents: []string{"other"}})
+	})
+	a.temporal.addWorkflow("s-1", "TestAgent")
+	a.temporal.addWorkflow("u1-a", "TestAgent")
+	a.temporal.addWorkflow("o-1", "OtherAgent")
+	all, closeAll := a.openChanges(testTokenAll)
+	defer closeAll()
+	u1, closeU1 := a.openChanges(testTokenU1)
+	defer closeU1()
+	other, closeOther := a.openChanges("unit-other-0123456789abcdef")
+	defer closeOther()
+	waitWatchers(t, broker, 3)
+
+	publish := func(id, typ string) {
+		broker.Publish(events.Event{SessionID: id, Type: typ, Payload: json.RawMessage(`{}`)})
+	}
+	publish("s-1", wire.EventTurnStarted)
+	publish("s-1", wire.EventTextDelta)
+	publish("u1-a", wire.EventInterruptRaised)
+	publish("nobody", wire.EventInterruptRaised) // no such session
+	publish("o-1", wire.EventTurnCompleted)
+	broker.Announce(events.Change{SessionID: "u1-a", Type: wire.ChangeSessionUpdated})
+	broker.Announce(events.Change{Type: wire.ChangeResync})
+
+	expect := func(name string, ch <-chan wire.SessionChange, want ...string) {
+		t.Helper()
+		var got []string
+		for len(got) < len(want) {
+			select {
+			case c := <-ch:
+				got = append(got, c.SessionID+" "+c.Type)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: read %q, want %q", name, got, want)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: read %q, want %q", name, got, want)
+		}
+	}
+	expect("all", all, "s-1 turn_started", "u1-a interrupt_raised", "o-1 turn_completed", "u1-a session_updated", " resync")
+	expect("u1", u1, "u1-a interrupt_raised", "u1-a session_updated", " resync")
+	expect("other-only", other, "o-1 turn_completed", " resync")
+}
+
+// waitWatchers waits until the broker's change feed has n watchers (the
+// streams' watches start before their first frame, but the test reads no
+// frame first).
+func waitWatchers(t *testing.T, b *events.MemoryBroker, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.ChangeWatchers() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d change watchers, want %d", b.ChangeWatchers(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/internal/events"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // StreamHeaders are sent with every event stream.
@@ -190,4 +191,83 @@ func (s *Server) readBatchMax(r *http.Request, id, token string, max int) ([]eve
 		return nil, ctx.Err()
 	}
 	return batch, err
+}
+
+// sessionChanges streams the change feed (wire.SessionChange) of the
+// sessions the token may see, as SSE frames of event type "change", so a
+// page that lists sessions reads its list again, or moves a count, when
+// one of them changes. It keeps nothing: a client that connects again
+// reads the list first. A "resync" change asks it to read the list again
+// (changes were lost).
+func (s *Server) sessionChanges(w http.ResponseWriter, r *http.Request, tok *scopedToken) {
+	feed, ok := s.opts.Broker.(events.ChangeFeed)
+	if !ok {
+		s.fail(w, r, errorf(http.StatusNotFound, "not_found", "this server's event store has no change feed"))
+		return
+	}
+	closeStream, ok := s.openStream(tok)
+	if !ok {
+		s.log.Warn("change stream refused: the token holds its most open streams", "token", tok.Name, "max_streams_per_token", s.opts.MaxStreamsPerToken)
+		s.fail(w, r, errorf(http.StatusTooManyRequests, "too_many_requests",
+			"this token has %d event streams open, the most it may (http.max_streams_per_token): close one first", s.opts.MaxStreamsPerToken))
+		return
+	}
+	defer closeStream()
+	watch, stop := feed.WatchChanges()
+	defer stop()
+	for k, v := range StreamHeaders {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	write := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := write([]byte(": stream open\n\n")); err != nil {
+		return
+	}
+	ctx := r.Context()
+	keepAlive := time.NewTicker(s.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-s.shutdown:
+			return
+		case <-ctx.Done():
+			return
+		case <-keepAlive.C:
+			if write(KeepAliveFrame) != nil {
+				return
+			}
+		case <-watch.Ready():
+			changes, open := watch.Next()
+			var buf []byte
+			for _, c := range changes {
+				if c.Type != wire.ChangeResync && !s.mayWatch(ctx, tok, c.SessionID) {
+					continue
+				}
+				data, _ := json.Marshal(c)
+				buf = fmt.Appendf(buf, "event: change\ndata: %s\n\n", data)
+			}
+			if len(buf) > 0 && write(buf) != nil {
+				return
+			}
+			if !open {
+				return
+			}
+		}
+	}
+}
+
+// mayWatch reports whether tok may see session id (its prefix and agent).
+func (s *Server) mayWatch(ctx context.Context, tok *scopedToken, id string) bool {
+	if id == "" || !tok.allowsSession(id) {
+		return false
+	}
+	agent, err := s.sessionAgent(ctx, id)
+	return err == nil && tok.allowsAgent(agent)
 }

@@ -66,6 +66,21 @@ type EventSink interface {
 	Publish(sessionID string, e session.Event, origin string, index uint64)
 }
 
+// ChangeSink is an EventSink that also feeds the change feed (a session
+// started, renamed or archived, ended: wire.ChangeSession*), which lists
+// of sessions watch. It is called outside replay only, and never shapes a
+// command.
+type ChangeSink interface {
+	Changed(sessionID, changeType string)
+}
+
+// changed announces a change of the session outside replay.
+func (l *loop) changed(changeType string) {
+	if c, ok := l.rt.Events.(ChangeSink); ok && !workflow.IsReplaying(l.ctx) {
+		c.Changed(l.st.SessionID, changeType)
+	}
+}
+
 // WorkflowInput is the workflow input: wire.StartInput on the wire, plus
 // the carried state after continue-as-new.
 type WorkflowInput struct {
@@ -148,6 +163,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		}
 		l.st = session.New(info.WorkflowExecution.ID, opts)
 		l.apply(session.Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken})
+		l.changed(wire.ChangeSessionStarted)
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
 	// with them.
@@ -167,6 +183,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		if len(l.pending) == 0 && !l.anyReady() && l.finished() {
 			// close_session: nothing is left to run.
 			workflow.GetLogger(ctx).Info("session closed", "turn_count", l.st.TurnCount)
+			l.changed(wire.ChangeSessionEnded)
 			return nil
 		}
 		if len(l.pending) == 0 && !l.anyReady() && l.shouldContinueAsNew() {
@@ -185,6 +202,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 		}
 		l.dispatch()
 		if l.failure != nil {
+			l.changed(wire.ChangeSessionEnded)
 			return l.failure
 		}
 		l.collect()
@@ -329,6 +347,7 @@ func (l *loop) registerHandlers() error {
 			if err := workflow.UpsertMemo(ctx, memo); err != nil {
 				return false, err
 			}
+			l.changed(wire.ChangeSessionUpdated)
 			return true, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.SessionMetadataRequest) error {

@@ -3,6 +3,7 @@ package webui
 import (
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,12 @@ func eventsJS() string {
 	for _, typ := range wire.EventTypes {
 		name := strings.ToUpper(strings.NewReplacer(".", "_").Replace(typ))
 		b.WriteString("  " + name + ": '" + typ + "',\n")
+	}
+	b.WriteString("});\n\n")
+	b.WriteString("// The change feed's own types (GET /v1/sessions/changes); its other changes are event types.\n")
+	b.WriteString("const DEX_CHANGES = Object.freeze({\n")
+	for _, typ := range wire.ChangeTypes {
+		b.WriteString("  " + strings.ToUpper(typ) + ": '" + typ + "',\n")
 	}
 	b.WriteString("});\n")
 	return b.String()
@@ -61,7 +68,7 @@ func TestAppUsesTheEventNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(app), "\n")
-	for _, typ := range wire.EventTypes {
+	for _, typ := range append(slices.Clone(wire.EventTypes), wire.ChangeTypes...) {
 		for i, l := range lines {
 			if strings.Contains(l, "case '"+typ+"'") || strings.Contains(l, "type === '"+typ+"'") || strings.Contains(l, "kind === '"+typ+"'") {
 				t.Errorf("static/app.js:%d spells the event type %q; use DEX_EVENTS", i+1, typ)

@@ -310,10 +310,12 @@ await run('control.test', async (page) => {
   });
 
   // (e) A session closed elsewhere (here through the API) while its page
-  // is open: the next send is refused with the reason, the text stays in
+  // is open, and the page has not heard of it (its change feed is cut
+  // here): the next send is refused with the reason, the text stays in
   // the composer, no "Thinking…" or sending bubble is left behind, and the
   // page turns read-only; reopened, it is read-only from the start.
   await step('a message to a session closed elsewhere is refused, and the page turns read-only', async () => {
+    await page.route('**/v1/sessions/changes', (r) => r.fulfill({ status: 404, contentType: 'application/json', body: '{"error":{"code":"not_found","message":"cut by the test"}}' }));
     await page.goto(`${BASE_URL}/?session=${encodeURIComponent(sessionID)}`);
     await ready(page);
     const res = await fetch(`${BASE_URL}/v1/sessions/${encodeURIComponent(sessionID)}/close`, {
@@ -334,6 +336,7 @@ await run('control.test', async (page) => {
     if (hanging) throw new Error(`${hanging} activity or sending bubble(s) on a closed session`);
     if (await page.getByTestId('send-button').isEnabled()) throw new Error('Send is enabled on a closed session');
     if (SCREENSHOT) await page.screenshot({ path: shotPath('-closed'), animations: 'disabled' });
+    await page.unroute('**/v1/sessions/changes');
   });
 
   await step('a closed session opens read-only', async () => {
@@ -342,5 +345,26 @@ await run('control.test', async (page) => {
     const status = await page.getByTestId('session-status').textContent();
     if ((status || '').trim() !== 'Closed') throw new Error(`the status reads "${status}"`);
     if (await page.locator('[data-testid="activity"]').count()) throw new Error('a closed session shows activity');
+  });
+
+  // (f) With the change feed connected, a session closed elsewhere turns
+  // read-only by itself, before anyone sends to it.
+  await step('a session closed elsewhere turns read-only by itself', async () => {
+    const res = await fetch(`${BASE_URL}/v1/sessions`, {
+      method: 'POST', headers: { Authorization: `Bearer ${API_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ agent: 'orders', initial_message: 'look up order 2' }),
+    });
+    if (res.status !== 201) throw new Error(`start answered ${res.status}`);
+    const id = (await res.json()).session_id;
+    await page.goto(`${BASE_URL}/?session=${encodeURIComponent(id)}`);
+    await page.locator('body[data-changes="live"]').waitFor();
+    await ready(page);
+    const closed = await fetch(`${BASE_URL}/v1/sessions/${encodeURIComponent(id)}/close`, {
+      method: 'POST', headers: { Authorization: `Bearer ${API_TOKEN}`, 'Content-Type': 'application/json' }, body: '{}',
+    });
+    if (!closed.ok) throw new Error(`close answered ${closed.status}`);
+    await page.locator('[data-testid="composer"][data-ended="true"]').waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid="connection-state"][data-state="closed"]').waitFor();
+    if (!(await page.getByTestId('message-input').isDisabled())) throw new Error('the composer of a closed session is enabled');
   });
 });

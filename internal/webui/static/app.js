@@ -325,6 +325,7 @@
       fetch(apiURL('/v1/auth/logout'), { method: 'POST', cache: 'no-store', credentials: 'same-origin', headers: { 'X-Dex-Client': 'web' } }).catch(() => {});
     }
     app.token = '';
+    stopChanges();
     store.remove('sessionStorage', TOKEN_KEY);
     Object.assign(inbox, { sessions: [], next: '', pages: 1, loadedAt: 0, error: '' });
     convs.sessions = [];
@@ -348,6 +349,7 @@
     route();
     if (document.body.dataset.view !== 'inbox') loadInbox(false);
     loadConversations();
+    followChanges();
   }
 
   // ---------------------------------------------------------------- views
@@ -650,7 +652,8 @@
         const now = Date.now();
         const s = app.session;
         for (const x of inbox.sessions) {
-          if (x.provisional > now && s && x.session_id === s.id && s.interrupts.size && !all.some((o) => o.session_id === x.session_id)) all.unshift(x);
+          if (x.provisional > now && !all.some((o) => o.session_id === x.session_id) &&
+            (x.fromFeed || (s && x.session_id === s.id && s.interrupts.size))) all.unshift(x);
         }
         inbox.sessions = all;
         inbox.next = token;
@@ -681,6 +684,116 @@
     renderInbox();
     clearTimeout(inbox.soon);
     inbox.soon = setTimeout(() => loadInbox(false), 1500);
+  }
+
+  // ---------------------------------------------------------------- change feed
+
+  // The change feed (GET /v1/sessions/changes) says when any session the
+  // token may see changes: the Needs-you count moves at once when a
+  // session raises an interrupt, and the conversation list is read again
+  // when a session starts, runs a turn, is renamed or ends, wherever that
+  // happened (this page, another browser, the terminal chat, the CLI).
+  // While it is connected, the lists are polled only now and then, as a
+  // safety net.
+  const changes = { live: false, abort: null, soonList: 0, laterList: 0, soonInbox: 0, laterInbox: 0 };
+  const CHANGES_POLL_MS = 60000;
+
+  function stopChanges() {
+    if (changes.abort) changes.abort.abort();
+    changes.abort = null;
+    changes.live = false;
+    document.body.dataset.changes = 'off';
+  }
+
+  // Reads the list again in a moment, and once more a little later: the
+  // list comes from the engine's visibility store, which trails a change.
+  function listSoon() {
+    clearTimeout(changes.soonList); clearTimeout(changes.laterList);
+    changes.soonList = setTimeout(loadConversations, 700);
+    changes.laterList = setTimeout(loadConversations, 3000);
+  }
+
+  function inboxSoon() {
+    clearTimeout(changes.soonInbox); clearTimeout(changes.laterInbox);
+    changes.soonInbox = setTimeout(() => loadInbox(false), 700);
+    changes.laterInbox = setTimeout(() => loadInbox(false), 3000);
+  }
+
+  function applyChange(c) {
+    const open = app.session && app.session.id === c.session_id;
+    switch (c.type) {
+      case DEX_CHANGES.RESYNC:
+        loadConversations(); loadInbox(false);
+        return;
+      case DEX_EVENTS.INTERRUPT_RAISED:
+        // Needs you now, before the list can show it; the open session
+        // counts from its own events (inboxFromEvents).
+        if (!open && !inbox.sessions.some((x) => x.session_id === c.session_id)) {
+          inbox.sessions = [{ session_id: c.session_id, waiting_for: [], started_at: '', provisional: Date.now() + 10000, fromFeed: true }, ...inbox.sessions];
+          renderInbox();
+        }
+        inboxSoon(); listSoon();
+        return;
+      case DEX_EVENTS.INTERRUPT_RESOLVED:
+        // One of its interrupts is answered: it may wait on others, so
+        // the list says; a session only this feed added leaves at once.
+        inbox.sessions = inbox.sessions.filter((x) => !(x.fromFeed && x.session_id === c.session_id));
+        renderInbox();
+        inboxSoon(); listSoon();
+        return;
+      case DEX_CHANGES.SESSION_ENDED:
+        inbox.sessions = inbox.sessions.filter((x) => x.session_id !== c.session_id);
+        renderInbox();
+        inboxSoon(); listSoon();
+        if (open) reloadNow(app.session);
+        return;
+      default:
+        listSoon();
+    }
+  }
+
+  async function followChanges() {
+    stopChanges();
+    const ctrl = new AbortController();
+    changes.abort = ctrl;
+    let backoff = 1000;
+    while (app.token && !ctrl.signal.aborted) {
+      const conn = new AbortController();
+      const stop = () => conn.abort();
+      ctrl.signal.addEventListener('abort', stop, { once: true });
+      let watchdog = 0;
+      const pet = () => { clearTimeout(watchdog); watchdog = setTimeout(stop, KEEPALIVE_TIMEOUT_MS); };
+      try {
+        pet();
+        const res = await fetch(apiURL('/v1/sessions/changes'), { headers: { Accept: 'text/event-stream', ...authHeaders() }, cache: 'no-store', credentials: 'same-origin', signal: conn.signal });
+        if (res.status === 401) return;
+        if (!res.ok || !res.body) throw new APIError(res.status, '', `changes: HTTP ${res.status}`);
+        changes.live = true;
+        document.body.dataset.changes = 'live';
+        backoff = 1000;
+        // What changed while the feed was away.
+        loadConversations(); loadInbox(false);
+        await readSSE(res.body, conn.signal, {
+          activity: pet,
+          event(_id, data) {
+            let c;
+            try { c = JSON.parse(data); } catch { return; }
+            if (c && typeof c.type === 'string') applyChange(c);
+          },
+          retry() {},
+        });
+      } catch (err) {
+        // Reconnect below.
+      } finally {
+        clearTimeout(watchdog);
+        ctrl.signal.removeEventListener('abort', stop);
+        changes.live = false;
+        document.body.dataset.changes = 'off';
+      }
+      if (ctrl.signal.aborted) return;
+      await sleep(Math.round(backoff * (0.8 + Math.random() * 0.4)), ctrl.signal).catch(() => {});
+      backoff = Math.min(backoff * 2, 30000);
+    }
   }
 
   function renderInbox() {
@@ -2297,11 +2410,14 @@
     }, 30000);
     // The inbox refreshes often while it shows, its count in the sidebar
     // now and then.
+    // While the change feed is connected, it says when to read them
+    // again, and these reads are only a safety net.
     setInterval(() => {
       if (!app.token || document.hidden) return;
       const showing = document.body.dataset.view === 'inbox';
-      if (showing || Date.now() - inbox.loadedAt >= INBOX_BADGE_MS) loadInbox(false);
-      loadConversations();
+      const every = changes.live ? CHANGES_POLL_MS : showing ? 0 : INBOX_BADGE_MS;
+      if (Date.now() - inbox.loadedAt >= every) loadInbox(false);
+      if (Date.now() - convs.loadedAt >= (changes.live ? CHANGES_POLL_MS : 0)) loadConversations();
     }, INBOX_REFRESH_MS);
     $('conv-search').addEventListener('input', renderRecent);
     $('show-archived').addEventListener('change', renderRecent);

@@ -29,3 +29,11 @@ const DEX_EVENTS = Object.freeze({
   MCP_TOOL_PROGRESS: 'mcp.tool_progress',
   MCP_TASK_STATUS: 'mcp.task_status',
 });
+
+// The change feed's own types (GET /v1/sessions/changes); its other changes are event types.
+const DEX_CHANGES = Object.freeze({
+  SESSION_STARTED: 'session_started',
+  SESSION_UPDATED: 'session_updated',
+  SESSION_ENDED: 'session_ended',
+  RESYNC: 'resync',
+});
