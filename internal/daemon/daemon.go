@@ -277,10 +277,19 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, workerOpts)
 	d.shutdownTimeout = cfg.ShutdownTimeout
+	// The fast path of a turn's cancel: this process's model calls end at
+	// once, and, with the Redis event store, every other worker's too.
+	modelCalls := steps.NewModelCalls()
+	canceller := modelCallCanceller{local: modelCalls}
+	if rb, ok := sink.(*events.RedisBroker); ok {
+		canceller.redis = rb
+		rb.OnModelCancel(func(sessionID, turnID string) { modelCalls.Cancel(sessionID, turnID) })
+	}
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
 		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
 		rt.Approvals = approvals
+		rt.ModelCalls = canceller
 		if q := a.RunModelLimit.Queue; q != "" {
 			rt.Options.ModelTaskQueue = cfg.ModelTaskQueue(q)
 		}
@@ -312,6 +321,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		SpendPolicy: spendPolicies(cfg),
 		Limiter: &spend.Limiter{Ledger: ledgerOf(d.store), Logger: logger.With("component", "spend"),
 			Client: &http.Client{Transport: http.DefaultTransport}},
+		ModelCalls: modelCalls,
 	}
 	if d.mcp != nil {
 		acts.MCP = d.mcp
@@ -935,6 +945,20 @@ func (r agentRunners) Tools(agent string) []string {
 		return nil
 	}
 	return r.host.Tools(plugin, agent)
+}
+
+// modelCallCanceller ends a cancelled turn's model calls in this process
+// at once, and in the deployment's other workers through Redis.
+type modelCallCanceller struct {
+	local *steps.ModelCalls
+	redis *events.RedisBroker
+}
+
+func (c modelCallCanceller) CancelModelCalls(sessionID, turnID string) {
+	c.local.Cancel(sessionID, turnID)
+	if c.redis != nil {
+		c.redis.BroadcastModelCancel(sessionID, turnID)
+	}
 }
 
 // sessionSink publishes the session's own events.

@@ -76,6 +76,26 @@ func TestCancelTurnStopsTheModelCall(t *testing.T) {
 		}
 	}
 	waitLog(t, s, "model_cancelled", "test", 1)
+	// The fast path ended the call; the Step still ends as the engine's
+	// cancel ends it: cancelled, in its first attempt, never retried.
+	var steps []agenttest.StepHistoryEntry
+	if err := agenttest.WaitFor(ctx(t), "the RunModel Step's end", 30*time.Second, func() (bool, error) {
+		var err error
+		steps, err = s.StepHistory(id)
+		for _, st := range steps {
+			if st.StepType == wire.StepRunModel && st.EventType != "completed" {
+				return true, err
+			}
+		}
+		return false, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		if st.StepType == wire.StepRunModel && st.EventType != "completed" && (st.EventType != "canceled" || st.Attempt != 1) {
+			t.Errorf("the cancelled model call's Step ended %s in attempt %d, want canceled in attempt 1", st.EventType, st.Attempt)
+		}
+	}
 	if ok, err := s.Sessions.SendUserMessage(ctx(t), id, "echo again"); err != nil || !ok {
 		t.Fatalf("send after the cancel: %v %v", ok, err)
 	}

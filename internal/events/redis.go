@@ -91,8 +91,9 @@ type RedisBroker struct {
 	hubs map[string]*hub
 
 	changes      changeHub
-	changesOnce  sync.Once
-	changesReady chan struct{} // closed once the feed's channel is subscribed
+	followOnce   sync.Once
+	changesReady chan struct{} // closed once the Pub/Sub channels are subscribed
+	onCancel     atomic.Pointer[func(sessionID, turnID string)]
 
 	dropped   atomic.Int64
 	lastWarn  atomic.Int64
@@ -288,27 +289,65 @@ func (b *RedisBroker) Announce(c Change) {
 // changesChannel is the Redis Pub/Sub channel of the change feed.
 func (b *RedisBroker) changesChannel() string { return b.opts.KeyPrefix + "changes" }
 
+// cancelsChannel is the Redis Pub/Sub channel of the turns' model-call
+// cancels.
+func (b *RedisBroker) cancelsChannel() string { return b.opts.KeyPrefix + "model-cancels" }
+
+// modelCancel is a message of the cancels channel.
+type modelCancel struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+}
+
+// BroadcastModelCancel tells every process of the deployment (this one
+// too, through OnModelCancel) that a turn's model calls must end. It
+// returns at once: the message goes in the background, best effort (the
+// engine's activity cancel stays the guarantee).
+func (b *RedisBroker) BroadcastModelCancel(sessionID, turnID string) {
+	data, _ := json.Marshal(modelCancel{SessionID: sessionID, TurnID: turnID})
+	go func() {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		defer cancel()
+		if err := b.rdb.Publish(ctx, b.cancelsChannel(), data).Err(); err != nil && b.ctx.Err() == nil {
+			b.opts.Logger.Debug("a model-call cancel was not published to Redis; the engine's cancel follows", "error", err)
+		}
+	}()
+}
+
+// OnModelCancel calls fn for each turn cancel broadcast by any process,
+// for the broker's life. It waits a moment for the subscription.
+func (b *RedisBroker) OnModelCancel(fn func(sessionID, turnID string)) {
+	b.onCancel.Store(&fn)
+	b.follow()
+}
+
+// follow starts the Pub/Sub subscription once and waits a moment for it.
+func (b *RedisBroker) follow() {
+	b.followOnce.Do(func() { go b.followPubSub() })
+	select {
+	case <-b.changesReady:
+	case <-b.ctx.Done():
+	case <-time.After(3 * time.Second):
+		// Redis is slow or down: watchers get a resync once it is back.
+	}
+}
+
 // WatchChanges implements ChangeFeed. The first watch of the process
 // subscribes to the feed's channel, for the broker's life, and waits a
 // moment for the subscription, so that it sees the changes made after it
 // returns.
 func (b *RedisBroker) WatchChanges() (*ChangeWatch, func()) {
 	w, stop, _ := b.changes.watch()
-	b.changesOnce.Do(func() { go b.followChanges() })
-	select {
-	case <-b.changesReady:
-	case <-b.ctx.Done():
-	case <-time.After(3 * time.Second):
-		// Redis is slow or down: the watcher gets a resync once it is back.
-	}
+	b.follow()
 	return w, stop
 }
 
-// followChanges relays the feed's Redis channel to this process's
-// watchers until the broker closes. Pub/Sub keeps nothing: after a lost
-// connection, watchers get a resync once the subscription is back.
-func (b *RedisBroker) followChanges() {
-	ps := b.rdb.Subscribe(b.ctx, b.changesChannel())
+// followPubSub relays the change feed's Redis channel to this process's
+// watchers, and the cancels channel to OnModelCancel's func, until the
+// broker closes. Pub/Sub keeps nothing: after a lost connection, watchers
+// get a resync once the subscription is back.
+func (b *RedisBroker) followPubSub() {
+	ps := b.rdb.Subscribe(b.ctx, b.changesChannel(), b.cancelsChannel())
 	defer ps.Close()
 	subscribed, lost, ready := false, false, false
 	wait := 100 * time.Millisecond
@@ -335,7 +374,7 @@ func (b *RedisBroker) followChanges() {
 		wait = 100 * time.Millisecond
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			if m.Kind == "subscribe" && m.Channel == b.changesChannel() {
 				if lost {
 					b.changes.lost()
 				}
@@ -346,6 +385,13 @@ func (b *RedisBroker) followChanges() {
 				}
 			}
 		case *redis.Message:
+			if m.Channel == b.cancelsChannel() {
+				var c modelCancel
+				if fn := b.onCancel.Load(); fn != nil && json.Unmarshal([]byte(m.Payload), &c) == nil && c.TurnID != "" {
+					(*fn)(c.SessionID, c.TurnID)
+				}
+				continue
+			}
 			var c Change
 			if json.Unmarshal([]byte(m.Payload), &c) == nil && c.Type != "" {
 				b.changes.publish(c)

@@ -136,6 +136,32 @@ func TestRedisChangesCrossProcessesAndResyncAfterARestart(t *testing.T) {
 	}
 }
 
+// A turn's model-call cancel reaches every process of the deployment, and
+// no other deployment's.
+func TestRedisModelCancelReachesEveryProcess(t *testing.T) {
+	srv := redistest.Start(t)
+	workflowWorker := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	stepWorker := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	other := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "other:"})
+	got := make(chan string, 4)
+	stepWorker.OnModelCancel(func(s, turn string) { got <- s + "/" + turn })
+	other.OnModelCancel(func(s, turn string) { got <- "other deployment: " + s + "/" + turn })
+	workflowWorker.BroadcastModelCancel("s1", "turn-3")
+	select {
+	case c := <-got:
+		if c != "s1/turn-3" {
+			t.Fatalf("the Step's worker got %q", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancel never reached the other process")
+	}
+	select {
+	case c := <-got:
+		t.Fatalf("then %q", c)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 // pollUntil polls cond until it holds or d passes.
 func pollUntil(d time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(d)

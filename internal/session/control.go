@@ -118,6 +118,15 @@ func (CancelTask) isCommand() {}
 
 // Keys of the Steps and timers a turn control may cancel. The glue files
 // each future under its key.
+// ModelStepTurn returns the turn of a model call's Step key (RunModel or
+// CompactContext), for the fast path of a cancel; false for other keys.
+func ModelStepTurn(key string) (string, bool) {
+	if turn, ok := strings.CutPrefix(key, "model:"); ok {
+		return turn, true
+	}
+	return strings.CutPrefix(key, "compact:")
+}
+
 func modelStepKey(turn string) string             { return "model:" + turn }
 func compactStepKey(turn string) string           { return "compact:" + turn }
 func toolStepKey(turn, call string) string        { return "tool:" + turn + "/" + call }

@@ -39,6 +39,18 @@ type Runtime struct {
 	// interrupt_raised event and the update's validator, which the engine
 	// does not run on replay; so a changed key changes no replay.
 	Approvals *approvaldigest.Signer
+	// ModelCalls is the fast path of a turn's cancel (nil: none): when
+	// the session cancels a model call's Step, the worker running it ends
+	// the call at once instead of at its next heartbeat. It is called
+	// outside replay only and never shapes a command; the engine's
+	// activity cancel stays the guarantee.
+	ModelCalls ModelCallCanceller
+}
+
+// ModelCallCanceller ends the model calls of a cancelled turn wherever
+// they run (this process, or others through the event backend).
+type ModelCallCanceller interface {
+	CancelModelCalls(sessionID, turnID string)
 }
 
 // Tracer traces turns from workflow code (internal/tracing/temporaltrace).
@@ -728,6 +740,9 @@ func (l *loop) exec(cmd session.Command) {
 	case session.CancelTimer:
 		l.cancelTimer(c.InterruptID)
 	case session.CancelStep:
+		if turn, ok := session.ModelStepTurn(c.Key); ok && l.rt.ModelCalls != nil && !workflow.IsReplaying(l.ctx) {
+			l.rt.ModelCalls.CancelModelCalls(l.st.SessionID, turn)
+		}
 		for _, f := range l.futures {
 			if f.key == c.Key && f.cancel != nil {
 				// The future stays: it resolves with the Step's answer (a

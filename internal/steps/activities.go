@@ -112,6 +112,9 @@ type Activities struct {
 	Liveness func(agent string) ModelLiveness
 	// ApprovalRules gives an agent's compiled approval rules (nil: none).
 	ApprovalRules func(agent string) *approvalrules.Set
+	// ModelCalls ends a cancelled turn's model call at once (nil: the
+	// call learns of the cancel through its heartbeat).
+	ModelCalls *ModelCalls
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.
@@ -259,7 +262,12 @@ func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (sessio
 	defer a.begin()()
 	start := time.Now()
 	ctx = tracing.WithSession(ctx, in.SessionID)
-	out, err := a.runModel(ctx, in)
+	call, release := a.ModelCalls.track(ctx, in.SessionID, in.TurnID)
+	out, err := a.runModel(call, in)
+	release()
+	if err != nil && cancelledFast(call, ctx) {
+		err = awaitStepCancel(ctx, int(activity.GetInfo(ctx).Attempt), fastCancelWait)
+	}
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
 	a.traceChat(ctx, in.TurnID, start, out, err)
 	return out, a.finish(ctx, err)

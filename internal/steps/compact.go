@@ -105,7 +105,12 @@ func (a *Activities) CompactContext(ctx context.Context, in session.CompactInput
 	defer a.begin()()
 	start := time.Now()
 	ctx = tracing.WithSession(ctx, in.Turn.SessionID)
-	out, err := a.compactContext(ctx, in)
+	call, release := a.ModelCalls.track(ctx, in.Turn.SessionID, in.Turn.TurnID)
+	out, err := a.compactContext(call, in)
+	release()
+	if err != nil && cancelledFast(call, ctx) {
+		err = awaitStepCancel(ctx, int(activity.GetInfo(ctx).Attempt), fastCancelWait)
+	}
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
 	if a.Tracer != nil && (err != nil || out.Text != "" || out.TextRef != "") {
 		c := tracing.Chat{Step: traceStep(ctx, in.Turn.TurnID), Start: start, Err: a.spanError(err)}
