@@ -11,6 +11,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // BenchmarkAdapterTurn measures the same turn on the Go Stepwise runner and
@@ -99,4 +100,5 @@ func benchOrdersTurn(b *testing.B, s *agenttest.Stack) {
 	if c := snap.Usage.ModelCalls; c != int64(2*(b.N+1)) {
 		b.Fatalf("%d model calls for %d turns, want 2 per turn", c, b.N+1)
 	}
+	reportHistoryPerTurn(b, s, id, wire.UpdateSendUserMessage)
 }

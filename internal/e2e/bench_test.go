@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/dex-agents/dex-agent-worker/wire"
 
 	"go.temporal.io/sdk/activity"
@@ -90,6 +92,7 @@ func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool
 	if got := lastText(snap); got != "done: noop=succeeded:ok; noop=succeeded:ok; noop=succeeded:ok; noop=succeeded:ok" {
 		b.Fatalf("last answer = %q", got)
 	}
+	reportHistoryPerTurn(b, s, id, wire.UpdateSendUserMessage)
 	if tracesOn {
 		// The spans were exported: the turns' roots reached the receiver.
 		d.Stop()
@@ -212,6 +215,42 @@ func BenchmarkBareTemporalTurn(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		turn()
 	}
+	b.StopTimer()
+	reportHistoryPerTurn(b, s, run.GetID(), "turn")
+}
+
+// reportHistoryPerTurn reports the history events and the workflow tasks
+// per turn of a workflow's latest run, a turn being one accepted update
+// named update: what a turn costs the engine, beside its time.
+func reportHistoryPerTurn(b *testing.B, s *agenttest.Stack, id, update string) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	it := s.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	events, tasks, turns := 0, 0, 0
+	byType := map[string]int{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		events++
+		byType[e.GetEventType().String()]++
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			tasks++
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+			if e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == update {
+				turns++
+			}
+		}
+	}
+	if turns == 0 {
+		b.Fatalf("no %s update in the history of %s", update, id)
+	}
+	b.Logf("%s: %d turns, history events by type: %v", id, turns, byType)
+	b.ReportMetric(float64(events)/float64(turns), "events/turn")
+	b.ReportMetric(float64(tasks)/float64(turns), "wftasks/turn")
 }
 
 func logTo(b *testing.B, dir, name string) *os.File {
