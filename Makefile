@@ -121,13 +121,19 @@ fuzz: $(TESTREPORT)
 # embedded engine with one process, and with one and two worker processes
 # behind an API process on Redis and PostgreSQL (turns/s, turn and first
 # text_delta p50/p99, and each process's CPU time).
+# The summary reads what each benchmark printed (tee), so a failing one must
+# still fail the recipe: pipefail.
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
 bench: build
-	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta|CancelTurn|AdapterTurn)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/
-	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/
-	cd pluginapi && $(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m .
-	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/runnerhost/
-	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/
-	$(GO) test -run='^$$' -bench='^BenchmarkLoad$$' -benchtime=1x -count=1 -timeout 30m -v ./internal/e2e/
+	@mkdir -p .bench && : > .bench/bench.txt
+	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta|CancelTurn|AdapterTurn)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/ | tee -a .bench/bench.txt
+	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ | tee -a .bench/bench.txt
+	cd pluginapi && $(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m . | tee -a ../.bench/bench.txt
+	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/runnerhost/ | tee -a .bench/bench.txt
+	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/ | tee -a .bench/bench.txt
+	$(GO) test -run='^$$' -bench='^Benchmark(Load|CachedSessionMemory)$$' -benchtime=1x -count=1 -timeout 30m -v ./internal/e2e/ | tee -a .bench/bench.txt
+	@echo; echo "Summary (.bench/bench.txt):"; $(GO) run ./internal/benchreport .bench/bench.txt
 
 # The long sessions at full length: 2,000 turns of 2 KiB messages (make test
 # runs 800), and 2,000 turns past a 20,000-token context window with

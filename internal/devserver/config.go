@@ -176,6 +176,10 @@ func serverConfig(sqlCfg *config.SQL, ports portPlan) *config.Config {
 	return cfg
 }
 
+// devQueuePollRPS is the poll rate of the one shard's task queue
+// processors (see dynamicConfig).
+const devQueuePollRPS = 1000
+
 // dynamicConfig holds the dev-machine overrides; everything else keeps the
 // server defaults.
 func dynamicConfig() dynamicconfig.StaticClient {
@@ -187,6 +191,18 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// a search attribute added to an existing namespace becomes usable
 		// quickly. On SQLite this is one small query per service per second.
 		dynamicconfig.NamespaceCacheRefreshInterval.Key(): namespaceRefreshInterval,
+
+		// The engine has one history shard (NumHistoryShards), so the
+		// per-shard poll rate of each task queue processor is the whole
+		// machine's. At the default 20 polls/s, once its burst is spent
+		// (about 50 turns after start), every workflow task that follows
+		// an activity (transfer queue) waits up to 50 ms for the next poll:
+		// a turn took 50 ms instead of 17. A cluster spreads sessions over
+		// hundreds of shards and keeps the default.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   devQueuePollRPS,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      devQueuePollRPS,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): devQueuePollRPS,
+		dynamicconfig.OutboundProcessorMaxPollRPS.Key():   devQueuePollRPS,
 
 		// The worker service starts these system SDK workers but never stops
 		// them (server v1.32.2: "Nothing is gracefully stopping these

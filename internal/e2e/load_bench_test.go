@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -90,6 +92,13 @@ func BenchmarkLoad(b *testing.B) {
 // processes and one API process on Redis and PostgreSQL.
 func startLoadCluster(b testing.TB, workers int) (*proc, *cluster) {
 	b.Helper()
+	return startLoadClusterOn(b, workers, "sqlite")
+}
+
+// startLoadClusterOn is startLoadCluster with the one-process topology's
+// message store: "sqlite" or "postgres".
+func startLoadClusterOn(b testing.TB, workers int, store string) (*proc, *cluster) {
+	b.Helper()
 	bin := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker")
 	runner := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise")
 	dir := b.TempDir()
@@ -106,9 +115,15 @@ func startLoadCluster(b testing.TB, workers int) (*proc, *cluster) {
 		}},
 	}
 	c := &cluster{t: b, bin: bin, dir: dir, config: filepath.Join(dir, "dex.yaml")}
-	if workers == 0 {
+	switch {
+	case workers == 0 && store == "postgres":
+		pg := pgtest.Start(b)
+		c.dsn = pg.CreateDatabase(b, "")
+		cfg["message_store"] = map[string]any{"driver": "postgres", "dsn_env": "DEX_LOAD_DSN"}
+		c.env = []string{"DEX_LOAD_DSN=" + c.dsn}
+	case workers == 0:
 		cfg["message_store"] = map[string]any{"driver": "sqlite", "path": filepath.Join(dir, "messages.db")}
-	} else {
+	default:
 		redisSrv := redistest.Start(b)
 		pg := pgtest.Start(b)
 		c.redis, c.dsn = redisSrv, pg.CreateDatabase(b, "")
@@ -141,6 +156,68 @@ func startLoadCluster(b testing.TB, workers int) (*proc, *cluster) {
 		c.run(fmt.Sprintf("worker-%d", i+1), "worker")
 	}
 	return c.run("api", "api"), c
+}
+
+// BenchmarkTurnAtDepthHTTP drives one echo session over HTTP to depth
+// DEX_BENCH_DEPTH (default 1,000) with 2 KiB messages and no compaction,
+// on one `run` process beside `engine`, with the message store on SQLite
+// and on PostgreSQL; then, on the same processes, a new session of 30
+// turns. depth-ratio is the median latency of the deep session's last 20
+// turns over that of the new session's turns 11 to 30, measured right
+// after: what a session's length costs a turn, through the whole path a
+// client sees. age-ratio is the new session's turns over the deep
+// session's turns 11 to 30, measured at the start: what the processes'
+// age (a grown engine database) costs every session alike. Run it with
+// -benchtime=1x.
+func BenchmarkTurnAtDepthHTTP(b *testing.B) {
+	depth := envInt("DEX_BENCH_DEPTH", 1000)
+	if depth < 60 {
+		b.Fatalf("DEX_BENCH_DEPTH=%d: want at least 60", depth)
+	}
+	for _, store := range []string{"sqlite", "postgres"} {
+		b.Run("store="+store, func(b *testing.B) {
+			api, _ := startLoadClusterOn(b, 0, store)
+			o := loadtest.Options{
+				BaseURL: "http://" + api.addr, Agent: "echo", Token: clusterToken,
+				Sessions: 1, Concurrency: 1, Turns: depth, Message: strings.Repeat("depth ", 2048/6+1)[:2048],
+			}
+			series := func(turns int) []time.Duration {
+				o := o
+				o.Turns = turns
+				res, err := loadtest.Run(context.Background(), o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.FailedTurns > 0 || len(res.Series) != turns {
+					b.Fatalf("%d turns failed, %d measured: %v", res.FailedTurns, len(res.Series), res.Errors)
+				}
+				return res.Series
+			}
+			b.ResetTimer()
+			var early, late, fresh time.Duration
+			for range b.N {
+				deep := series(depth)
+				early, late = medianOf(deep[10:30]), medianOf(deep[depth-20:])
+				var steps []string
+				for i := 0; i+50 <= depth; i += 50 {
+					steps = append(steps, fmt.Sprintf("%d:%.1fms", i, float64(medianOf(deep[i:i+50]).Microseconds())/1000))
+				}
+				b.Logf("median turn latency by 50 turns: %s", strings.Join(steps, " "))
+				fresh = medianOf(series(30)[10:30])
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(early.Microseconds())/1000, "early-turn-ms")
+			b.ReportMetric(float64(late.Microseconds())/1000, "late-turn-ms")
+			b.ReportMetric(float64(fresh.Microseconds())/1000, "new-session-turn-ms")
+			b.ReportMetric(float64(late)/float64(fresh), "depth-ratio")
+			b.ReportMetric(float64(fresh)/float64(early), "age-ratio")
+		})
+	}
+}
+
+func medianOf(d []time.Duration) time.Duration {
+	s := slices.Sorted(slices.Values(d))
+	return s[len(s)/2]
 }
 
 // cpuSeconds returns the CPU time each process of the cluster used so far,

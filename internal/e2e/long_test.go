@@ -21,6 +21,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript/pgtest"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -207,6 +208,15 @@ func BenchmarkTurnAtDepth(b *testing.B) { turnAtDepth(b, benchStack(b)) }
 func BenchmarkTurnAtDepthCompacted(b *testing.B) {
 	plugin := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	turnAtDepth(b, agenttest.NewStack(b, compactionConfig(plugin)))
+}
+
+// BenchmarkTurnAtDepthPostgres is BenchmarkTurnAtDepth with the message
+// store on PostgreSQL, the store of a deployment past one machine.
+func BenchmarkTurnAtDepthPostgres(b *testing.B) {
+	pg := pgtest.Start(b)
+	b.Setenv("DEX_BENCH_DSN", pg.CreateDatabase(b, ""))
+	plugin := agenttest.BuildBinary(b, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	turnAtDepth(b, agenttest.NewStack(b, testConfig(plugin)+"message_store: {driver: postgres, dsn_env: DEX_BENCH_DSN}\n"))
 }
 
 // turnAtDepth builds a deep session on s and times its turns against

@@ -72,6 +72,10 @@ type Result struct {
 	FirstDelta Percentiles `json:"first_text_delta_latency"`
 	// Errors are the first few failures, for the report.
 	Errors []string `json:"errors,omitempty"`
+	// Series is, for a run of one session, the latency of each of its
+	// turns in order, so a driver can compare its late turns with its
+	// early ones (the cost of a session's depth).
+	Series []time.Duration `json:"turn_series_ns,omitempty"`
 }
 
 func (r Result) String() string {
@@ -155,6 +159,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.TurnsPerSecond = float64(res.Turns) / res.Elapsed.Seconds()
 	}
 	res.Turn, res.FirstDelta = percentiles(turns), percentiles(deltas)
+	if o.Sessions == 1 {
+		res.Series = turns
+	}
 	if res.Turns == 0 && len(res.Errors) > 0 {
 		return res, fmt.Errorf("loadtest: no turn completed: %s", res.Errors[0])
 	}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+BenchmarkSessionTurn/telemetry=none-2         	      30	 183474689 ns/op	        40.00 events/turn	         4.935 wftasks/turn
+BenchmarkSessionTurn/telemetry=none-2         	      30	 193474689 ns/op	        40.00 events/turn	         4.935 wftasks/turn
+BenchmarkSessionTurn/telemetry=none-2         	      30	 173474689 ns/op	        40.00 events/turn	         4.935 wftasks/turn
+BenchmarkBareTemporalTurn-2                             	      30	 152356650 ns/op	        34.55 events/turn	         4.839 wftasks/turn
+BenchmarkCancelTurn-2                                   	      30	  14103484 ns/op	         2.985 model-ctx-p50-ms	         6.905 model-ctx-p99-ms	         6.137 p50-ms	        10.52 p99-ms
+BenchmarkCachedSessionMemory-2   	       1	6431198280 ns/op	      1404 KiB/session	       590.5 all-KiB/session	       813.4 engine-KiB/session
+some log line with Benchmark in it
+PASS
+`
+
+func TestReportComputesFiguresFromMedians(t *testing.T) {
+	r, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.median("BenchmarkSessionTurn/telemetry=none", "ns/op"); v != 183474689 {
+		t.Fatalf("median = %v", v)
+	}
+	var out bytes.Buffer
+	report(&out, r)
+	for _, want := range []string{
+		"| session turn against bare Temporal | 183.47 ms/op | 152.36 ms/op (BareTemporalTurn) | 1.20x | <= 1.10x |",
+		"| cancel_turn until the model call sees its context end | p50 3.0 ms, p99 6.9 ms |  |  | p50 <= 100 ms, p99 <= 250 ms |",
+		"| history events per turn | 40 events/turn | 34.55 events/turn (BareTemporalTurn) | 1.16x | report |",
+		"| memory per cached session (engine + worker, 5 turns of 4 KiB) | 1404 KiB/session |  |  | <= 100 KiB |",
+		"| BenchmarkCancelTurn | ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "FirstDelta") {
+		t.Errorf("a figure of a benchmark that did not run:\n%s", out.String())
+	}
+}
