@@ -131,8 +131,8 @@ bench: build
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ | tee -a .bench/bench.txt
 	cd pluginapi && $(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m . | tee -a ../.bench/bench.txt
 	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/runnerhost/ | tee -a .bench/bench.txt
-	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/ | tee -a .bench/bench.txt
-	$(GO) test -run='^$$' -bench='^Benchmark(Load|CachedSessionMemory)$$' -benchtime=1x -count=1 -timeout 30m -v ./internal/e2e/ | tee -a .bench/bench.txt
+	$(GO) test -run='^$$' -bench='^BenchmarkTurnAtDepth(Compacted|Postgres)?$$' -benchtime=$${BENCHTIME:-50x} -count=1 -timeout 30m ./internal/e2e/ | tee -a .bench/bench.txt
+	$(GO) test -run='^$$' -bench='^Benchmark(Load|CachedSessionMemory|TurnAtDepthHTTP)$$' -benchtime=1x -count=1 -timeout 30m -v ./internal/e2e/ | tee -a .bench/bench.txt
 	@echo; echo "Summary (.bench/bench.txt):"; $(GO) run ./internal/benchreport .bench/bench.txt
 
 # The long sessions at full length: 2,000 turns of 2 KiB messages (make test

@@ -137,13 +137,22 @@ func report(w io.Writer, r results) {
 	for _, name := range sortedNames(r, "BenchmarkColdStart/") {
 		value("runner cold start, "+strings.TrimPrefix(name, "BenchmarkColdStart/"), name, "ns/op", "report")
 	}
-	for _, name := range []string{"BenchmarkTurnAtDepth", "BenchmarkTurnAtDepthCompacted"} {
-		what := "turn at depth 2,000 against depth 10 (SQLite)"
-		if strings.HasSuffix(name, "Compacted") {
-			what = "turn at depth 2,000 against depth 10, with compaction (SQLite)"
+	for _, d := range []struct{ name, what string }{
+		{"BenchmarkTurnAtDepth", "SQLite"},
+		{"BenchmarkTurnAtDepthCompacted", "SQLite, with compaction"},
+		{"BenchmarkTurnAtDepthPostgres", "PostgreSQL"},
+	} {
+		for _, name := range sortedNames(r, d.name+"/depth=") {
+			depth := strings.TrimPrefix(name, d.name+"/depth=")
+			what := "turn at depth " + depth + " against depth 10 to 30 (" + d.what + ")"
+			value(what, name, "median-ratio", "<= 1.1")
+			value(what+", history bytes a turn adds", name, "bytes-ratio", "<= 1.1")
 		}
-		value(what, name, "median-ratio", "<= 1.1")
-		value(what+", history bytes", name, "bytes-ratio", "<= 1.1")
+	}
+	for _, name := range sortedNames(r, "BenchmarkTurnAtDepthHTTP/store=") {
+		store := strings.TrimPrefix(name, "BenchmarkTurnAtDepthHTTP/store=")
+		value("over HTTP, "+store+": a deep session's late turn against a new session's", name, "depth-ratio", "<= 1.1")
+		value("over HTTP, "+store+": a new session after the deep one against its early turns", name, "age-ratio", "<= 1.1")
 	}
 	for _, name := range sortedNames(r, "BenchmarkLoad/") {
 		value("echo turns/s over HTTP, "+strings.TrimPrefix(name, "BenchmarkLoad/"), name, "turns/s", "report")

@@ -13,6 +13,8 @@ BenchmarkSessionTurn/telemetry=none-2         	      30	 173474689 ns/op	       
 BenchmarkBareTemporalTurn-2                             	      30	 152356650 ns/op	        34.55 events/turn	         4.839 wftasks/turn
 BenchmarkCancelTurn-2                                   	      30	  14103484 ns/op	         2.985 model-ctx-p50-ms	         6.905 model-ctx-p99-ms	         6.137 p50-ms	        10.52 p99-ms
 BenchmarkCachedSessionMemory-2   	       1	6431198280 ns/op	      1404 KiB/session	       590.5 all-KiB/session	       813.4 engine-KiB/session
+BenchmarkTurnAtDepthPostgres/depth=2000-2 	      30	  45118780 ns/op	         1.008 bytes-ratio	         1.001 median-ratio
+BenchmarkTurnAtDepthHTTP/store=postgres-2       	       1	23255350850 ns/op	         0.8890 age-ratio	         1.124 depth-ratio
 some log line with Benchmark in it
 PASS
 `
@@ -33,6 +35,8 @@ func TestReportComputesFiguresFromMedians(t *testing.T) {
 		"| history events per turn | 40 events/turn | 34.55 events/turn (BareTemporalTurn) | 1.16x | report |",
 		"| memory per cached session (engine + worker, 5 turns of 4 KiB) | 1404 KiB/session |  |  | <= 100 KiB |",
 		"| BenchmarkCancelTurn | ",
+		"| turn at depth 2000 against depth 10 to 30 (PostgreSQL) | 1.001 median-ratio |  |  | <= 1.1 |",
+		"| over HTTP, postgres: a deep session's late turn against a new session's | 1.124 depth-ratio |  |  | <= 1.1 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
