@@ -42,6 +42,8 @@ type Config struct {
 	// grace period of whatever stops the process (Kubernetes:
 	// terminationGracePeriodSeconds).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Worker tunes the worker process's Temporal worker.
+	Worker Worker `yaml:"worker,omitempty"`
 	// MessageStore is where sessions keep the messages outside their
 	// window. Nil when the file has no message_store: dev then uses SQLite
 	// in its data dir.
@@ -134,6 +136,16 @@ type Temporal struct {
 	// that runs it, and moves to the deployment's current version at its
 	// next turn boundary (continue-as-new).
 	Deployment *WorkerDeployment `yaml:"deployment,omitempty"`
+}
+
+// Worker tunes the worker process's Temporal worker.
+type Worker struct {
+	// MaxCachedWorkflows bounds the sessions whose workflow state the
+	// process keeps in memory between their workflow tasks (the SDK's
+	// sticky cache, shared by the process's workers); 0 keeps the SDK's
+	// default, 10,000. A session evicted from it replays its current run's
+	// history on its next workflow task: less memory, more CPU.
+	MaxCachedWorkflows int `yaml:"max_cached_workflows,omitempty"`
 }
 
 // WorkerDeployment is a worker's Temporal Worker Deployment version.

@@ -1270,3 +1270,26 @@ func TestParseHeaders(t *testing.T) {
 		t.Fatalf("a bad pair: %v (it must name the pair, not quote it)", err)
 	}
 }
+
+func TestWorkerMaxCachedWorkflows(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		path := filepath.Join(dir, "dex.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := "plugins: {p: {command: dex-runner}}\nagents: [{name: a, flow_type: A, runner: p}]\n"
+	cfg, err := Load(write(base + "worker: {max_cached_workflows: 2000}\n"))
+	if err != nil || cfg.Worker.MaxCachedWorkflows != 2000 {
+		t.Fatalf("Load = %+v, %v", cfg.Worker, err)
+	}
+	if cfg, err := Load(write(base)); err != nil || cfg.Worker.MaxCachedWorkflows != 0 {
+		t.Fatalf("without worker: %+v, %v", cfg.Worker, err)
+	}
+	_, err = Load(write(base + "worker: {max_cached_workflows: -1}\n"))
+	if err == nil || !strings.Contains(err.Error(), "worker.max_cached_workflows: must be >= 0") {
+		t.Fatalf("a negative bound: %v", err)
+	}
+}

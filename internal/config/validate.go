@@ -168,6 +168,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if c.Worker.MaxCachedWorkflows < 0 {
+		p.add("worker.max_cached_workflows", "must be >= 0 (0: the SDK's default, 10,000), got %d", c.Worker.MaxCachedWorkflows)
+	}
 	if c.ShutdownTimeout <= 0 {
 		p.add("shutdown_timeout", "must be > 0, got %s", formatDuration(c.ShutdownTimeout))
 	}

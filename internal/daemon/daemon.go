@@ -275,6 +275,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		// calls run on its own version too.
 		DeploymentOptions: deploymentOptions(cfg.Temporal.Deployment),
 	}
+	if n := cfg.Worker.MaxCachedWorkflows; n > 0 {
+		// Process-wide: it sizes the cache when the process's first
+		// worker starts.
+		worker.SetStickyWorkflowCacheSize(n)
+	}
 	w := worker.New(c, cfg.Temporal.TaskQueue, workerOpts)
 	d.shutdownTimeout = cfg.ShutdownTimeout
 	// The fast path of a turn's cancel: this process's model calls end at

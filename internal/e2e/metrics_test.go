@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // scrape reads a /metrics page.
@@ -145,4 +147,52 @@ func openStream(t *testing.T, url, token string) func() {
 		t.Fatal(err)
 	}
 	return func() { resp.Body.Close() }
+}
+
+// TestMaxCachedWorkflowsBoundsTheCache: with worker.max_cached_workflows:
+// 2, a worker keeps at most two sessions' state between workflow tasks
+// (the SDK's sticky cache gauge), evicts the others (its forced-eviction
+// counter), and the evicted sessions still answer their next turns, from
+// their histories.
+func TestMaxCachedWorkflowsBoundsTheCache(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	metricsPort := agenttest.FreePort(t)
+	s := agenttest.NewStack(t, testConfig(plugin)+fmt.Sprintf(`
+worker: {max_cached_workflows: 2}
+telemetry:
+  metrics: {prometheus: "127.0.0.1:%d"}
+`, metricsPort))
+	s.StartWorker()
+	ids := []string{"cache-1", "cache-2", "cache-3", "cache-4"}
+	for round := 1; round <= 2; round++ {
+		for _, id := range ids {
+			msg := fmt.Sprintf("round %d of %s", round, id)
+			if round == 1 {
+				if _, err := s.Sessions.StartSession(ctx(t), client.StartSessionOptions{FlowType: flowType, SessionID: id, InitialMessage: msg}); err != nil {
+					t.Fatal(err)
+				}
+			} else if ok, err := s.Sessions.SendUserMessage(ctx(t), id, msg); err != nil || !ok {
+				t.Fatalf("send to %s: %v %v", id, ok, err)
+			}
+			s.WaitForSnapshot("the answer to "+msg, id, func(s wire.Snapshot) bool {
+				return idleWithAnswer(s) && lastText(s) == "echo: "+msg
+			})
+		}
+	}
+	page := scrape(t, fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	size := regexp.MustCompile(`(?m)^temporal_sticky_cache_size\{[^}]*\} ([0-9.e+-]+)$`).FindStringSubmatch(page)
+	evicted := regexp.MustCompile(`(?m)^temporal_sticky_cache_total_forced_eviction(?:_total)?\{[^}]*\} ([0-9.e+-]+)$`).FindStringSubmatch(page)
+	if size == nil || evicted == nil {
+		t.Fatalf("no sticky cache metrics:\n%s", grepLines(page, "sticky"))
+	}
+	if n, _ := strconv.ParseFloat(size[1], 64); n > 2 {
+		t.Errorf("the sticky cache holds %v sessions, want at most 2", n)
+	}
+	if n, _ := strconv.ParseFloat(evicted[1], 64); n < 1 {
+		t.Errorf("no session was evicted from a cache of 2 serving 4:\n%s", grepLines(page, "sticky"))
+	}
 }
