@@ -127,7 +127,7 @@ bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
 bench: build
 	@mkdir -p .bench && : > .bench/bench.txt
-	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta|CancelTurn|AdapterTurn)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/ | tee -a .bench/bench.txt
+	$(GO) test -run='^$$' -bench='^Benchmark(SessionTurn|BareTemporalTurn|FirstDelta|CancelTurn|CancelProviderStream|AdapterTurn)$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/e2e/ | tee -a .bench/bench.txt
 	$(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/transcript/ | tee -a .bench/bench.txt
 	cd pluginapi && $(GO) test -run='^$$' -bench=. -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m . | tee -a ../.bench/bench.txt
 	$(GO) test -run='^$$' -bench='^BenchmarkColdStart$$' -benchtime=$${BENCHTIME:-50x} -count=$${BENCHCOUNT:-3} -timeout 30m ./internal/runnerhost/ | tee -a .bench/bench.txt

@@ -118,6 +118,13 @@ func report(w io.Writer, r results) {
 	}
 	pct("BenchmarkCancelTurn", "cancel_turn until the model call sees its context end", "model-ctx-", "p50 <= 100 ms, p99 <= 250 ms")
 	pct("BenchmarkCancelTurn", "cancel_turn until turn_cancelled reaches an SSE client", "", "keep (p50 ~11 ms)")
+	if n50, ok := r.median("BenchmarkCancelProviderStream", "deltas-after-cancel-p50"); ok {
+		n99, _ := r.median("BenchmarkCancelProviderStream", "deltas-after-cancel-p99")
+		c50, _ := r.median("BenchmarkCancelProviderStream", "stream-close-p50-ms")
+		c99, _ := r.median("BenchmarkCancelProviderStream", "stream-close-p99-ms")
+		rows = append(rows, figure{"tokens a provider streaming 100/s still generates after cancel_turn",
+			fmt.Sprintf("p50 %.0f, p99 %.0f (its stream closed after p50 %.1f ms, p99 %.1f ms)", n50, n99, c50, c99), "", "", "stop the spend"})
+	}
 	pct("BenchmarkFirstDelta", "send until the first text_delta at an SSE client", "", "p50 <= 5 ms, p99 <= 12 ms")
 	ratio("session turn against bare Temporal", "BenchmarkSessionTurn/telemetry=none", "ns/op", "BenchmarkBareTemporalTurn", "ns/op", "<= 1.10x")
 	ratio("history events per turn", "BenchmarkSessionTurn/telemetry=none", "events/turn", "BenchmarkBareTemporalTurn", "events/turn", "report")

@@ -15,6 +15,7 @@ BenchmarkCancelTurn-2                                   	      30	  14103484 ns/
 BenchmarkCachedSessionMemory-2   	       1	6431198280 ns/op	      1404 KiB/session	       590.5 all-KiB/session	       813.4 engine-KiB/session
 BenchmarkTurnAtDepthPostgres/depth=2000-2 	      30	  45118780 ns/op	         1.008 bytes-ratio	         1.001 median-ratio
 BenchmarkTurnAtDepthHTTP/store=postgres-2       	       1	23255350850 ns/op	         0.8890 age-ratio	         1.124 depth-ratio
+BenchmarkCancelProviderStream-2   	      20	  70999580 ns/op	         0 deltas-after-cancel-p50	         1.000 deltas-after-cancel-p99	         4.156 stream-close-p50-ms	         8.060 stream-close-p99-ms
 some log line with Benchmark in it
 PASS
 `
@@ -35,6 +36,7 @@ func TestReportComputesFiguresFromMedians(t *testing.T) {
 		"| history events per turn | 40 events/turn | 34.55 events/turn (BareTemporalTurn) | 1.16x | report |",
 		"| memory per cached session (engine + worker, 5 turns of 4 KiB) | 1404 KiB/session |  |  | <= 100 KiB |",
 		"| BenchmarkCancelTurn | ",
+		"| tokens a provider streaming 100/s still generates after cancel_turn | p50 0, p99 1 (its stream closed after p50 4.2 ms, p99 8.1 ms) |  |  | stop the spend |",
 		"| turn at depth 2000 against depth 10 to 30 (PostgreSQL) | 1.001 median-ratio |  |  | <= 1.1 |",
 		"| over HTTP, postgres: a deep session's late turn against a new session's | 1.124 depth-ratio |  |  | <= 1.1 |",
 	} {
