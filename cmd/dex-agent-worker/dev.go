@@ -70,6 +70,7 @@ func newDevCmd(g *globals) *cobra.Command {
 				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
 			}
 			started := time.Now()
+			daemon.SizeWorkflowCache(cfg)
 			srv, err := devserver.Start(ctx, devserver.Options{
 				DataDir:                     abs,
 				Namespace:                   cfg.Temporal.Namespace,

@@ -275,11 +275,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		// calls run on its own version too.
 		DeploymentOptions: deploymentOptions(cfg.Temporal.Deployment),
 	}
-	if n := cfg.Worker.MaxCachedWorkflows; n > 0 {
-		// Process-wide: it sizes the cache when the process's first
-		// worker starts.
-		worker.SetStickyWorkflowCacheSize(n)
-	}
+	SizeWorkflowCache(cfg)
 	w := worker.New(c, cfg.Temporal.TaskQueue, workerOpts)
 	d.shutdownTimeout = cfg.ShutdownTimeout
 	// The fast path of a turn's cancel: this process's model calls end at
@@ -288,7 +284,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	canceller := modelCallCanceller{local: modelCalls}
 	if rb, ok := sink.(*events.RedisBroker); ok {
 		canceller.redis = rb
-		rb.OnModelCancel(func(sessionID, turnID string) { modelCalls.Cancel(sessionID, turnID) })
+		rb.OnModelCancel(func(sessionID, runID, turnID string) { modelCalls.Cancel(sessionID, runID, turnID) })
 	}
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
@@ -952,6 +948,16 @@ func (r agentRunners) Tools(agent string) []string {
 	return r.host.Tools(plugin, agent)
 }
 
+// SizeWorkflowCache applies worker.max_cached_workflows. The SDK's cache
+// is process-wide and sized when the process's first SDK worker starts:
+// dev calls it before its embedded engine, whose own system workers are
+// SDK workers too, starts them.
+func SizeWorkflowCache(cfg *config.Config) {
+	if n := cfg.Worker.MaxCachedWorkflows; n > 0 {
+		worker.SetStickyWorkflowCacheSize(n)
+	}
+}
+
 // modelCallCanceller ends a cancelled turn's model calls in this process
 // at once, and in the deployment's other workers through Redis.
 type modelCallCanceller struct {
@@ -959,10 +965,10 @@ type modelCallCanceller struct {
 	redis *events.RedisBroker
 }
 
-func (c modelCallCanceller) CancelModelCalls(sessionID, turnID string) {
-	c.local.Cancel(sessionID, turnID)
+func (c modelCallCanceller) CancelModelCalls(sessionID, runID, turnID string) {
+	c.local.Cancel(sessionID, runID, turnID)
 	if c.redis != nil {
-		c.redis.BroadcastModelCancel(sessionID, turnID)
+		c.redis.BroadcastModelCancel(sessionID, runID, turnID)
 	}
 }
 

@@ -99,6 +99,7 @@ func (h *changeHub) watch() (w *ChangeWatch, stop func(), first bool) {
 	}
 	if h.closed {
 		w.closed = true
+		w.signal()
 		return w, func() {}, false
 	}
 	h.watchers[w] = struct{}{}

@@ -93,7 +93,8 @@ type RedisBroker struct {
 	changes      changeHub
 	followOnce   sync.Once
 	changesReady chan struct{} // closed once the Pub/Sub channels are subscribed
-	onCancel     atomic.Pointer[func(sessionID, turnID string)]
+	onCancel     atomic.Pointer[func(sessionID, runID, turnID string)]
+	unsubscribed atomic.Bool // a watch stopped waiting for the first subscription
 
 	dropped   atomic.Int64
 	lastWarn  atomic.Int64
@@ -296,6 +297,7 @@ func (b *RedisBroker) cancelsChannel() string { return b.opts.KeyPrefix + "model
 // modelCancel is a message of the cancels channel.
 type modelCancel struct {
 	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
 	TurnID    string `json:"turn_id"`
 }
 
@@ -303,8 +305,8 @@ type modelCancel struct {
 // too, through OnModelCancel) that a turn's model calls must end. It
 // returns at once: the message goes in the background, best effort (the
 // engine's activity cancel stays the guarantee).
-func (b *RedisBroker) BroadcastModelCancel(sessionID, turnID string) {
-	data, _ := json.Marshal(modelCancel{SessionID: sessionID, TurnID: turnID})
+func (b *RedisBroker) BroadcastModelCancel(sessionID, runID, turnID string) {
+	data, _ := json.Marshal(modelCancel{SessionID: sessionID, RunID: runID, TurnID: turnID})
 	go func() {
 		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
 		defer cancel()
@@ -316,7 +318,7 @@ func (b *RedisBroker) BroadcastModelCancel(sessionID, turnID string) {
 
 // OnModelCancel calls fn for each turn cancel broadcast by any process,
 // for the broker's life. It waits a moment for the subscription.
-func (b *RedisBroker) OnModelCancel(fn func(sessionID, turnID string)) {
+func (b *RedisBroker) OnModelCancel(fn func(sessionID, runID, turnID string)) {
 	b.onCancel.Store(&fn)
 	b.follow()
 }
@@ -329,6 +331,7 @@ func (b *RedisBroker) follow() {
 	case <-b.ctx.Done():
 	case <-time.After(3 * time.Second):
 		// Redis is slow or down: watchers get a resync once it is back.
+		b.unsubscribed.Store(true)
 	}
 }
 
@@ -382,13 +385,19 @@ func (b *RedisBroker) followPubSub() {
 				if !ready {
 					ready = true
 					close(b.changesReady)
+					if b.unsubscribed.Load() {
+						// Watchers stopped waiting for Redis before it
+						// answered: they missed what was published
+						// meanwhile.
+						b.changes.lost()
+					}
 				}
 			}
 		case *redis.Message:
 			if m.Channel == b.cancelsChannel() {
 				var c modelCancel
 				if fn := b.onCancel.Load(); fn != nil && json.Unmarshal([]byte(m.Payload), &c) == nil && c.TurnID != "" {
-					(*fn)(c.SessionID, c.TurnID)
+					(*fn)(c.SessionID, c.RunID, c.TurnID)
 				}
 				continue
 			}

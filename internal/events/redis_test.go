@@ -136,6 +136,26 @@ func TestRedisChangesCrossProcessesAndResyncAfterARestart(t *testing.T) {
 	}
 }
 
+// A watch that starts while Redis is down stops waiting for it, and gets a
+// resync once the subscription is made: what was published meanwhile is
+// lost.
+func TestRedisWatchWhileRedisIsDownGetsAResync(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
+	srv.Stop()
+	w, stop := b.WatchChanges()
+	defer stop()
+	srv.Restart(t)
+	select {
+	case <-w.Ready():
+		if got, _ := w.Next(); len(got) == 0 || got[0].Type != wire.ChangeResync {
+			t.Fatalf("after Redis came up: %v, want a resync", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no resync once Redis came up")
+	}
+}
+
 // A turn's model-call cancel reaches every process of the deployment, and
 // no other deployment's.
 func TestRedisModelCancelReachesEveryProcess(t *testing.T) {
@@ -144,12 +164,12 @@ func TestRedisModelCancelReachesEveryProcess(t *testing.T) {
 	stepWorker := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "dep:"})
 	other := newRedisBroker(t, srv, RedisOptions{KeyPrefix: "other:"})
 	got := make(chan string, 4)
-	stepWorker.OnModelCancel(func(s, turn string) { got <- s + "/" + turn })
-	other.OnModelCancel(func(s, turn string) { got <- "other deployment: " + s + "/" + turn })
-	workflowWorker.BroadcastModelCancel("s1", "turn-3")
+	stepWorker.OnModelCancel(func(s, run, turn string) { got <- s + "/" + run + "/" + turn })
+	other.OnModelCancel(func(s, run, turn string) { got <- "other deployment: " + s + "/" + run + "/" + turn })
+	workflowWorker.BroadcastModelCancel("s1", "run-a", "turn-3")
 	select {
 	case c := <-got:
-		if c != "s1/turn-3" {
+		if c != "s1/run-a/turn-3" {
 			t.Fatalf("the Step's worker got %q", c)
 		}
 	case <-time.After(5 * time.Second):

@@ -50,7 +50,7 @@ type Runtime struct {
 // ModelCallCanceller ends the model calls of a cancelled turn wherever
 // they run (this process, or others through the event backend).
 type ModelCallCanceller interface {
-	CancelModelCalls(sessionID, turnID string)
+	CancelModelCalls(sessionID, runID, turnID string)
 }
 
 // Tracer traces turns from workflow code (internal/tracing/temporaltrace).
@@ -741,7 +741,7 @@ func (l *loop) exec(cmd session.Command) {
 		l.cancelTimer(c.InterruptID)
 	case session.CancelStep:
 		if turn, ok := session.ModelStepTurn(c.Key); ok && l.rt.ModelCalls != nil && !workflow.IsReplaying(l.ctx) {
-			l.rt.ModelCalls.CancelModelCalls(l.st.SessionID, turn)
+			l.rt.ModelCalls.CancelModelCalls(l.st.SessionID, workflow.GetInfo(l.ctx).WorkflowExecution.RunID, turn)
 		}
 		for _, f := range l.futures {
 			if f.key == c.Key && f.cancel != nil {

@@ -262,7 +262,7 @@ func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (sessio
 	defer a.begin()()
 	start := time.Now()
 	ctx = tracing.WithSession(ctx, in.SessionID)
-	call, release := a.ModelCalls.track(ctx, in.SessionID, in.TurnID)
+	call, release := a.ModelCalls.track(ctx, in.SessionID, activity.GetInfo(ctx).WorkflowExecution.RunID, in.TurnID)
 	out, err := a.runModel(call, in)
 	release()
 	if err != nil && cancelledFast(call, ctx) {

@@ -105,7 +105,7 @@ func (a *Activities) CompactContext(ctx context.Context, in session.CompactInput
 	defer a.begin()()
 	start := time.Now()
 	ctx = tracing.WithSession(ctx, in.Turn.SessionID)
-	call, release := a.ModelCalls.track(ctx, in.Turn.SessionID, in.Turn.TurnID)
+	call, release := a.ModelCalls.track(ctx, in.Turn.SessionID, activity.GetInfo(ctx).WorkflowExecution.RunID, in.Turn.TurnID)
 	out, err := a.compactContext(call, in)
 	release()
 	if err != nil && cancelledFast(call, ctx) {

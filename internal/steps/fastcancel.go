@@ -36,7 +36,9 @@ const maxCancelled = 10_000
 //
 // It is only a fast path: the engine's activity cancel stays the
 // guarantee, and the Step still ends as cancelled through it. A model
-// Step of a cancelled turn never runs again, so the turn names it.
+// Step of a cancelled turn never runs again, so the session's run and the
+// turn name it (the run, because a raw Temporal client may start a new
+// session under a closed one's ID, whose turns are numbered anew).
 type ModelCalls struct {
 	mu        sync.Mutex
 	running   map[string]map[*modelCall]struct{}
@@ -51,16 +53,18 @@ func NewModelCalls() *ModelCalls {
 	return &ModelCalls{running: map[string]map[*modelCall]struct{}{}, cancelled: map[string]time.Time{}, now: time.Now}
 }
 
-func turnKey(sessionID, turnID string) string { return sessionID + "\x00" + turnID }
+func turnKey(sessionID, runID, turnID string) string {
+	return sessionID + "\x00" + runID + "\x00" + turnID
+}
 
 // track returns a context for a model call of the turn that Cancel ends,
 // and the func that forgets it. On a nil registry, ctx is returned.
-func (m *ModelCalls) track(ctx context.Context, sessionID, turnID string) (context.Context, func()) {
+func (m *ModelCalls) track(ctx context.Context, sessionID, runID, turnID string) (context.Context, func()) {
 	if m == nil || turnID == "" {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	key := turnKey(sessionID, turnID)
+	key := turnKey(sessionID, runID, turnID)
 	c := &modelCall{cancel: cancel}
 	m.mu.Lock()
 	if at, ok := m.cancelled[key]; ok && m.now().Sub(at) < cancelledTTL {
@@ -86,13 +90,14 @@ func (m *ModelCalls) track(ctx context.Context, sessionID, turnID string) (conte
 	}
 }
 
-// Cancel ends the model calls of a turn that run in this process, and
-// those that start in the next two minutes; it returns how many ran.
-func (m *ModelCalls) Cancel(sessionID, turnID string) int {
+// Cancel ends the model calls of a turn of a session's run that run in
+// this process, and those that start in the next two minutes; it returns
+// how many ran.
+func (m *ModelCalls) Cancel(sessionID, runID, turnID string) int {
 	if m == nil {
 		return 0
 	}
-	key := turnKey(sessionID, turnID)
+	key := turnKey(sessionID, runID, turnID)
 	m.mu.Lock()
 	now := m.now()
 	if len(m.cancelled) >= maxCancelled {

@@ -10,13 +10,13 @@ import (
 func TestModelCallsEndTheCancelledTurnOnly(t *testing.T) {
 	m := NewModelCalls()
 	ctx := context.Background()
-	a, releaseA := m.track(ctx, "s1", "turn-1")
+	a, releaseA := m.track(ctx, "s1", "r1", "turn-1")
 	defer releaseA()
-	b, releaseB := m.track(ctx, "s1", "turn-2")
+	b, releaseB := m.track(ctx, "s1", "r1", "turn-2")
 	defer releaseB()
-	other, releaseO := m.track(ctx, "s2", "turn-1")
+	other, releaseO := m.track(ctx, "s2", "r1", "turn-1")
 	defer releaseO()
-	if n := m.Cancel("s1", "turn-1"); n != 1 {
+	if n := m.Cancel("s1", "r1", "turn-1"); n != 1 {
 		t.Fatalf("Cancel ended %d calls, want 1", n)
 	}
 	if !errors.Is(context.Cause(a), ErrTurnCancelled) || !cancelledFast(a, ctx) {
@@ -28,6 +28,13 @@ func TestModelCallsEndTheCancelledTurnOnly(t *testing.T) {
 	if m.Running() != 2 {
 		t.Fatalf("running = %d, want 2", m.Running())
 	}
+	// A new session under the same ID (a new run) numbers its turns anew:
+	// the old run's cancel of turn-1 does not end its turn-1.
+	again, release := m.track(ctx, "s1", "r2", "turn-1")
+	defer release()
+	if again.Err() != nil {
+		t.Fatalf("another run's turn-1 ended: %v", context.Cause(again))
+	}
 }
 
 // A model Step of the cancelled turn that registers after the cancel (it
@@ -37,16 +44,16 @@ func TestModelCallsRememberACancelledTurn(t *testing.T) {
 	m := NewModelCalls()
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
-	if n := m.Cancel("s", "t"); n != 0 {
+	if n := m.Cancel("s", "r", "t"); n != 0 {
 		t.Fatalf("Cancel ended %d calls with none running", n)
 	}
-	late, release := m.track(context.Background(), "s", "t")
+	late, release := m.track(context.Background(), "s", "r", "t")
 	release()
 	if !errors.Is(context.Cause(late), ErrTurnCancelled) {
 		t.Fatalf("a call of a cancelled turn started: cause %v", context.Cause(late))
 	}
 	now = now.Add(cancelledTTL)
-	again, release := m.track(context.Background(), "s", "t")
+	again, release := m.track(context.Background(), "s", "r", "t")
 	if again.Err() != nil {
 		t.Fatalf("the turn was remembered past its time: %v", context.Cause(again))
 	}
@@ -61,24 +68,24 @@ func TestModelCallsRememberACancelledTurn(t *testing.T) {
 func TestCancelledFastOnlyForTheFastPath(t *testing.T) {
 	m := NewModelCalls()
 	step, cancelStep := context.WithCancel(context.Background())
-	call, release := m.track(step, "s", "t")
+	call, release := m.track(step, "s", "r", "t")
 	release()
 	if cancelledFast(call, step) {
 		t.Fatal("a released call counts as a fast cancel")
 	}
-	call, release = m.track(step, "s", "u")
+	call, release = m.track(step, "s", "r", "u")
 	defer release()
 	cancelStep()
 	if cancelledFast(call, step) {
 		t.Fatal("the engine's cancel counts as a fast cancel")
 	}
 	var none *ModelCalls
-	if c, r := none.track(step, "s", "t"); c != step {
+	if c, r := none.track(step, "s", "r", "t"); c != step {
 		t.Fatal("a nil registry wrapped the context")
 	} else {
 		r()
 	}
-	if none.Cancel("s", "t") != 0 {
+	if none.Cancel("s", "r", "t") != 0 {
 		t.Fatal("a nil registry cancelled something")
 	}
 }
@@ -87,7 +94,7 @@ func TestCancelledFastOnlyForTheFastPath(t *testing.T) {
 func TestModelCallsBoundTheCancelledTurns(t *testing.T) {
 	m := NewModelCalls()
 	for i := range maxCancelled + 10 {
-		m.Cancel("s", string(rune('a'+i%26))+time.Duration(i).String())
+		m.Cancel("s", "r", string(rune('a'+i%26))+time.Duration(i).String())
 	}
 	if len(m.cancelled) > maxCancelled {
 		t.Fatalf("%d cancelled turns kept, max %d", len(m.cancelled), maxCancelled)

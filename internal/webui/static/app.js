@@ -88,8 +88,9 @@
   }
 
   const sleep = (ms, signal) => new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    if (signal) signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    const onAbort = () => { clearTimeout(t); resolve(); };
+    const t = setTimeout(() => { if (signal) signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    if (signal) signal.addEventListener('abort', onAbort, { once: true });
   });
 
   const numberFormat = new Intl.NumberFormat();
@@ -754,6 +755,7 @@
 
   async function followChanges() {
     stopChanges();
+    if (document.hidden) return; // it starts when the tab shows
     const ctrl = new AbortController();
     changes.abort = ctrl;
     let backoff = 1000;
@@ -2382,6 +2384,14 @@
     $('inbox-refresh').addEventListener('click', () => loadInbox(true));
     $('inbox-more').addEventListener('click', () => loadInbox(false, true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden && app.token) loadInbox(false); });
+    // A hidden tab lets go of its change feed: over HTTP/1.1 a browser
+    // opens at most six connections to a host, and each open tab holds its
+    // session's event stream already. Back in view, it reads the lists and
+    // follows the feed again.
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden) stopChanges();
+      else if (app.token && !changes.abort) followChanges();
+    });
     $('retry-turn').addEventListener('click', () => { if (app.session) retryTurn(app.session); });
     $('error-dismiss').addEventListener('click', () => {
       if (app.session) { app.session.dismissedError = $('error-text').textContent; scheduleRender(); }
