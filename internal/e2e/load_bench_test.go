@@ -220,11 +220,19 @@ func medianOf(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// cpuSeconds returns the CPU time each process of the cluster used so far,
-// its children (the runner plugins) included.
-func (c *cluster) cpuSeconds() map[string]float64 {
+// procUsage is what a process tree (a cluster process and its runner
+// plugins) used: CPU seconds so far, and resident memory now.
+type procUsage struct {
+	cpu    float64
+	rssKiB int64
+}
+
+// usage reads /proc once and returns each cluster process's usage, its
+// children's (the runner plugins) included.
+func (c *cluster) usage() map[string]procUsage {
 	parents := map[int]int{}
-	ticks := map[int]float64{}
+	own := map[int]procUsage{}
+	pageKiB := int64(os.Getpagesize() / 1024)
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
@@ -236,24 +244,40 @@ func (c *cluster) cpuSeconds() map[string]float64 {
 			continue
 		}
 		s := string(b)
+		// After the command's closing parenthesis: state, ppid, ...,
+		// utime (11), stime (12), ..., rss in pages (21).
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 13 {
+		if len(fields) < 22 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(fields[1])
 		utime, _ := strconv.ParseFloat(fields[11], 64)
 		stime, _ := strconv.ParseFloat(fields[12], 64)
-		parents[pid], ticks[pid] = ppid, (utime+stime)/100 // USER_HZ
+		rss, _ := strconv.ParseInt(fields[21], 10, 64)
+		parents[pid] = ppid
+		own[pid] = procUsage{cpu: (utime + stime) / 100, rssKiB: rss * pageKiB} // USER_HZ
 	}
-	out := map[string]float64{}
+	out := map[string]procUsage{}
 	for _, p := range c.procs {
 		pid := p.cmd.Process.Pid
-		out[p.name] = ticks[pid]
+		u := own[pid]
 		for child, parent := range parents {
 			if parent == pid {
-				out[p.name] += ticks[child]
+				u.cpu += own[child].cpu
+				u.rssKiB += own[child].rssKiB
 			}
 		}
+		out[p.name] = u
+	}
+	return out
+}
+
+// cpuSeconds returns the CPU time each process of the cluster used so far,
+// its children (the runner plugins) included.
+func (c *cluster) cpuSeconds() map[string]float64 {
+	out := map[string]float64{}
+	for name, u := range c.usage() {
+		out[name] = u.cpu
 	}
 	return out
 }

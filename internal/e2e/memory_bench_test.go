@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -61,36 +58,9 @@ func BenchmarkCachedSessionMemory(b *testing.B) {
 // rssKiB returns each process's resident memory in KiB, its children's
 // (the runner plugins) included.
 func (c *cluster) rssKiB() map[string]int64 {
-	parents := map[int]int{}
-	rss := map[int]int64{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(raw), "\n") {
-			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-				parents[pid], _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				rss[pid], _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			}
-		}
-	}
 	out := map[string]int64{}
-	for _, p := range c.procs {
-		pid := p.cmd.Process.Pid
-		out[p.name] = rss[pid]
-		for child, parent := range parents {
-			if parent == pid {
-				out[p.name] += rss[child]
-			}
-		}
+	for name, u := range c.usage() {
+		out[name] = u.rssKiB
 	}
 	return out
 }

@@ -89,8 +89,8 @@ type changeHub struct {
 	closed   bool
 }
 
-// watch adds a watcher; first reports whether it is the only one.
-func (h *changeHub) watch() (w *ChangeWatch, stop func(), first bool) {
+// watch adds a watcher.
+func (h *changeHub) watch() (w *ChangeWatch, stop func()) {
 	w = &ChangeWatch{ready: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -100,7 +100,7 @@ func (h *changeHub) watch() (w *ChangeWatch, stop func(), first bool) {
 	if h.closed {
 		w.closed = true
 		w.signal()
-		return w, func() {}, false
+		return w, func() {}
 	}
 	h.watchers[w] = struct{}{}
 	return w, func() {
@@ -108,7 +108,7 @@ func (h *changeHub) watch() (w *ChangeWatch, stop func(), first bool) {
 		delete(h.watchers, w)
 		h.mu.Unlock()
 		w.close()
-	}, len(h.watchers) == 1
+	}
 }
 
 // count returns how many watch.

@@ -221,7 +221,7 @@ func (b *MemoryBroker) ChangeWatchers() int { return b.changes.count() }
 
 // WatchChanges implements ChangeFeed.
 func (b *MemoryBroker) WatchChanges() (*ChangeWatch, func()) {
-	w, stop, _ := b.changes.watch()
+	w, stop := b.changes.watch()
 	return w, stop
 }
 

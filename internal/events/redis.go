@@ -340,7 +340,7 @@ func (b *RedisBroker) follow() {
 // moment for the subscription, so that it sees the changes made after it
 // returns.
 func (b *RedisBroker) WatchChanges() (*ChangeWatch, func()) {
-	w, stop, _ := b.changes.watch()
+	w, stop := b.changes.watch()
 	b.follow()
 	return w, stop
 }

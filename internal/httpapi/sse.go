@@ -76,6 +76,34 @@ func (s *Server) openStream(tok *scopedToken) (func(), bool) {
 	}, true
 }
 
+// startStream starts a long-lived response of tok: it counts it against
+// MaxStreamsPerToken (429, logged with logArgs, when the token holds its
+// most), sends headers and 200, and returns a write that sets the write
+// deadline and flushes, and the func that ends the count. ok is false when
+// the answer was the 429.
+func (s *Server) startStream(w http.ResponseWriter, r *http.Request, tok *scopedToken, headers map[string]string, logArgs ...any) (write func([]byte) error, end func(), ok bool) {
+	end, ok = s.openStream(tok)
+	if !ok {
+		s.log.Warn("stream refused: the token holds its most open streams",
+			append([]any{"token", tok.Name, "max_streams_per_token", s.opts.MaxStreamsPerToken}, logArgs...)...)
+		s.fail(w, r, errorf(http.StatusTooManyRequests, "too_many_requests",
+			"this token has %d event streams open, the most it may (http.max_streams_per_token): close one first", s.opts.MaxStreamsPerToken))
+		return nil, nil, false
+	}
+	for k, v := range headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}, end, true
+}
+
 func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *scopedToken) {
 	token := r.Header.Get("Last-Event-ID")
 	if token == "" {
@@ -92,26 +120,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *
 		s.failEvents(w, r, id, err)
 		return
 	}
-	closeStream, ok := s.openStream(tok)
+	write, closeStream, ok := s.startStream(w, r, tok, StreamHeaders, "session_id", id)
 	if !ok {
-		s.log.Warn("event stream refused: the token holds its most open streams", "token", tok.Name, "session_id", id, "max_streams_per_token", s.opts.MaxStreamsPerToken)
-		s.fail(w, r, errorf(http.StatusTooManyRequests, "too_many_requests",
-			"this token has %d event streams open, the most it may (http.max_streams_per_token): close one first", s.opts.MaxStreamsPerToken))
 		return
 	}
 	defer closeStream()
-	for k, v := range StreamHeaders {
-		w.Header().Set(k, v)
-	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	write := func(b []byte) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
 	if err := write([]byte(": stream open\n\n")); err != nil {
 		return
 	}
@@ -205,28 +218,15 @@ func (s *Server) sessionChanges(w http.ResponseWriter, r *http.Request, tok *sco
 		s.fail(w, r, errorf(http.StatusNotFound, "not_found", "this server's event store has no change feed"))
 		return
 	}
-	closeStream, ok := s.openStream(tok)
+	// The watch starts before the stream's first comment, so a client
+	// that saw it open and then read the list misses no change.
+	watch, stop := feed.WatchChanges()
+	defer stop()
+	write, closeStream, ok := s.startStream(w, r, tok, StreamHeaders, "stream", "changes")
 	if !ok {
-		s.log.Warn("change stream refused: the token holds its most open streams", "token", tok.Name, "max_streams_per_token", s.opts.MaxStreamsPerToken)
-		s.fail(w, r, errorf(http.StatusTooManyRequests, "too_many_requests",
-			"this token has %d event streams open, the most it may (http.max_streams_per_token): close one first", s.opts.MaxStreamsPerToken))
 		return
 	}
 	defer closeStream()
-	watch, stop := feed.WatchChanges()
-	defer stop()
-	for k, v := range StreamHeaders {
-		w.Header().Set(k, v)
-	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	write := func(b []byte) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
 	if err := write([]byte(": stream open\n\n")); err != nil {
 		return
 	}

@@ -262,18 +262,11 @@ func (s *Server) uiStream(w http.ResponseWriter, r *http.Request, id string, tok
 // from token until the turn ends or waits for an approval. A nil tr writes
 // first alone.
 func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok *scopedToken, tr *uistream.Translator, view *sessionView, token string, first []uistream.Chunk) {
-	closeStream, ok := s.openStream(tok)
+	send, closeStream, ok := s.startStream(w, r, tok, UIStreamHeaders, "session_id", id, "stream", "ui")
 	if !ok {
-		s.fail(w, r, errorf(http.StatusTooManyRequests, "too_many_requests",
-			"this token has %d event streams open, the most it may (http.max_streams_per_token): close one first", s.opts.MaxStreamsPerToken))
 		return
 	}
 	defer closeStream()
-	for k, v := range UIStreamHeaders {
-		w.Header().Set(k, v)
-	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	write := func(chunks []uistream.Chunk, done bool) error {
 		if len(chunks) == 0 && !done {
 			return nil
@@ -289,11 +282,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok 
 		if done {
 			buf = fmt.Appendf(buf, "data: %s\n\n", uistream.Done)
 		}
-		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		return rc.Flush()
+		return send(buf)
 	}
 	if tr == nil {
 		_ = write(first, true)
@@ -338,8 +327,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, id string, tok 
 			return
 		}
 		if len(batch) == 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			if _, err := w.Write(KeepAliveFrame); err != nil || rc.Flush() != nil {
+			if send(KeepAliveFrame) != nil {
 				return
 			}
 			continue

@@ -262,12 +262,11 @@ func (a *Activities) RunModel(ctx context.Context, in session.TurnInput) (sessio
 	defer a.begin()()
 	start := time.Now()
 	ctx = tracing.WithSession(ctx, in.SessionID)
-	call, release := a.ModelCalls.track(ctx, in.SessionID, activity.GetInfo(ctx).WorkflowExecution.RunID, in.TurnID)
-	out, err := a.runModel(call, in)
-	release()
-	if err != nil && cancelledFast(call, ctx) {
-		err = awaitStepCancel(ctx, int(activity.GetInfo(ctx).Attempt), fastCancelWait)
-	}
+	var out session.ModelOutcome
+	err := a.modelCall(ctx, in.SessionID, in.TurnID, func(call context.Context) (err error) {
+		out, err = a.runModel(call, in)
+		return err
+	})
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
 	a.traceChat(ctx, in.TurnID, start, out, err)
 	return out, a.finish(ctx, err)

@@ -105,12 +105,11 @@ func (a *Activities) CompactContext(ctx context.Context, in session.CompactInput
 	defer a.begin()()
 	start := time.Now()
 	ctx = tracing.WithSession(ctx, in.Turn.SessionID)
-	call, release := a.ModelCalls.track(ctx, in.Turn.SessionID, activity.GetInfo(ctx).WorkflowExecution.RunID, in.Turn.TurnID)
-	out, err := a.compactContext(call, in)
-	release()
-	if err != nil && cancelledFast(call, ctx) {
-		err = awaitStepCancel(ctx, int(activity.GetInfo(ctx).Attempt), fastCancelWait)
-	}
+	var out session.CompactOutcome
+	err := a.modelCall(ctx, in.Turn.SessionID, in.Turn.TurnID, func(call context.Context) (err error) {
+		out, err = a.compactContext(call, in)
+		return err
+	})
 	out.Attempt = int(activity.GetInfo(ctx).Attempt)
 	if a.Tracer != nil && (err != nil || out.Text != "" || out.TextRef != "") {
 		c := tracing.Chat{Step: traceStep(ctx, in.Turn.TurnID), Start: start, Err: a.spanError(err)}

@@ -131,6 +131,19 @@ func (m *ModelCalls) Running() int {
 	return n
 }
 
+// modelCall runs a model call Step's work under a context the turn's fast
+// cancel ends; when it did, the Step waits for the engine's cancel, so it
+// ends as the engine's cancel alone would end it.
+func (a *Activities) modelCall(ctx context.Context, sessionID, turnID string, run func(context.Context) error) error {
+	call, release := a.ModelCalls.track(ctx, sessionID, activity.GetInfo(ctx).WorkflowExecution.RunID, turnID)
+	err := run(call)
+	release()
+	if err != nil && cancelledFast(call, ctx) {
+		return awaitStepCancel(ctx, int(activity.GetInfo(ctx).Attempt), fastCancelWait)
+	}
+	return err
+}
+
 // cancelledFast reports that the fast path ended a model call's context
 // while the engine has not cancelled the Step yet.
 func cancelledFast(call, step context.Context) bool {
