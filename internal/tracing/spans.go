@@ -228,16 +228,35 @@ type Turn struct {
 	Outcome, Error string
 }
 
+// firstEnd reports whether this process has not written the turn root id
+// yet, and remembers it.
+func (t *Tracer) firstEnd(id trace.SpanID) bool {
+	t.endedMu.Lock()
+	defer t.endedMu.Unlock()
+	if _, ok := t.ended[id]; ok {
+		return false
+	}
+	if t.ended == nil || len(t.ended) >= maxEndedTurns {
+		t.ended = map[trace.SpanID]struct{}{}
+	}
+	t.ended[id] = struct{}{}
+	return true
+}
+
 // TurnEnded writes the invoke_agent root of a turn, with the IDs TurnRoot
 // derives and the turn's start and end. It runs in workflow code outside
-// replay; a second write of one turn (a workflow task run again after a
-// crash) carries the same IDs, which tracing backends merge.
+// replay. A workflow task that runs again writes it again: in this process
+// the second write is skipped; on another worker (the first died after
+// writing it) it carries the same IDs, which tracing backends merge.
 func (t *Tracer) TurnEnded(tr Turn) {
 	if t == nil {
 		return
 	}
 	defer t.guard("invoke_agent")
 	root := TurnRoot(tr.SessionID, tr.FirstRunID, tr.TurnID, t.ratio)
+	if !t.firstEnd(root.SpanID()) {
+		return
+	}
 	ctx := context.WithValue(WithSession(context.Background(), tr.SessionID), forcedKey{}, root)
 	opts := []trace.SpanStartOption{
 		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(tr.Start),

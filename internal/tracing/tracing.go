@@ -32,6 +32,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,7 +117,16 @@ type Tracer struct {
 	log      *slog.Logger
 	failures atomic.Int64
 	service  string
+
+	// ended holds the turn roots this process wrote, so a workflow task
+	// that runs again here (after a failed completion) does not write one
+	// twice; a task run again on another worker still can.
+	endedMu sync.Mutex
+	ended   map[trace.SpanID]struct{}
 }
+
+// maxEndedTurns bounds Tracer.ended.
+const maxEndedTurns = 10_000
 
 // New starts the exporter Options name and returns the Tracer; nil (and
 // no error) when the exporter is none.

@@ -119,6 +119,21 @@ func TestTurnEndedWritesTheRootWithItsIDsAndTimes(t *testing.T) {
 	}
 }
 
+// A workflow task that ends a turn and runs again in the same process
+// (its completion failed) writes the turn's root once.
+func TestTurnEndedTwiceWritesOneRoot(t *testing.T) {
+	tr, exp := newTestTracer(t, Options{})
+	turn := Turn{SessionID: "s1", FirstRunID: "run-1", RunID: "run-1", TurnID: "turn-1", TurnNumber: 1, Agent: "a",
+		Start: time.Now().Add(-time.Second), End: time.Now(), Outcome: "completed"}
+	tr.TurnEnded(turn)
+	tr.TurnEnded(turn)
+	turn.TurnID, turn.TurnNumber = "turn-2", 2
+	tr.TurnEnded(turn)
+	if spans := flushed(t, tr, exp); len(spans) != 2 {
+		t.Fatalf("%d roots written for two turns, one of them ended twice", len(spans))
+	}
+}
+
 func TestChatAndToolSpans(t *testing.T) {
 	step := Step{SessionID: "s1", RunID: "r1", TurnID: "turn-1", Type: "RunModel", ExecutionID: "r1/12", Attempt: 2}
 	for _, capture := range []bool{false, true} {
