@@ -127,6 +127,8 @@ func report(w io.Writer, r results) {
 	}
 	pct("BenchmarkFirstDelta", "send until the first text_delta at an SSE client", "", "p50 <= 5 ms, p99 <= 12 ms")
 	ratio("session turn against bare Temporal", "BenchmarkSessionTurn/telemetry=none", "ns/op", "BenchmarkBareTemporalTurn", "ns/op", "<= 1.10x")
+	ratio("session turn, active_step_search_mode disabled, against bare Temporal", "BenchmarkSessionTurn/search=disabled", "ns/op", "BenchmarkBareTemporalTurn", "ns/op", "report")
+	ratio("ActiveStepTypes upserts (search on against off)", "BenchmarkSessionTurn/telemetry=none", "ns/op", "BenchmarkSessionTurn/search=disabled", "ns/op", "report")
 	ratio("history events per turn", "BenchmarkSessionTurn/telemetry=none", "events/turn", "BenchmarkBareTemporalTurn", "events/turn", "report")
 	ratio("workflow tasks per turn", "BenchmarkSessionTurn/telemetry=none", "wftasks/turn", "BenchmarkBareTemporalTurn", "wftasks/turn", "report")
 	ratio("metrics on", "BenchmarkSessionTurn/telemetry=metrics", "ns/op", "BenchmarkSessionTurn/telemetry=none", "ns/op", "report")

@@ -10,6 +10,7 @@ const sample = `goos: linux
 BenchmarkSessionTurn/telemetry=none-2         	      30	 183474689 ns/op	        40.00 events/turn	         4.935 wftasks/turn
 BenchmarkSessionTurn/telemetry=none-2         	      30	 193474689 ns/op	        40.00 events/turn	         4.935 wftasks/turn
 BenchmarkSessionTurn/telemetry=none-2         	      30	 173474689 ns/op	        40.00 events/turn	         4.935 wftasks/turn
+BenchmarkSessionTurn/search=disabled-2                  	      30	 163474689 ns/op	        35.00 events/turn	         4.600 wftasks/turn
 BenchmarkBareTemporalTurn-2                             	      30	 152356650 ns/op	        34.55 events/turn	         4.839 wftasks/turn
 BenchmarkCancelTurn-2                                   	      30	  14103484 ns/op	         2.985 model-ctx-p50-ms	         6.905 model-ctx-p99-ms	         6.137 p50-ms	        10.52 p99-ms
 BenchmarkCachedSessionMemory-2   	       1	6431198280 ns/op	      1404 KiB/session	       590.5 all-KiB/session	       813.4 engine-KiB/session
@@ -33,6 +34,7 @@ func TestReportComputesFiguresFromMedians(t *testing.T) {
 	for _, want := range []string{
 		"| session turn against bare Temporal | 183.47 ms/op | 152.36 ms/op (BareTemporalTurn) | 1.20x | <= 1.10x |",
 		"| cancel_turn until the model call sees its context end | p50 3.0 ms, p99 6.9 ms |  |  | p50 <= 100 ms, p99 <= 250 ms |",
+		"| ActiveStepTypes upserts (search on against off) | 183.47 ms/op | 163.47 ms/op (SessionTurn/search=disabled) | 1.12x | report |",
 		"| history events per turn | 40 events/turn | 34.55 events/turn (BareTemporalTurn) | 1.16x | report |",
 		"| memory per cached session (engine + worker, 5 turns of 4 KiB) | 1404 KiB/session |  |  | <= 100 KiB |",
 		"| BenchmarkCancelTurn | ",

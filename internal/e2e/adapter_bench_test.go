@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer/aimock"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -87,7 +88,7 @@ func benchOrdersTurn(b *testing.B, s *agenttest.Stack) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, d := timedTurns(b, s, cfg, "OrdersBench", "look up order 7")
+	id, d := timedTurns(b, s, cfg, client.StartSessionOptions{FlowType: "OrdersBench"}, "look up order 7")
 	defer d.Stop()
 	ctx := context.Background()
 	snap, err := s.Sessions.GetAgentSnapshot(ctx, id)

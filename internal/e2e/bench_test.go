@@ -66,12 +66,18 @@ func BenchmarkSessionTurn(b *testing.B) {
 	receiver := otlptest.Start(b)
 	for _, telemetry := range []string{"none", "metrics", "metrics+traces"} {
 		b.Run("telemetry="+telemetry, func(b *testing.B) {
-			benchSessionTurn(b, s, strings.Contains(telemetry, "metrics"), strings.Contains(telemetry, "traces"), receiver)
+			benchSessionTurn(b, s, strings.Contains(telemetry, "metrics"), strings.Contains(telemetry, "traces"), receiver, "")
 		})
 	}
+	// The same turn in a session that is not searchable by its Steps: the
+	// cost of the ActiveStepTypes upserts is the ratio of telemetry=none's
+	// ns/op to this one's.
+	b.Run("search=disabled", func(b *testing.B) {
+		benchSessionTurn(b, s, false, false, receiver, wire.ActiveStepSearchDisabled)
+	})
 }
 
-func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool, receiver *otlptest.Receiver) {
+func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool, receiver *otlptest.Receiver, search string) {
 	cfg, err := config.Load(s.ConfigPath)
 	if err != nil {
 		b.Fatal(err)
@@ -82,7 +88,7 @@ func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool
 	if tracesOn {
 		cfg.Telemetry.Traces = config.TelemetryTraces{Exporter: config.TracesOTLP, Endpoint: receiver.GRPCEndpoint()}
 	}
-	id, d := timedTurns(b, s, cfg, flowType, "call:noop:1 call:noop:2 call:noop:3 call:noop:4")
+	id, d := timedTurns(b, s, cfg, client.StartSessionOptions{FlowType: flowType, ActiveStepSearchMode: search}, "call:noop:1 call:noop:2 call:noop:3 call:noop:4")
 	defer d.Stop()
 	ctx := context.Background()
 	snap, err := s.Sessions.GetAgentSnapshot(ctx, id)
@@ -108,10 +114,10 @@ func benchSessionTurn(b *testing.B, s *agenttest.Stack, metricsOn, tracesOn bool
 	}
 }
 
-// timedTurns starts a worker in this process on cfg and a session of flow,
+// timedTurns starts a worker in this process on cfg and a session with start,
 // sends message once to warm up the plugin connection and caches, then
 // times b.N turns of it. The caller stops the worker.
-func timedTurns(b *testing.B, s *agenttest.Stack, cfg *config.Config, flow, message string) (string, *daemon.Daemon) {
+func timedTurns(b *testing.B, s *agenttest.Stack, cfg *config.Config, start client.StartSessionOptions, message string) (string, *daemon.Daemon) {
 	waiter := &turnWaiter{chans: map[string]chan struct{}{}}
 	logger := slog.New(slog.NewTextHandler(logTo(b, s.Dir, "bench-worker.log"), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	d, err := daemon.Start(context.Background(), daemon.Options{Config: cfg, Logger: logger, Events: waiter, TemporalAddress: s.Address(), MessageStorePath: filepath.Join(s.Dir, "messages.db")})
@@ -119,7 +125,7 @@ func timedTurns(b *testing.B, s *agenttest.Stack, cfg *config.Config, flow, mess
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	id, err := s.Sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flow})
+	id, err := s.Sessions.StartSession(ctx, start)
 	if err != nil {
 		d.Stop()
 		b.Fatal(err)
