@@ -64,6 +64,68 @@ var pgMigrations = [][]string{
 		`CREATE INDEX spend_charges_token ON spend_charges (token, at)`,
 		`CREATE INDEX spend_charges_at ON spend_charges (at)`,
 	},
+	{ // version 3: forks share chunks (fork.go)
+		`ALTER TABLE transcript_chunks ADD COLUMN retired boolean NOT NULL DEFAULT false`,
+		`CREATE TABLE transcript_shares (
+			fork text NOT NULL,
+			base text NOT NULL,
+			first_seq bigint NOT NULL,
+			last_seq bigint NOT NULL,
+			PRIMARY KEY (fork, first_seq)
+		)`,
+		`CREATE INDEX transcript_shares_base ON transcript_shares (base, first_seq)`,
+		`CREATE TABLE transcript_forks (
+			fork text NOT NULL PRIMARY KEY,
+			parent text NOT NULL,
+			root text NOT NULL,
+			at_seq bigint NOT NULL,
+			from_seq bigint NOT NULL,
+			through_seq bigint NOT NULL,
+			created_at bigint NOT NULL -- Unix microseconds
+		)`,
+		`CREATE INDEX transcript_forks_root ON transcript_forks (root, created_at)`,
+	},
+}
+
+// pgForkLock is the key of the advisory lock that Fork and DeleteSession
+// take: they change which chunks forks share, one at a time.
+const pgForkLock int64 = 0x6465785f666f726b // "dex_fork"
+
+// pgLockSession takes the advisory lock of one session's chunks for the
+// transaction: DeleteChunks takes it, and Fork for its parent, so a chunk
+// is never deleted between Fork's read and its share.
+func pgLockSession(ctx context.Context, tx pgx.Tx, session string) error {
+	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", session)
+	return err
+}
+
+// pgShared is the condition that a chunk c is shared by a fork.
+const pgShared = `EXISTS (SELECT 1 FROM transcript_shares s WHERE s.base = c.session AND c.first_seq BETWEEN s.first_seq AND s.last_seq)`
+
+// pgQuerier is a pool or a transaction.
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// pgResolvedChunks lists a session's chunks that hold any sequence in
+// [from, to]: its own (not retired) and those its fork segments share.
+func pgResolvedChunks(ctx context.Context, q pgQuerier, session string, from, to int64) ([]ownedRef, error) {
+	rows, err := q.Query(ctx, `SELECT c.session, c.first_seq, c.last_seq, c.count, c.bytes FROM transcript_chunks c
+			WHERE c.session = $1 AND NOT c.retired AND c.first_seq <= $3 AND c.last_seq >= $2
+		UNION ALL
+		SELECT c.session, c.first_seq, c.last_seq, c.count, c.bytes FROM transcript_shares s
+			JOIN transcript_chunks c ON c.session = s.base AND c.first_seq >= s.first_seq AND c.last_seq <= s.last_seq
+			WHERE s.fork = $1 AND c.first_seq <= $3 AND c.last_seq >= $2
+		ORDER BY 2`, session, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ownedRef, error) {
+		var r ownedRef
+		err := row.Scan(&r.Owner, &r.First, &r.Last, &r.Count, &r.Bytes)
+		return r, err
+	})
 }
 
 // pgSchemaLock is the key of the advisory lock that serializes schema
@@ -239,7 +301,15 @@ func (s *pgStore) Window(ctx context.Context, session string, from, to int64) ([
 	if err := checkRange(session, from); err != nil || to < from {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, "SELECT seq, data FROM transcript_window WHERE session = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq", session, from, to)
+	return pgWindow(ctx, s.pool, session, from, to)
+}
+
+// pgWindow reads window rows [from, to].
+func pgWindow(ctx context.Context, q pgQuerier, session string, from, to int64) ([]Message, error) {
+	if to < from {
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, "SELECT seq, data FROM transcript_window WHERE session = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq", session, from, to)
 	if err != nil {
 		return nil, pgErr("read window", session, err)
 	}
@@ -276,8 +346,12 @@ func (s *pgStore) DeleteWindowThrough(ctx context.Context, session string, seq i
 func storedChunk(ctx context.Context, tx pgx.Tx, session string, first int64) (ChunkRef, []byte, error) {
 	var ref ChunkRef
 	var digest []byte
-	err := tx.QueryRow(ctx, "SELECT first_seq, last_seq, count, bytes, digest FROM transcript_chunks WHERE session = $1 AND first_seq = $2",
-		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &digest)
+	var retired bool
+	err := tx.QueryRow(ctx, "SELECT first_seq, last_seq, count, bytes, digest, retired FROM transcript_chunks WHERE session = $1 AND first_seq = $2",
+		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &digest, &retired)
+	if err == nil && retired {
+		return ChunkRef{}, nil, retiredConflict(session, ChunkRef{First: first})
+	}
 	return ref, digest, err
 }
 
@@ -305,6 +379,8 @@ func (s *pgStore) PutChunk(ctx context.Context, session string, msgs []Message) 
 	switch {
 	case err == nil:
 		return same(stored, storedDigest)
+	case errors.Is(err, ErrConflict):
+		return ChunkRef{}, err
 	case !errors.Is(err, pgx.ErrNoRows):
 		return ChunkRef{}, pgErr("put chunk", session, err)
 	}
@@ -331,6 +407,9 @@ func (s *pgStore) PutChunk(ctx context.Context, session string, msgs []Message) 
 		// Another Step put a chunk at first since the check above (a
 		// zombie and its retry, say): it is this one, or a conflict.
 		stored, storedDigest, err := storedChunk(ctx, tx, session, ref.First)
+		if errors.Is(err, ErrConflict) {
+			return ChunkRef{}, err
+		}
 		if err != nil {
 			return ChunkRef{}, pgErr("put chunk", session, err)
 		}
@@ -348,7 +427,12 @@ func (s *pgStore) Chunk(ctx context.Context, session string, first int64) ([]Mes
 	}
 	var ref ChunkRef
 	var data []byte
-	err := s.pool.QueryRow(ctx, "SELECT first_seq, last_seq, count, bytes, data FROM transcript_chunks WHERE session = $1 AND first_seq = $2",
+	err := s.pool.QueryRow(ctx, `SELECT first_seq, last_seq, count, bytes, data FROM transcript_chunks WHERE session = $1 AND first_seq = $2 AND NOT retired
+		UNION ALL
+		SELECT c.first_seq, c.last_seq, c.count, c.bytes, c.data FROM transcript_shares s
+			JOIN transcript_chunks c ON c.session = s.base AND c.first_seq = $2 AND c.last_seq <= s.last_seq
+			WHERE s.fork = $1 AND $2 BETWEEN s.first_seq AND s.last_seq
+		LIMIT 1`,
 		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &data)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -371,30 +455,41 @@ func (s *pgStore) Chunks(ctx context.Context, session string, from, to int64) ([
 	if err := checkRange(session, from); err != nil || to < from {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT first_seq, last_seq, count, bytes FROM transcript_chunks
-		WHERE session = $1 AND first_seq <= $2 AND last_seq >= $3 ORDER BY first_seq`, session, to, from)
+	owned, err := pgResolvedChunks(ctx, s.pool, session, from, to)
 	if err != nil {
 		return nil, pgErr("list chunks", session, err)
 	}
-	out, err := scanChunkRefs(rows)
-	if err != nil {
-		return nil, pgErr("list chunks", session, err)
-	}
-	return out, nil
+	return chunkRefs(owned), nil
 }
 
 func (s *pgStore) DeleteChunks(ctx context.Context, session string, firsts []int64) ([]ChunkRef, error) {
 	if err := checkSession(session); err != nil || len(firsts) == 0 {
 		return nil, err
 	}
-	// A CTE so the deleted refs come back in order.
-	rows, err := s.pool.Query(ctx, `WITH d AS (DELETE FROM transcript_chunks WHERE session = $1 AND first_seq = ANY($2)
-		RETURNING first_seq, last_seq, count, bytes) SELECT * FROM d ORDER BY first_seq`, session, firsts)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, pgErr("delete chunks", session, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := pgLockSession(ctx, tx, session); err != nil {
+		return nil, pgErr("delete chunks", session, err)
+	}
+	// Shared chunks are retired, the others deleted; a CTE so the refs
+	// come back in order.
+	rows, err := tx.Query(ctx, `WITH r AS (UPDATE transcript_chunks c SET retired = true
+			WHERE c.session = $1 AND NOT c.retired AND c.first_seq = ANY($2) AND `+pgShared+`
+			RETURNING first_seq, last_seq, count, bytes),
+		d AS (DELETE FROM transcript_chunks c WHERE c.session = $1 AND NOT c.retired AND c.first_seq = ANY($2) AND NOT `+pgShared+`
+			RETURNING first_seq, last_seq, count, bytes)
+		SELECT * FROM r UNION ALL SELECT * FROM d ORDER BY first_seq`, session, firsts)
 	if err != nil {
 		return nil, pgErr("delete chunks", session, err)
 	}
 	out, err := scanChunkRefs(rows)
 	if err != nil {
+		return nil, pgErr("delete chunks", session, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return nil, pgErr("delete chunks", session, err)
 	}
 	return out, nil
@@ -473,16 +568,35 @@ func (s *pgStore) DeleteSession(ctx context.Context, session string) (Deleted, e
 		return Deleted{}, pgErr("delete session", session, err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgForkLock); err != nil {
+		return Deleted{}, pgErr("delete session", session, err)
+	}
+	if err := pgLockSession(ctx, tx, session); err != nil {
+		return Deleted{}, pgErr("delete session", session, err)
+	}
 	var d Deleted
 	for _, t := range []struct {
-		table string
-		n     *int64
-	}{{"transcript_window", &d.WindowRows}, {"transcript_chunks", &d.Chunks}, {"transcript_blobs", &d.Blobs}} {
-		tag, err := tx.Exec(ctx, "DELETE FROM "+t.table+" WHERE session = $1", session)
+		stmt string
+		n    *int64
+	}{
+		{"DELETE FROM transcript_window WHERE session = $1", &d.WindowRows},
+		{"UPDATE transcript_chunks c SET retired = true WHERE c.session = $1 AND NOT c.retired AND " + pgShared, nil},
+		{"DELETE FROM transcript_chunks c WHERE c.session = $1 AND NOT c.retired", &d.Chunks},
+		{"DELETE FROM transcript_blobs WHERE session = $1", &d.Blobs},
+		{"DELETE FROM transcript_forks WHERE fork = $1", nil},
+		// The session's shares go, and with them the retired chunks
+		// that no other fork shares.
+		{`DELETE FROM transcript_chunks c WHERE c.retired AND c.session IN (SELECT base FROM transcript_shares WHERE fork = $1)
+			AND NOT EXISTS (SELECT 1 FROM transcript_shares s WHERE s.base = c.session AND s.fork <> $1 AND c.first_seq BETWEEN s.first_seq AND s.last_seq)`, nil},
+		{"DELETE FROM transcript_shares WHERE fork = $1", nil},
+	} {
+		tag, err := tx.Exec(ctx, t.stmt, session)
 		if err != nil {
 			return Deleted{}, pgErr("delete session", session, err)
 		}
-		*t.n = tag.RowsAffected()
+		if t.n != nil {
+			*t.n = tag.RowsAffected()
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return Deleted{}, pgErr("delete session", session, err)
@@ -524,4 +638,136 @@ func (s *pgStore) Spent(ctx context.Context, scope SpendScope, since time.Time) 
 		return Spend{}, fmt.Errorf("transcript: postgres: sum the spend of %s %q: %w", col, name, err)
 	}
 	return sp, nil
+}
+
+const pgForkColumns = "fork, parent, root, at_seq, from_seq, through_seq, created_at"
+
+func scanPGFork(row pgx.Row) (Fork, error) {
+	var f Fork
+	var created int64
+	if err := row.Scan(&f.Session, &f.Parent, &f.Root, &f.AtSequence, &f.From, &f.Through, &created); err != nil {
+		return Fork{}, err
+	}
+	f.Created = time.UnixMicro(created).UTC()
+	return f, nil
+}
+
+func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (ForkResult, error) {
+	if err := checkFork(fork, parent, at); err != nil {
+		return ForkResult{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgForkLock); err != nil {
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	if err := pgLockSession(ctx, tx, parent); err != nil {
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	f, err := scanPGFork(tx.QueryRow(ctx, "SELECT "+pgForkColumns+" FROM transcript_forks WHERE fork = $1", fork))
+	switch {
+	case err == nil && (f.Parent != parent || f.AtSequence != at):
+		return ForkResult{}, forkConflict(f, parent, at)
+	case err == nil:
+		// Made before: the same result again.
+		tail, err := pgWindow(ctx, tx, fork, f.Through+1, at)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		return ForkResult{Fork: f, Tail: tail}, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	var used bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transcript_window WHERE session = $1)
+		OR EXISTS (SELECT 1 FROM transcript_chunks WHERE session = $1)`, fork).Scan(&used); err != nil {
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	if used {
+		return ForkResult{}, fmt.Errorf("%w: session %q already holds messages; a fork needs a new session", ErrConflict, fork)
+	}
+	refs, err := pgResolvedChunks(ctx, tx, parent, 1, at)
+	if err != nil {
+		return ForkResult{}, pgErr("fork", parent, err)
+	}
+	plan, err := planFork(parent, at, refs)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	var tail []Message
+	if plan.span != nil {
+		var data []byte
+		if err := tx.QueryRow(ctx, "SELECT data FROM transcript_chunks WHERE session = $1 AND first_seq = $2", plan.span.Owner, plan.span.First).Scan(&data); err != nil {
+			return ForkResult{}, pgErr("fork", parent, err)
+		}
+		msgs, err := checkChunk(plan.span.Owner, plan.span.ChunkRef, data)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		tail = tailOf(msgs, plan.through, at)
+	} else if tail, err = pgWindow(ctx, tx, parent, plan.through+1, at); err != nil {
+		return ForkResult{}, err
+	}
+	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: s.now().UTC().Truncate(time.Microsecond)}
+	err = tx.QueryRow(ctx, "SELECT root FROM transcript_forks WHERE fork = $1", parent).Scan(&f.Root)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return ForkResult{}, pgErr("fork", parent, err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO transcript_forks ("+pgForkColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		f.Session, f.Parent, f.Root, f.AtSequence, f.From, f.Through, f.Created.UnixMicro()); err != nil {
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	for _, sg := range plan.segments {
+		if _, err := tx.Exec(ctx, "INSERT INTO transcript_shares (fork, base, first_seq, last_seq) VALUES ($1, $2, $3, $4)", fork, sg.Base, sg.First, sg.Last); err != nil {
+			return ForkResult{}, pgErr("fork", fork, err)
+		}
+	}
+	encoded, err := encodeWrite(fork, tail, true)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	for i, m := range tail {
+		if _, err := tx.Exec(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES ($1, $2, 0, 0, $3)", fork, m.Sequence, encoded[i]); err != nil {
+			return ForkResult{}, pgErr("fork", fork, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return ForkResult{}, pgErr("fork", fork, err)
+	}
+	return ForkResult{Fork: f, Tail: tail}, nil
+}
+
+func (s *pgStore) ForkOf(ctx context.Context, session string) (Fork, error) {
+	if err := checkSession(session); err != nil {
+		return Fork{}, err
+	}
+	f, err := scanPGFork(s.pool.QueryRow(ctx, "SELECT "+pgForkColumns+" FROM transcript_forks WHERE fork = $1", session))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Fork{}, fmt.Errorf("%w: session %q is not a fork", ErrNotFound, session)
+	case err != nil:
+		return Fork{}, pgErr("read fork", session, err)
+	}
+	return f, nil
+}
+
+func (s *pgStore) Branches(ctx context.Context, root string, limit int) ([]Fork, error) {
+	if err := checkSession(root); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+pgForkColumns+" FROM transcript_forks WHERE root = $1 ORDER BY created_at, fork LIMIT $2", root, limit)
+	if err != nil {
+		return nil, pgErr("list branches", root, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Fork, error) { return scanPGFork(row) })
+	if err != nil {
+		return nil, pgErr("list branches", root, err)
+	}
+	return out, nil
 }

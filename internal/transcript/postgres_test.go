@@ -82,8 +82,8 @@ func testPostgresConcurrentOpen(t *testing.T, srv *pgtest.Server) {
 	if err != nil || len(got) != workers {
 		t.Errorf("Window of the rows every worker wrote: %d rows, %v", len(got), err)
 	}
-	if v := pgVersion(t, dsn); v != 2 {
-		t.Errorf("schema version = %d, want 2", v)
+	if v := pgVersion(t, dsn); v != 3 {
+		t.Errorf("schema version = %d, want 3", v)
 	}
 }
 
@@ -143,8 +143,8 @@ func testPostgresReopen(t *testing.T, srv *pgtest.Server) {
 	if err := s.PutWindow(ctx, "s1", transcript.Writer{Gen: 1, Attempt: 9}, msgs); !errors.Is(err, transcript.ErrFenced) {
 		t.Errorf("an older Step after reopening: %v, want ErrFenced", err)
 	}
-	if v := pgVersion(t, dsn); v != 2 {
-		t.Errorf("schema version = %d, want 2", v)
+	if v := pgVersion(t, dsn); v != 3 {
+		t.Errorf("schema version = %d, want 3", v)
 	}
 }
 

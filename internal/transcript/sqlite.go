@@ -72,6 +72,63 @@ var sqliteMigrations = [][]string{
 		`CREATE INDEX spend_charges_token ON spend_charges (token, at)`,
 		`CREATE INDEX spend_charges_at ON spend_charges (at)`,
 	},
+	{ // version 3: forks share chunks (fork.go)
+		`ALTER TABLE transcript_chunks ADD COLUMN retired INTEGER NOT NULL DEFAULT 0`,
+		`CREATE TABLE transcript_shares (
+			fork TEXT NOT NULL,
+			base TEXT NOT NULL,
+			first_seq INTEGER NOT NULL,
+			last_seq INTEGER NOT NULL,
+			PRIMARY KEY (fork, first_seq)
+		)`,
+		`CREATE INDEX transcript_shares_base ON transcript_shares (base, first_seq)`,
+		`CREATE TABLE transcript_forks (
+			fork TEXT NOT NULL PRIMARY KEY,
+			parent TEXT NOT NULL,
+			root TEXT NOT NULL,
+			at_seq INTEGER NOT NULL,
+			from_seq INTEGER NOT NULL,
+			through_seq INTEGER NOT NULL,
+			created_at INTEGER NOT NULL -- Unix microseconds
+		)`,
+		`CREATE INDEX transcript_forks_root ON transcript_forks (root, created_at)`,
+	},
+}
+
+// sqliteShared is the condition that a chunk c is shared by a fork.
+const sqliteShared = `EXISTS (SELECT 1 FROM transcript_shares s WHERE s.base = c.session AND c.first_seq BETWEEN s.first_seq AND s.last_seq)`
+
+// sqliteResolved lists a session's chunks that hold any sequence in
+// [from, to]: its own (not retired) and those its fork segments share.
+const sqliteResolved = `SELECT c.session, c.first_seq, c.last_seq, c.count, c.bytes FROM transcript_chunks c
+		WHERE c.session = ?1 AND c.retired = 0 AND c.first_seq <= ?3 AND c.last_seq >= ?2
+	UNION ALL
+	SELECT c.session, c.first_seq, c.last_seq, c.count, c.bytes FROM transcript_shares s
+		JOIN transcript_chunks c ON c.session = s.base AND c.first_seq >= s.first_seq AND c.last_seq <= s.last_seq
+		WHERE s.fork = ?1 AND c.first_seq <= ?3 AND c.last_seq >= ?2
+	ORDER BY 2`
+
+// sqliteQuerier is a *sql.DB or a *sql.Tx.
+type sqliteQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func sqliteResolvedChunks(ctx context.Context, q sqliteQuerier, session string, from, to int64) ([]ownedRef, error) {
+	rows, err := q.QueryContext(ctx, sqliteResolved, session, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []ownedRef
+	for rows.Next() {
+		var r ownedRef
+		if err := rows.Scan(&r.Owner, &r.First, &r.Last, &r.Count, &r.Bytes); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // sqliteFileMode is the mode of a new database file. SQLite creates its
@@ -311,9 +368,12 @@ func (s *sqliteStore) PutChunk(ctx context.Context, session string, msgs []Messa
 
 	var stored ChunkRef
 	var storedDigest []byte
-	err = tx.QueryRowContext(ctx, "SELECT first_seq, last_seq, count, bytes, digest FROM transcript_chunks WHERE session = ? AND first_seq = ?",
-		session, ref.First).Scan(&stored.First, &stored.Last, &stored.Count, &stored.Bytes, &storedDigest)
+	var retired bool
+	err = tx.QueryRowContext(ctx, "SELECT first_seq, last_seq, count, bytes, digest, retired FROM transcript_chunks WHERE session = ? AND first_seq = ?",
+		session, ref.First).Scan(&stored.First, &stored.Last, &stored.Count, &stored.Bytes, &storedDigest, &retired)
 	switch {
+	case err == nil && retired:
+		return ChunkRef{}, retiredConflict(session, ref)
 	case err == nil && stored == ref && bytes.Equal(storedDigest, digest[:]):
 		return stored, nil // the same chunk again: a retried Step
 	case err == nil:
@@ -347,7 +407,12 @@ func (s *sqliteStore) Chunk(ctx context.Context, session string, first int64) ([
 	}
 	var ref ChunkRef
 	var data []byte
-	err := s.r.QueryRowContext(ctx, "SELECT first_seq, last_seq, count, bytes, data FROM transcript_chunks WHERE session = ? AND first_seq = ?",
+	err := s.r.QueryRowContext(ctx, `SELECT first_seq, last_seq, count, bytes, data FROM transcript_chunks WHERE session = ?1 AND first_seq = ?2 AND retired = 0
+		UNION ALL
+		SELECT c.first_seq, c.last_seq, c.count, c.bytes, c.data FROM transcript_shares s
+			JOIN transcript_chunks c ON c.session = s.base AND c.first_seq = ?2 AND c.last_seq <= s.last_seq
+			WHERE s.fork = ?1 AND ?2 BETWEEN s.first_seq AND s.last_seq
+		LIMIT 1`,
 		session, first).Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes, &data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -362,24 +427,11 @@ func (s *sqliteStore) Chunks(ctx context.Context, session string, from, to int64
 	if err := checkRange(session, from); err != nil || to < from {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT first_seq, last_seq, count, bytes FROM transcript_chunks
-		WHERE session = ? AND first_seq <= ? AND last_seq >= ? ORDER BY first_seq`, session, to, from)
+	owned, err := sqliteResolvedChunks(ctx, s.r, session, from, to)
 	if err != nil {
 		return nil, sqliteErr("list chunks", session, err)
 	}
-	defer func() { _ = rows.Close() }()
-	var out []ChunkRef
-	for rows.Next() {
-		var ref ChunkRef
-		if err := rows.Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes); err != nil {
-			return nil, sqliteErr("list chunks", session, err)
-		}
-		out = append(out, ref)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, sqliteErr("list chunks", session, err)
-	}
-	return out, nil
+	return chunkRefs(owned), nil
 }
 
 func (s *sqliteStore) DeleteChunks(ctx context.Context, session string, firsts []int64) ([]ChunkRef, error) {
@@ -390,25 +442,48 @@ func (s *sqliteStore) DeleteChunks(ctx context.Context, session string, firsts [
 	if err != nil {
 		return nil, sqliteErr("delete chunks", session, err)
 	}
-	rows, err := s.w.QueryContext(ctx, `DELETE FROM transcript_chunks WHERE session = ? AND first_seq IN (SELECT value FROM json_each(?))
-		RETURNING first_seq, last_seq, count, bytes`, session, string(list))
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, sqliteErr("delete chunks", session, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var out []ChunkRef
+	// Shared chunks are retired, the others deleted.
+	for _, stmt := range []string{
+		`UPDATE transcript_chunks AS c SET retired = 1 WHERE c.session = ? AND c.retired = 0 AND c.first_seq IN (SELECT value FROM json_each(?))
+			AND ` + sqliteShared + ` RETURNING first_seq, last_seq, count, bytes`,
+		`DELETE FROM transcript_chunks AS c WHERE c.session = ? AND c.retired = 0 AND c.first_seq IN (SELECT value FROM json_each(?))
+			RETURNING first_seq, last_seq, count, bytes`,
+	} {
+		refs, err := sqliteRefs(ctx, tx, stmt, session, string(list))
+		if err != nil {
+			return nil, sqliteErr("delete chunks", session, err)
+		}
+		out = append(out, refs...)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, sqliteErr("delete chunks", session, err)
+	}
+	slices.SortFunc(out, func(a, b ChunkRef) int { return cmp.Compare(a.First, b.First) })
+	return out, nil
+}
+
+// sqliteRefs runs a statement that returns chunk refs.
+func sqliteRefs(ctx context.Context, q sqliteQuerier, stmt string, args ...any) ([]ChunkRef, error) {
+	rows, err := q.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
 	var out []ChunkRef
 	for rows.Next() {
 		var ref ChunkRef
 		if err := rows.Scan(&ref.First, &ref.Last, &ref.Count, &ref.Bytes); err != nil {
-			return nil, sqliteErr("delete chunks", session, err)
+			return nil, err
 		}
 		out = append(out, ref)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, sqliteErr("delete chunks", session, err)
-	}
-	slices.SortFunc(out, func(a, b ChunkRef) int { return cmp.Compare(a.First, b.First) })
-	return out, nil
+	return out, rows.Err()
 }
 
 func (s *sqliteStore) PutBlob(ctx context.Context, session string, data []byte) (string, error) {
@@ -499,12 +574,26 @@ func (s *sqliteStore) DeleteSession(ctx context.Context, session string) (Delete
 	defer func() { _ = tx.Rollback() }()
 	var d Deleted
 	for _, t := range []struct {
-		table string
-		n     *int64
-	}{{"transcript_window", &d.WindowRows}, {"transcript_chunks", &d.Chunks}, {"transcript_blobs", &d.Blobs}} {
-		res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE session = ?", session)
+		stmt string
+		n    *int64
+	}{
+		{"DELETE FROM transcript_window WHERE session = ?", &d.WindowRows},
+		{"UPDATE transcript_chunks AS c SET retired = 1 WHERE c.session = ? AND c.retired = 0 AND " + sqliteShared, nil},
+		{"DELETE FROM transcript_chunks AS c WHERE c.session = ? AND c.retired = 0", &d.Chunks},
+		{"DELETE FROM transcript_blobs WHERE session = ?", &d.Blobs},
+		{"DELETE FROM transcript_forks WHERE fork = ?", nil},
+		// The session's shares go, and with them the retired chunks
+		// that no other fork shares.
+		{`DELETE FROM transcript_chunks AS c WHERE c.retired = 1 AND c.session IN (SELECT base FROM transcript_shares WHERE fork = ?1)
+			AND NOT EXISTS (SELECT 1 FROM transcript_shares s WHERE s.base = c.session AND s.fork <> ?1 AND c.first_seq BETWEEN s.first_seq AND s.last_seq)`, nil},
+		{"DELETE FROM transcript_shares WHERE fork = ?", nil},
+	} {
+		res, err := tx.ExecContext(ctx, t.stmt, session)
 		if err != nil {
 			return Deleted{}, sqliteErr("delete session", session, err)
+		}
+		if t.n == nil {
+			continue
 		}
 		if *t.n, err = res.RowsAffected(); err != nil {
 			return Deleted{}, sqliteErr("delete session", session, err)
@@ -551,4 +640,165 @@ func (s *sqliteStore) Spent(ctx context.Context, scope SpendScope, since time.Ti
 		return Spend{}, fmt.Errorf("transcript: sqlite: sum the spend of %s %q: %w", col, name, err)
 	}
 	return sp, nil
+}
+
+const sqliteForkColumns = "fork, parent, root, at_seq, from_seq, through_seq, created_at"
+
+func scanSQLiteFork(row interface{ Scan(...any) error }) (Fork, error) {
+	var f Fork
+	var created int64
+	if err := row.Scan(&f.Session, &f.Parent, &f.Root, &f.AtSequence, &f.From, &f.Through, &created); err != nil {
+		return Fork{}, err
+	}
+	f.Created = time.UnixMicro(created).UTC()
+	return f, nil
+}
+
+func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (ForkResult, error) {
+	if err := checkFork(fork, parent, at); err != nil {
+		return ForkResult{}, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return ForkResult{}, sqliteErr("fork", fork, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	f, err := scanSQLiteFork(tx.QueryRowContext(ctx, "SELECT "+sqliteForkColumns+" FROM transcript_forks WHERE fork = ?", fork))
+	switch {
+	case err == nil && (f.Parent != parent || f.AtSequence != at):
+		return ForkResult{}, forkConflict(f, parent, at)
+	case err == nil:
+		// Made before: the same result again.
+		tail, err := sqliteWindow(ctx, tx, fork, f.Through+1, at)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		return ForkResult{Fork: f, Tail: tail}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return ForkResult{}, sqliteErr("fork", fork, err)
+	}
+	var used bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM transcript_window WHERE session = ?1)
+		OR EXISTS (SELECT 1 FROM transcript_chunks WHERE session = ?1)`, fork).Scan(&used); err != nil {
+		return ForkResult{}, sqliteErr("fork", fork, err)
+	}
+	if used {
+		return ForkResult{}, fmt.Errorf("%w: session %q already holds messages; a fork needs a new session", ErrConflict, fork)
+	}
+	refs, err := sqliteResolvedChunks(ctx, tx, parent, 1, at)
+	if err != nil {
+		return ForkResult{}, sqliteErr("fork", parent, err)
+	}
+	plan, err := planFork(parent, at, refs)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	var tail []Message
+	if plan.span != nil {
+		var data []byte
+		if err := tx.QueryRowContext(ctx, "SELECT data FROM transcript_chunks WHERE session = ? AND first_seq = ?", plan.span.Owner, plan.span.First).Scan(&data); err != nil {
+			return ForkResult{}, sqliteErr("fork", parent, err)
+		}
+		msgs, err := checkChunk(plan.span.Owner, plan.span.ChunkRef, data)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		tail = tailOf(msgs, plan.through, at)
+	} else if tail, err = sqliteWindow(ctx, tx, parent, plan.through+1, at); err != nil {
+		return ForkResult{}, err
+	}
+	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: s.now().UTC().Truncate(time.Microsecond)}
+	err = tx.QueryRowContext(ctx, "SELECT root FROM transcript_forks WHERE fork = ?", parent).Scan(&f.Root)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return ForkResult{}, sqliteErr("fork", parent, err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_forks ("+sqliteForkColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		f.Session, f.Parent, f.Root, f.AtSequence, f.From, f.Through, f.Created.UnixMicro()); err != nil {
+		return ForkResult{}, sqliteErr("fork", fork, err)
+	}
+	for _, sg := range plan.segments {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_shares (fork, base, first_seq, last_seq) VALUES (?, ?, ?, ?)", fork, sg.Base, sg.First, sg.Last); err != nil {
+			return ForkResult{}, sqliteErr("fork", fork, err)
+		}
+	}
+	encoded, err := encodeWrite(fork, tail, true)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	for i, m := range tail {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES (?, ?, 0, 0, ?)", fork, m.Sequence, encoded[i]); err != nil {
+			return ForkResult{}, sqliteErr("fork", fork, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return ForkResult{}, sqliteErr("fork", fork, err)
+	}
+	return ForkResult{Fork: f, Tail: tail}, nil
+}
+
+// sqliteWindow reads window rows [from, to] inside a transaction.
+func sqliteWindow(ctx context.Context, q sqliteQuerier, session string, from, to int64) ([]Message, error) {
+	if to < from {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, "SELECT seq, data FROM transcript_window WHERE session = ? AND seq BETWEEN ? AND ? ORDER BY seq", session, from, to)
+	if err != nil {
+		return nil, sqliteErr("read window", session, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var w windowReader
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, sqliteErr("read window", session, err)
+		}
+		if err := w.add(session, from, seq, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr("read window", session, err)
+	}
+	return w.done(session, from, to)
+}
+
+func (s *sqliteStore) ForkOf(ctx context.Context, session string) (Fork, error) {
+	if err := checkSession(session); err != nil {
+		return Fork{}, err
+	}
+	f, err := scanSQLiteFork(s.r.QueryRowContext(ctx, "SELECT "+sqliteForkColumns+" FROM transcript_forks WHERE fork = ?", session))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Fork{}, fmt.Errorf("%w: session %q is not a fork", ErrNotFound, session)
+	case err != nil:
+		return Fork{}, sqliteErr("read fork", session, err)
+	}
+	return f, nil
+}
+
+func (s *sqliteStore) Branches(ctx context.Context, root string, limit int) ([]Fork, error) {
+	if err := checkSession(root); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, "SELECT "+sqliteForkColumns+" FROM transcript_forks WHERE root = ? ORDER BY created_at, fork LIMIT ?", root, limit)
+	if err != nil {
+		return nil, sqliteErr("list branches", root, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []Fork
+	for rows.Next() {
+		f, err := scanSQLiteFork(rows)
+		if err != nil {
+			return nil, sqliteErr("list branches", root, err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, sqliteErr("list branches", root, err)
+	}
+	return out, nil
 }

@@ -1,8 +1,10 @@
 package transcript_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -83,8 +85,8 @@ func TestSQLiteReopen(t *testing.T) {
 	if !errors.Is(err, transcript.ErrFenced) {
 		t.Errorf("an older attempt after reopening: %v, want ErrFenced", err)
 	}
-	if v := userVersion(t, path); v != 2 {
-		t.Errorf("user_version = %d, want 2", v)
+	if v := userVersion(t, path); v != 3 {
+		t.Errorf("user_version = %d, want 3", v)
 	}
 }
 
@@ -229,5 +231,63 @@ func TestOpenErrors(t *testing.T) {
 	if s, err := transcript.Open(ctx, transcript.Options{Driver: transcript.DriverSQLite, Path: notSQLite}); err == nil {
 		_ = s.Close()
 		t.Error("Open of a text file succeeded")
+	}
+}
+
+// TestSQLiteMigratesAVersion2File opens a file that an older worker made
+// (schema version 2, before forks) with a chunk in it: the chunk is read
+// back, and it can be shared by a fork.
+func TestSQLiteMigratesAVersion2File(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "messages.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range transcript.SQLiteMigrations[:2] {
+		for _, stmt := range m {
+			if _, err := db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	msgs := transcripttest.Messages(1, 3, 20)
+	// One chunk of one message, written as version 2 wrote it: a JSON
+	// array without HTML escaping.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	chunk := "[" + strings.TrimSuffix(buf.String(), "\n") + "]"
+	if _, err := db.Exec(`INSERT INTO transcript_chunks (session, first_seq, last_seq, count, bytes, digest, data) VALUES ('old', 1, 1, 1, ?, x'00', ?)`, len(chunk), []byte(chunk)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := openSQLite(t, path)
+	if v := userVersion(t, path); v != 3 {
+		t.Errorf("user_version = %d, want 3", v)
+	}
+	if err := s.PutWindow(t.Context(), "old", transcript.Writer{Gen: 1, Attempt: 1}, msgs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Fork(t.Context(), "new", "old", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Fork.Through != 1 || len(r.Tail) != 2 {
+		t.Errorf("fork of a migrated file = %+v", r)
+	}
+	got, err := transcript.Read(t.Context(), s, "new", 1, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(msgs, got); d != "" {
+		t.Errorf("the fork's transcript (-want +got):\n%s", d)
 	}
 }

@@ -157,11 +157,12 @@ type Store interface {
 	// ErrNotFound.
 	Chunk(ctx context.Context, session string, first int64) ([]Message, error)
 	// Chunks lists the stored chunks that hold any sequence in [from, to],
-	// in order of their first sequence.
+	// in order of their first sequence: a fork's own and those it shares.
 	Chunks(ctx context.Context, session string, from, to int64) ([]ChunkRef, error)
 	// DeleteChunks deletes the chunks that start at the given sequences
 	// (retention) and returns the refs of those it deleted; firsts that
-	// are not stored are skipped.
+	// are not stored are skipped. A chunk a fork shares is retired rather
+	// than deleted: the session no longer sees it, the fork still does.
 	DeleteChunks(ctx context.Context, session string, firsts []int64) ([]ChunkRef, error)
 
 	// PutBlob stores data by its content and returns its reference,
@@ -185,7 +186,27 @@ type Store interface {
 	// Spent sums the charges of scope recorded at or after since.
 	Spent(ctx context.Context, scope SpendScope, since time.Time) (Spend, error)
 
-	// DeleteSession deletes every row, chunk and blob of the session.
+	// Fork makes session fork begin with messages 1..at of parent (see
+	// fork.go): it shares the parent's chunks that end at or before at,
+	// copies the messages after them as fork's window rows (written by
+	// gen 0, so any Step of the fork may replace them), and records the
+	// fork. fork must hold no messages yet. Calling it again with the same
+	// arguments returns the same result; other arguments for a session
+	// already forked fail with ErrConflict. A message of 1..at that the
+	// parent holds neither in a chunk nor as a window row fails with
+	// ErrMissing, and nothing is written.
+	Fork(ctx context.Context, fork, parent string, at int64) (ForkResult, error)
+	// ForkOf returns the record of a fork, or ErrNotFound for a session
+	// that is not one.
+	ForkOf(ctx context.Context, session string) (Fork, error)
+	// Branches lists the forks whose root is root, oldest first, at most
+	// limit of them.
+	Branches(ctx context.Context, root string, limit int) ([]Fork, error)
+
+	// DeleteSession deletes every row, chunk and blob of the session, and
+	// its fork record and shares. A chunk that a fork still shares is
+	// retired instead (only the forks read it) until the last of them is
+	// deleted.
 	DeleteSession(ctx context.Context, session string) (Deleted, error)
 
 	// Close releases the store's connections. The store is not used after.

@@ -74,6 +74,12 @@ var cases = []struct {
 	{"ConcurrentSessions", testConcurrentSessions},
 	{"LargeTranscript", testLargeTranscript},
 	{"SpendLedger", testSpendLedger},
+	{"ForkSharesChunksAndCopiesTheTail", testForkShares},
+	{"ForkInsideAChunk", testForkInsideChunk},
+	{"ForkIsIdempotent", testForkIdempotent},
+	{"ForkOfAFork", testForkOfFork},
+	{"ForkSurvivesTheParentsDeletes", testForkSurvivesDeletes},
+	{"ForkRefusals", testForkRefusals},
 }
 
 // NewMessage builds a message of sequence seq with text and, by the
@@ -121,7 +127,8 @@ func withText(msgs []Message, marker string) []Message {
 
 func diff(t *testing.T, what string, want, got any) {
 	t.Helper()
-	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+	// A fork's creation time is the store's clock; tests compare the rest.
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(transcript.Fork{}, "Created")); d != "" {
 		t.Errorf("%s (-want +got):\n%s", what, d)
 	}
 }
@@ -988,4 +995,194 @@ func testSpendLedger(t *testing.T, s transcript.Store) {
 	if _, err := s.Charge(ctx, transcript.Charge{Key: "k", Agent: "a", Session: "s", Spend: transcript.Spend{CostMicros: -1}}); !errors.Is(err, transcript.ErrInvalid) {
 		t.Errorf("a negative charge: %v, want ErrInvalid", err)
 	}
+}
+
+// parentFor stores a session's life: chunks 1..10 and 11..20, window rows
+// 21..25.
+func parentFor(t *testing.T, s transcript.Store, session string) []Message {
+	all := withText(Messages(1, 25, 60), session)
+	mustPutChunk(t, s, session, all[0:10])
+	mustPutChunk(t, s, session, all[10:20])
+	mustPutWindow(t, s, session, Writer{Gen: 3, Attempt: 1}, all[20:25])
+	return all
+}
+
+func mustFork(t *testing.T, s transcript.Store, fork, parent string, at int64) transcript.ForkResult {
+	t.Helper()
+	r, err := s.Fork(t.Context(), fork, parent, at)
+	if err != nil {
+		t.Fatalf("Fork(%q, %q, %d): %v", fork, parent, at, err)
+	}
+	return r
+}
+
+// readThrough reads a session's messages from..last the way a Step does.
+func readThrough(t *testing.T, s transcript.Store, session string, from, windowFirst, last int64) []Message {
+	t.Helper()
+	got, err := transcript.Read(t.Context(), s, session, from, windowFirst, last)
+	if err != nil {
+		t.Fatalf("Read(%q, %d, %d, %d): %v", session, from, windowFirst, last, err)
+	}
+	return got
+}
+
+func testForkShares(t *testing.T, s transcript.Store) {
+	ctx := t.Context()
+	all := parentFor(t, s, "p")
+	r := mustFork(t, s, "f", "p", 23)
+	diff(t, "the fork record", transcript.Fork{Session: "f", Parent: "p", Root: "p", AtSequence: 23, From: 1, Through: 20}, r.Fork)
+	diff(t, "the copied tail", all[20:23], r.Tail)
+	if r.Fork.Created.IsZero() {
+		t.Error("the fork has no creation time")
+	}
+	// The fork reads 1..23: the parent's chunks and its own rows.
+	diff(t, "the fork's transcript", all[:23], readThrough(t, s, "f", 1, 21, 23))
+	diff(t, "the fork's chunks", []transcript.ChunkRef{refOf(all[0:10]), refOf(all[10:20])}, mustChunks(t, s, "f", 1, 100))
+	// Both go on: the fork's own messages after 23 and the parent's are
+	// independent.
+	mine := withText(Messages(24, 6, 60), "f")
+	mustPutWindow(t, s, "f", Writer{Gen: 1, Attempt: 1}, mine)
+	mustPutChunk(t, s, "f", append(slices.Clone(all[20:23]), mine[:4]...))
+	diff(t, "the fork after its own roll", append(slices.Clone(all[:23]), mine...), readThrough(t, s, "f", 1, 28, 29))
+	diff(t, "the parent", all, readThrough(t, s, "p", 1, 21, 25))
+	if got, err := s.ForkOf(ctx, "f"); err != nil || got != r.Fork {
+		t.Errorf("ForkOf(f) = %+v, %v; want %+v", got, err, r.Fork)
+	}
+	_, err := s.ForkOf(ctx, "p")
+	wantErr(t, "ForkOf of a session that is not a fork", err, transcript.ErrNotFound, `"p"`)
+}
+
+func mustChunks(t *testing.T, s transcript.Store, session string, from, to int64) []transcript.ChunkRef {
+	t.Helper()
+	refs, err := s.Chunks(t.Context(), session, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs
+}
+
+func testForkInsideChunk(t *testing.T, s transcript.Store) {
+	all := parentFor(t, s, "p")
+	// The fork point inside the second chunk: the first is shared, 11..15
+	// are copied from the second.
+	r := mustFork(t, s, "f", "p", 15)
+	diff(t, "the fork record", transcript.Fork{Session: "f", Parent: "p", Root: "p", AtSequence: 15, From: 1, Through: 10}, r.Fork)
+	diff(t, "the copied tail", all[10:15], r.Tail)
+	diff(t, "the fork's transcript", all[:15], readThrough(t, s, "f", 1, 11, 15))
+	// A fork point before any chunk ends shares nothing.
+	r = mustFork(t, s, "g", "p", 4)
+	diff(t, "a fork in the first chunk", transcript.Fork{Session: "g", Parent: "p", Root: "p", AtSequence: 4, From: 1}, r.Fork)
+	diff(t, "its transcript", all[:4], readThrough(t, s, "g", 1, 1, 4))
+}
+
+func testForkIdempotent(t *testing.T, s transcript.Store) {
+	parentFor(t, s, "p")
+	first := mustFork(t, s, "f", "p", 22)
+	again := mustFork(t, s, "f", "p", 22)
+	diff(t, "a fork made again", first, again)
+	_, err := s.Fork(t.Context(), "f", "p", 21)
+	wantErr(t, "the same fork at another point", err, transcript.ErrConflict, "already a fork")
+	_, err = s.Fork(t.Context(), "f", "q", 22)
+	wantErr(t, "the same fork of another parent", err, transcript.ErrConflict, "already a fork")
+}
+
+func testForkOfFork(t *testing.T, s transcript.Store) {
+	all := parentFor(t, s, "p")
+	mustFork(t, s, "f", "p", 25)
+	mine := withText(Messages(26, 15, 60), "f")
+	mustPutWindow(t, s, "f", Writer{Gen: 1, Attempt: 1}, mine)
+	// The fork rolls 21..30 (copied rows and its own) into its own chunk.
+	f := append(slices.Clone(all), mine...)
+	mustPutChunk(t, s, "f", f[20:30])
+	if _, err := s.DeleteWindowThrough(t.Context(), "f", 30); err != nil {
+		t.Fatal(err)
+	}
+	// A fork of the fork shares the parent's chunks and the fork's.
+	r := mustFork(t, s, "g", "f", 35)
+	diff(t, "the second fork", transcript.Fork{Session: "g", Parent: "f", Root: "p", AtSequence: 35, From: 1, Through: 30}, r.Fork)
+	diff(t, "its tail", f[30:35], r.Tail)
+	diff(t, "its transcript", f[:35], readThrough(t, s, "g", 1, 31, 35))
+	branches, err := s.Branches(t.Context(), "p", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range branches {
+		names = append(names, b.Session)
+	}
+	diff(t, "the branches of p", []string{"f", "g"}, names)
+	if b, err := s.Branches(t.Context(), "p", 1); err != nil || len(b) != 1 {
+		t.Errorf("Branches with limit 1 = %d, %v", len(b), err)
+	}
+	_, err = s.Branches(t.Context(), "p", 0)
+	wantErr(t, "Branches with limit 0", err, transcript.ErrInvalid)
+}
+
+func testForkSurvivesDeletes(t *testing.T, s transcript.Store) {
+	ctx := t.Context()
+	all := parentFor(t, s, "p")
+	mustFork(t, s, "f", "p", 25)
+	// The parent's retention: its first chunk goes for the parent only.
+	got, err := s.DeleteChunks(ctx, "p", []int64{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "what retention deleted", []transcript.ChunkRef{refOf(all[0:10])}, got)
+	diff(t, "the parent's chunks after retention", []transcript.ChunkRef{refOf(all[10:20])}, mustChunks(t, s, "p", 1, 100))
+	_, err = s.Chunk(ctx, "p", 1)
+	wantErr(t, "the parent's retired chunk", err, transcript.ErrNotFound)
+	diff(t, "the fork after the parent's retention", all, readThrough(t, s, "f", 1, 21, 25))
+	// Deleting the parent leaves the fork whole.
+	if _, err := s.DeleteSession(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "the fork after the parent was deleted", all, readThrough(t, s, "f", 1, 21, 25))
+	if refs := mustChunks(t, s, "p", 1, 100); len(refs) != 0 {
+		t.Errorf("the deleted parent still lists chunks %v", refs)
+	}
+	// Its ID cannot hold new chunks where retired ones are kept.
+	_, err = s.PutChunk(ctx, "p", all[0:10])
+	wantErr(t, "a chunk over a retired one", err, transcript.ErrConflict, "fork shares")
+	// Deleting the fork removes the retired chunks: the ID is free again.
+	if _, err := s.DeleteSession(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	mustPutChunk(t, s, "p", all[0:10])
+	// A chunk nobody shares is deleted at once.
+	parentFor(t, s, "q")
+	if got, err := s.DeleteChunks(ctx, "q", []int64{1}); err != nil || len(got) != 1 {
+		t.Fatalf("DeleteChunks = %v, %v", got, err)
+	}
+	if got, err := s.DeleteChunks(ctx, "q", []int64{1}); err != nil || len(got) != 0 {
+		t.Errorf("DeleteChunks again = %v, %v; want nothing", got, err)
+	}
+}
+
+func testForkRefusals(t *testing.T, s transcript.Store) {
+	ctx := t.Context()
+	all := parentFor(t, s, "p")
+	_, err := s.Fork(ctx, "f", "p", 26)
+	wantErr(t, "a fork past the parent's last message", err, transcript.ErrMissing, "26")
+	_, err = s.Fork(ctx, "f", "p", 0)
+	wantErr(t, "a fork at 0", err, transcript.ErrInvalid)
+	_, err = s.Fork(ctx, "p", "p", 3)
+	wantErr(t, "a fork into itself", err, transcript.ErrInvalid)
+	mustPutWindow(t, s, "used", Writer{Gen: 1, Attempt: 1}, all[:1])
+	_, err = s.Fork(ctx, "used", "p", 3)
+	wantErr(t, "a fork into a session with messages", err, transcript.ErrConflict, "already holds messages")
+	// Nothing was written by the refusals.
+	if _, err := s.ForkOf(ctx, "f"); !errors.Is(err, transcript.ErrNotFound) {
+		t.Errorf("a refused fork was recorded: %v", err)
+	}
+	if w, err := s.Window(ctx, "f", 21, 21); err == nil {
+		t.Errorf("a refused fork wrote rows: %v", w)
+	}
+	// A parent whose retention deleted its oldest chunk (nobody shared
+	// it) forks from the first message it still has.
+	if _, err := s.DeleteChunks(ctx, "p", []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustFork(t, s, "h", "p", 22)
+	diff(t, "a fork after the parent's retention", transcript.Fork{Session: "h", Parent: "p", Root: "p", AtSequence: 22, From: 11, Through: 20}, r.Fork)
+	diff(t, "its transcript", all[10:22], readThrough(t, s, "h", 11, 21, 22))
 }
