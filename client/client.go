@@ -79,6 +79,9 @@ type StartSessionOptions struct {
 	// request ID returns the same session instead of an error. Empty
 	// generates one (no idempotency across calls).
 	RequestID string
+
+	// fork is set by ForkSession.
+	fork *wire.ForkStart
 }
 
 // ErrSessionExists reports a session ID that is already in use by another start.
@@ -146,7 +149,7 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 		// field is not searchable (sessions of version 5 on).
 		search = wire.ActiveStepSearchTypes
 	}
-	input, err := DataConverter().ToPayloads(wire.StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: search})
+	input, err := DataConverter().ToPayloads(wire.StartInput{InitialMessage: opts.InitialMessage, InitialMessageRef: opts.InitialMessageRef, SessionSettings: settings, APIToken: opts.APIToken, ActiveStepSearchMode: search, Fork: opts.fork})
 	if err != nil {
 		return "", false, err
 	}
@@ -273,7 +276,7 @@ func (s *AgentSessionClient) storeText(ctx context.Context, sessionID, text stri
 // previewText is the beginning of a text sent by reference, for display:
 // 2 KiB, cut at a character boundary.
 func previewText(text string) string {
-	const n = 2 << 10
+	const n = wire.PreviewBytes
 	if len(text) <= n {
 		return text
 	}

@@ -163,6 +163,25 @@ func (c *Client) CancelTurn(ctx context.Context, sessionID, turnID string) (bool
 	return out.Accepted, err
 }
 
+// ForkRequest is the body of Fork: the fork point, and optionally the
+// fork's ID and a first message.
+type ForkRequest struct {
+	AtSequence     int64  `json:"at_sequence"`
+	SessionID      string `json:"session_id,omitempty"`
+	InitialMessage string `json:"initial_message,omitempty"`
+}
+
+// Fork starts a new session whose transcript is the session's messages
+// 1..req.AtSequence and returns its ID. A fork point between a tool call
+// and its result is a 400 invalid_fork_point naming the nearest valid ones.
+func (c *Client) Fork(ctx context.Context, sessionID string, req ForkRequest) (string, error) {
+	var out struct {
+		SessionID string `json:"session_id"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "fork"), nil, req, &out)
+	return out.SessionID, err
+}
+
 // ErrSessionClosed reports a session that was closed: it takes no new
 // messages (the API answers 409 session_closed).
 var ErrSessionClosed = errors.New("the session is closed")

@@ -49,6 +49,9 @@ const (
 	QueryAgentSnapshot = "get_agent_snapshot"
 	// QueryListAgentMessages returns a MessagesPage for a ListMessagesRequest.
 	QueryListAgentMessages = "list_agent_messages"
+	// QueryForkPoint returns the ForkPoint of a ForkPointRequest: what a
+	// fork of the session at a sequence starts from.
+	QueryForkPoint = "get_fork_point"
 
 	// SearchAttributeActiveStepTypes is the KeywordList search attribute that
 	// lists the Steps a session waits in, such as "AwaitToolApproval".
@@ -98,6 +101,92 @@ type StartInput struct {
 	// (a raw Temporal client's start) is not searchable, as the
 	// reference's start_flow; the Go client sends active_step_types.
 	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
+	// Fork, when set, starts the session as a fork of another: its
+	// transcript begins as the parent's messages 1..AtSequence, which the
+	// message store already shares with it.
+	Fork *ForkStart `json:"fork,omitempty"`
+}
+
+// ForkPointRequest asks get_fork_point about a fork at AtSequence.
+type ForkPointRequest struct {
+	AtSequence int64 `json:"at_sequence"`
+}
+
+// ForkPoint is what get_fork_point answers: where a session's messages
+// are, and what a fork at the asked sequence inherits.
+type ForkPoint struct {
+	Agent string `json:"agent"`
+	// Store says the session keeps its messages in the message store;
+	// only such a session can be forked.
+	Store bool `json:"store"`
+	// FirstSequence is the first message still stored (retention deletes
+	// older ones), WindowFirstSequence the first the workflow's window
+	// holds, LastSequence the last committed one.
+	FirstSequence       int64 `json:"first_sequence"`
+	WindowFirstSequence int64 `json:"window_first_sequence"`
+	LastSequence        int64 `json:"last_sequence"`
+	// ToolsRunning says the active turn's tool calls have no results
+	// stored yet: a fork at LastSequence would hold calls without results.
+	ToolsRunning bool `json:"tools_running,omitempty"`
+	// Summary is the context summary a fork at the asked sequence starts
+	// from: the session's, when it ends at or before that sequence.
+	Summary *ForkSummary `json:"summary,omitempty"`
+	// SummaryAfter is set when the session's summary covers messages after
+	// the asked sequence: a fork there starts without a summary, from the
+	// messages themselves.
+	SummaryAfter bool `json:"summary_after,omitempty"`
+	// SummaryLastSequence is the last sequence the session's summary
+	// covers (0: no summary).
+	SummaryLastSequence int64 `json:"summary_last_sequence,omitempty"`
+	// SessionSettings are the settings a fork starts with.
+	SessionSettings json.RawMessage `json:"session_settings,omitempty"`
+}
+
+// ForkSummary is a context summary a fork inherits. TextRef is a blob of
+// the parent; the fork's starter copies it to the fork.
+type ForkSummary struct {
+	Generation    int    `json:"generation"`
+	FirstSequence int64  `json:"first_sequence"`
+	LastSequence  int64  `json:"last_sequence"`
+	Text          string `json:"text"`
+	TextRef       string `json:"text_ref,omitempty"`
+	CreatedAtMs   int64  `json:"created_at_ms"`
+}
+
+// ForkStart is StartInput.Fork: the fork's origin and what the message
+// store made of it.
+type ForkStart struct {
+	ParentSessionID string `json:"parent_session_id"`
+	AtSequence      int64  `json:"at_sequence"`
+	// FromSequence is the first message the fork can read;
+	// ThroughSequence the last one the parent's shared chunks hold.
+	FromSequence    int64 `json:"from_sequence"`
+	ThroughSequence int64 `json:"through_sequence"`
+	// Tail are the messages ThroughSequence+1..AtSequence, which the store
+	// copied as the fork's first window rows, as the window keeps them
+	// (texts cut to a preview).
+	Tail []ForkMessage `json:"tail,omitempty"`
+	// Summary is the context summary the fork starts from.
+	Summary *ForkSummary `json:"summary,omitempty"`
+}
+
+// ForkMessage is a message of ForkStart.Tail.
+type ForkMessage struct {
+	Sequence   int64  `json:"sequence"`
+	Role       string `json:"role"`
+	Text       string `json:"text"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Bytes      int64  `json:"bytes"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	TurnID     string `json:"turn_id,omitempty"`
+	ToolStatus string `json:"tool_status,omitempty"`
+}
+
+// ForkOrigin says where a forked session came from (Snapshot.ForkedFrom).
+type ForkOrigin struct {
+	ParentSessionID string `json:"parent_session_id"`
+	AtSequence      int64  `json:"at_sequence"`
 }
 
 // Active step search modes: whether a session upserts the ActiveStepTypes
@@ -228,6 +317,11 @@ const (
 	MaxInlineMessageBytes = 64 << 10
 	MaxMessageBytes       = 8 << 20
 )
+
+// PreviewBytes bounds a text a session keeps in its own state (a window
+// message, a tool call's arguments or output): a longer one is in the
+// message store, and the session keeps its first PreviewBytes.
+const PreviewBytes = 2 << 10
 
 // ResolveInterruptRequest is the input of resolve_interrupt.
 type ResolveInterruptRequest struct {
@@ -420,6 +514,8 @@ type Snapshot struct {
 	// fills in the older of the newest SnapshotMessageLimit messages and
 	// leaves it unset.
 	WindowFirstSequence int64 `json:"window_first_sequence,omitempty"`
+	// ForkedFrom is set on a fork: its parent and fork point.
+	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
 }
 
 // SnapshotMessageLimit is how many of the newest stored messages a

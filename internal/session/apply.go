@@ -30,6 +30,8 @@ type (
 		// APIToken names the API token that started the session; its
 		// spend limits apply.
 		APIToken string
+		// Fork, when set, starts the session as a fork (see fork.go).
+		Fork *wire.ForkStart
 	}
 	// Continued starts a new run of the session after continue-as-new: the
 	// carried state goes on where the last run stopped. A run continues as
@@ -341,6 +343,11 @@ func (s *State) start(in Start) Result {
 	s.Started = true
 	s.Status = wire.StatusWaitingForUserMessage
 	s.APIToken = in.APIToken
+	if in.Fork != nil {
+		if reason := s.startFork(in.Fork); reason != "" {
+			return applied([]Command{FailSession{Reason: "the fork cannot start: " + reason}})
+		}
+	}
 	if in.SessionSettings != "" {
 		settings, err := wire.CheckSessionSettings([]byte(in.SessionSettings), wire.SessionSettingsToleranceBytes) //workflowcheck:ignore (canonical JSON of a map: keys sorted, no time or randomness)
 		if err != nil {

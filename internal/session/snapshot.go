@@ -26,6 +26,10 @@ func (s *State) Snapshot() wire.Snapshot {
 		snap.SessionSettings = []byte(s.Settings)
 	}
 	snap.ContextSummary = s.snapshotSummary()
+	if s.ForkedFrom != nil {
+		f := *s.ForkedFrom
+		snap.ForkedFrom = &f
+	}
 	snap.Spend = s.snapshotSpend()
 	if s.Plan != nil {
 		p := *s.Plan

@@ -301,6 +301,8 @@ type State struct {
 	Mode string `json:"interaction_mode,omitempty"`
 	// APIToken names the API token that started the session.
 	APIToken string `json:"api_token,omitempty"`
+	// ForkedFrom is set on a fork: its parent and fork point.
+	ForkedFrom *wire.ForkOrigin `json:"forked_from,omitempty"`
 	// CostMicros is what the session's model calls cost, as the Steps
 	// priced them; TurnSpend is what the active turn's calls used.
 	CostMicros int64      `json:"cost_micros,omitempty"`

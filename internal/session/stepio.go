@@ -17,7 +17,7 @@ import (
 // PreviewBytes bounds a text the workflow keeps in its own state (a window
 // message, a tool call's arguments or output, a run state): a longer one is
 // kept in the message store and the workflow keeps its first PreviewBytes.
-const PreviewBytes = 2 << 10
+const PreviewBytes = wire.PreviewBytes
 
 // MaxInlineMessageBytes bounds a user message sent in send_user_message
 // itself. A client sends a longer one (up to MaxStoredMessageBytes) by

@@ -72,6 +72,8 @@ var wireTypes = map[string]any{
 	"update.AnswerQuestionRequest":        wire.AnswerQuestionRequest{},
 	"update.UpdateSessionSettingsRequest": wire.UpdateSessionSettingsRequest{},
 	"query.ListMessagesRequest":           wire.ListMessagesRequest{},
+	"query.ForkPointRequest":              wire.ForkPointRequest{},
+	"query.ForkPoint":                     wire.ForkPoint{},
 }
 
 // filled returns a value of v's type with every field set, each to a

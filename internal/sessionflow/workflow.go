@@ -101,8 +101,10 @@ type WorkflowInput struct {
 	SessionSettings   json.RawMessage `json:"session_settings,omitempty"`
 	APIToken          string          `json:"api_token,omitempty"`
 	// ActiveStepSearchMode is wire.StartInput's.
-	ActiveStepSearchMode string         `json:"active_step_search_mode,omitempty"`
-	Continued            *session.State `json:"continued,omitempty"`
+	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
+	// Fork is wire.StartInput's.
+	Fork      *wire.ForkStart `json:"fork,omitempty"`
+	Continued *session.State  `json:"continued,omitempty"`
 	// Turn is the active turn's start, carried through continue-as-new.
 	Turn *TurnMark `json:"trace_turn,omitempty"`
 }
@@ -174,7 +176,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 			opts.SearchAttributes = false
 		}
 		l.st = session.New(info.WorkflowExecution.ID, opts)
-		l.apply(session.Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken})
+		l.apply(session.Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken, Fork: in.Fork})
 		l.changed(wire.ChangeSessionStarted)
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
@@ -293,6 +295,11 @@ func (l *loop) registerHandlers() error {
 	}
 	if err := workflow.SetQueryHandler(l.ctx, wire.QueryListAgentMessages, func(req wire.ListMessagesRequest) (wire.MessagesPage, error) {
 		return l.st.ListMessages(req), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(l.ctx, wire.QueryForkPoint, func(req wire.ForkPointRequest) (wire.ForkPoint, error) {
+		return l.st.ForkPoint(req.AtSequence), nil
 	}); err != nil {
 		return err
 	}

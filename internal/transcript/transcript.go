@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
+	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
 // Message is one stored message of a session's transcript.
@@ -354,4 +355,40 @@ func (r Reader) ReadMessages(ctx context.Context, session string, from, windowFi
 // PutBlob implements client.MessageStore.
 func (r Reader) PutBlob(ctx context.Context, session string, data []byte) (string, error) {
 	return r.Store.PutBlob(ctx, session, data)
+}
+
+// ForkMessages forks session fork from parent at at (Store.Fork), copies
+// the parent's blobs a fork keeps referring to (its summary's text), and
+// returns the fork's start input: the copied messages as the window keeps
+// them, their texts cut to wire.PreviewBytes.
+func (r Reader) ForkMessages(ctx context.Context, fork, parent string, at int64, blobs []string) (wire.ForkStart, error) {
+	res, err := r.Store.Fork(ctx, fork, parent, at)
+	if err != nil {
+		return wire.ForkStart{}, err
+	}
+	for _, ref := range blobs {
+		data, err := r.Store.Blob(ctx, parent, ref)
+		if err != nil {
+			return wire.ForkStart{}, fmt.Errorf("copy %s to the fork: %w", ref, err)
+		}
+		if _, err := r.Store.PutBlob(ctx, fork, data); err != nil {
+			return wire.ForkStart{}, fmt.Errorf("copy %s to the fork: %w", ref, err)
+		}
+	}
+	out := wire.ForkStart{ParentSessionID: parent, AtSequence: at, FromSequence: res.Fork.From, ThroughSequence: res.Fork.Through}
+	for _, m := range res.Tail {
+		fm := wire.ForkMessage{
+			Sequence: m.Sequence, Role: string(m.Role), Text: m.Text, Bytes: int64(EncodedSize(m)),
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, TurnID: m.TurnID, ToolStatus: string(m.ToolStatus),
+		}
+		if len(fm.Text) > wire.PreviewBytes {
+			cut := wire.PreviewBytes
+			for cut > 0 && !utf8.RuneStart(fm.Text[cut]) {
+				cut--
+			}
+			fm.Text, fm.Truncated = fm.Text[:cut], true
+		}
+		out.Tail = append(out.Tail, fm)
+	}
+	return out, nil
 }
