@@ -80,8 +80,9 @@ type StartSessionOptions struct {
 	// generates one (no idempotency across calls).
 	RequestID string
 
-	// fork is set by ForkSession.
-	fork *wire.ForkStart
+	// fork is set by ForkSession, and title to the parent's title.
+	fork  *wire.ForkStart
+	title string
 }
 
 // ErrSessionExists reports a session ID that is already in use by another start.
@@ -156,7 +157,11 @@ func (s *AgentSessionClient) start(ctx context.Context, opts StartSessionOptions
 	// The title rides in the memo, which lists show with no query and
 	// which continue-as-new carries on.
 	var memo *commonpb.Memo
-	if title := wire.TitleOf(opts.InitialMessage); title != "" {
+	title := opts.title
+	if title == "" {
+		title = wire.TitleOf(opts.InitialMessage)
+	}
+	if title != "" {
 		p, err := DataConverter().ToPayload(title)
 		if err != nil {
 			return "", false, err

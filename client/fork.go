@@ -20,6 +20,9 @@ import (
 type MessageForker interface {
 	MessageStore
 	ForkMessages(ctx context.Context, fork, parent string, at int64, blobs []string) (wire.ForkStart, error)
+	// ForkBranches lists the root of session's conversation and at most
+	// limit forks of it.
+	ForkBranches(ctx context.Context, session string, limit int) (wire.Branches, error)
 }
 
 // ForkOptions name a fork.
@@ -35,6 +38,9 @@ type ForkOptions struct {
 	InitialMessage string
 	// APIToken names the API token on whose behalf the fork starts.
 	APIToken string
+	// Rewind closes the parent once the fork started (close_session: its
+	// running turn and queued messages still finish).
+	Rewind bool
 }
 
 // ErrForkPoint reports a fork point that cannot be forked at; its text
@@ -42,8 +48,12 @@ type ForkOptions struct {
 var ErrForkPoint = errors.New("invalid fork point")
 
 // forkScan is how many messages around a fork point are read to check it
-// and to find the nearest valid points.
-const forkScan = 64
+// (the next one decides) and, when it is refused, to find the nearest
+// valid points (forkScanWide).
+const (
+	forkScan     = 1
+	forkScanWide = 64
+)
 
 // ForkSession starts a new session whose transcript is the parent's
 // messages 1..opts.AtSequence, on the parent's agent. The message store
@@ -63,8 +73,8 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 	if !ok {
 		return "", fmt.Errorf("fork session %s: %w: forking needs the message store (WithMessages with a store that forks)", parentID, ErrNoMessageStore)
 	}
-	if opts.AtSequence < 1 {
-		return "", fmt.Errorf("fork session %s: %w: at_sequence %d (sequences start at 1)", parentID, ErrForkPoint, opts.AtSequence)
+	if opts.AtSequence < 0 {
+		return "", fmt.Errorf("fork session %s: %w: at_sequence %d (0 forks before the first message)", parentID, ErrForkPoint, opts.AtSequence)
 	}
 	var p wire.ForkPoint
 	if err := s.query(ctx, parentID, wire.QueryForkPoint, &p, wire.ForkPointRequest{AtSequence: opts.AtSequence}); err != nil {
@@ -78,6 +88,11 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 		return "", sessionError("describe", parentID, err)
 	}
 	flowType := desc.GetWorkflowExecutionInfo().GetType().GetName()
+	// A branch keeps the conversation's title.
+	var title string
+	if p := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[wire.MemoTitle]; p != nil {
+		_ = DataConverter().FromPayload(p, &title)
+	}
 	id := opts.SessionID
 	if id == "" {
 		id = "session-" + uuid.NewString()
@@ -94,9 +109,56 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 	id, _, err = s.start(ctx, StartSessionOptions{
 		FlowType: flowType, SessionID: id, InitialMessage: opts.InitialMessage, SessionSettings: p.SessionSettings,
 		APIToken: opts.APIToken, RequestID: "fork-" + parentID + "-" + strconv.FormatInt(opts.AtSequence, 10) + "-" + id,
-		fork: &start,
+		fork: &start, title: title,
 	}, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL)
-	return id, err
+	if err != nil || !opts.Rewind {
+		return id, err
+	}
+	if _, err := s.CloseSession(ctx, parentID); err != nil {
+		return id, fmt.Errorf("fork %s started; closing the parent %s to rewind failed (close it again): %w", id, parentID, err)
+	}
+	return id, nil
+}
+
+// EditMessage is edit and resend: it forks the session before its user
+// message at sequence and starts the fork's first turn with text instead.
+// A sequence that is not a user message is ErrForkPoint.
+func (s *AgentSessionClient) EditMessage(ctx context.Context, sessionID string, sequence int64, text string, opts ForkOptions) (string, error) {
+	if s.messages == nil {
+		return "", fmt.Errorf("edit message %d of %s: %w", sequence, sessionID, ErrNoMessageStore)
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", fmt.Errorf("edit message %d of %s: the new text is blank", sequence, sessionID)
+	}
+	var p wire.ForkPoint
+	if err := s.query(ctx, sessionID, wire.QueryForkPoint, &p, wire.ForkPointRequest{AtSequence: sequence - 1}); err != nil {
+		return "", err
+	}
+	if sequence < p.FirstSequence || sequence > p.LastSequence {
+		return "", fmt.Errorf("edit message %d of %s: %w: the session holds messages %d to %d", sequence, sessionID, ErrForkPoint, p.FirstSequence, p.LastSequence)
+	}
+	msgs, err := s.messages.ReadMessages(ctx, sessionID, sequence, max(p.WindowFirstSequence, sequence), sequence)
+	if err != nil {
+		return "", fmt.Errorf("edit message %d of %s: %w", sequence, sessionID, err)
+	}
+	if len(msgs) != 1 || msgs[0].Role != pluginapi.RoleUser {
+		return "", fmt.Errorf("edit message %d of %s: %w: only a user message can be edited", sequence, sessionID, ErrForkPoint)
+	}
+	opts.AtSequence, opts.InitialMessage = sequence-1, text
+	return s.ForkSession(ctx, sessionID, opts)
+}
+
+// MaxBranches is the most forks ListBranches returns.
+const MaxBranches = 200
+
+// ListBranches lists the conversation a session belongs to: its root and
+// the forks of it and of its forks, oldest first, at most MaxBranches.
+func (s *AgentSessionClient) ListBranches(ctx context.Context, sessionID string) (wire.Branches, error) {
+	forker, ok := s.messages.(MessageForker)
+	if !ok {
+		return wire.Branches{}, fmt.Errorf("list the branches of %s: %w", sessionID, ErrNoMessageStore)
+	}
+	return forker.ForkBranches(ctx, sessionID, MaxBranches)
 }
 
 // checkForkPoint refuses a fork point between a tool call and its result,
@@ -105,6 +167,9 @@ func (s *AgentSessionClient) checkForkPoint(ctx context.Context, parentID string
 	switch {
 	case !p.Store:
 		return errors.New("the session keeps no messages in the message store; only such sessions fork")
+	case at == 0:
+		// Before the first message: the fork holds none.
+		return nil
 	case at > p.LastSequence:
 		return fmt.Errorf("%w: the session has %d messages", ErrForkPoint, p.LastSequence)
 	case at < p.FirstSequence:
@@ -113,15 +178,18 @@ func (s *AgentSessionClient) checkForkPoint(ctx context.Context, parentID string
 		return fmt.Errorf("%w: the context summary covers messages up to %d and retention deleted those before %d, so a fork before %d would miss them; the earliest fork point is %d",
 			ErrForkPoint, p.SummaryLastSequence, p.FirstSequence, p.SummaryLastSequence, p.SummaryLastSequence)
 	}
-	from := max(p.FirstSequence, at-forkScan)
-	to := min(p.LastSequence, at+forkScan)
-	msgs, err := s.messages.ReadMessages(ctx, parentID, from, min(max(p.WindowFirstSequence, from), to+1), to)
-	if err != nil {
-		return fmt.Errorf("read messages %d..%d around the fork point: %w", from, to, err)
-	}
-	roles := make(map[int64]pluginapi.Role, len(msgs))
-	for _, m := range msgs {
-		roles[m.Sequence] = m.Role
+	roles := map[int64]pluginapi.Role{}
+	var from, to int64
+	read := func(scan int64) error {
+		from, to = max(p.FirstSequence, at-scan), min(p.LastSequence, at+scan)
+		msgs, err := s.messages.ReadMessages(ctx, parentID, from, min(max(p.WindowFirstSequence, from), to+1), to)
+		if err != nil {
+			return fmt.Errorf("read messages %d..%d around the fork point: %w", from, to, err)
+		}
+		for _, m := range msgs {
+			roles[m.Sequence] = m.Role
+		}
+		return nil
 	}
 	valid := func(k int64) bool {
 		if k == p.LastSequence {
@@ -130,8 +198,14 @@ func (s *AgentSessionClient) checkForkPoint(ctx context.Context, parentID string
 		role, ok := roles[k+1]
 		return ok && role != pluginapi.RoleTool
 	}
+	if err := read(forkScan); err != nil {
+		return err
+	}
 	if valid(at) {
 		return nil
+	}
+	if err := read(forkScanWide); err != nil {
+		return err
 	}
 	var near []string
 	for k := at - 1; k >= from; k-- {

@@ -169,6 +169,8 @@ type ForkRequest struct {
 	AtSequence     int64  `json:"at_sequence"`
 	SessionID      string `json:"session_id,omitempty"`
 	InitialMessage string `json:"initial_message,omitempty"`
+	// Rewind closes the original once the fork started.
+	Rewind bool `json:"rewind,omitempty"`
 }
 
 // Fork starts a new session whose transcript is the session's messages
@@ -180,6 +182,32 @@ func (c *Client) Fork(ctx context.Context, sessionID string, req ForkRequest) (s
 	}
 	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "fork"), nil, req, &out)
 	return out.SessionID, err
+}
+
+// EditRequest is the body of Edit.
+type EditRequest struct {
+	Text      string `json:"text"`
+	SessionID string `json:"session_id,omitempty"`
+	Rewind    bool   `json:"rewind,omitempty"`
+}
+
+// Edit is edit and resend: it forks the session before its user message
+// at sequence, sends req.Text as the fork's first message, and returns the
+// fork's ID.
+func (c *Client) Edit(ctx context.Context, sessionID string, sequence int64, req EditRequest) (string, error) {
+	var out struct {
+		SessionID string `json:"session_id"`
+	}
+	err := c.call(ctx, http.MethodPost, sessionPath(sessionID, "messages", strconv.FormatInt(sequence, 10), "edit"), nil, req, &out)
+	return out.SessionID, err
+}
+
+// Branches lists the conversation the session belongs to: its root and
+// the forks of it that the token may see.
+func (c *Client) Branches(ctx context.Context, sessionID string) (wire.Branches, error) {
+	var out wire.Branches
+	err := c.call(ctx, http.MethodGet, sessionPath(sessionID, "branches"), nil, nil, &out)
+	return out, err
 }
 
 // ErrSessionClosed reports a session that was closed: it takes no new

@@ -183,6 +183,24 @@ type ForkMessage struct {
 	ToolStatus string `json:"tool_status,omitempty"`
 }
 
+// Branches are the sessions of one conversation: its root and every fork
+// of it or of its forks, oldest first (GET /v1/sessions/{id}/branches).
+type Branches struct {
+	RootSessionID string   `json:"root_session_id"`
+	Branches      []Branch `json:"branches"`
+	// HasMore is set when there are more forks than the list holds.
+	HasMore bool `json:"has_more,omitempty"`
+}
+
+// Branch is one fork in Branches.
+type Branch struct {
+	SessionID       string `json:"session_id"`
+	ParentSessionID string `json:"parent_session_id"`
+	AtSequence      int64  `json:"at_sequence"`
+	// CreatedAt is RFC 3339 in UTC.
+	CreatedAt string `json:"created_at"`
+}
+
 // ForkOrigin says where a forked session came from (Snapshot.ForkedFrom).
 type ForkOrigin struct {
 	ParentSessionID string `json:"parent_session_id"`

@@ -320,4 +320,43 @@ func TestOrdersDemoThroughTheCLI(t *testing.T) {
 	if got := final.Messages[len(final.Messages)-1].Text; !strings.HasPrefix(got, "Return label RET-5-") || !strings.HasSuffix(got, " for order 5 is ready.") {
 		t.Errorf("answer to the return = %q", got)
 	}
+
+	// Forks: the whole conversation (the refund included) into a new
+	// session, which never refunds again; an edit of the first message;
+	// the branches of the conversation.
+	last := final.Messages[len(final.Messages)-1].Sequence
+	fork := strings.TrimSpace(session("fork", id, "--at", fmt.Sprint(last), "--id", "cli-fork"))
+	if fork != "cli-fork" {
+		t.Fatalf("fork printed %q", fork)
+	}
+	edit := strings.TrimSpace(session("edit", id, "1", "look up order 7"))
+	stack.WaitForSnapshot("the edited branch's answer", edit, func(s wire.Snapshot) bool {
+		return s.State != nil && s.State.TurnCount == 1 && s.State.Status == wire.StatusWaitingForUserMessage
+	})
+	branches := session("branches", id)
+	if !strings.HasPrefix(branches, id+" (root)\n") || !strings.Contains(branches, "cli-fork  forked from "+id+" at "+fmt.Sprint(last)) ||
+		!strings.Contains(branches, edit+"  forked from "+id+" at 0") {
+		t.Errorf("branches printed:\n%s", branches)
+	}
+	if _, stderr, code := runCLI(t, append([]string{"session", "fork", id}, base...)...); code == 0 || !strings.Contains(stderr, `required flag(s) "at" not set`) {
+		t.Errorf("fork without --at: exit %d, %s", code, stderr)
+	}
+	var store struct {
+		Orders map[string]struct {
+			Refunds []json.RawMessage `json:"refunds"`
+		} `json:"orders"`
+	}
+	if data, err = os.ReadFile(filepath.Join(stack.Dir, "orders.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &store); err != nil {
+		t.Fatal(err)
+	}
+	refunds := 0
+	for _, o := range store.Orders {
+		refunds += len(o.Refunds)
+	}
+	if refunds != 1 {
+		t.Errorf("after the forks the store holds %d refunds, want 1", refunds)
+	}
 }

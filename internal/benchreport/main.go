@@ -156,6 +156,9 @@ func report(w io.Writer, r results) {
 			what := "turn at depth " + depth + " against depth 10 to 30 (" + d.what + ")"
 			value(what, name, "median-ratio", "<= 1.1")
 			value(what+", history bytes a turn adds", name, "bytes-ratio", "<= 1.1")
+			value("fork at depth "+depth+" against a session 10 to 30 turns deep ("+d.what+")", name, "fork-ratio", "<= 1.2")
+			value("fork at depth "+depth+" against a session of 60 turns, whose window is as full ("+d.what+")", name, "fork-window-ratio", "report")
+			value("fork of a session 10 to 30 turns deep, median ("+d.what+")", name, "fork-shallow-ms", "report")
 		}
 	}
 	for _, name := range sortedNames(r, "BenchmarkTurnAtDepthHTTP/store=") {

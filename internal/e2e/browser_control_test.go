@@ -39,3 +39,19 @@ func TestWebChatRetryAndCopy(t *testing.T) {
 		t.Errorf("model calls = %d, want 2 (the failed try and the retry)", n)
 	}
 }
+
+// TestWebChatEditAndBranches drives Edit and the branch switcher in
+// headless Chromium (branch.test.mjs): the edited message goes to a new
+// branch, a fork of the session before it, and the switcher moves between
+// the original and the branch.
+func TestWebChatEditAndBranches(t *testing.T) {
+	t.Parallel()
+	node := requireBrowser(t)
+	stack, base := newHTTPStack(t)
+	waitForPage(t, base)
+	runBrowserScript(t, node, "branch.test.mjs", base, tokenAll, filepath.Join(t.TempDir(), "webui-branch.png"), "-edited")
+	// Three model calls: two turns of the original and the branch's one.
+	if n := modelCalls(t, stack); n != 3 {
+		t.Errorf("model calls = %d, want 3", n)
+	}
+}

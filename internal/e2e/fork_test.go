@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
@@ -25,6 +27,20 @@ func TestForkNeverRepeatsAnApprovedWrite(t *testing.T) {
 	parent := start(t, s, "call:approve_write:refund-7")
 	snap := s.WaitForSnapshot("the refund's approval", parent, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	in := snap.PendingInterrupts[0]
+	// While the approval waits: the call's message is the last, and a fork
+	// there would hold a call without its result; a fork at the user's
+	// message inherits neither the call nor its approval.
+	if _, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 2}); !errors.Is(err, client.ErrForkPoint) || !strings.Contains(err.Error(), "the nearest valid points are 1") {
+		t.Fatalf("a fork at a call whose approval waits: %v", err)
+	}
+	early, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := s.WaitForSnapshot("the early fork", early, func(s wire.Snapshot) bool { return s.State != nil })
+	if len(es.PendingInterrupts) != 0 || len(es.ToolCalls) != 0 || es.State.ActiveTurnID != "" || len(es.Messages) != 1 {
+		t.Fatalf("the early fork inherited the waiting call: %+v %+v %+v", es.PendingInterrupts, es.ToolCalls, es.Messages)
+	}
 	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), parent, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, Digest: in.Digest}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
 	}
@@ -35,7 +51,7 @@ func TestForkNeverRepeatsAnApprovedWrite(t *testing.T) {
 		t.Fatalf("the parent's messages: %+v", snap.Messages)
 	}
 
-	_, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 2})
+	_, err = sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 2})
 	if !errors.Is(err, client.ErrForkPoint) || !strings.Contains(err.Error(), "the nearest valid points are 1 and 3") {
 		t.Fatalf("a fork between the call and its result: %v", err)
 	}
@@ -123,4 +139,143 @@ func TestForkOverHTTP(t *testing.T) {
 	if lastText(snap) != "echo: first draft" {
 		t.Fatalf("the parent's answer = %q", lastText(snap))
 	}
+
+	// Edit and resend the second user message (sequence 5).
+	edited, err := c.Edit(ctx(t), parent, 5, httpclient.EditRequest{Text: "second draft"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := s.WaitForSnapshot("the edited branch's answer", edited, idleWithAnswer)
+	wantAnswer(t, es, "echo: second draft")
+	if len(es.Messages) != 6 || es.Messages[4].Text != "second draft" || es.ForkedFrom.AtSequence != 4 {
+		t.Fatalf("the edited branch: %+v %+v", es.Messages, es.ForkedFrom)
+	}
+	if _, err := c.Edit(ctx(t), parent, 6, httpclient.EditRequest{Text: "x"}); apiCode(err) != "400 invalid_fork_point" || !strings.Contains(err.Error(), "only a user message") {
+		t.Fatalf("editing an answer: %v (%s)", err, apiCode(err))
+	}
+	// Editing the first message forks at 0: the branch holds only the new
+	// text; and a fork of a fork is a branch of the same root. This one
+	// rewinds: the edited branch is closed.
+	first, err := c.Edit(ctx(t), edited, 1, httpclient.EditRequest{Text: "items", Rewind: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnswer(t, s.WaitForSnapshot("the first message's edit", first, idleWithAnswer), "items=1 users=items")
+	s.WaitForSnapshot("the rewound branch closed", edited, func(s wire.Snapshot) bool { return s.State != nil && s.State.Closed })
+
+	b, err := c.Branches(ctx(t), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, br := range b.Branches {
+		got = append(got, br.SessionID+"<"+br.ParentSessionID)
+	}
+	if want := []string{fork + "<" + parent, edited + "<" + parent, first + "<" + edited}; b.RootSessionID != parent || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("branches = %s %v, want %s %v", b.RootSessionID, got, parent, want)
+	}
+	if b2, err := c.Branches(ctx(t), parent); err != nil || len(b2.Branches) != 3 {
+		t.Fatalf("branches from the root = %+v, %v", b2, err)
+	}
+}
+
+// TestForkOfACompactedSessionKeepsItsSummaryAndReads forks a session that
+// compaction summarized and retention cut: a fork at its last message
+// starts from the parent's summary (its model sees what the parent's
+// sees), a fork before the summary's end is refused with the earliest
+// point, and the parent's later retention never breaks the fork's reads.
+func TestForkOfACompactedSessionKeepsItsSummaryAndReads(t *testing.T) {
+	t.Parallel()
+	s := retentionStack(t)
+	s.StartWorker()
+	sessions := s.Sessions.WithMessages(s.MessageStore(t))
+	text := func(i int) string { return fmt.Sprintf("m%02d %s", i, strings.Repeat("x", 300)) }
+	id := start(t, s, text(1))
+	// turn sends msg (unless it is the start's) and waits for the
+	// session's n-th turn to end.
+	turn := func(id, msg string, n int) wire.Snapshot {
+		t.Helper()
+		if msg != "" {
+			if ok, err := s.Sessions.SendUserMessage(ctx(t), id, msg); err != nil || !ok {
+				t.Fatalf("send: %v %v", ok, err)
+			}
+		}
+		return s.WaitForSnapshot(fmt.Sprintf("turn %d of %s", n, id), id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == n })
+	}
+	var snap wire.Snapshot
+	var p wire.ForkPoint
+	for n := 1; ; n++ {
+		msg := text(n)
+		if n == 1 {
+			msg = "" // the start's
+		}
+		snap = turn(id, msg, n)
+		var err error
+		p, err = forkPoint(t, s, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.FirstSequence > 1 && p.SummaryLastSequence > p.FirstSequence {
+			break
+		}
+		if n == 30 {
+			t.Fatal("30 turns and no summary with retention")
+		}
+	}
+	last := p.LastSequence
+	t.Logf("parent: messages %d..%d, summary through %d", p.FirstSequence, last, p.SummaryLastSequence)
+	if _, err := sessions.ForkSession(ctx(t), id, client.ForkOptions{AtSequence: p.FirstSequence}); !errors.Is(err, client.ErrForkPoint) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the earliest fork point is %d", p.SummaryLastSequence)) {
+		t.Fatalf("a fork inside the summary after retention: %v", err)
+	}
+	fork, err := sessions.ForkSession(ctx(t), id, client.ForkOptions{AtSequence: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.WaitForSnapshot("the fork", fork, func(s wire.Snapshot) bool { return s.State != nil })
+	if fs.ContextSummary == nil || snap.ContextSummary == nil || fs.ContextSummary.LastSequence != snap.ContextSummary.LastSequence ||
+		fs.ContextSummary.Generation != snap.ContextSummary.Generation || fs.ContextSummary.Text != snap.ContextSummary.Text {
+		t.Fatalf("the fork's summary %+v, the parent's %+v", fs.ContextSummary, snap.ContextSummary)
+	}
+	// The same message to both: their models see the same input.
+	n := snap.State.TurnCount
+	parentView := lastText(turn(id, "items", n+1))
+	forkView := lastText(turn(fork, "items", 1))
+	if forkView != parentView || !strings.HasPrefix(forkView, "items=") {
+		t.Fatalf("the fork's model saw %q, the parent's %q", forkView, parentView)
+	}
+	// The parent goes on until retention deletes past the fork point; the
+	// fork still reads every message from its first.
+	for k := n + 2; ; k++ {
+		turn(id, text(k), k)
+		if p, err = forkPoint(t, s, id); err != nil {
+			t.Fatal(err)
+		}
+		if p.FirstSequence > last {
+			break
+		}
+		if k == n+40 {
+			t.Fatalf("40 more turns and retention did not pass the fork point %d (first %d)", last, p.FirstSequence)
+		}
+	}
+	stored, err := s.StoredMessages(fork)
+	if err != nil {
+		t.Fatalf("the fork's messages after the parent's retention: %v", err)
+	}
+	if len(stored) == 0 || stored[len(stored)-1].Text != forkView {
+		t.Fatalf("the fork's stored messages end with %+v", stored[len(stored)-1:])
+	}
+	if got := lastText(turn(fork, "items", 2)); !strings.HasPrefix(got, "items=") {
+		t.Fatalf("the fork's turn after the parent's retention: %q", got)
+	}
+}
+
+func forkPoint(t *testing.T, s *agenttest.Stack, id string) (wire.ForkPoint, error) {
+	t.Helper()
+	v, err := s.Client.QueryWorkflow(ctx(t), id, "", wire.QueryForkPoint, wire.ForkPointRequest{AtSequence: 1})
+	if err != nil {
+		return wire.ForkPoint{}, err
+	}
+	var p wire.ForkPoint
+	return p, v.Get(&p)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/internal/transcript/pgtest"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -308,6 +309,7 @@ func turnAtDepth(b *testing.B, s *agenttest.Stack) {
 			}
 			return float64(sum) / float64(len(ns))
 		}
+		forkAtDepth(b, s, d, shallow)
 		b.ReportMetric(meanInt(deepInput), "deep-input-tokens")
 		b.ReportMetric(meanInt(deepInput)/meanInt(shallowInput), "input-ratio")
 		if deepN > 0 && shallowN > 0 {
@@ -325,4 +327,71 @@ func logRecords(b *testing.B, s *agenttest.Stack) []probe.Invocation {
 		b.Fatal(err)
 	}
 	return recs
+}
+
+// forkAtDepth times forks of the deep session and of a shallow one (10 to
+// 30 turns), alternating, each at its last message: client.ForkSession
+// from the parent's query to the fork's start. It reports the median
+// shallow fork and the ratio of the medians (fork-ratio); and the ratio
+// against a session of 60 turns (fork-window-ratio), whose window is as
+// full as the deep one's: a fork copies the window's messages (at most
+// message_window_size + message_chunk_size), and shares the rest.
+func forkAtDepth(b *testing.B, s *agenttest.Stack, deep, shallow *longSession) {
+	b.Helper()
+	sessions := s.Sessions.WithMessages(benchStore(b, s))
+	fork := func(l *longSession) time.Duration {
+		snap, err := s.Sessions.GetAgentSnapshot(context.Background(), l.id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		at := snap.Messages[len(snap.Messages)-1].Sequence
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		if _, err := sessions.ForkSession(ctx, l.id, client.ForkOptions{AtSequence: at}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	full := deep.another()
+	for full.turns < 60 {
+		full.turn()
+	}
+	const forks = 21
+	var deepTimes, shallowTimes, fullTimes []time.Duration
+	for range forks {
+		shallowTimes = append(shallowTimes, fork(shallow))
+		deepTimes = append(deepTimes, fork(deep))
+		fullTimes = append(fullTimes, fork(full))
+	}
+	slices.Sort(deepTimes)
+	slices.Sort(shallowTimes)
+	slices.Sort(fullTimes)
+	b.ReportMetric(float64(shallowTimes[forks/2])/1e6, "fork-shallow-ms")
+	b.ReportMetric(float64(deepTimes[forks/2])/float64(shallowTimes[forks/2]), "fork-ratio")
+	b.ReportMetric(float64(deepTimes[forks/2])/float64(fullTimes[forks/2]), "fork-window-ratio")
+}
+
+// benchStore opens the message store of the stack's config: dev's SQLite
+// file, or the config's message_store.
+func benchStore(b *testing.B, s *agenttest.Stack) transcript.Reader {
+	b.Helper()
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := transcript.Options{Driver: transcript.DriverSQLite, Path: filepath.Join(s.Dir, "messages.db")}
+	if ms := cfg.MessageStore; ms != nil && ms.Driver == config.MessageStorePostgres {
+		dsn, err := ms.DSN()
+		if err != nil {
+			b.Fatal(err)
+		}
+		o = transcript.Options{Driver: transcript.DriverPostgres, DSN: dsn.Reveal()}
+	}
+	st, err := transcript.Open(context.Background(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return transcript.Reader{Store: st}
 }

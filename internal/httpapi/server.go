@@ -219,6 +219,8 @@ func New(opts Options) *Server {
 	s.handle("POST /v1/sessions/{id}/close", s.session(s.closeSession))
 	s.handle("POST /v1/sessions/{id}/terminate", s.sessionAs(s.terminate))
 	s.handle("POST /v1/sessions/{id}/fork", s.sessionAs(s.fork))
+	s.handle("POST /v1/sessions/{id}/messages/{sequence}/edit", s.sessionAs(s.edit))
+	s.handle("GET /v1/sessions/{id}/branches", s.sessionAs(s.branches))
 	s.handle("GET /v1/sessions/{id}/snapshot", s.session(s.snapshot))
 	s.handle("GET /v1/sessions/{id}/messages", s.session(s.listMessages))
 	s.handle("GET /v1/sessions/{id}/events", s.sessionAs(s.events))

@@ -54,7 +54,7 @@ func (s *State) startFork(f *wire.ForkStart) string {
 	switch {
 	case !s.Options.Messages.Store:
 		return "the agent keeps no messages in the message store"
-	case f.ParentSessionID == "" || f.AtSequence < 1:
+	case f.ParentSessionID == "" || f.AtSequence < 0:
 		return "it names no parent and fork point"
 	case f.FromSequence < 1 || f.ThroughSequence >= f.AtSequence && len(f.Tail) > 0 || f.ThroughSequence > f.AtSequence:
 		return "its shared range " + strconv.FormatInt(f.FromSequence, 10) + ".." + strconv.FormatInt(f.ThroughSequence, 10) +

@@ -37,6 +37,8 @@ func overlapConflict(session string, ref, other ChunkRef) error {
 // sequence, and finds the first hole.
 type windowReader struct {
 	msgs []Message
+	// sizes are the rows' stored sizes (their encodings' lengths).
+	sizes []int64
 }
 
 // add takes the next row read for [from, to].
@@ -53,6 +55,7 @@ func (w *windowReader) add(session string, from, seq int64, data []byte) error {
 		return fmt.Errorf("%w: session %q: window row %d holds message %d", ErrCorrupt, session, seq, m.Sequence)
 	}
 	w.msgs = append(w.msgs, m)
+	w.sizes = append(w.sizes, int64(len(data)))
 	return nil
 }
 

@@ -49,6 +49,17 @@ type Fork struct {
 type ForkResult struct {
 	Fork Fork
 	Tail []Message
+	// TailBytes are the sizes of the copied messages' encodings.
+	TailBytes []int64
+}
+
+// tailBytes returns the encoded sizes of msgs.
+func tailBytes(msgs []Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = int64(EncodedSize(m))
+	}
+	return out
 }
 
 // segment is a stretch of one base session's chunks that a fork shares.
@@ -128,8 +139,8 @@ func checkFork(fork, parent string, at int64) error {
 	if fork == parent {
 		return fmt.Errorf("%w: session %q cannot be forked into itself", ErrInvalid, fork)
 	}
-	if at < 1 {
-		return fmt.Errorf("%w: session %q: fork point %d (sequences start at 1)", ErrInvalid, parent, at)
+	if at < 0 {
+		return fmt.Errorf("%w: session %q: fork point %d (0 forks before the first message)", ErrInvalid, parent, at)
 	}
 	return nil
 }

@@ -306,12 +306,18 @@ func (s *pgStore) Window(ctx context.Context, session string, from, to int64) ([
 
 // pgWindow reads window rows [from, to].
 func pgWindow(ctx context.Context, q pgQuerier, session string, from, to int64) ([]Message, error) {
+	msgs, _, err := pgWindowSized(ctx, q, session, from, to)
+	return msgs, err
+}
+
+// pgWindowSized is pgWindow with the rows' stored sizes.
+func pgWindowSized(ctx context.Context, q pgQuerier, session string, from, to int64) ([]Message, []int64, error) {
 	if to < from {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rows, err := q.Query(ctx, "SELECT seq, data FROM transcript_window WHERE session = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq", session, from, to)
 	if err != nil {
-		return nil, pgErr("read window", session, err)
+		return nil, nil, pgErr("read window", session, err)
 	}
 	defer rows.Close()
 	var w windowReader
@@ -319,16 +325,17 @@ func pgWindow(ctx context.Context, q pgQuerier, session string, from, to int64) 
 		var seq int64
 		var data []byte
 		if err := rows.Scan(&seq, &data); err != nil {
-			return nil, pgErr("read window", session, err)
+			return nil, nil, pgErr("read window", session, err)
 		}
 		if err := w.add(session, from, seq, data); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, pgErr("read window", session, err)
+		return nil, nil, pgErr("read window", session, err)
 	}
-	return w.done(session, from, to)
+	msgs, err := w.done(session, from, to)
+	return msgs, w.sizes, err
 }
 
 func (s *pgStore) DeleteWindowThrough(ctx context.Context, session string, seq int64) (int64, error) {
@@ -673,11 +680,11 @@ func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (Fork
 		return ForkResult{}, forkConflict(f, parent, at)
 	case err == nil:
 		// Made before: the same result again.
-		tail, err := pgWindow(ctx, tx, fork, f.Through+1, at)
+		tail, sizes, err := pgWindowSized(ctx, tx, fork, f.Through+1, at)
 		if err != nil {
 			return ForkResult{}, err
 		}
-		return ForkResult{Fork: f, Tail: tail}, nil
+		return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
 		return ForkResult{}, pgErr("fork", fork, err)
 	}
@@ -698,6 +705,7 @@ func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (Fork
 		return ForkResult{}, err
 	}
 	var tail []Message
+	var sizes []int64
 	if plan.span != nil {
 		var data []byte
 		if err := tx.QueryRow(ctx, "SELECT data FROM transcript_chunks WHERE session = $1 AND first_seq = $2", plan.span.Owner, plan.span.First).Scan(&data); err != nil {
@@ -708,9 +716,13 @@ func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (Fork
 			return ForkResult{}, err
 		}
 		tail = tailOf(msgs, plan.through, at)
-	} else if tail, err = pgWindow(ctx, tx, parent, plan.through+1, at); err != nil {
+		sizes = tailBytes(tail)
+	} else if tail, sizes, err = pgWindowSized(ctx, tx, parent, plan.through+1, at); err != nil {
 		return ForkResult{}, err
 	}
+	// The parent's rows are copied as they are stored (one statement);
+	// messages cut from a chunk are encoded again.
+	fromWindow := plan.span == nil
 	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: s.now().UTC().Truncate(time.Microsecond)}
 	err = tx.QueryRow(ctx, "SELECT root FROM transcript_forks WHERE fork = $1", parent).Scan(&f.Root)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -725,19 +737,26 @@ func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (Fork
 			return ForkResult{}, pgErr("fork", fork, err)
 		}
 	}
-	encoded, err := encodeWrite(fork, tail, true)
-	if err != nil {
-		return ForkResult{}, err
-	}
-	for i, m := range tail {
-		if _, err := tx.Exec(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES ($1, $2, 0, 0, $3)", fork, m.Sequence, encoded[i]); err != nil {
+	if fromWindow && len(tail) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
+			SELECT $1, seq, 0, 0, data FROM transcript_window WHERE session = $2 AND seq BETWEEN $3 AND $4`, fork, parent, plan.through+1, at); err != nil {
 			return ForkResult{}, pgErr("fork", fork, err)
+		}
+	} else {
+		encoded, err := encodeWrite(fork, tail, true)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		for i, m := range tail {
+			if _, err := tx.Exec(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES ($1, $2, 0, 0, $3)", fork, m.Sequence, encoded[i]); err != nil {
+				return ForkResult{}, pgErr("fork", fork, err)
+			}
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return ForkResult{}, pgErr("fork", fork, err)
 	}
-	return ForkResult{Fork: f, Tail: tail}, nil
+	return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
 }
 
 func (s *pgStore) ForkOf(ctx context.Context, session string) (Fork, error) {

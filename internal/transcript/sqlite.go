@@ -669,11 +669,11 @@ func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (
 		return ForkResult{}, forkConflict(f, parent, at)
 	case err == nil:
 		// Made before: the same result again.
-		tail, err := sqliteWindow(ctx, tx, fork, f.Through+1, at)
+		tail, sizes, err := sqliteWindowSized(ctx, tx, fork, f.Through+1, at)
 		if err != nil {
 			return ForkResult{}, err
 		}
-		return ForkResult{Fork: f, Tail: tail}, nil
+		return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
 	case !errors.Is(err, sql.ErrNoRows):
 		return ForkResult{}, sqliteErr("fork", fork, err)
 	}
@@ -694,6 +694,7 @@ func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (
 		return ForkResult{}, err
 	}
 	var tail []Message
+	var sizes []int64
 	if plan.span != nil {
 		var data []byte
 		if err := tx.QueryRowContext(ctx, "SELECT data FROM transcript_chunks WHERE session = ? AND first_seq = ?", plan.span.Owner, plan.span.First).Scan(&data); err != nil {
@@ -704,9 +705,13 @@ func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (
 			return ForkResult{}, err
 		}
 		tail = tailOf(msgs, plan.through, at)
-	} else if tail, err = sqliteWindow(ctx, tx, parent, plan.through+1, at); err != nil {
+		sizes = tailBytes(tail)
+	} else if tail, sizes, err = sqliteWindowSized(ctx, tx, parent, plan.through+1, at); err != nil {
 		return ForkResult{}, err
 	}
+	// The parent's rows are copied as they are stored (one statement);
+	// messages cut from a chunk are encoded again.
+	fromWindow := plan.span == nil
 	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: s.now().UTC().Truncate(time.Microsecond)}
 	err = tx.QueryRowContext(ctx, "SELECT root FROM transcript_forks WHERE fork = ?", parent).Scan(&f.Root)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -721,29 +726,37 @@ func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (
 			return ForkResult{}, sqliteErr("fork", fork, err)
 		}
 	}
-	encoded, err := encodeWrite(fork, tail, true)
-	if err != nil {
-		return ForkResult{}, err
-	}
-	for i, m := range tail {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES (?, ?, 0, 0, ?)", fork, m.Sequence, encoded[i]); err != nil {
+	if fromWindow && len(tail) > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
+			SELECT ?, seq, 0, 0, data FROM transcript_window WHERE session = ? AND seq BETWEEN ? AND ?`, fork, parent, plan.through+1, at); err != nil {
 			return ForkResult{}, sqliteErr("fork", fork, err)
+		}
+	} else {
+		encoded, err := encodeWrite(fork, tail, true)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		for i, m := range tail {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES (?, ?, 0, 0, ?)", fork, m.Sequence, encoded[i]); err != nil {
+				return ForkResult{}, sqliteErr("fork", fork, err)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return ForkResult{}, sqliteErr("fork", fork, err)
 	}
-	return ForkResult{Fork: f, Tail: tail}, nil
+	return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
 }
 
-// sqliteWindow reads window rows [from, to] inside a transaction.
-func sqliteWindow(ctx context.Context, q sqliteQuerier, session string, from, to int64) ([]Message, error) {
+// sqliteWindowSized reads window rows [from, to] inside a transaction,
+// with their stored sizes.
+func sqliteWindowSized(ctx context.Context, q sqliteQuerier, session string, from, to int64) ([]Message, []int64, error) {
 	if to < from {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rows, err := q.QueryContext(ctx, "SELECT seq, data FROM transcript_window WHERE session = ? AND seq BETWEEN ? AND ? ORDER BY seq", session, from, to)
 	if err != nil {
-		return nil, sqliteErr("read window", session, err)
+		return nil, nil, sqliteErr("read window", session, err)
 	}
 	defer func() { _ = rows.Close() }()
 	var w windowReader
@@ -751,16 +764,17 @@ func sqliteWindow(ctx context.Context, q sqliteQuerier, session string, from, to
 		var seq int64
 		var data []byte
 		if err := rows.Scan(&seq, &data); err != nil {
-			return nil, sqliteErr("read window", session, err)
+			return nil, nil, sqliteErr("read window", session, err)
 		}
 		if err := w.add(session, from, seq, data); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, sqliteErr("read window", session, err)
+		return nil, nil, sqliteErr("read window", session, err)
 	}
-	return w.done(session, from, to)
+	msgs, err := w.done(session, from, to)
+	return msgs, w.sizes, err
 }
 
 func (s *sqliteStore) ForkOf(ctx context.Context, session string) (Fork, error) {

@@ -357,10 +357,16 @@ func (r Reader) PutBlob(ctx context.Context, session string, data []byte) (strin
 	return r.Store.PutBlob(ctx, session, data)
 }
 
+// ForkPreviewBytes is how much of each copied message's text a fork's
+// start input carries: less than the window's usual wire.PreviewBytes, so
+// the start stays small at any window size (readers fill in cut texts
+// from the store, as for any truncated window message).
+const ForkPreviewBytes = 256
+
 // ForkMessages forks session fork from parent at at (Store.Fork), copies
 // the parent's blobs a fork keeps referring to (its summary's text), and
 // returns the fork's start input: the copied messages as the window keeps
-// them, their texts cut to wire.PreviewBytes.
+// them, their texts cut to ForkPreviewBytes.
 func (r Reader) ForkMessages(ctx context.Context, fork, parent string, at int64, blobs []string) (wire.ForkStart, error) {
 	res, err := r.Store.Fork(ctx, fork, parent, at)
 	if err != nil {
@@ -376,19 +382,48 @@ func (r Reader) ForkMessages(ctx context.Context, fork, parent string, at int64,
 		}
 	}
 	out := wire.ForkStart{ParentSessionID: parent, AtSequence: at, FromSequence: res.Fork.From, ThroughSequence: res.Fork.Through}
-	for _, m := range res.Tail {
+	for i, m := range res.Tail {
 		fm := wire.ForkMessage{
-			Sequence: m.Sequence, Role: string(m.Role), Text: m.Text, Bytes: int64(EncodedSize(m)),
+			Sequence: m.Sequence, Role: string(m.Role), Text: m.Text, Bytes: res.TailBytes[i],
 			ToolCallID: m.ToolCallID, ToolName: m.ToolName, TurnID: m.TurnID, ToolStatus: string(m.ToolStatus),
 		}
-		if len(fm.Text) > wire.PreviewBytes {
-			cut := wire.PreviewBytes
+		if len(fm.Text) > ForkPreviewBytes {
+			cut := ForkPreviewBytes
 			for cut > 0 && !utf8.RuneStart(fm.Text[cut]) {
 				cut--
 			}
 			fm.Text, fm.Truncated = fm.Text[:cut], true
 		}
 		out.Tail = append(out.Tail, fm)
+	}
+	return out, nil
+}
+
+// ForkBranches lists the branches of session's conversation: the root (the
+// session itself, or the root it was forked from) and at most limit forks
+// of it, oldest first.
+func (r Reader) ForkBranches(ctx context.Context, session string, limit int) (wire.Branches, error) {
+	root := session
+	f, err := r.Store.ForkOf(ctx, session)
+	switch {
+	case err == nil:
+		root = f.Root
+	case !errors.Is(err, ErrNotFound):
+		return wire.Branches{}, err
+	}
+	forks, err := r.Store.Branches(ctx, root, limit+1)
+	if err != nil {
+		return wire.Branches{}, err
+	}
+	out := wire.Branches{RootSessionID: root, Branches: []wire.Branch{}}
+	if len(forks) > limit {
+		forks, out.HasMore = forks[:limit], true
+	}
+	for _, f := range forks {
+		out.Branches = append(out.Branches, wire.Branch{
+			SessionID: f.Session, ParentSessionID: f.Parent, AtSequence: f.AtSequence,
+			CreatedAt: f.Created.UTC().Format(time.RFC3339Nano),
+		})
 	}
 	return out, nil
 }

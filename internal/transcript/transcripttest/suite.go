@@ -1073,6 +1073,13 @@ func testForkInsideChunk(t *testing.T, s transcript.Store) {
 	r = mustFork(t, s, "g", "p", 4)
 	diff(t, "a fork in the first chunk", transcript.Fork{Session: "g", Parent: "p", Root: "p", AtSequence: 4, From: 1}, r.Fork)
 	diff(t, "its transcript", all[:4], readThrough(t, s, "g", 1, 1, 4))
+	// A fork before the first message (an edit of the first message)
+	// holds none, and is still a branch of the parent.
+	r = mustFork(t, s, "h", "p", 0)
+	diff(t, "a fork at 0", transcript.Fork{Session: "h", Parent: "p", Root: "p", AtSequence: 0, From: 1}, r.Fork)
+	if len(r.Tail) != 0 || len(mustChunks(t, s, "h", 1, 100)) != 0 {
+		t.Errorf("a fork at 0 holds %v and %v", r.Tail, mustChunks(t, s, "h", 1, 100))
+	}
 }
 
 func testForkIdempotent(t *testing.T, s transcript.Store) {
@@ -1163,8 +1170,8 @@ func testForkRefusals(t *testing.T, s transcript.Store) {
 	all := parentFor(t, s, "p")
 	_, err := s.Fork(ctx, "f", "p", 26)
 	wantErr(t, "a fork past the parent's last message", err, transcript.ErrMissing, "26")
-	_, err = s.Fork(ctx, "f", "p", 0)
-	wantErr(t, "a fork at 0", err, transcript.ErrInvalid)
+	_, err = s.Fork(ctx, "f", "p", -1)
+	wantErr(t, "a fork at -1", err, transcript.ErrInvalid)
 	_, err = s.Fork(ctx, "p", "p", 3)
 	wantErr(t, "a fork into itself", err, transcript.ErrInvalid)
 	mustPutWindow(t, s, "used", Writer{Gen: 1, Attempt: 1}, all[:1])

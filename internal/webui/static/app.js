@@ -79,6 +79,7 @@
     stop: ['M8 8h8v8H8z', 'M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18z'],
     steer: ['M5 19c0-7 4-11 11-11h3', 'M15 4l4 4-4 4'],
     copy: ['M9 9h11v11H9z', 'M5 15V5a1 1 0 0 1 1-1h9'],
+    edit: ['M4 20h4L19 9l-4-4L4 16z', 'M13.5 6.5l4 4'],
   };
 
   function randomID() {
@@ -887,6 +888,7 @@
     $('messages').replaceChildren();
     $('stop-button').hidden = true;
     $('steer-button').hidden = true;
+    $('branch-picker-wrap').hidden = true;
   }
 
   async function openSession(id, agentHint) {
@@ -926,6 +928,7 @@
     rememberSession(id, s.agent);
     $('message-input').focus();
     streamEvents(s);
+    loadBranches(s);
   }
 
   // loadSnapshot fetches the snapshot and merges it. With resetStream, the
@@ -1593,7 +1596,7 @@
         // "[Dex] …" messages are the worker's notes to the model (what a
         // failed, stopped or steered turn had done; an approved plan).
         const host = /^\[Dex\] /.test(m.text || '');
-        items.push({ kind: 'message', key: `m${m.sequence}`, role: host ? 'host' : 'user', text: host ? m.text.slice(6) : m.text || '', source: 'stored', turnOf: m.turn_id });
+        items.push({ kind: 'message', key: `m${m.sequence}`, role: host ? 'host' : 'user', text: host ? m.text.slice(6) : m.text || '', source: 'stored', turnOf: m.turn_id, sequence: m.sequence });
       } else if (m.role === 'assistant') {
         const live = claimed.get(m.sequence);
         if (live) items.push(live);
@@ -1937,7 +1940,7 @@
     }
     const body = li.querySelector('.message-body');
     const key = `${item.reasoning || ''}\u0000${item.text}`;
-    if (body.dataset.src !== key) {
+    if (body.dataset.src !== key && !li.dataset.editing) {
       body.dataset.src = key;
       const open = body.querySelector('details.reasoning');
       const wasOpen = open ? open.open : false;
@@ -1958,6 +1961,85 @@
     }
     updateQueuedActions(li, item, s);
     updateCopy(li, item);
+    updateEdit(li, item, s);
+  }
+
+  // updateEdit offers Edit on a stored user message: the new text goes to
+  // a new branch (a fork before the message), and the page opens it.
+  function updateEdit(li, item, s) {
+    const main = li.querySelector('.message-main');
+    let btn = main.querySelector('.edit-message');
+    const want = item.role === 'user' && item.source === 'stored' && item.sequence > 0 && !s.ended;
+    if (!want) { if (btn) btn.remove(); return; }
+    if (btn) return;
+    btn = el('button', {
+      type: 'button', class: 'icon-button tiny edit-message', 'data-testid': 'edit-message',
+      'aria-label': 'Edit this message and send it as a new branch', title: 'Edit: send a changed message as a new branch of the conversation',
+    }, icon(ICONS.edit));
+    btn.onclick = () => startEdit(li, item, s);
+    messageActions(main).append(btn);
+  }
+
+  // messageActions is the row of a message's small buttons (copy, edit).
+  function messageActions(main) {
+    let row = main.querySelector(':scope > .message-actions');
+    if (!row) { row = el('div', { class: 'message-actions' }); main.append(row); }
+    return row;
+  }
+
+  function startEdit(li, item, s) {
+    if (li.dataset.editing) return;
+    li.dataset.editing = '1';
+    const body = li.querySelector('.message-body');
+    const input = el('textarea', { class: 'input edit-input', 'data-testid': 'edit-input', rows: '3', 'aria-label': 'The changed message' });
+    input.value = item.text;
+    const done = () => { delete li.dataset.editing; body.dataset.src = ''; render(); };
+    const send = el('button', { type: 'button', class: 'button primary small', 'data-testid': 'edit-send', text: 'Send as a new branch' });
+    const cancel = el('button', { type: 'button', class: 'button ghost small', 'data-testid': 'edit-cancel', text: 'Cancel', onclick: done });
+    send.onclick = async () => {
+      const text = input.value.trim();
+      if (!text) { toast('The message is empty.', 'info'); return; }
+      send.disabled = true;
+      try {
+        const res = await api('POST', sessionPath(s.id, `/messages/${item.sequence}/edit`), { text });
+        toast('Sent as a new branch. The original is kept: switch back with Branch.', 'info');
+        // A branch keeps the conversation's title.
+        const parent = recentSessions().find((r) => r.id === s.id);
+        rememberSession(res.session_id, s.agent, parent ? parent.title : '');
+        navigate(res.session_id, s.agent);
+      } catch (err) {
+        send.disabled = false;
+        toast(`Could not edit the message: ${err.message}`, 'error');
+      }
+    };
+    body.replaceChildren(el('div', { class: 'edit-form' }, input, el('div', { class: 'edit-actions' }, send, cancel)));
+    input.focus();
+  }
+
+  // loadBranches fills the branch switcher: the conversation's root and its
+  // forks (edits), when it has any.
+  async function loadBranches(s) {
+    const wrap = $('branch-picker-wrap');
+    let data;
+    try {
+      data = await api('GET', sessionPath(s.id, '/branches'));
+    } catch {
+      wrap.hidden = true; // a worker without the message store has none
+      return;
+    }
+    if (app.session !== s) return;
+    const branches = data.branches || [];
+    if (!branches.length) { wrap.hidden = true; return; }
+    const picker = $('branch-picker');
+    const options = [];
+    if (data.root_session_id) options.push(el('option', { value: data.root_session_id, text: 'Original' }));
+    branches.forEach((b, i) => options.push(el('option', {
+      value: b.session_id, text: `Branch ${i + 1}: from message ${b.at_sequence + 1}`,
+    })));
+    picker.replaceChildren(...options);
+    picker.value = s.id;
+    picker.onchange = () => { if (picker.value && picker.value !== s.id) navigate(picker.value, s.agent); };
+    wrap.hidden = false;
   }
 
   // updateCopy offers a copy button on a finished message with text.
@@ -1968,7 +2050,7 @@
     if (!want) { if (btn) btn.remove(); return; }
     if (!btn) {
       btn = el('button', { type: 'button', class: 'icon-button tiny copy-message', 'data-testid': 'copy-message', 'aria-label': 'Copy message', title: 'Copy' }, icon(ICONS.copy));
-      main.append(btn);
+      messageActions(main).prepend(btn);
     }
     btn.onclick = async () => {
       try {
