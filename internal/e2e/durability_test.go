@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -67,6 +68,26 @@ func TestWriteKilledMidCallIsOutcomeUnknownAndRanOnce(t *testing.T) {
 	wantAnswer(t, snap, "done: write_gate=outcome_unknown:"+pluginapi.OutcomeUnknownToolResult)
 	if n := s.Log().Count("tool", "write_gate"); n != 1 {
 		t.Errorf("write_gate ran %d times, want 1", n)
+	}
+
+	// A fork right after the unknown outcome (before the answer) holds
+	// the call's outcome-unknown result, which its next model call sees;
+	// the write is not run again.
+	sessions := s.Sessions.WithMessages(s.MessageStore(t))
+	fork, err := sessions.ForkSession(ctx(t), id, client.ForkOptions{AtSequence: 3, InitialMessage: "items"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnswer(t, s.WaitForSnapshot("the fork's turn", fork, idleWithAnswer), "items=4 users=call:write_gate:w|items")
+	stored, err := s.StoredMessages(fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) < 3 || stored[2].ToolStatus != pluginapi.ToolCallOutcomeUnknown || !strings.Contains(stored[2].Text, pluginapi.OutcomeUnknownToolResult) {
+		t.Fatalf("the fork's third message: %+v", stored[min(2, len(stored)-1)])
+	}
+	if n := s.Log().Count("tool", "write_gate"); n != 1 {
+		t.Errorf("after the fork write_gate ran %d times, want 1", n)
 	}
 }
 

@@ -33,13 +33,21 @@ func TestForkNeverRepeatsAnApprovedWrite(t *testing.T) {
 	if _, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 2}); !errors.Is(err, client.ErrForkPoint) || !strings.Contains(err.Error(), "the nearest valid points are 1") {
 		t.Fatalf("a fork at a call whose approval waits: %v", err)
 	}
+	// A message queued behind the waiting turn is not inherited either.
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), parent, "queued behind the approval"); err != nil || !ok {
+		t.Fatalf("queue: %v %v", ok, err)
+	}
+	queued := s.WaitForSnapshot("the queued message", parent, func(s wire.Snapshot) bool { return s.QueuedCount == 1 }).QueuedMessages[0]
 	early, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	es := s.WaitForSnapshot("the early fork", early, func(s wire.Snapshot) bool { return s.State != nil })
-	if len(es.PendingInterrupts) != 0 || len(es.ToolCalls) != 0 || es.State.ActiveTurnID != "" || len(es.Messages) != 1 {
-		t.Fatalf("the early fork inherited the waiting call: %+v %+v %+v", es.PendingInterrupts, es.ToolCalls, es.Messages)
+	if len(es.PendingInterrupts) != 0 || len(es.ToolCalls) != 0 || es.State.ActiveTurnID != "" || len(es.Messages) != 1 || es.QueuedCount != 0 {
+		t.Fatalf("the early fork inherited the waiting call or the queue: %+v %+v %+v queued %d", es.PendingInterrupts, es.ToolCalls, es.Messages, es.QueuedCount)
+	}
+	if ok, err := s.Sessions.DeleteQueuedMessage(ctx(t), parent, queued.MessageID); err != nil || !ok {
+		t.Fatalf("delete the queued message: %v %v", ok, err)
 	}
 	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), parent, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, Digest: in.Digest}); err != nil || !ok {
 		t.Fatalf("approve: %v %v", ok, err)
