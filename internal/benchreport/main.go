@@ -161,6 +161,9 @@ func report(w io.Writer, r results) {
 			value("fork of a session 10 to 30 turns deep, median ("+d.what+")", name, "fork-shallow-ms", "report")
 		}
 	}
+	for _, store := range []string{"sqlite", "postgres"} {
+		ratio("fork in the message store ("+store+"), depth 2000 against depth 10", "BenchmarkFork/"+store+"/depth=2000", "ns/op", "BenchmarkFork/"+store+"/depth=10", "ns/op", "report")
+	}
 	for _, name := range sortedNames(r, "BenchmarkTurnAtDepthHTTP/store=") {
 		store := strings.TrimPrefix(name, "BenchmarkTurnAtDepthHTTP/store=")
 		value("over HTTP, "+store+": a deep session's late turn against a new session's", name, "depth-ratio", "<= 1.1")

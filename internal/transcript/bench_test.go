@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -113,5 +114,43 @@ func BenchmarkLoadTranscript(b *testing.B) {
 				load(b, c)
 			}
 		})
+	})
+}
+
+// BenchmarkFork forks a session at its last message, into a new session
+// each time: 10 turns deep (20 messages of 2 KiB, all window rows) and
+// 2,000 turns deep (4,000 messages: chunks of 32 and a window of 80 rows,
+// as a session with the default window keeps them). The deep fork shares
+// its 123 chunks and copies 80 rows; the shallow one copies 20.
+func BenchmarkFork(b *testing.B) {
+	backends(b, func(b *testing.B, s transcript.Store) {
+		for _, turns := range []int{10, 2000} {
+			b.Run(fmt.Sprintf("depth=%d", turns), func(b *testing.B) {
+				parent := fmt.Sprintf("parent-%d", turns)
+				n := 2 * turns
+				msgs := transcripttest.Messages(1, n, 2048)
+				rows := min(n, transcript.DefaultWindowSize+16)
+				for _, c := range transcript.Split(msgs[:n-rows], transcript.DefaultChunkSize, transcript.DefaultChunkMaxBytes) {
+					if _, err := s.PutChunk(b.Context(), parent, c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.PutWindow(b.Context(), parent, transcript.Writer{Gen: 1, Attempt: 1}, msgs[n-rows:]); err != nil {
+					b.Fatal(err)
+				}
+				r := transcript.Reader{Store: s}
+				i := 0
+				for b.Loop() {
+					i++
+					start, err := r.ForkMessages(b.Context(), fmt.Sprintf("fork-%d-%d", turns, i), parent, int64(n), nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(start.Tail) != rows {
+						b.Fatalf("the fork copied %d messages, want %d", len(start.Tail), rows)
+					}
+				}
+			})
+		}
 	})
 }
