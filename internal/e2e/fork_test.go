@@ -245,6 +245,25 @@ func TestForkOfACompactedSessionKeepsItsSummaryAndReads(t *testing.T) {
 		fs.ContextSummary.Generation != snap.ContextSummary.Generation || fs.ContextSummary.Text != snap.ContextSummary.Text {
 		t.Fatalf("the fork's summary %+v, the parent's %+v", fs.ContextSummary, snap.ContextSummary)
 	}
+	// Its window's texts (300 bytes, over what a fork's start carries)
+	// read whole through a client with the store.
+	pw, err := sessions.GetAgentSnapshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := sessions.GetAgentSnapshot(ctx(t), fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fw.Messages) == 0 || len(fw.Messages) > len(pw.Messages) {
+		t.Fatalf("the fork's snapshot holds %d messages, the parent's %d", len(fw.Messages), len(pw.Messages))
+	}
+	for i, m := range fw.Messages {
+		want := pw.Messages[len(pw.Messages)-len(fw.Messages)+i]
+		if m.Sequence != want.Sequence || m.Text != want.Text || m.TextTruncated {
+			t.Fatalf("the fork's message %d: %q (truncated %v), the parent's %q", m.Sequence, m.Text, m.TextTruncated, want.Text)
+		}
+	}
 	// The same message to both: their models see the same input.
 	n := snap.State.TurnCount
 	parentView := lastText(turn(id, "items", n+1))
