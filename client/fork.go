@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -20,6 +21,12 @@ import (
 type MessageForker interface {
 	MessageStore
 	ForkMessages(ctx context.Context, fork, parent string, at int64, blobs []string) (wire.ForkStart, error)
+	// DropFork removes what ForkMessages stored for a fork whose session
+	// never started.
+	DropFork(ctx context.Context, fork string) error
+	// ForkOrigin returns the parent and fork point of a fork, and false
+	// for a session that is not one.
+	ForkOrigin(ctx context.Context, session string) (wire.ForkOrigin, bool, error)
 	// ForkBranches lists the root of session's conversation and at most
 	// limit forks of it.
 	ForkBranches(ctx context.Context, session string, limit int) (wire.Branches, error)
@@ -96,6 +103,24 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 	id := opts.SessionID
 	if id == "" {
 		id = "session-" + uuid.NewString()
+	} else {
+		// A session of that ID: the same fork made before, or another
+		// session, whose ID the store must not share messages with.
+		var nf *serviceerror.NotFound
+		_, derr := s.c.DescribeWorkflowExecution(ctx, id, "")
+		switch {
+		case derr == nil:
+			o, ok, err := forker.ForkOrigin(ctx, id)
+			if err != nil {
+				return "", err
+			}
+			if ok && o.ParentSessionID == parentID && o.AtSequence == opts.AtSequence {
+				return id, nil
+			}
+			return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
+		case !errors.As(derr, &nf):
+			return "", sessionError("describe", id, derr)
+		}
 	}
 	var blobs []string
 	if p.Summary != nil && p.Summary.TextRef != "" {
@@ -106,11 +131,23 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 		return "", fmt.Errorf("fork session %s at %d into %s: %w", parentID, opts.AtSequence, id, err)
 	}
 	start.Summary = p.Summary
-	id, _, err = s.start(ctx, StartSessionOptions{
+	_, _, err = s.start(ctx, StartSessionOptions{
 		FlowType: flowType, SessionID: id, InitialMessage: opts.InitialMessage, SessionSettings: p.SessionSettings,
 		APIToken: opts.APIToken, RequestID: "fork-" + parentID + "-" + strconv.FormatInt(opts.AtSequence, 10) + "-" + id,
 		fork: &start, title: title,
 	}, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL)
+	if err != nil && !errors.Is(err, ErrSessionExists) {
+		// The store shared the parent's messages with a session that may
+		// never start: drop them once the engine says it has none (a
+		// start whose answer was lost may have started it).
+		var nf *serviceerror.NotFound
+		if _, derr := s.c.DescribeWorkflowExecution(ctx, id, ""); errors.As(derr, &nf) {
+			if drop := forker.DropFork(ctx, id); drop != nil {
+				err = fmt.Errorf("%w (and its shared messages could not be dropped: %v)", err, drop)
+			}
+		}
+		return "", err
+	}
 	if err != nil || !opts.Rewind {
 		return id, err
 	}

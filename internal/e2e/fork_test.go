@@ -9,6 +9,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/agenttest"
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/httpclient"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -72,9 +73,24 @@ func TestForkNeverRepeatsAnApprovedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The same fork again is the same session.
+	// The same fork again is the same session; a fork into the ID of
+	// another session (a fork elsewhere, or no fork) is refused.
 	if again, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 4, SessionID: fork}); err != nil || again != fork {
 		t.Fatalf("the same fork again = %q, %v", again, err)
+	}
+	for _, other := range []string{early, parent} {
+		if _, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 4, SessionID: other}); !errors.Is(err, client.ErrSessionExists) {
+			t.Fatalf("a fork into the ID of %s: %v", other, err)
+		}
+	}
+	// A fork whose start fails (a first message over the 8 MiB cap) leaves
+	// nothing shared behind.
+	store := s.MessageStore(t).(transcript.Reader)
+	if _, err := sessions.ForkSession(ctx(t), parent, client.ForkOptions{AtSequence: 4, SessionID: "fork-too-long", InitialMessage: strings.Repeat("x", wire.MaxMessageBytes+1)}); !errors.Is(err, client.ErrMessageTooLarge) {
+		t.Fatalf("a fork with an 8 MiB first message: %v", err)
+	}
+	if _, ok, err := store.ForkOrigin(ctx(t), "fork-too-long"); ok || err != nil {
+		t.Fatalf("the failed fork's shares were kept: %v %v", ok, err)
 	}
 	fs := s.WaitForSnapshot("the fork", fork, func(s wire.Snapshot) bool { return s.State != nil })
 	if fs.ForkedFrom == nil || fs.ForkedFrom.ParentSessionID != parent || fs.ForkedFrom.AtSequence != 4 {

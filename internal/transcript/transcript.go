@@ -399,6 +399,29 @@ func (r Reader) ForkMessages(ctx context.Context, fork, parent string, at int64,
 	return out, nil
 }
 
+// DropFork deletes what ForkMessages stored for fork, when fork is a fork
+// (its shares, copied rows and blobs); it refuses a session that is not one.
+func (r Reader) DropFork(ctx context.Context, fork string) error {
+	if _, err := r.Store.ForkOf(ctx, fork); err != nil {
+		return err
+	}
+	_, err := r.Store.DeleteSession(ctx, fork)
+	return err
+}
+
+// ForkOrigin returns the parent and fork point of a fork, and false for a
+// session that is not one.
+func (r Reader) ForkOrigin(ctx context.Context, session string) (wire.ForkOrigin, bool, error) {
+	f, err := r.Store.ForkOf(ctx, session)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return wire.ForkOrigin{}, false, nil
+	case err != nil:
+		return wire.ForkOrigin{}, false, err
+	}
+	return wire.ForkOrigin{ParentSessionID: f.Parent, AtSequence: f.AtSequence}, true, nil
+}
+
 // ForkBranches lists the branches of session's conversation: the root (the
 // session itself, or the root it was forked from) and at most limit forks
 // of it, oldest first.
