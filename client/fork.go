@@ -115,6 +115,12 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 				return "", err
 			}
 			if ok && o.ParentSessionID == parentID && o.AtSequence == opts.AtSequence {
+				// The same fork, made before (its first message too).
+				if opts.Rewind {
+					if _, err := s.CloseSession(ctx, parentID); err != nil {
+						return id, fmt.Errorf("fork %s exists; closing the parent %s to rewind failed (close it again): %w", id, parentID, err)
+					}
+				}
 				return id, nil
 			}
 			return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
@@ -128,7 +134,19 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 	}
 	start, err := forker.ForkMessages(ctx, id, parentID, opts.AtSequence, blobs)
 	if err != nil {
-		return "", fmt.Errorf("fork session %s at %d into %s: %w", parentID, opts.AtSequence, id, err)
+		// The store may have shared the messages before the step that
+		// failed (a summary's text to copy).
+		return "", s.dropFork(ctx, forker, id, fmt.Errorf("fork session %s at %d into %s: %w", parentID, opts.AtSequence, id, err))
+	}
+	// The parent's retention may have moved since the query: the fork
+	// must not miss a message its summary does not cover.
+	covered := max(p.FirstSequence, 1)
+	if p.Summary != nil {
+		covered = max(covered, p.Summary.LastSequence+1)
+	}
+	if opts.AtSequence > 0 && start.FromSequence > covered {
+		return "", s.dropFork(ctx, forker, id, fmt.Errorf("fork session %s at %d: %w: retention deleted messages before %d while the fork was made; fork again",
+			parentID, opts.AtSequence, ErrForkPoint, start.FromSequence))
 	}
 	start.Summary = p.Summary
 	_, _, err = s.start(ctx, StartSessionOptions{
@@ -137,16 +155,7 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 		fork: &start, title: title,
 	}, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL)
 	if err != nil && !errors.Is(err, ErrSessionExists) {
-		// The store shared the parent's messages with a session that may
-		// never start: drop them once the engine says it has none (a
-		// start whose answer was lost may have started it).
-		var nf *serviceerror.NotFound
-		if _, derr := s.c.DescribeWorkflowExecution(ctx, id, ""); errors.As(derr, &nf) {
-			if drop := forker.DropFork(ctx, id); drop != nil {
-				err = fmt.Errorf("%w (and its shared messages could not be dropped: %v)", err, drop)
-			}
-		}
-		return "", err
+		return "", s.dropFork(ctx, forker, id, err)
 	}
 	if err != nil || !opts.Rewind {
 		return id, err
@@ -155,6 +164,21 @@ func (s *AgentSessionClient) ForkSession(ctx context.Context, parentID string, o
 		return id, fmt.Errorf("fork %s started; closing the parent %s to rewind failed (close it again): %w", id, parentID, err)
 	}
 	return id, nil
+}
+
+// dropFork removes what the store shared with fork, whose start failed
+// with err, once the engine says it has no session of that ID (a start
+// whose answer was lost may have started it). It returns err.
+func (s *AgentSessionClient) dropFork(ctx context.Context, forker MessageForker, fork string, err error) error {
+	var nf *serviceerror.NotFound
+	if _, derr := s.c.DescribeWorkflowExecution(ctx, fork, ""); errors.As(derr, &nf) {
+		if _, found, oerr := forker.ForkOrigin(ctx, fork); oerr == nil && found {
+			if drop := forker.DropFork(ctx, fork); drop != nil {
+				return fmt.Errorf("%w (and the messages shared with it could not be dropped: %v)", err, drop)
+			}
+		}
+	}
+	return err
 }
 
 // EditMessage is edit and resend: it forks the session before its user
@@ -230,7 +254,7 @@ func (s *AgentSessionClient) checkForkPoint(ctx context.Context, parentID string
 	}
 	valid := func(k int64) bool {
 		if k == p.LastSequence {
-			return !p.ToolsRunning
+			return !p.ResultsPending
 		}
 		role, ok := roles[k+1]
 		return ok && role != pluginapi.RoleTool

@@ -125,9 +125,10 @@ type ForkPoint struct {
 	FirstSequence       int64 `json:"first_sequence"`
 	WindowFirstSequence int64 `json:"window_first_sequence"`
 	LastSequence        int64 `json:"last_sequence"`
-	// ToolsRunning says the active turn's tool calls have no results
-	// stored yet: a fork at LastSequence would hold calls without results.
-	ToolsRunning bool `json:"tools_running,omitempty"`
+	// ResultsPending says the active turn requested tool calls whose
+	// results are not stored yet (the Step that resumes the turn stores
+	// them): a fork at LastSequence would hold calls without results.
+	ResultsPending bool `json:"results_pending,omitempty"`
 	// Summary is the context summary a fork at the asked sequence starts
 	// from: the session's, when it ends at or before that sequence.
 	Summary *ForkSummary `json:"summary,omitempty"`

@@ -15,8 +15,8 @@ import (
 // ForkRequest is the body of POST /v1/sessions/{id}/fork.
 type ForkRequest struct {
 	// AtSequence is the fork point: the fork begins with the session's
-	// messages 1..at_sequence.
-	AtSequence int64 `json:"at_sequence"`
+	// messages 1..at_sequence (0: none). Required.
+	AtSequence *int64 `json:"at_sequence"`
 	// SessionID is the fork's ID; empty generates one in the token's scope.
 	SessionID string `json:"session_id,omitempty"`
 	// InitialMessage, when set, starts the fork's first turn.
@@ -42,17 +42,18 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, id string, tok *sc
 		s.fail(w, r, err)
 		return
 	}
-	if req.AtSequence < 0 {
+	if req.AtSequence == nil || *req.AtSequence < 0 {
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", `send {"at_sequence": N}, the last message the fork keeps (0 keeps none)`))
 		return
 	}
+	at := *req.AtSequence
 	if err := s.checkMessageSize("initial_message", len(req.InitialMessage)); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.startFork(w, r, id, tok, req.SessionID, func(ctx context.Context, fork string) (string, error) {
-		return s.sessions.ForkSession(ctx, id, client.ForkOptions{AtSequence: req.AtSequence, SessionID: fork, InitialMessage: req.InitialMessage, APIToken: tok.Name, Rewind: req.Rewind})
-	}, req.AtSequence)
+		return s.sessions.ForkSession(ctx, id, client.ForkOptions{AtSequence: at, SessionID: fork, InitialMessage: req.InitialMessage, APIToken: tok.Name, Rewind: req.Rewind})
+	}, at)
 }
 
 // edit answers as fork: a fork before the user message at {sequence},
@@ -133,6 +134,9 @@ func (s *Server) branches(w http.ResponseWriter, r *http.Request, id string, tok
 	visible := b.Branches[:0]
 	for _, br := range b.Branches {
 		if tok.allowsSession(br.SessionID) {
+			if !tok.allowsSession(br.ParentSessionID) {
+				br.ParentSessionID = "" // another scope's session
+			}
 			visible = append(visible, br)
 		}
 	}

@@ -25,10 +25,11 @@ func (s *State) ForkPoint(at int64) wire.ForkPoint {
 		FirstSequence:       max(s.DeletedBefore, 1),
 		WindowFirstSequence: s.windowFirst(),
 		LastSequence:        s.NextSequence - 1,
-		// Tool results are stored by the Step that resumes the turn, so
-		// while the calls run, the last message holds calls without
-		// results.
-		ToolsRunning:    s.Phase == phaseRunningTools,
+		// Tool results are stored by the Step that resumes the turn (a
+		// model call, or the Step that records a failed or stopped turn),
+		// so from the calls' request until then the last message holds
+		// calls without results.
+		ResultsPending:  s.Phase != phaseNone && len(s.ToolCalls) > 0,
 		SessionSettings: []byte("{}"),
 	}
 	if s.Settings != "" {

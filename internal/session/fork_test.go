@@ -89,7 +89,7 @@ func TestForkPoint(t *testing.T) {
 	s.Apply(Start{Fork: forkStart()})
 	s.Settings = `{"tier":"gold"}`
 	p := s.ForkPoint(4)
-	if !p.Store || p.LastSequence != 5 || p.WindowFirstSequence != 4 || p.FirstSequence != 1 || p.ToolsRunning || string(p.SessionSettings) != `{"tier":"gold"}` {
+	if !p.Store || p.LastSequence != 5 || p.WindowFirstSequence != 4 || p.FirstSequence != 1 || p.ResultsPending || string(p.SessionSettings) != `{"tier":"gold"}` {
 		t.Errorf("fork point = %+v", p)
 	}
 	if p.Summary == nil || p.Summary.LastSequence != 2 || p.SummaryAfter {
@@ -97,5 +97,34 @@ func TestForkPoint(t *testing.T) {
 	}
 	if p := s.ForkPoint(1); p.Summary != nil || !p.SummaryAfter || p.SummaryLastSequence != 2 {
 		t.Errorf("a fork inside the summary's range starts without it: %+v", p)
+	}
+}
+
+// TestForkPointResultsPending: from a turn's tool calls until the Step
+// that resumes the turn stores their results (a model call, a compaction
+// before it, or the Step that records a failed or stopped turn), a fork at
+// the last message would hold calls without results.
+func TestForkPointResultsPending(t *testing.T) {
+	for _, tc := range []struct {
+		phase string
+		calls int
+		want  bool
+	}{
+		{phaseNone, 0, false},
+		{phaseRunningModel, 0, false}, // the turn's first model call: the user message is last
+		{phaseRunningTools, 2, true},
+		{phaseRunningModel, 2, true}, // the resume
+		{phaseCompacting, 2, true},
+		{phaseRecordFailure, 2, true},
+		{phaseApplyingControl, 2, true},
+	} {
+		s := New("s", storeOpts())
+		s.Phase = tc.phase
+		for i := range tc.calls {
+			s.ToolCalls = append(s.ToolCalls, wire.ToolCall{ToolCallID: string(rune('a' + i))})
+		}
+		if got := s.ForkPoint(1).ResultsPending; got != tc.want {
+			t.Errorf("phase %q with %d calls: results_pending = %v, want %v", tc.phase, tc.calls, got, tc.want)
+		}
 	}
 }

@@ -86,15 +86,28 @@ type forkPlan struct {
 
 // planFork cuts the parent's chunks that overlap [1, at] (its own and those
 // it shares, in order) into the shared segments and the tail. The chunks
-// must follow each other without a hole.
-func planFork(parent string, at int64, refs []ownedRef) (forkPlan, error) {
+// must follow each other without a hole. Without chunks, the parent's
+// messages start at firstRow, its first window row (0: none at or before
+// at). The fork's messages start where the parent's do: retention may have
+// deleted the first ones.
+func planFork(parent string, at int64, refs []ownedRef, firstRow int64) (forkPlan, error) {
 	var p forkPlan
+	if len(refs) == 0 {
+		if firstRow == 0 {
+			if at == 0 {
+				return forkPlan{from: 1}, nil
+			}
+			return forkPlan{}, fmt.Errorf("%w: session %q: no message at or before %d is stored", ErrMissing, parent, at)
+		}
+		return forkPlan{from: firstRow, through: firstRow - 1}, nil
+	}
 	for i, r := range refs {
 		if i > 0 && r.First != refs[i-1].Last+1 {
 			return forkPlan{}, fmt.Errorf("%w: session %q: no chunk holds messages %d to %d", ErrMissing, parent, refs[i-1].Last+1, r.First-1)
 		}
 		if i == 0 {
-			p.from = r.First
+			// Retention may have deleted the chunks before the first.
+			p.from, p.through = r.First, r.First-1
 		}
 		if r.Last > at {
 			p.span = &refs[i]
@@ -106,9 +119,6 @@ func planFork(parent string, at int64, refs []ownedRef) (forkPlan, error) {
 			continue
 		}
 		p.segments = append(p.segments, segment{Base: r.Owner, First: r.First, Last: r.Last})
-	}
-	if p.from == 0 {
-		p.from = 1
 	}
 	if len(p.segments) > MaxForkSegments {
 		return forkPlan{}, fmt.Errorf("%w: session %q: a fork at %d would share chunks of %d stretches of sessions (at most %d): the chain of forks is too long",

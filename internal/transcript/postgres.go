@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,9 +92,10 @@ var pgMigrations = [][]string{
 // take: they change which chunks forks share, one at a time.
 const pgForkLock int64 = 0x6465785f666f726b // "dex_fork"
 
-// pgLockSession takes the advisory lock of one session's chunks for the
-// transaction: DeleteChunks takes it, and Fork for its parent, so a chunk
-// is never deleted between Fork's read and its share.
+// pgLockSession takes the advisory lock of one session's stored messages
+// for the transaction: DeleteChunks and DeleteWindowThrough take it, and
+// Fork for its parent, so no chunk or row is deleted between Fork's reads
+// and its share and copy.
 func pgLockSession(ctx context.Context, tx pgx.Tx, session string) error {
 	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))", session)
 	return err
@@ -342,8 +344,21 @@ func (s *pgStore) DeleteWindowThrough(ctx context.Context, session string, seq i
 	if err := checkSession(session); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, "DELETE FROM transcript_window WHERE session = $1 AND seq <= $2", session, seq)
+	// Under the session's lock, so a Fork that read the session's chunks
+	// still finds the rows after them.
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
+		return 0, pgErr("delete window", session, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := pgLockSession(ctx, tx, session); err != nil {
+		return 0, pgErr("delete window", session, err)
+	}
+	tag, err := tx.Exec(ctx, "DELETE FROM transcript_window WHERE session = $1 AND seq <= $2", session, seq)
+	if err != nil {
+		return 0, pgErr("delete window", session, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return 0, pgErr("delete window", session, err)
 	}
 	return tag.RowsAffected(), nil
@@ -700,7 +715,15 @@ func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (Fork
 	if err != nil {
 		return ForkResult{}, pgErr("fork", parent, err)
 	}
-	plan, err := planFork(parent, at, refs)
+	var firstRow int64
+	if len(refs) == 0 {
+		var first sql.NullInt64
+		if err := tx.QueryRow(ctx, "SELECT MIN(seq) FROM transcript_window WHERE session = $1 AND seq <= $2", parent, at).Scan(&first); err != nil {
+			return ForkResult{}, pgErr("fork", parent, err)
+		}
+		firstRow = first.Int64
+	}
+	plan, err := planFork(parent, at, refs, firstRow)
 	if err != nil {
 		return ForkResult{}, err
 	}

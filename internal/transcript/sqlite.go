@@ -689,7 +689,15 @@ func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (
 	if err != nil {
 		return ForkResult{}, sqliteErr("fork", parent, err)
 	}
-	plan, err := planFork(parent, at, refs)
+	var firstRow int64
+	if len(refs) == 0 {
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT MIN(seq) FROM transcript_window WHERE session = ? AND seq <= ?", parent, at).Scan(&first); err != nil {
+			return ForkResult{}, sqliteErr("fork", parent, err)
+		}
+		firstRow = first.Int64
+	}
+	plan, err := planFork(parent, at, refs, firstRow)
 	if err != nil {
 		return ForkResult{}, err
 	}

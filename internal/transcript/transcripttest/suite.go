@@ -1192,4 +1192,19 @@ func testForkRefusals(t *testing.T, s transcript.Store) {
 	r := mustFork(t, s, "h", "p", 22)
 	diff(t, "a fork after the parent's retention", transcript.Fork{Session: "h", Parent: "p", Root: "p", AtSequence: 22, From: 11, Through: 20}, r.Fork)
 	diff(t, "its transcript", all[10:22], readThrough(t, s, "h", 11, 21, 22))
+	// The fork point inside the first chunk left: its messages from the
+	// chunk's first on are copied.
+	r = mustFork(t, s, "i", "p", 15)
+	diff(t, "a fork inside the first chunk left", transcript.Fork{Session: "i", Parent: "p", Root: "p", AtSequence: 15, From: 11, Through: 10}, r.Fork)
+	diff(t, "its tail", all[10:15], r.Tail)
+	diff(t, "its transcript", all[10:15], readThrough(t, s, "i", 11, 11, 15))
+	// No chunk left at all: the window rows from the first one on.
+	if _, err := s.DeleteChunks(ctx, "p", []int64{11}); err != nil {
+		t.Fatal(err)
+	}
+	r = mustFork(t, s, "j", "p", 23)
+	diff(t, "a fork of the window alone", transcript.Fork{Session: "j", Parent: "p", Root: "p", AtSequence: 23, From: 21, Through: 20}, r.Fork)
+	diff(t, "its tail", all[20:23], r.Tail)
+	_, err = s.Fork(ctx, "k", "p", 15)
+	wantErr(t, "a fork at a deleted message", err, transcript.ErrMissing, "15")
 }
