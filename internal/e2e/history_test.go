@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dex-agents/dex-agent-worker/client"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -236,5 +238,50 @@ func TestRecordSessionMetadataHistory(t *testing.T) {
 	waitCompleted(t, s, id)
 	if *updateHistories {
 		recordHistory(t, s, id, "metadata_turns.json")
+	}
+}
+
+// TestRecordForkHistory forks a store session (a window of 2, chunks of 2)
+// after a turn with an approved write and two more turns, with a first
+// message, and runs the fork's turns: one that answers, one with a tool
+// call. With -update-histories it records the fork's history as
+// fork_turns.json for the replay test of internal/sessionflow.
+func TestRecordForkHistory(t *testing.T) {
+	t.Parallel()
+	s := storeStack(t)
+	s.StartWorker()
+	sessions := s.Sessions.WithMessages(s.MessageStore(t))
+	id := start(t, s, "call:read_gate:h call:approve_write:h")
+	snap := s.WaitForSnapshot("a pending approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the final answer", id, idleWithAnswer)
+	for i, text := range []string{"two", "three"} {
+		if ok, err := s.Sessions.SendUserMessage(ctx(t), id, text); err != nil || !ok {
+			t.Fatalf("send %d: %v %v", i, ok, err)
+		}
+		s.WaitForSnapshot(fmt.Sprintf("turn %d", i+2), id, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == i+2 })
+	}
+	last := s.WaitForSnapshot("the parent", id, idleWithAnswer)
+	at := last.Messages[len(last.Messages)-1].Sequence
+	fork, err := sessions.ForkSession(ctx(t), id, client.ForkOptions{AtSequence: at, InitialMessage: "items"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.WaitForSnapshot("the fork's first turn", fork, idleWithAnswer)
+	if got := lastText(fs); !strings.HasPrefix(got, "items=") {
+		t.Fatalf("the fork's first answer = %q", got)
+	}
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), fork, "call:read_gate:f"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	fs = s.WaitForSnapshot("the fork's second turn", fork, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 2 })
+	wantAnswer(t, fs, "done: read_gate=succeeded:read f")
+	if n := s.Log().Count("tool", "approve_write"); n != 1 {
+		t.Errorf("approve_write ran %d times across the session and its fork, want 1", n)
+	}
+	if *updateHistories {
+		recordHistory(t, s, fork, "fork_turns.json")
 	}
 }

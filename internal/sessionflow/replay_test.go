@@ -82,6 +82,10 @@ import (
 //   - metadata_turns.json: a session started with a title memo, renamed
 //     and archived with set_session_metadata (an UpsertMemo) between two
 //     turns, then closed.
+//   - fork_turns.json: a fork (its start input's fork: chunks 1..6 of the
+//     parent shared, messages 7..9 copied) whose first message started a
+//     turn, then a turn with a tool call; the parent's approved write is
+//     in its transcript, not run again.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
