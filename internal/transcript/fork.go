@@ -183,3 +183,123 @@ func checkLimit(limit int) error {
 	}
 	return nil
 }
+
+// forkSteps are the reads and writes of one Fork inside a driver's
+// transaction; runFork is the algorithm both drivers share. Each step
+// wraps its driver's errors.
+type forkSteps interface {
+	// existing returns the fork record of fork, if there is one.
+	existing(fork string) (Fork, bool, error)
+	// holds reports whether session has window rows or chunks.
+	holds(session string) (bool, error)
+	// chunks lists the session's chunks overlapping [1, at], its own and
+	// shared.
+	chunks(session string, at int64) ([]ownedRef, error)
+	// firstRow is the session's first window row at or before at (0: none).
+	firstRow(session string, at int64) (int64, error)
+	// chunkData reads one stored chunk.
+	chunkData(owner string, first int64) ([]byte, error)
+	// window reads window rows [from, to] with their stored sizes.
+	window(session string, from, to int64) ([]Message, []int64, error)
+	// root returns the root of session when session is a fork.
+	root(session string) (string, bool, error)
+	insertFork(f Fork) error
+	insertShare(fork string, sg segment) error
+	// copyRows copies the parent's window rows [from, to] to fork as
+	// they are stored, written by gen 0.
+	copyRows(fork, parent string, from, to int64) error
+	// insertRows writes encoded messages as fork's window rows, gen 0.
+	insertRows(fork string, seqs []int64, encoded [][]byte) error
+}
+
+// runFork is Store.Fork over a driver's steps, inside one transaction that
+// the caller commits.
+func runFork(st forkSteps, fork, parent string, at int64, now time.Time) (ForkResult, error) {
+	f, ok, err := st.existing(fork)
+	switch {
+	case err != nil:
+		return ForkResult{}, err
+	case ok && (f.Parent != parent || f.AtSequence != at):
+		return ForkResult{}, forkConflict(f, parent, at)
+	case ok:
+		// Made before: the same result again.
+		tail, sizes, err := st.window(fork, f.Through+1, at)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
+	}
+	used, err := st.holds(fork)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	if used {
+		return ForkResult{}, fmt.Errorf("%w: session %q already holds messages; a fork needs a new session", ErrConflict, fork)
+	}
+	refs, err := st.chunks(parent, at)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	var firstRow int64
+	if len(refs) == 0 {
+		if firstRow, err = st.firstRow(parent, at); err != nil {
+			return ForkResult{}, err
+		}
+	}
+	plan, err := planFork(parent, at, refs, firstRow)
+	if err != nil {
+		return ForkResult{}, err
+	}
+	var tail []Message
+	var sizes []int64
+	if plan.span != nil {
+		data, err := st.chunkData(plan.span.Owner, plan.span.First)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		msgs, err := checkChunk(plan.span.Owner, plan.span.ChunkRef, data)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		tail = tailOf(msgs, plan.through, at)
+		sizes = tailBytes(tail)
+	} else if tail, sizes, err = st.window(parent, plan.through+1, at); err != nil {
+		return ForkResult{}, err
+	}
+	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: now.UTC().Truncate(time.Microsecond)}
+	if root, ok, err := st.root(parent); err != nil {
+		return ForkResult{}, err
+	} else if ok {
+		f.Root = root
+	}
+	if err := st.insertFork(f); err != nil {
+		return ForkResult{}, err
+	}
+	for _, sg := range plan.segments {
+		if err := st.insertShare(fork, sg); err != nil {
+			return ForkResult{}, err
+		}
+	}
+	switch {
+	case len(tail) == 0:
+	case plan.span == nil:
+		// The parent's rows, as they are stored (one statement).
+		if err := st.copyRows(fork, parent, plan.through+1, at); err != nil {
+			return ForkResult{}, err
+		}
+	default:
+		// Messages cut from a chunk are encoded again.
+		encoded, err := encodeWrite(fork, tail, true)
+		if err != nil {
+			return ForkResult{}, err
+		}
+		seqs := make([]int64, len(tail))
+		for i, m := range tail {
+			seqs[i] = m.Sequence
+		}
+		if err := st.insertRows(fork, seqs, encoded); err != nil {
+			return ForkResult{}, err
+		}
+	}
+	return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
+}

@@ -689,97 +689,113 @@ func (s *pgStore) Fork(ctx context.Context, fork, parent string, at int64) (Fork
 	if err := pgLockSession(ctx, tx, parent); err != nil {
 		return ForkResult{}, pgErr("fork", fork, err)
 	}
-	f, err := scanPGFork(tx.QueryRow(ctx, "SELECT "+pgForkColumns+" FROM transcript_forks WHERE fork = $1", fork))
-	switch {
-	case err == nil && (f.Parent != parent || f.AtSequence != at):
-		return ForkResult{}, forkConflict(f, parent, at)
-	case err == nil:
-		// Made before: the same result again.
-		tail, sizes, err := pgWindowSized(ctx, tx, fork, f.Through+1, at)
-		if err != nil {
-			return ForkResult{}, err
-		}
-		return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return ForkResult{}, pgErr("fork", fork, err)
-	}
-	var used bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transcript_window WHERE session = $1)
-		OR EXISTS (SELECT 1 FROM transcript_chunks WHERE session = $1)`, fork).Scan(&used); err != nil {
-		return ForkResult{}, pgErr("fork", fork, err)
-	}
-	if used {
-		return ForkResult{}, fmt.Errorf("%w: session %q already holds messages; a fork needs a new session", ErrConflict, fork)
-	}
-	refs, err := pgResolvedChunks(ctx, tx, parent, 1, at)
-	if err != nil {
-		return ForkResult{}, pgErr("fork", parent, err)
-	}
-	var firstRow int64
-	if len(refs) == 0 {
-		var first sql.NullInt64
-		if err := tx.QueryRow(ctx, "SELECT MIN(seq) FROM transcript_window WHERE session = $1 AND seq <= $2", parent, at).Scan(&first); err != nil {
-			return ForkResult{}, pgErr("fork", parent, err)
-		}
-		firstRow = first.Int64
-	}
-	plan, err := planFork(parent, at, refs, firstRow)
+	res, err := runFork(pgFork{ctx, tx}, fork, parent, at, s.now())
 	if err != nil {
 		return ForkResult{}, err
-	}
-	var tail []Message
-	var sizes []int64
-	if plan.span != nil {
-		var data []byte
-		if err := tx.QueryRow(ctx, "SELECT data FROM transcript_chunks WHERE session = $1 AND first_seq = $2", plan.span.Owner, plan.span.First).Scan(&data); err != nil {
-			return ForkResult{}, pgErr("fork", parent, err)
-		}
-		msgs, err := checkChunk(plan.span.Owner, plan.span.ChunkRef, data)
-		if err != nil {
-			return ForkResult{}, err
-		}
-		tail = tailOf(msgs, plan.through, at)
-		sizes = tailBytes(tail)
-	} else if tail, sizes, err = pgWindowSized(ctx, tx, parent, plan.through+1, at); err != nil {
-		return ForkResult{}, err
-	}
-	// The parent's rows are copied as they are stored (one statement);
-	// messages cut from a chunk are encoded again.
-	fromWindow := plan.span == nil
-	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: s.now().UTC().Truncate(time.Microsecond)}
-	err = tx.QueryRow(ctx, "SELECT root FROM transcript_forks WHERE fork = $1", parent).Scan(&f.Root)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return ForkResult{}, pgErr("fork", parent, err)
-	}
-	if _, err := tx.Exec(ctx, "INSERT INTO transcript_forks ("+pgForkColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		f.Session, f.Parent, f.Root, f.AtSequence, f.From, f.Through, f.Created.UnixMicro()); err != nil {
-		return ForkResult{}, pgErr("fork", fork, err)
-	}
-	for _, sg := range plan.segments {
-		if _, err := tx.Exec(ctx, "INSERT INTO transcript_shares (fork, base, first_seq, last_seq) VALUES ($1, $2, $3, $4)", fork, sg.Base, sg.First, sg.Last); err != nil {
-			return ForkResult{}, pgErr("fork", fork, err)
-		}
-	}
-	if fromWindow && len(tail) > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
-			SELECT $1, seq, 0, 0, data FROM transcript_window WHERE session = $2 AND seq BETWEEN $3 AND $4`, fork, parent, plan.through+1, at); err != nil {
-			return ForkResult{}, pgErr("fork", fork, err)
-		}
-	} else {
-		encoded, err := encodeWrite(fork, tail, true)
-		if err != nil {
-			return ForkResult{}, err
-		}
-		for i, m := range tail {
-			if _, err := tx.Exec(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES ($1, $2, 0, 0, $3)", fork, m.Sequence, encoded[i]); err != nil {
-				return ForkResult{}, pgErr("fork", fork, err)
-			}
-		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return ForkResult{}, pgErr("fork", fork, err)
 	}
-	return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
+	return res, nil
+}
+
+// pgFork are Fork's steps in one PostgreSQL transaction, which holds the
+// fork lock and the parent's lock.
+type pgFork struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (t pgFork) existing(fork string) (Fork, bool, error) {
+	f, err := scanPGFork(t.tx.QueryRow(t.ctx, "SELECT "+pgForkColumns+" FROM transcript_forks WHERE fork = $1", fork))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Fork{}, false, nil
+	case err != nil:
+		return Fork{}, false, pgErr("fork", fork, err)
+	}
+	return f, true, nil
+}
+
+func (t pgFork) holds(session string) (bool, error) {
+	var used bool
+	if err := t.tx.QueryRow(t.ctx, `SELECT EXISTS (SELECT 1 FROM transcript_window WHERE session = $1)
+		OR EXISTS (SELECT 1 FROM transcript_chunks WHERE session = $1)`, session).Scan(&used); err != nil {
+		return false, pgErr("fork", session, err)
+	}
+	return used, nil
+}
+
+func (t pgFork) chunks(session string, at int64) ([]ownedRef, error) {
+	refs, err := pgResolvedChunks(t.ctx, t.tx, session, 1, at)
+	if err != nil {
+		return nil, pgErr("fork", session, err)
+	}
+	return refs, nil
+}
+
+func (t pgFork) firstRow(session string, at int64) (int64, error) {
+	var first sql.NullInt64
+	if err := t.tx.QueryRow(t.ctx, "SELECT MIN(seq) FROM transcript_window WHERE session = $1 AND seq <= $2", session, at).Scan(&first); err != nil {
+		return 0, pgErr("fork", session, err)
+	}
+	return first.Int64, nil
+}
+
+func (t pgFork) chunkData(owner string, first int64) ([]byte, error) {
+	var data []byte
+	if err := t.tx.QueryRow(t.ctx, "SELECT data FROM transcript_chunks WHERE session = $1 AND first_seq = $2", owner, first).Scan(&data); err != nil {
+		return nil, pgErr("fork", owner, err)
+	}
+	return data, nil
+}
+
+func (t pgFork) window(session string, from, to int64) ([]Message, []int64, error) {
+	return pgWindowSized(t.ctx, t.tx, session, from, to)
+}
+
+func (t pgFork) root(session string) (string, bool, error) {
+	var root string
+	err := t.tx.QueryRow(t.ctx, "SELECT root FROM transcript_forks WHERE fork = $1", session).Scan(&root)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, pgErr("fork", session, err)
+	}
+	return root, true, nil
+}
+
+func (t pgFork) insertFork(f Fork) error {
+	if _, err := t.tx.Exec(t.ctx, "INSERT INTO transcript_forks ("+pgForkColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		f.Session, f.Parent, f.Root, f.AtSequence, f.From, f.Through, f.Created.UnixMicro()); err != nil {
+		return pgErr("fork", f.Session, err)
+	}
+	return nil
+}
+
+func (t pgFork) insertShare(fork string, sg segment) error {
+	if _, err := t.tx.Exec(t.ctx, "INSERT INTO transcript_shares (fork, base, first_seq, last_seq) VALUES ($1, $2, $3, $4)", fork, sg.Base, sg.First, sg.Last); err != nil {
+		return pgErr("fork", fork, err)
+	}
+	return nil
+}
+
+func (t pgFork) copyRows(fork, parent string, from, to int64) error {
+	if _, err := t.tx.Exec(t.ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
+		SELECT $1, seq, 0, 0, data FROM transcript_window WHERE session = $2 AND seq BETWEEN $3 AND $4`, fork, parent, from, to); err != nil {
+		return pgErr("fork", fork, err)
+	}
+	return nil
+}
+
+func (t pgFork) insertRows(fork string, seqs []int64, encoded [][]byte) error {
+	for i, seq := range seqs {
+		if _, err := t.tx.Exec(t.ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES ($1, $2, 0, 0, $3)", fork, seq, encoded[i]); err != nil {
+			return pgErr("fork", fork, err)
+		}
+	}
+	return nil
 }
 
 func (s *pgStore) ForkOf(ctx context.Context, session string) (Fork, error) {

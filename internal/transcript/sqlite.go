@@ -663,97 +663,112 @@ func (s *sqliteStore) Fork(ctx context.Context, fork, parent string, at int64) (
 		return ForkResult{}, sqliteErr("fork", fork, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	f, err := scanSQLiteFork(tx.QueryRowContext(ctx, "SELECT "+sqliteForkColumns+" FROM transcript_forks WHERE fork = ?", fork))
-	switch {
-	case err == nil && (f.Parent != parent || f.AtSequence != at):
-		return ForkResult{}, forkConflict(f, parent, at)
-	case err == nil:
-		// Made before: the same result again.
-		tail, sizes, err := sqliteWindowSized(ctx, tx, fork, f.Through+1, at)
-		if err != nil {
-			return ForkResult{}, err
-		}
-		return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return ForkResult{}, sqliteErr("fork", fork, err)
-	}
-	var used bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM transcript_window WHERE session = ?1)
-		OR EXISTS (SELECT 1 FROM transcript_chunks WHERE session = ?1)`, fork).Scan(&used); err != nil {
-		return ForkResult{}, sqliteErr("fork", fork, err)
-	}
-	if used {
-		return ForkResult{}, fmt.Errorf("%w: session %q already holds messages; a fork needs a new session", ErrConflict, fork)
-	}
-	refs, err := sqliteResolvedChunks(ctx, tx, parent, 1, at)
-	if err != nil {
-		return ForkResult{}, sqliteErr("fork", parent, err)
-	}
-	var firstRow int64
-	if len(refs) == 0 {
-		var first sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT MIN(seq) FROM transcript_window WHERE session = ? AND seq <= ?", parent, at).Scan(&first); err != nil {
-			return ForkResult{}, sqliteErr("fork", parent, err)
-		}
-		firstRow = first.Int64
-	}
-	plan, err := planFork(parent, at, refs, firstRow)
+	res, err := runFork(sqliteFork{ctx, tx}, fork, parent, at, s.now())
 	if err != nil {
 		return ForkResult{}, err
-	}
-	var tail []Message
-	var sizes []int64
-	if plan.span != nil {
-		var data []byte
-		if err := tx.QueryRowContext(ctx, "SELECT data FROM transcript_chunks WHERE session = ? AND first_seq = ?", plan.span.Owner, plan.span.First).Scan(&data); err != nil {
-			return ForkResult{}, sqliteErr("fork", parent, err)
-		}
-		msgs, err := checkChunk(plan.span.Owner, plan.span.ChunkRef, data)
-		if err != nil {
-			return ForkResult{}, err
-		}
-		tail = tailOf(msgs, plan.through, at)
-		sizes = tailBytes(tail)
-	} else if tail, sizes, err = sqliteWindowSized(ctx, tx, parent, plan.through+1, at); err != nil {
-		return ForkResult{}, err
-	}
-	// The parent's rows are copied as they are stored (one statement);
-	// messages cut from a chunk are encoded again.
-	fromWindow := plan.span == nil
-	f = Fork{Session: fork, Parent: parent, Root: parent, AtSequence: at, From: plan.from, Through: plan.through, Created: s.now().UTC().Truncate(time.Microsecond)}
-	err = tx.QueryRowContext(ctx, "SELECT root FROM transcript_forks WHERE fork = ?", parent).Scan(&f.Root)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return ForkResult{}, sqliteErr("fork", parent, err)
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_forks ("+sqliteForkColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-		f.Session, f.Parent, f.Root, f.AtSequence, f.From, f.Through, f.Created.UnixMicro()); err != nil {
-		return ForkResult{}, sqliteErr("fork", fork, err)
-	}
-	for _, sg := range plan.segments {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_shares (fork, base, first_seq, last_seq) VALUES (?, ?, ?, ?)", fork, sg.Base, sg.First, sg.Last); err != nil {
-			return ForkResult{}, sqliteErr("fork", fork, err)
-		}
-	}
-	if fromWindow && len(tail) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
-			SELECT ?, seq, 0, 0, data FROM transcript_window WHERE session = ? AND seq BETWEEN ? AND ?`, fork, parent, plan.through+1, at); err != nil {
-			return ForkResult{}, sqliteErr("fork", fork, err)
-		}
-	} else {
-		encoded, err := encodeWrite(fork, tail, true)
-		if err != nil {
-			return ForkResult{}, err
-		}
-		for i, m := range tail {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES (?, ?, 0, 0, ?)", fork, m.Sequence, encoded[i]); err != nil {
-				return ForkResult{}, sqliteErr("fork", fork, err)
-			}
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return ForkResult{}, sqliteErr("fork", fork, err)
 	}
-	return ForkResult{Fork: f, Tail: tail, TailBytes: sizes}, nil
+	return res, nil
+}
+
+// sqliteFork are Fork's steps in one SQLite transaction.
+type sqliteFork struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func (t sqliteFork) existing(fork string) (Fork, bool, error) {
+	f, err := scanSQLiteFork(t.tx.QueryRowContext(t.ctx, "SELECT "+sqliteForkColumns+" FROM transcript_forks WHERE fork = ?", fork))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Fork{}, false, nil
+	case err != nil:
+		return Fork{}, false, sqliteErr("fork", fork, err)
+	}
+	return f, true, nil
+}
+
+func (t sqliteFork) holds(session string) (bool, error) {
+	var used bool
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT EXISTS (SELECT 1 FROM transcript_window WHERE session = ?1)
+		OR EXISTS (SELECT 1 FROM transcript_chunks WHERE session = ?1)`, session).Scan(&used); err != nil {
+		return false, sqliteErr("fork", session, err)
+	}
+	return used, nil
+}
+
+func (t sqliteFork) chunks(session string, at int64) ([]ownedRef, error) {
+	refs, err := sqliteResolvedChunks(t.ctx, t.tx, session, 1, at)
+	if err != nil {
+		return nil, sqliteErr("fork", session, err)
+	}
+	return refs, nil
+}
+
+func (t sqliteFork) firstRow(session string, at int64) (int64, error) {
+	var first sql.NullInt64
+	if err := t.tx.QueryRowContext(t.ctx, "SELECT MIN(seq) FROM transcript_window WHERE session = ? AND seq <= ?", session, at).Scan(&first); err != nil {
+		return 0, sqliteErr("fork", session, err)
+	}
+	return first.Int64, nil
+}
+
+func (t sqliteFork) chunkData(owner string, first int64) ([]byte, error) {
+	var data []byte
+	if err := t.tx.QueryRowContext(t.ctx, "SELECT data FROM transcript_chunks WHERE session = ? AND first_seq = ?", owner, first).Scan(&data); err != nil {
+		return nil, sqliteErr("fork", owner, err)
+	}
+	return data, nil
+}
+
+func (t sqliteFork) window(session string, from, to int64) ([]Message, []int64, error) {
+	return sqliteWindowSized(t.ctx, t.tx, session, from, to)
+}
+
+func (t sqliteFork) root(session string) (string, bool, error) {
+	var root string
+	err := t.tx.QueryRowContext(t.ctx, "SELECT root FROM transcript_forks WHERE fork = ?", session).Scan(&root)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, sqliteErr("fork", session, err)
+	}
+	return root, true, nil
+}
+
+func (t sqliteFork) insertFork(f Fork) error {
+	if _, err := t.tx.ExecContext(t.ctx, "INSERT INTO transcript_forks ("+sqliteForkColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		f.Session, f.Parent, f.Root, f.AtSequence, f.From, f.Through, f.Created.UnixMicro()); err != nil {
+		return sqliteErr("fork", f.Session, err)
+	}
+	return nil
+}
+
+func (t sqliteFork) insertShare(fork string, sg segment) error {
+	if _, err := t.tx.ExecContext(t.ctx, "INSERT INTO transcript_shares (fork, base, first_seq, last_seq) VALUES (?, ?, ?, ?)", fork, sg.Base, sg.First, sg.Last); err != nil {
+		return sqliteErr("fork", fork, err)
+	}
+	return nil
+}
+
+func (t sqliteFork) copyRows(fork, parent string, from, to int64) error {
+	if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO transcript_window (session, seq, gen, attempt, data)
+		SELECT ?, seq, 0, 0, data FROM transcript_window WHERE session = ? AND seq BETWEEN ? AND ?`, fork, parent, from, to); err != nil {
+		return sqliteErr("fork", fork, err)
+	}
+	return nil
+}
+
+func (t sqliteFork) insertRows(fork string, seqs []int64, encoded [][]byte) error {
+	for i, seq := range seqs {
+		if _, err := t.tx.ExecContext(t.ctx, "INSERT INTO transcript_window (session, seq, gen, attempt, data) VALUES (?, ?, 0, 0, ?)", fork, seq, encoded[i]); err != nil {
+			return sqliteErr("fork", fork, err)
+		}
+	}
+	return nil
 }
 
 // sqliteWindowSized reads window rows [from, to] inside a transaction,
