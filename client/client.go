@@ -314,8 +314,48 @@ func (s *AgentSessionClient) UpdateSessionSettings(ctx context.Context, sessionI
 
 // ResolveInterrupt approves or rejects a pending interrupt. It returns
 // false when the interrupt is unknown, already resolved, or past its deadline.
+//
+// An interrupt a sub-agent raised is listed in its parent's
+// pending_interrupts with the child's session ID: resolving it through the
+// parent (req.SessionID naming the child, or the parent not holding the
+// ID itself) resolves it in the child, once the parent lists it.
 func (s *AgentSessionClient) ResolveInterrupt(ctx context.Context, sessionID string, req wire.ResolveInterruptRequest) (bool, error) {
-	return s.update(ctx, sessionID, wire.UpdateResolveInterrupt, "", req)
+	var ok bool
+	err := s.routed(ctx, sessionID, req.SessionID, req.InterruptID, func(target string) error {
+		return s.updateInto(ctx, target, wire.UpdateResolveInterrupt, "", req, &ok)
+	}, func() bool { return ok })
+	return ok, err
+}
+
+// routed runs an interrupt's request (do) in the session that holds it:
+// sessionID itself, or the sub-agent below it that raised it. holder is
+// the request's SessionID; without it, a request the session does not take
+// (done false) goes to the sub-agent its pending_interrupts name for the
+// ID, when exactly one does.
+func (s *AgentSessionClient) routed(ctx context.Context, sessionID, holder, interruptID string, do func(target string) error, done func() bool) error {
+	if holder == "" || holder == sessionID {
+		if err := do(sessionID); err != nil || done() || holder == sessionID {
+			return err
+		}
+	}
+	snap, err := s.GetAgentSnapshot(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	target := ""
+	for _, in := range snap.PendingInterrupts {
+		if in.InterruptID != interruptID || in.SessionID == "" || in.SessionID == sessionID || holder != "" && in.SessionID != holder {
+			continue
+		}
+		if target != "" && target != in.SessionID {
+			return fmt.Errorf("interrupt %s is pending in sub-agents %s and %s: name one with session_id", interruptID, target, in.SessionID)
+		}
+		target = in.SessionID
+	}
+	if target == "" {
+		return nil // not pending here or below: done() stays false
+	}
+	return do(target)
 }
 
 // ExecutePlan runs the plan revision the user approved. It returns true
@@ -332,7 +372,11 @@ func (s *AgentSessionClient) ExecutePlan(ctx context.Context, sessionID string, 
 // when free text is not allowed. Decline a question with ResolveInterrupt
 // and Approved false.
 func (s *AgentSessionClient) AnswerQuestion(ctx context.Context, sessionID string, req wire.AnswerQuestionRequest) (bool, error) {
-	return s.update(ctx, sessionID, wire.UpdateAnswerQuestion, "", req)
+	var ok bool
+	err := s.routed(ctx, sessionID, req.SessionID, req.InterruptID, func(target string) error {
+		return s.updateInto(ctx, target, wire.UpdateAnswerQuestion, "", req, &ok)
+	}, func() bool { return ok })
+	return ok, err
 }
 
 // update calls an update and waits for its result; an empty updateID lets
@@ -349,7 +393,9 @@ func (s *AgentSessionClient) update(ctx context.Context, sessionID, name, update
 // says why) when the agent's limits refuse the extension.
 func (s *AgentSessionClient) ExtendInterrupt(ctx context.Context, sessionID string, req wire.ExtendInterruptRequest) (wire.ExtendInterruptResult, error) {
 	var out wire.ExtendInterruptResult
-	err := s.updateInto(ctx, sessionID, wire.UpdateExtendInterrupt, "", req, &out)
+	err := s.routed(ctx, sessionID, req.SessionID, req.InterruptID, func(target string) error {
+		return s.updateInto(ctx, target, wire.UpdateExtendInterrupt, "", req, &out)
+	}, func() bool { return out.Extended })
 	return out, err
 }
 

@@ -78,6 +78,12 @@ const (
 	// EventMCPTaskStatus: an MCP task started, or a poll saw its status
 	// change (MCPTaskStatusPayload).
 	EventMCPTaskStatus = "mcp.task_status"
+	// EventSubAgentStarted: a delegate_to_ call started a child session
+	// (SubAgentStartedPayload).
+	EventSubAgentStarted = "sub_agent_started"
+	// EventSubAgentFinished: a child session's answer, failure or cancel
+	// settled its delegate_to_ call (SubAgentFinishedPayload).
+	EventSubAgentFinished = "sub_agent_finished"
 )
 
 // EventTypes lists every event type of the worker, in the order above.
@@ -89,6 +95,7 @@ var EventTypes = []string{
 	EventUsageRecorded, EventCompactionStarted, EventCompactionFinished,
 	EventTimerStarted, EventToolTaskStarted, EventPlanUpdated, EventPlanExecutionStarted,
 	EventSpendLimitReached, EventMCPToolProgress, EventMCPTaskStatus,
+	EventSubAgentStarted, EventSubAgentFinished,
 }
 
 // TurnStartedPayload is the payload of turn_started. Sequence is the
@@ -345,6 +352,10 @@ func NewPayload(eventType string) any {
 		return new(TurnSteeredPayload)
 	case EventTurnCancelled:
 		return new(TurnCancelledPayload)
+	case EventSubAgentStarted:
+		return new(SubAgentStartedPayload)
+	case EventSubAgentFinished:
+		return new(SubAgentFinishedPayload)
 	case EventTurnRecovering:
 		return new(TurnRecoveringPayload)
 	case EventTextDelta, EventReasoningDelta:

@@ -31,11 +31,14 @@ const (
 	ToolCallAwaitingAnswer   ToolCallStatus = "awaiting_answer"
 	ToolCallWaitingForTimer  ToolCallStatus = "waiting_for_timer"
 	ToolCallWaitingForTask   ToolCallStatus = "waiting_for_task"
-	ToolCallApproved         ToolCallStatus = "approved"
-	ToolCallRejected         ToolCallStatus = "rejected"
-	ToolCallSucceeded        ToolCallStatus = "succeeded"
-	ToolCallFailed           ToolCallStatus = "failed"
-	ToolCallOutcomeUnknown   ToolCallStatus = "outcome_unknown"
+	// ToolCallWaitingForSubAgent: a delegate_to_ call waits for its child
+	// session's answer (ChildSessionID).
+	ToolCallWaitingForSubAgent ToolCallStatus = "waiting_for_sub_agent"
+	ToolCallApproved           ToolCallStatus = "approved"
+	ToolCallRejected           ToolCallStatus = "rejected"
+	ToolCallSucceeded          ToolCallStatus = "succeeded"
+	ToolCallFailed             ToolCallStatus = "failed"
+	ToolCallOutcomeUnknown     ToolCallStatus = "outcome_unknown"
 )
 
 // Final reports whether the status is final: rejected, succeeded, failed or
@@ -96,6 +99,8 @@ type ToolCall struct {
 	ApprovalDecision       string `json:"approval_decision,omitempty"`
 	ShadowApprovalRule     string `json:"shadow_approval_rule,omitempty"`
 	ShadowApprovalDecision string `json:"shadow_approval_decision,omitempty"`
+	// ChildSessionID is the child session a delegate_to_ call started.
+	ChildSessionID string `json:"child_session_id,omitempty"`
 }
 
 // QuestionAnswer is how a user resolved a question.

@@ -105,6 +105,9 @@ type StartInput struct {
 	// transcript begins as the parent's messages 1..AtSequence, which the
 	// message store already shares with it.
 	Fork *ForkStart `json:"fork,omitempty"`
+	// SubAgent, when set, starts the session as a sub-agent of another
+	// (only the parent's workflow starts one).
+	SubAgent *SubAgentStart `json:"sub_agent,omitempty"`
 }
 
 // ForkPointRequest asks get_fork_point about a fork at AtSequence.
@@ -352,12 +355,18 @@ type ResolveInterruptRequest struct {
 	// waits on (ApprovalDigestErrorType); workers that require digests
 	// refuse approvals without one.
 	Digest string `json:"digest,omitempty"`
+	// SessionID, when set to another session than the one asked, names
+	// the sub-agent that raised the interrupt (Interrupt.SessionID): the
+	// client routes the request there once the session asked lists it.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // ExtendInterruptRequest is the input of extend_interrupt.
 type ExtendInterruptRequest struct {
 	InterruptID     string `json:"interrupt_id"`
 	ExtendBySeconds int64  `json:"extend_by_seconds"`
+	// SessionID is ResolveInterruptRequest's.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // ExtendInterruptResult is the answer of extend_interrupt: Extended is
@@ -477,6 +486,12 @@ type Interrupt struct {
 	// session never does, and it is empty without a template or when the
 	// arguments do not fit one.
 	ApprovalText string `json:"approval_text,omitempty"`
+	// SessionID is set on an interrupt a sub-agent raised: the child
+	// session that waits, where it is resolved (the client and the HTTP
+	// API route a resolve through the parent there). Path is the chain of
+	// sessions from this one down to that child.
+	SessionID string   `json:"session_id,omitempty"`
+	Path      []string `json:"path,omitempty"`
 }
 
 // Interrupt kinds.
@@ -489,6 +504,8 @@ const (
 type AnswerQuestionRequest struct {
 	InterruptID string `json:"interrupt_id"`
 	Answer      string `json:"answer"`
+	// SessionID is ResolveInterruptRequest's.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // QueuedMessage is a user message waiting for its turn.
@@ -535,6 +552,18 @@ type Snapshot struct {
 	WindowFirstSequence int64 `json:"window_first_sequence,omitempty"`
 	// ForkedFrom is set on a fork: its parent and fork point.
 	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
+	// SubAgent is set on a sub-agent's session: its parent and call.
+	SubAgent *SubAgentOrigin `json:"sub_agent,omitempty"`
+	// SubAgents are the child sessions the running turn waits on.
+	SubAgents []SubAgentChild `json:"sub_agents,omitempty"`
+}
+
+// SubAgentChild is a child session in its parent's snapshot.
+type SubAgentChild struct {
+	SessionID  string `json:"session_id"`
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Mode       string `json:"mode"`
 }
 
 // SnapshotMessageLimit is how many of the newest stored messages a
@@ -561,6 +590,9 @@ type SpendStatus struct {
 	// Refused is the limit that stopped the last model call, until a call
 	// runs again.
 	Refused *SpendRefusal `json:"refused,omitempty"`
+	// SubAgents is what the session's sub-agents used, as they reported
+	// it; it counts against the session's limits too.
+	SubAgents *Spend `json:"sub_agents,omitempty"`
 }
 
 // SpendLeft is what each budget left after a model call; nil for a budget

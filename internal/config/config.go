@@ -625,6 +625,22 @@ type Agent struct {
 	// SpendLimit is an external spend limit: an HTTP hook asked before
 	// each model call and told what the call used after it.
 	SpendLimit *SpendHook `yaml:"spend_limit,omitempty"`
+	// SubAgents are the agents this agent may delegate a task to: its
+	// model is offered delegate_to_<agent> for each, and a call runs the
+	// task in a child session of that agent.
+	SubAgents []SubAgent `yaml:"sub_agents,omitempty"`
+}
+
+// SubAgent is one agent another may delegate to.
+type SubAgent struct {
+	// Agent names the agent in agents.
+	Agent string `yaml:"agent"`
+	// Description tells the model what the sub-agent is for.
+	Description string `yaml:"description,omitempty"`
+	// Mode is wait (default): the call returns the sub-agent's answer.
+	Mode string `yaml:"mode,omitempty"`
+	// MaxTurns bounds the sub-agent's model calls for one task (0: none).
+	MaxTurns int `yaml:"max_turns,omitempty"`
 }
 
 // SpendLimits are budgets per session, per turn and per rolling day (every

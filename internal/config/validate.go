@@ -168,6 +168,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for i := range c.Agents {
+		c.Agents[i].validateSubAgents(&p, indexPath("agents", i), byName)
+	}
 	if c.Worker.MaxCachedWorkflows < 0 {
 		p.add("worker.max_cached_workflows", "must be >= 0 (0: the SDK's default, 10,000), got %d", c.Worker.MaxCachedWorkflows)
 	}
@@ -824,5 +827,43 @@ func (t *TelemetryTraces) validate(p *problems, path string) {
 	}
 	if t.HeadersEnv != "" && !isEnvName(t.HeadersEnv) {
 		p.add(path+".headers_env", "%q is not an environment variable name", t.HeadersEnv)
+	}
+}
+
+// maxSubAgentName keeps delegate_to_<agent> within the 64 characters
+// model providers allow a tool name.
+const maxSubAgentName = 64 - len("delegate_to_")
+
+func (a *Agent) validateSubAgents(p *problems, path string, byName map[string]int) {
+	for i, sa := range a.SubAgents {
+		sp := indexPath(path+".sub_agents", i)
+		if !p.required(sp+".agent", sa.Agent) {
+			continue
+		}
+		if _, ok := byName[sa.Agent]; !ok {
+			p.add(sp+".agent", "unknown agent %q", sa.Agent)
+		}
+		switch {
+		case sa.Agent == a.Name:
+			p.add(sp+".agent", "an agent cannot be its own sub-agent")
+		case len(sa.Agent) > maxSubAgentName:
+			p.add(sp+".agent", "the name is over %d characters: delegate_to_%s would pass the 64 a tool name may have", maxSubAgentName, sa.Agent)
+		case slices.ContainsFunc(a.SubAgents[:i], func(o SubAgent) bool { return o.Agent == sa.Agent }):
+			p.add(sp+".agent", "%s is listed twice", sa.Agent)
+		}
+		switch sa.Mode {
+		case "", "wait":
+		case "background":
+			p.add(sp+".mode", "background sub-agents are not supported yet: use wait")
+		default:
+			p.add(sp+".mode", "unknown mode %q (want wait)", sa.Mode)
+		}
+		if sa.MaxTurns < 0 {
+			p.add(sp+".max_turns", "must be >= 0 (0: no bound), got %d", sa.MaxTurns)
+		}
+		dup := slices.ContainsFunc(a.SubAgents[:i], func(o SubAgent) bool { return o.Agent == sa.Agent })
+		if _, ok := a.ToolPolicies["delegate_to_"+sa.Agent]; ok && !dup {
+			p.add(keyPath(path+".tool_policies", "delegate_to_"+sa.Agent), "delegate_to_%s is a sub-agent's tool: the session runs it, and the sub-agent's own policies guard what it does", sa.Agent)
+		}
 	}
 }

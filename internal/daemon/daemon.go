@@ -304,6 +304,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			rt.Options.MaxDurableWaitMs = a.MaxDurableWait.Milliseconds()
 			rt.Options.PlanModeEnabled = a.PlanModeEnabled
 		}
+		rt.Options.SubAgents = subAgentOptions(cfg, a)
 		if c := a.Compaction; c != nil {
 			rt.Options.Compaction = &session.CompactionPolicy{
 				ContextWindowTokens: c.ContextWindowTokens, TriggerRatio: c.TriggerRatio,
@@ -347,6 +348,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		wire.StepApplyTurnControl:      acts.RecordTurnFailure,
 		wire.StepCancelToolTask:        acts.CancelToolTask,
 		wire.StepCompactContext:        acts.CompactContext,
+		session.StepReadSubAgentAnswer: acts.ReadSubAgentAnswer,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -887,6 +889,23 @@ func runtimeFor(a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) s
 	}
 }
 
+// subAgentOptions are an agent's sub-agents as its sessions record them.
+func subAgentOptions(cfg *config.Config, a *config.Agent) []session.SubAgentOption {
+	var out []session.SubAgentOption
+	for _, sa := range a.SubAgents {
+		child, ok := cfg.Agent(sa.Agent)
+		if !ok {
+			continue // validation refused it
+		}
+		mode := sa.Mode
+		if mode == "" {
+			mode = wire.SubAgentModeWait
+		}
+		out = append(out, session.SubAgentOption{Name: sa.Agent, FlowType: child.FlowType, Description: sa.Description, Mode: mode, MaxTurns: sa.MaxTurns})
+	}
+	return out
+}
+
 // approvalRules compiles each agent's approval rules (config validation
 // compiled them once already).
 func approvalRules(cfg *config.Config) (func(agent string) *approvalrules.Set, error) {
@@ -977,6 +996,12 @@ type sessionSink struct{ sink events.Sink }
 
 func (s sessionSink) Publish(sessionID string, e session.Event, origin string, index uint64) {
 	s.sink.Publish(events.Event{SessionID: sessionID, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.Step, Attempt: e.Attempt,
+		Payload: e.Payload, Origin: origin, Index: index})
+}
+
+// PublishTo implements sessionflow.StreamSink.
+func (s sessionSink) PublishTo(stream, sessionID string, e session.Event, origin string, index uint64) {
+	s.sink.Publish(events.Event{SessionID: sessionID, Stream: stream, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.Step, Attempt: e.Attempt,
 		Payload: e.Payload, Origin: origin, Index: index})
 }
 

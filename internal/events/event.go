@@ -33,6 +33,19 @@ type Event struct {
 	// empty Origin is never de-duplicated. Neither reaches readers.
 	Origin string `json:"-"`
 	Index  uint64 `json:"-"`
+	// Stream, when set, is the session whose stream the event is written
+	// to, when that is not its own: a sub-agent's events are also written
+	// to the streams of the sessions above it, with SessionID still the
+	// sub-agent's.
+	Stream string `json:"-"`
+}
+
+// StreamID is the session whose stream holds e.
+func (e Event) StreamID() string {
+	if e.Stream != "" {
+		return e.Stream
+	}
+	return e.SessionID
 }
 
 // Delivered is an event with the resume token that continues after it.

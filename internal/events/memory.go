@@ -190,7 +190,7 @@ func (b *MemoryBroker) Publish(e Event) {
 	defer b.mu.Unlock()
 	now := b.opts.Now()
 	b.sweep(now)
-	s := b.stream(e.SessionID)
+	s := b.stream(e.StreamID())
 	seq := s.next
 	s.next++
 	b.stats.Published++
@@ -199,7 +199,7 @@ func (b *MemoryBroker) Publish(e Event) {
 	b.total += size
 	s.lastWrite = now
 	b.lru.MoveToBack(s.elem)
-	if e.Type == wire.EventTurnStarted && e.TurnID != "" {
+	if e.Type == wire.EventTurnStarted && e.TurnID != "" && e.Stream == "" {
 		s.turnStarts[e.TurnID] = seq
 	}
 	for s.bytes > b.opts.CapacityBytes && len(s.entries) > 1 {
@@ -208,7 +208,7 @@ func (b *MemoryBroker) Publish(e Event) {
 	b.enforceTotal(s)
 	close(s.changed)
 	s.changed = make(chan struct{})
-	if wire.IsChangeEvent(e.Type) {
+	if wire.IsChangeEvent(e.Type) && e.Stream == "" {
 		b.changes.publish(Change{SessionID: e.SessionID, Type: e.Type})
 	}
 }

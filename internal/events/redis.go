@@ -237,8 +237,10 @@ end
 return {m[1], m[2], m[3], rows}
 `)
 
-// redisEntry is an event as stored: the session is the stream.
+// redisEntry is an event as stored: the session is the stream's, unless
+// SessionID names another (a sub-agent's event in its parent's stream).
 type redisEntry struct {
+	SessionID       string          `json:"session_id,omitempty"`
 	Type            string          `json:"type"`
 	TurnID          string          `json:"turn_id,omitempty"`
 	StepExecutionID string          `json:"step_execution_id,omitempty"`
@@ -460,7 +462,7 @@ func (b *RedisBroker) writeLoop() {
 			changes = append(changes, *q.change)
 		default:
 			batch = append(batch, q.e)
-			if wire.IsChangeEvent(q.e.Type) {
+			if wire.IsChangeEvent(q.e.Type) && q.e.Stream == "" {
 				changes = append(changes, Change{SessionID: q.e.SessionID, Type: q.e.Type})
 			}
 		}
@@ -535,15 +537,20 @@ func (b *RedisBroker) writeOnce(batch []Event) ([]Event, error) {
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, e := range batch {
-		entry, err := json.Marshal(redisEntry{Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.StepExecutionID, Attempt: e.Attempt, Payload: e.Payload})
+		other := ""
+		if e.Stream != "" && e.Stream != e.SessionID {
+			other = e.SessionID
+		}
+		entry, err := json.Marshal(redisEntry{SessionID: other, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.StepExecutionID, Attempt: e.Attempt, Payload: e.Payload})
 		if err != nil {
-			entry, _ = json.Marshal(redisEntry{Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.StepExecutionID, Attempt: e.Attempt, Payload: json.RawMessage("null")})
+			entry, _ = json.Marshal(redisEntry{SessionID: other, Type: e.Type, TurnID: e.TurnID, StepExecutionID: e.StepExecutionID, Attempt: e.Attempt, Payload: json.RawMessage("null")})
 		}
 		turn := ""
-		if e.Type == wire.EventTurnStarted {
+		if e.Type == wire.EventTurnStarted && other == "" {
 			turn = e.TurnID
 		}
-		keys := []string{b.streamKey(e.SessionID), b.metaKey(e.SessionID), b.originKey(e.SessionID, e.Origin)}
+		stream := e.StreamID()
+		keys := []string{b.streamKey(stream), b.metaKey(stream), b.originKey(stream, e.Origin)}
 		cmds[i] = publishScript.EvalSha(ctx, pipe, keys,
 			strconv.FormatUint(e.Index, 10), entry, strconv.Itoa(eventSize(e)), max, ttl, now, randomName(9), turn)
 	}
@@ -768,9 +775,13 @@ func (b *RedisBroker) decode(sessionID, epoch, id string, values map[string]stri
 	if err := json.Unmarshal([]byte(values["e"]), &en); err != nil {
 		return Delivered{}, fmt.Errorf("events: redis: entry %s: %w", id, err)
 	}
+	owner := sessionID
+	if en.SessionID != "" {
+		owner = en.SessionID
+	}
 	return Delivered{
 		Token: b.token(sessionID, epoch, seq), Sequence: seq,
-		Event: Event{SessionID: sessionID, Type: en.Type, TurnID: en.TurnID, StepExecutionID: en.StepExecutionID, Attempt: en.Attempt, Payload: en.Payload},
+		Event: Event{SessionID: owner, Type: en.Type, TurnID: en.TurnID, StepExecutionID: en.StepExecutionID, Attempt: en.Attempt, Payload: en.Payload},
 	}, nil
 }
 

@@ -32,6 +32,9 @@ type (
 		APIToken string
 		// Fork, when set, starts the session as a fork (see fork.go).
 		Fork *wire.ForkStart
+		// SubAgent, when set, starts the session as a sub-agent of
+		// another (see subagent.go).
+		SubAgent *wire.SubAgentStart
 	}
 	// Continued starts a new run of the session after continue-as-new: the
 	// carried state goes on where the last run stopped. A run continues as
@@ -238,6 +241,14 @@ type Result struct {
 // phase's rules and ignores an input that does not belong to it (a stale
 // result of another turn, say).
 func (s *State) Apply(in Input) Result {
+	r := s.apply(in)
+	if s.SubAgent != nil {
+		r.Commands = append(r.Commands, s.reportToParent()...)
+	}
+	return r
+}
+
+func (s *State) apply(in Input) Result {
 	switch in := in.(type) {
 	case Start:
 		return s.start(in)
@@ -264,6 +275,16 @@ func (s *State) Apply(in Input) Result {
 		return s.executePlan(in)
 	case UpdateSessionSettings:
 		return s.updateSessionSettings(in)
+	case SubAgentReported:
+		return s.subAgentReported(in)
+	case ChildStartFailed:
+		return s.childStartFailed(in)
+	case ChildClosed:
+		return s.childClosed(in)
+	case SubAgentAnswerRead:
+		return s.subAgentAnswerRead(in)
+	case ParentControl:
+		return s.parentControl(in)
 	}
 	if !s.Started {
 		return Result{}
@@ -343,6 +364,13 @@ func (s *State) start(in Start) Result {
 	s.Started = true
 	s.Status = wire.StatusWaitingForUserMessage
 	s.APIToken = in.APIToken
+	if in.SubAgent != nil {
+		if reason := checkSubAgentStart(s.SessionID, in.SubAgent); reason != "" {
+			return applied([]Command{FailSession{Reason: "the sub-agent cannot start: " + reason}})
+		}
+		sa := *in.SubAgent
+		s.SubAgent = &sa
+	}
 	if in.Fork != nil {
 		if reason := s.startFork(in.Fork); reason != "" {
 			return applied([]Command{FailSession{Reason: "the fork cannot start: " + reason}})

@@ -34,6 +34,8 @@ var wireNames = map[string]string{
 	"wire.EventToolTaskStarted":      wire.EventToolTaskStarted,
 	"wire.EventPlanUpdated":          wire.EventPlanUpdated,
 	"wire.EventPlanExecutionStarted": wire.EventPlanExecutionStarted,
+	"wire.EventSubAgentStarted":      wire.EventSubAgentStarted,
+	"wire.EventSubAgentFinished":     wire.EventSubAgentFinished,
 	"wire.EventTurnSteered":          wire.EventTurnSteered,
 	"wire.EventTurnCancelled":        wire.EventTurnCancelled,
 
@@ -113,6 +115,8 @@ var eventPayloads = map[string]any{
 	"wire.EventToolTaskStarted":      wire.ToolTaskStartedPayload{},
 	"wire.EventPlanUpdated":          wire.PlanUpdatedPayload{},
 	"wire.EventPlanExecutionStarted": wire.PlanExecutionStartedPayload{},
+	"wire.EventSubAgentStarted":      wire.SubAgentStartedPayload{},
+	"wire.EventSubAgentFinished":     wire.SubAgentFinishedPayload{},
 	"wire.EventTurnSteered":          wire.TurnSteeredPayload{},
 	"wire.EventTurnCancelled":        wire.TurnCancelledPayload{},
 }

@@ -41,6 +41,8 @@ const (
 	controlNone      = ""
 	controlSteered   = wire.CancellationSteered
 	controlCancelled = wire.CancellationTurnCancelled
+	// controlParentCancelled cancels a sub-agent's turn for its parent.
+	controlParentCancelled = wire.CancellationParentCancelled
 )
 
 // What the model sees as the result of a call that a steer or a cancel
@@ -268,7 +270,17 @@ func (s *State) steer() []Command {
 }
 
 // cancelTurn applies cancel_turn.
-func (s *State) cancelTurn(in CancelTurn) Result {
+func (s *State) cancelTurn(in CancelTurn) Result { return s.cancelTurnFor(in, controlCancelled) }
+
+// cancelling reports a turn control that cancels (a user's or a parent's),
+// not a steer.
+func cancelling(control string) bool {
+	return control == controlCancelled || control == controlParentCancelled
+}
+
+// cancelTurnFor cancels the turn with reason: turn_cancelled, or
+// parent_cancelled for a sub-agent whose parent cancelled.
+func (s *State) cancelTurnFor(in CancelTurn, reason string) Result {
 	if !s.Started || in.TurnID == "" {
 		return Result{}
 	}
@@ -280,7 +292,7 @@ func (s *State) cancelTurn(in CancelTurn) Result {
 		return Result{}
 	}
 	s.CancelledTurn = in.TurnID
-	s.Control = controlCancelled
+	s.Control = reason
 	switch s.Phase {
 	case phaseRunningModel:
 		return applied(append([]Command{CancelStep{Key: modelStepKey(s.ActiveTurnID)}}, s.applyControl()...))
@@ -290,7 +302,7 @@ func (s *State) cancelTurn(in CancelTurn) Result {
 	case phaseRunningTools:
 		// After a steer, what it let run on (tasks, and their questions)
 		// stops now too.
-		return applied(s.stopWaits(controlCancelled))
+		return applied(s.stopWaits(reason))
 	}
 	// Building the user message, recording a failure, or applying a
 	// steer: the turn ends when that Step does.
@@ -320,6 +332,11 @@ func (s *State) stopWaits(reason string) []Command {
 				continue
 			}
 			cmds = append(cmds, s.rejectStopped(c, reason)...)
+		case rec.Status == wire.ToolCallWaitingForSubAgent:
+			if reason == controlSteered {
+				continue // a steer lets the sub-agent answer
+			}
+			cmds = append(cmds, s.stopChild(c, reason)...)
 		case rec.Status == wire.ToolCallWaitingForTimer:
 			if w := slices.IndexFunc(s.Waits, func(w Wait) bool { return w.ToolCallID == rec.ToolCallID }); w >= 0 {
 				s.Waits = slices.Delete(s.Waits, w, w+1)
@@ -362,7 +379,7 @@ func (s *State) rejectStopped(c int, reason string) []Command {
 	rec := &s.ToolCalls[c]
 	rec.CancellationReason = reason
 	rec.RejectionMessage = SteeredToolResult
-	if reason == controlCancelled {
+	if cancelling(reason) {
 		rec.RejectionMessage = CancelledToolResult
 	}
 	return s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)
@@ -373,7 +390,10 @@ func (s *State) rejectStopped(c int, reason string) []Command {
 func (s *State) abandonTask(c int) []Command {
 	rec := &s.ToolCalls[c]
 	rec.Status = wire.ToolCallWaitingForTask
-	rec.CancellationReason = controlCancelled
+	rec.CancellationReason = s.Control
+	if !cancelling(s.Control) {
+		rec.CancellationReason = controlCancelled
+	}
 	rec.TaskAnswerPending = nil
 	return []Command{s.cancelTask(*rec)}
 }
@@ -411,6 +431,9 @@ func (s *State) toModel() []Command {
 	}
 	if s.RecoveryError != "" {
 		return s.failTurn(s.RecoveryError)
+	}
+	if reason := s.maxTurnsReached(); reason != "" {
+		return s.failTurn(reason)
 	}
 	s.Phase = phaseRunningModel
 	s.Status = wire.StatusRunningModel
@@ -495,7 +518,7 @@ func (s *State) controlApplied(msgs []contract.FrameworkMessage, stored *StoreRe
 	steered := len(s.Steered)
 	cmds := s.endTurn()
 	s.LastTurnError = reason
-	if control == controlCancelled {
+	if cancelling(control) {
 		cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnCancelled, turn, attempt, wire.TurnCancelledPayload{MessageCount: count})})
 	} else {
 		cmds = append(cmds, Emit{Event: newEvent(wire.EventTurnSteered, turn, attempt, wire.TurnSteeredPayload{SteeredMessageCount: steered, MessageCount: count})})
@@ -533,6 +556,10 @@ func (s *State) sendMode(in SendUserMessage) Result {
 // a steered turn: write_todos, and a built-in call whose arguments are
 // invalid.
 func (s *State) settlesAtOnce(rec wire.ToolCall) bool {
+	if s.subAgentTool(rec.ToolName) != nil {
+		_, err := parseDelegate(rec.Arguments)
+		return err != nil
+	}
 	if !s.builtIn(rec.ToolName) {
 		return false
 	}
@@ -554,14 +581,14 @@ func (s *State) settlesAtOnce(rec wire.ToolCall) bool {
 // deferStopped records a call of a steered turn's model response rejected
 // at once; the caller resumes the turn once every call is recorded.
 func (s *State) deferStopped(rec wire.ToolCall, attempt int) []Command {
-	if s.builtIn(rec.ToolName) {
+	if s.builtIn(rec.ToolName) || s.subAgentTool(rec.ToolName) != nil {
 		rec.Effect, rec.RequiresApproval = wire.EffectRead, false
 	}
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)
 	rec.Status = wire.ToolCallRejected
 	rec.CancellationReason = s.Control
 	rec.RejectionMessage = SteeredToolResult
-	if s.Control == controlCancelled {
+	if cancelling(s.Control) {
 		rec.RejectionMessage = CancelledToolResult
 	}
 	s.ToolCalls = append(s.ToolCalls, rec)

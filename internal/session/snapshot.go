@@ -66,21 +66,38 @@ func (s *State) Snapshot() wire.Snapshot {
 		}
 	}
 	for _, in := range s.Interrupts {
-		ci := wire.Interrupt{
-			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
-			Kind: string(in.Kind), Deadline: formatDeadline(in.DeadlineUnixMs),
-			Question: in.Question, Choices: in.Choices, AllowsFreeText: in.AllowsFreeText,
+		snap.PendingInterrupts = append(snap.PendingInterrupts, s.wireInterrupt(in))
+	}
+	// A sub-agent's interrupts follow the session's own: resolved in the
+	// child session they name.
+	snap.PendingInterrupts = append(snap.PendingInterrupts, s.childInterrupts()...)
+	if s.SubAgent != nil {
+		snap.SubAgent = &wire.SubAgentOrigin{
+			ParentSessionID: s.SubAgent.ParentSessionID, ToolCallID: s.SubAgent.ToolCallID,
+			Name: s.SubAgent.Name, Mode: s.SubAgent.Mode, Path: append(append([]string{}, s.SubAgent.Lineage...), s.SessionID),
 		}
-		if c := s.findCall(in.ToolCallID); c >= 0 {
-			ci.Arguments = s.ToolCalls[c].Arguments
-		}
-		snap.PendingInterrupts = append(snap.PendingInterrupts, ci)
+	}
+	for _, c := range s.Children {
+		snap.SubAgents = append(snap.SubAgents, wire.SubAgentChild{SessionID: c.SessionID, ToolCallID: c.ToolCallID, Name: c.Name, Mode: c.Mode})
 	}
 	snap.ToolCalls = append(snap.ToolCalls, s.ToolCalls...)
 	snap.QueuedMessages = append(snap.QueuedMessages, s.Queued...)
 	snap.SteeredMessages = append(snap.SteeredMessages, s.Steered...)
 	snap.SteeredMessages = append(snap.SteeredMessages, s.TurnMore...)
 	return snap
+}
+
+// wireInterrupt renders one of the session's own pending interrupts.
+func (s *State) wireInterrupt(in Interrupt) wire.Interrupt {
+	ci := wire.Interrupt{
+		InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
+		Kind: string(in.Kind), Deadline: formatDeadline(in.DeadlineUnixMs),
+		Question: in.Question, Choices: in.Choices, AllowsFreeText: in.AllowsFreeText,
+	}
+	if c := s.findCall(in.ToolCallID); c >= 0 {
+		ci.Arguments = s.ToolCalls[c].Arguments
+	}
+	return ci
 }
 
 // messages returns the messages the workflow holds: every message without

@@ -16,8 +16,10 @@ import (
 // allows.
 
 // sessionSpend is what the session's model calls used.
+// Its sub-agents' spend counts too.
 func (s *State) sessionSpend() wire.Spend {
-	return wire.Spend{ModelCalls: s.Usage.ModelCalls, InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostMicros: s.CostMicros}
+	own := wire.Spend{ModelCalls: s.Usage.ModelCalls, InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostMicros: s.CostMicros}
+	return addSpend(own, s.SubAgentSpend)
 }
 
 // chargeSpend adds a model call's usage and cost to the turn's counters
@@ -60,8 +62,13 @@ func (s *State) spendRefused(stored *StoreResult, r *wire.SpendRefusal, attempt 
 // snapshotSpend renders the session's spend for get_agent_snapshot: nil
 // until a Step priced a call or a limit applied.
 func (s *State) snapshotSpend() *wire.SpendStatus {
-	if s.CostMicros == 0 && s.SpendLeft == nil && s.SpendRefused == nil {
+	if s.CostMicros == 0 && s.SpendLeft == nil && s.SpendRefused == nil && s.SubAgentSpend == (wire.Spend{}) {
 		return nil
 	}
-	return &wire.SpendStatus{CostMicros: s.CostMicros, Left: s.SpendLeft, Refused: s.SpendRefused}
+	st := &wire.SpendStatus{CostMicros: s.CostMicros, Left: s.SpendLeft, Refused: s.SpendRefused}
+	if s.SubAgentSpend != (wire.Spend{}) {
+		sub := s.SubAgentSpend
+		st.SubAgents = &sub
+	}
+	return st
 }

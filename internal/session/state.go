@@ -67,6 +67,8 @@ type Options struct {
 	// policy, and a runner's claim may only make it stricter (sessions of
 	// RunnerPoliciesVersion; older ones never trust the claim).
 	RunnerPoliciesUntrusted bool `json:"runner_policies_untrusted,omitempty"`
+	// SubAgents are the agent's sub-agents, offered as delegate_to_<name>.
+	SubAgents []SubAgentOption `json:"sub_agents,omitempty"`
 	// Version is SettingsVersion once the settings were recorded in the
 	// session's history; 0 for sessions started by older workers, which
 	// replay as they ran: with the worker's settings, trusting the effect
@@ -339,6 +341,25 @@ type State struct {
 	// TurnStartedSent says the turn being built wrote turn_started at its
 	// first user message.
 	TurnStartedSent bool `json:"turn_started_sent,omitempty"`
+	// ModelSteps counts the session's model calls (RunModel outcomes),
+	// which a sub-agent's max_turns bounds.
+	ModelSteps int `json:"model_steps,omitempty"`
+
+	// SubAgent is set on a sub-agent's session: its parent, mode and the
+	// budget above it (subagent.go).
+	SubAgent *wire.SubAgentStart `json:"sub_agent,omitempty"`
+	// Reported are the interrupts reported to the parent (session and
+	// interrupt ID), and ReportedTurns the turns whose end was.
+	Reported      []string `json:"reported,omitempty"`
+	ReportedTurns int      `json:"reported_turns,omitempty"`
+	// Children are the child sessions the active turn waits on;
+	// SubAgentSeq numbers the session's delegations; SubAgentSpend is
+	// what its children used; Settled are children stopped before they
+	// reported their end.
+	Children      []Child        `json:"children,omitempty"`
+	SubAgentSeq   int            `json:"sub_agent_seq,omitempty"`
+	SubAgentSpend wire.Spend     `json:"sub_agent_spend,omitempty"`
+	Settled       []SettledChild `json:"settled_children,omitempty"`
 }
 
 // Turn phases. The phase decides which inputs a state accepts.
@@ -551,6 +572,7 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		return s.failTurn("the runner returned a malformed outcome: want exactly one of turn_completed and tool_calls_requested")
 	}
 	attempt := out.Attempt
+	s.ModelSteps++
 	cmds := s.recordUsage(usage, attempt)
 	s.chargeSpend(usage, out.Spend)
 	if reason := s.checkStored(out.Stored); reason != "" {
@@ -619,6 +641,10 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		}
 		if s.builtIn(call.ToolName) {
 			cmds = append(cmds, s.deferBuiltIn(rec, attempt, nowMs, todos)...)
+			continue
+		}
+		if sa := s.subAgentTool(call.ToolName); sa != nil {
+			cmds = append(cmds, s.delegate(rec, sa, attempt)...)
 			continue
 		}
 		// The agent's approval rules decide before the policy; the effect,
@@ -734,9 +760,16 @@ func (s *State) turnInput() TurnInput {
 		Policies:    s.Options.Policies,
 		Settings:    s.TurnSettings,
 		Spend:       SpendInput{APIToken: s.APIToken, Session: s.sessionSpend(), Turn: s.TurnSpend},
-		HostTools:   BuiltInToolDefinitions(s.Options.BuiltInTools),
+		HostTools:   s.hostTools(),
 		Plan:        s.Plan,
 		Mode:        s.Mode,
+	}
+	if s.SubAgent != nil {
+		in.Streams = s.streams()
+		if s.SubAgent.Budget != nil {
+			b := *s.SubAgent.Budget
+			in.Spend.Parent = &b
+		}
 	}
 	if s.Options.Version >= RunnerPoliciesVersion {
 		in.RunnerPolicies = RunnerPoliciesTrusted
@@ -781,8 +814,17 @@ func (s *State) runTool(rec wire.ToolCall) RunTool {
 			ArgumentsRef:   s.refs(rec.ToolCallID).ArgumentsRef,
 			StoreOutput:    s.Options.Messages.Store,
 			HostSource:     s.hostSource(rec),
+			Streams:        s.streams(),
 		},
 	}
+}
+
+// streams are the sessions above a sub-agent (nil for others).
+func (s *State) streams() []string {
+	if s.SubAgent == nil {
+		return nil
+	}
+	return s.SubAgent.Lineage
 }
 
 // hostSource is the MCP source a tool Step routes rec to, or "" when the
@@ -853,6 +895,7 @@ func (s *State) endTurn() []Command {
 	s.ToolCalls = nil
 	s.Refs = nil
 	s.Interrupts = nil
+	s.Children = nil
 	s.TurnSettings = ""
 	s.Control = controlNone
 	s.TurnRetries, s.RecoveryError = 0, ""
@@ -1151,6 +1194,15 @@ func (s *State) StepTypes(legacy bool) []string {
 				add(wire.StepCallTool)
 			case c.Status == wire.ToolCallApproved:
 				add(wire.StepCallSingleAttemptTool)
+			}
+		}
+		// A sub-agent's person waits through this session too, so that
+		// lists of sessions waiting for people show it.
+		for _, in := range s.childInterrupts() {
+			if in.Kind == wire.InterruptKindQuestion {
+				add(wire.StepAwaitQuestionAnswer)
+			} else {
+				add(wire.StepAwaitToolApproval)
 			}
 		}
 	}

@@ -155,6 +155,9 @@ type TurnInput struct {
 	// RunnerPoliciesUntrusted in sessions of RunnerPoliciesVersion, ""
 	// in older ones (see Authorize).
 	RunnerPolicies string `json:"runner_policies,omitempty"`
+	// Streams are the sessions above a sub-agent, whose event streams get
+	// the Step's events too.
+	Streams []string `json:"streams,omitempty"`
 }
 
 // The values of TurnInput.RunnerPolicies.
@@ -183,6 +186,9 @@ type SpendInput struct {
 	APIToken string     `json:"api_token,omitempty"`
 	Session  wire.Spend `json:"session"`
 	Turn     wire.Spend `json:"turn"`
+	// Parent is set for a sub-agent: the budget above it, which its
+	// calls count against with Used plus Session.
+	Parent *wire.ParentBudget `json:"parent,omitempty"`
 }
 
 // StepSpend is what a model call's Step says about spend: the limit that
@@ -236,6 +242,8 @@ type ToolInput struct {
 	// HostSource, when set, is the MCP tool ("mcp:<server>/<tool>") the
 	// Step calls instead of the runner.
 	HostSource string `json:"host_source,omitempty"`
+	// Streams are TurnInput's.
+	Streams []string `json:"streams,omitempty"`
 }
 
 // PollInput is the input of a PollToolTask Step: the call's record (with

@@ -42,7 +42,7 @@ func (s *State) taskStarted(c int, t TaskStart, attempt int) []Command {
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, TaskID: rec.TaskID,
 		}).forStep(toolStep(s.ActiveTurnID, rec.ToolCallID))},
 	}
-	if s.Control == controlCancelled {
+	if cancelling(s.Control) {
 		// The turn was cancelled while the tool started its task.
 		return append(cmds, s.abandonTask(c)...)
 	}

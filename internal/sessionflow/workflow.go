@@ -78,6 +78,24 @@ type EventSink interface {
 	Publish(sessionID string, e session.Event, origin string, index uint64)
 }
 
+// StreamSink is an EventSink that also writes an event into another
+// session's stream: a sub-agent's events go to the streams of the sessions
+// above it too, with the sub-agent's session ID.
+type StreamSink interface {
+	PublishTo(stream, sessionID string, e session.Event, origin string, index uint64)
+}
+
+// mirror writes a sub-agent's event into its ancestors' streams.
+func (l *loop) mirror(e session.Event, origin string, index uint64) {
+	ss, ok := l.rt.Events.(StreamSink)
+	if !ok || l.st.SubAgent == nil {
+		return
+	}
+	for _, up := range l.st.SubAgent.Lineage {
+		ss.PublishTo(up, l.st.SessionID, e, origin, index)
+	}
+}
+
 // ChangeSink is an EventSink that also feeds the change feed (a session
 // started, renamed or archived, ended: wire.ChangeSession*), which lists
 // of sessions watch. It is called outside replay only, and never shapes a
@@ -102,9 +120,10 @@ type WorkflowInput struct {
 	APIToken          string          `json:"api_token,omitempty"`
 	// ActiveStepSearchMode is wire.StartInput's.
 	ActiveStepSearchMode string `json:"active_step_search_mode,omitempty"`
-	// Fork is wire.StartInput's.
-	Fork      *wire.ForkStart `json:"fork,omitempty"`
-	Continued *session.State  `json:"continued,omitempty"`
+	// Fork and SubAgent are wire.StartInput's.
+	Fork      *wire.ForkStart     `json:"fork,omitempty"`
+	SubAgent  *wire.SubAgentStart `json:"sub_agent,omitempty"`
+	Continued *session.State      `json:"continued,omitempty"`
 	// Turn is the active turn's start, carried through continue-as-new.
 	Turn *TurnMark `json:"trace_turn,omitempty"`
 }
@@ -149,6 +168,9 @@ type loop struct {
 	emits uint64
 	// turn is when the turn the last BuildUserMessage built started.
 	turn TurnMark
+	// reports and controls are the sub-agent signals: a child's reports
+	// to this session, its parent's orders to it.
+	reports, controls workflow.ReceiveChannel
 }
 
 func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
@@ -176,7 +198,7 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 			opts.SearchAttributes = false
 		}
 		l.st = session.New(info.WorkflowExecution.ID, opts)
-		l.apply(session.Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken, Fork: in.Fork})
+		l.apply(session.Start{InitialMessage: in.InitialMessage, InitialMessageRef: in.InitialMessageRef, SessionSettings: string(in.SessionSettings), APIToken: in.APIToken, Fork: in.Fork, SubAgent: in.SubAgent})
 		l.changed(wire.ChangeSessionStarted)
 	}
 	// Runs of older workers upserted non-spec Step names; theirs replay
@@ -185,15 +207,18 @@ func run(ctx workflow.Context, rt Runtime, in WorkflowInput) error {
 	if err := l.registerHandlers(); err != nil {
 		return err
 	}
+	l.reports = workflow.GetSignalChannel(ctx, wire.SignalSubAgentReport)
+	l.controls = workflow.GetSignalChannel(ctx, wire.SignalSubAgentControl)
 	if in.Continued != nil {
 		l.apply(session.Continued{NowMs: l.now()})
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
-			return len(l.pending) > 0 || l.anyReady() || l.finished() || l.shouldContinueAsNew()
+			return len(l.pending) > 0 || l.signalled() || l.anyReady() || l.finished() || l.shouldContinueAsNew()
 		}); err != nil {
 			return err
 		}
+		l.receiveSignals()
 		if len(l.pending) == 0 && !l.anyReady() && l.finished() {
 			// close_session: nothing is left to run.
 			workflow.GetLogger(ctx).Info("session closed", "turn_count", l.st.TurnCount)
@@ -472,6 +497,32 @@ func (l *loop) checkDigest(req wire.ResolveInterruptRequest) error {
 	return nil
 }
 
+// signalled reports a sub-agent signal not applied yet.
+func (l *loop) signalled() bool { return l.reports.Len() > 0 || l.controls.Len() > 0 }
+
+// receiveSignals applies the sub-agent signals that arrived, before any
+// future: a child's last report comes before its workflow's close.
+func (l *loop) receiveSignals() {
+	for {
+		var r wire.SubAgentReport
+		if !l.reports.ReceiveAsync(&r) {
+			break
+		}
+		l.apply(session.SubAgentReported{Report: r, NowMs: l.now()})
+		if r.Kind == wire.SubAgentInterruptRaised || r.Kind == wire.SubAgentInterruptResolved {
+			// Lists of sessions waiting for people show this one now.
+			l.changed(r.Kind)
+		}
+	}
+	for {
+		var c wire.SubAgentControl
+		if !l.controls.ReceiveAsync(&c) {
+			break
+		}
+		l.apply(session.ParentControl{Control: c})
+	}
+}
+
 func (l *loop) anyReady() bool {
 	for _, f := range l.futures {
 		if f.future.IsReady() {
@@ -555,8 +606,10 @@ func (l *loop) emitPending() {
 	l.pending = nil
 }
 
-// collect applies every finished future, in the order they were started.
+// collect applies every finished future, in the order they were started,
+// after the signals that arrived before them.
 func (l *loop) collect() {
+	l.receiveSignals()
 	for i := 0; i < len(l.futures); {
 		f := l.futures[i]
 		if !f.future.IsReady() {
@@ -639,6 +692,7 @@ func (l *loop) exec(cmd session.Command) {
 				e.Payload = l.signRaised(e.Payload)
 			}
 			l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
+			l.mirror(e, "wf:"+run, l.emits)
 		}
 		if l.rt.Tracer != nil && !workflow.IsReplaying(l.ctx) {
 			l.traceTurnEnd(c.Event)
@@ -746,6 +800,44 @@ func (l *loop) exec(cmd session.Command) {
 		})
 	case session.CancelTimer:
 		l.cancelTimer(c.InterruptID)
+	case session.StartChild:
+		l.startChild(c)
+	case session.SignalChild:
+		f := workflow.SignalExternalWorkflow(l.ctx, c.ChildSessionID, "", wire.SignalSubAgentControl, c.Control)
+		child := c.ChildSessionID
+		l.add(f, func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				workflow.GetLogger(l.ctx).Info("the sub-agent was not signalled (it has ended)", "child_session_id", child, "error", err)
+			}
+		})
+	case session.ReportToParent:
+		report := c.Report
+		if in := report.Interrupt; in != nil && l.rt.Approvals != nil && in.Kind == string(session.InterruptApproval) && in.SessionID == l.st.SessionID {
+			// The parent lists the approval with this session's digest, so
+			// a resolve through it passes this session's check.
+			signed := *in
+			signed.Digest = l.approvalDigest(in.InterruptID)
+			report.Interrupt = &signed
+		}
+		f := workflow.SignalExternalWorkflow(l.ctx, c.ParentSessionID, "", wire.SignalSubAgentReport, report)
+		parent := c.ParentSessionID
+		l.add(f, func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				workflow.GetLogger(l.ctx).Warn("the parent session was not told", "parent_session_id", parent, "kind", report.Kind, "error", err)
+			}
+		})
+	case session.ReadSubAgentAnswer:
+		ctx := workflow.WithLocalActivityOptions(l.stepCtx(c.Input.TurnID), localOptions())
+		f := workflow.ExecuteLocalActivity(ctx, session.StepReadSubAgentAnswer, c.Input)
+		in := c.Input
+		l.add(f, func(f workflow.Future) {
+			var out session.SubAgentAnswer
+			if err := f.Get(l.ctx, &out); err != nil {
+				l.apply(session.SubAgentAnswerRead{TurnID: in.TurnID, ToolCallID: in.ToolCallID, Error: errorText(err)})
+				return
+			}
+			l.apply(session.SubAgentAnswerRead{TurnID: in.TurnID, ToolCallID: in.ToolCallID, Output: out.Output, OutputRef: out.OutputRef})
+		})
 	case session.CancelStep:
 		if turn, ok := session.ModelStepTurn(c.Key); ok && l.rt.ModelCalls != nil && !workflow.IsReplaying(l.ctx) {
 			l.rt.ModelCalls.CancelModelCalls(l.st.SessionID, workflow.GetInfo(l.ctx).WorkflowExecution.RunID, turn)
@@ -795,6 +887,59 @@ func (l *loop) exec(cmd session.Command) {
 			l.apply(session.TurnFailureRecorded{TurnID: turn, Messages: out.Messages, Stored: out.Stored, Attempt: out.Attempt})
 		})
 	}
+}
+
+// startChild starts a sub-agent's session as a child workflow. The
+// parent-close policy is explicit: a parent that ends (terminated, failed,
+// timed out) asks its children to cancel, so none outlives it without an
+// owner; a parent that closes (close_session) has settled its children's
+// calls first.
+func (l *loop) startChild(c session.StartChild) {
+	opts := workflow.ChildWorkflowOptions{
+		WorkflowID:        c.WorkflowID,
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		// A child ID is unique to its parent's call: an ID already used
+		// fails the start, never attaches to another session.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}
+	ctx := workflow.WithChildOptions(l.ctx, opts)
+	in := WorkflowInput{
+		InitialMessage: c.Input.InitialMessage, APIToken: c.Input.APIToken,
+		ActiveStepSearchMode: c.Input.ActiveStepSearchMode, SubAgent: c.Input.SubAgent,
+	}
+	if in.ActiveStepSearchMode == "" {
+		in.ActiveStepSearchMode = wire.ActiveStepSearchDisabled
+	}
+	f := workflow.ExecuteChildWorkflow(ctx, c.FlowType, in)
+	call, child := c.ToolCallID, c.WorkflowID
+	l.add(f.GetChildWorkflowExecution(), func(started workflow.Future) {
+		if err := started.Get(l.ctx, nil); err != nil {
+			l.apply(session.ChildStartFailed{ToolCallID: call, Reason: errorText(err)})
+		}
+	})
+	l.add(f, func(f workflow.Future) {
+		reason := ""
+		if err := f.Get(l.ctx, nil); err != nil {
+			reason = childEnd(err)
+		}
+		l.apply(session.ChildClosed{ToolCallID: call, ChildSessionID: child, Reason: reason})
+	})
+}
+
+// childEnd says how a child workflow ended without completing.
+func childEnd(err error) string {
+	var canceled *temporal.CanceledError
+	var terminated *temporal.TerminatedError
+	var timeout *temporal.TimeoutError
+	switch {
+	case errors.As(err, &terminated):
+		return "it was terminated"
+	case errors.As(err, &canceled):
+		return "it was cancelled"
+	case errors.As(err, &timeout):
+		return "it timed out"
+	}
+	return errorText(err)
 }
 
 // stepCtx is the context a Step of turn starts with: under the turn's

@@ -47,6 +47,31 @@ type Call struct {
 	Session, Turn     wire.Spend
 	Now               time.Time
 	SummaryCall       bool
+	// Parent is set for a sub-agent's call: the budget above it.
+	Parent *ParentCall
+}
+
+// ParentCall is the budget a sub-agent's call counts against besides its
+// own agent's: the session budgets of the agent above it, with what the
+// whole tree of sessions used.
+type ParentCall struct {
+	Agent               string
+	Limits, TokenLimits Limits
+	Used                wire.Spend
+}
+
+// Check returns the refusal of the first parent budget that stops the
+// call, or nil. Its scopes are parent_session and parent_token_session.
+func (p *ParentCall) Check() *wire.SpendRefusal {
+	for _, b := range []struct {
+		scope string
+		b     *Budget
+	}{{"parent_session", p.Limits.Session}, {"parent_token_session", p.TokenLimits.Session}} {
+		if r := Check(b.scope, b.b, fromClient(p.Used)); r != nil {
+			return r.client()
+		}
+	}
+	return nil
 }
 
 // Limiter checks and charges model calls.

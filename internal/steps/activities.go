@@ -279,6 +279,7 @@ func (a *Activities) runModel(ctx context.Context, in session.TurnInput) (sessio
 	}
 	info := activity.GetInfo(ctx)
 	w := a.writer(ctx, in.SessionID, in.TurnID, nil)
+	w.streams = in.Streams
 	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
 	w.recovering(wire.TurnRecoveringPayload{Step: info.ActivityType.Name})
@@ -770,6 +771,7 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 		a.Hooks.BeforeToolStart(ctx, in)
 	}
 	w := a.writer(ctx, in.SessionID, in.TurnID, &hb)
+	w.streams = in.Streams
 	defer w.close()
 	w.recovering(wire.TurnRecoveringPayload{Step: info.ActivityType.Name, ToolCallID: in.ToolCall.ToolCallID, ToolName: in.ToolCall.ToolName,
 		PreviousAttemptReachedTool: hb.Started})
@@ -1257,10 +1259,13 @@ type writer struct {
 	// index of its last event (events.Event).
 	origin string
 	count  uint64
-	mu     sync.Mutex
-	closed bool
-	hb     *session.StepHeartbeat // nil for model steps
-	model  session.StepHeartbeat  // the heartbeat detail of a model step
+	// streams are the sessions above a sub-agent, whose streams get the
+	// events too.
+	streams []string
+	mu      sync.Mutex
+	closed  bool
+	hb      *session.StepHeartbeat // nil for model steps
+	model   session.StepHeartbeat  // the heartbeat detail of a model step
 }
 
 func (a *Activities) writer(ctx context.Context, sessionID, turnID string, hb *session.StepHeartbeat) *writer {
@@ -1302,10 +1307,15 @@ func (w *writer) publish(typ string, payload any) {
 		return
 	}
 	w.count++
-	w.a.Events.Publish(events.Event{
+	e := events.Event{
 		SessionID: w.session, Type: typ, TurnID: w.turn, StepExecutionID: w.stepID, Attempt: w.attempt, Payload: b,
 		Origin: w.origin, Index: w.count,
-	})
+	}
+	w.a.Events.Publish(e)
+	for _, up := range w.streams {
+		e.Stream = up
+		w.a.Events.Publish(e)
+	}
 }
 
 // recovering writes turn_recovering when the Step runs an attempt after

@@ -131,6 +131,7 @@ func (a *Activities) compactContext(ctx context.Context, in session.CompactInput
 	}
 	info := activity.GetInfo(ctx)
 	w := a.writer(ctx, t.SessionID, t.TurnID, nil)
+	w.streams = t.Streams
 	w.model = session.StepHeartbeat{Attempt: int(info.Attempt)}
 	defer w.close()
 	w.recovering(wire.TurnRecoveringPayload{Step: info.ActivityType.Name})

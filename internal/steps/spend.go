@@ -20,15 +20,41 @@ func (a *Activities) spendCall(ctx context.Context, in session.TurnInput, summar
 		return nil, nil
 	}
 	p := a.SpendPolicy(in.Agent, in.Spend.APIToken)
-	if !p.Active() {
+	var parent *spend.Policy
+	if b := in.Spend.Parent; b != nil {
+		if pp := a.SpendPolicy(b.Agent, b.APIToken); pp.Active() {
+			parent = pp
+		}
+	}
+	if !p.Active() && parent == nil {
 		return nil, nil
+	}
+	if !p.Active() {
+		// The sub-agent's own agent sets nothing: check only the budget
+		// above it, and price with its table.
+		p = &spend.Policy{Agent: in.Agent, Prices: parent.Prices}
 	}
 	info := activity.GetInfo(ctx)
 	return p, &spend.Call{
 		Key:   info.WorkflowExecution.RunID + "/" + info.ActivityID + "/" + strconv.Itoa(int(info.Attempt)),
 		Token: in.Spend.APIToken, SessionID: in.SessionID, TurnID: in.TurnID,
 		Session: in.Spend.Session, Turn: in.Spend.Turn, Now: time.Now(), SummaryCall: summary,
+		Parent: parentCall(parent, in.Spend),
 	}
+}
+
+// parentCall is what a sub-agent's call counts against above it: the
+// parent agent's session budgets, with what the tree used.
+func parentCall(p *spend.Policy, in session.SpendInput) *spend.ParentCall {
+	if p == nil || in.Parent == nil {
+		return nil
+	}
+	used := in.Parent.Used
+	used.ModelCalls += in.Session.ModelCalls
+	used.InputTokens += in.Session.InputTokens
+	used.OutputTokens += in.Session.OutputTokens
+	used.CostMicros += in.Session.CostMicros
+	return &spend.ParentCall{Agent: in.Parent.Agent, Limits: p.Limits, TokenLimits: p.TokenLimits, Used: used}
 }
 
 // checkSpend asks the limits before the model call: a refusal to return
@@ -38,8 +64,14 @@ func (a *Activities) checkSpend(ctx context.Context, p *spend.Policy, c *spend.C
 		return nil, nil
 	}
 	refused, err := a.Limiter.Check(ctx, p, c)
-	if err != nil || refused == nil {
+	if err != nil {
 		return nil, err
+	}
+	if refused == nil && c.Parent != nil {
+		refused = c.Parent.Check()
+	}
+	if refused == nil {
+		return nil, nil
 	}
 	a.stepLogger(ctx, c.TurnID).Info("spend limit reached", "agent", p.Agent, "scope", refused.Scope, "counter", refused.Counter)
 	return &session.StepSpend{Refused: refused}, nil

@@ -16,6 +16,8 @@ var sessionOnly = []string{
 	"ApprovalRule", "ApprovalDecision", "ShadowApprovalRule", "ShadowApprovalDecision",
 	// DisplayText is the HTTP API's, for people; a runner never sees it.
 	"DisplayText",
+	// ChildSessionID is a delegate_to_ call's, which the session runs.
+	"ChildSessionID",
 }
 
 // fill sets every field of the struct v points to to a value that is not

@@ -28,6 +28,8 @@ const DEX_EVENTS = Object.freeze({
   SPEND_LIMIT_REACHED: 'spend_limit_reached',
   MCP_TOOL_PROGRESS: 'mcp.tool_progress',
   MCP_TASK_STATUS: 'mcp.task_status',
+  SUB_AGENT_STARTED: 'sub_agent_started',
+  SUB_AGENT_FINISHED: 'sub_agent_finished',
 });
 
 // The change feed's own types (GET /v1/sessions/changes); its other changes are event types.

@@ -9,7 +9,7 @@ const sessionEventTypes: readonly string[] = [
   "tool_call_deferred", "interrupt_raised", "interrupt_resolved", "interrupt_expiring", "interrupt_extended", "turn_recovering", "timer_started",
   "plan_updated", "plan_execution_started", "tool_task_started", "usage_recorded",
   "compaction_started", "compaction_finished", "spend_limit_reached",
-  "mcp.tool_progress", "mcp.task_status",
+  "mcp.tool_progress", "mcp.task_status", "sub_agent_started", "sub_agent_finished",
 ];
 
 const finalStatuses = ["succeeded", "failed", "rejected", "outcome_unknown"];
