@@ -184,6 +184,12 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) wire.SessionSummary {
 			sum.Archived = archived
 		}
 	}
+	if p := e.GetMemo().GetFields()[wire.MemoParent]; p != nil {
+		var parent string
+		if DataConverter().FromPayload(p, &parent) == nil {
+			sum.ParentSessionID = parent
+		}
+	}
 	if t := e.GetCloseTime(); t != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		at := t.AsTime()
 		sum.ClosedAt = &at

@@ -258,6 +258,9 @@ type Resolution struct {
 	// the session approves only the call the user saw; a mismatch fails
 	// with 409 digest_mismatch.
 	Digest string `json:"digest,omitempty"`
+	// SessionID names the sub-agent that holds the interrupt, as the
+	// parent's pending_interrupts[].session_id gives it.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // Extension is extend_interrupt's answer.

@@ -93,6 +93,9 @@ type SessionSummary struct {
 	Title string `json:"title,omitempty"`
 	// Archived says a person archived the session (set_session_metadata).
 	Archived bool `json:"archived,omitempty"`
+	// ParentSessionID is set on a sub-agent's session (MemoParent): lists
+	// for people show its parent instead.
+	ParentSessionID string `json:"parent_session_id,omitempty"`
 	// Agent is the agent's name when the caller knows its flow types (the
 	// HTTP API and the CLI with a worker config fill it); ListSessions
 	// leaves it empty.
@@ -126,6 +129,10 @@ const MemoTitle = "dex_title"
 // MemoArchived is the memo key of a session's archived flag (a bool):
 // lists hide an archived session unless asked.
 const MemoArchived = "dex_archived"
+
+// MemoParent is the memo key of a sub-agent session's parent session ID:
+// lists show the parent, which lists what the child waits on.
+const MemoParent = "dex_parent"
 
 // MaxTitleRunes bounds a title.
 const MaxTitleRunes = 80

@@ -492,6 +492,8 @@ type Interrupt struct {
 	// sessions from this one down to that child.
 	SessionID string   `json:"session_id,omitempty"`
 	Path      []string `json:"path,omitempty"`
+	// Agent is the agent of the sub-agent session that holds it.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Interrupt kinds.

@@ -50,7 +50,7 @@ agents:
 		t.Errorf("bad config: exit %d, stderr:\n%s", code, stderr)
 	}
 	stdout, stderr, code := runCLI(t, "config", "validate", "--offline", "--config", filepath.Join("..", "..", "configs", "dev.yaml"))
-	if code != 0 || !strings.Contains(stdout, "is valid: 2 agent(s), 2 plugin(s); --offline: plugins not started") {
+	if code != 0 || !strings.Contains(stdout, "is valid: 3 agent(s), 2 plugin(s); --offline: plugins not started") {
 		t.Errorf("dev config: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, _, code := runCLI(t, "config", "validate", "--config", filepath.Join(dir, "missing.yaml")); code != 1 {

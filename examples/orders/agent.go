@@ -41,6 +41,7 @@ const defaultInstructions = "You help customers of {{.Agent}} with their orders:
 	"Look an order up before you refund it. Refund the whole remaining amount unless the customer names one (amount_cents is in cents). " +
 	"When the customer does not say which order, ask with ask_user if you have it. " +
 	"After a refund, tell the customer what was refunded. " +
+	"When you are offered delegate_to_returns, hand return labels to the returns agent with it: give it the order in the task. " +
 	"To refund several orders, keep a plan with write_todos when you have it: one task per order, marked in_progress while you work on it and completed when it is done."
 
 // demoModelName is the model name of the demo script.
@@ -158,7 +159,10 @@ func buildAgent(ctx context.Context, agent string, raw json.RawMessage) (*stepwi
 var (
 	refundRe = regexp.MustCompile(`(?i)\brefund\s+order\s+#?(\w+)`)
 	returnRe = regexp.MustCompile(`(?i)\breturn\s+(?:label\s+for\s+)?order\s+#?(\w+)`)
-	lookupRe = regexp.MustCompile(`(?i)\b(?:look\s*up|find|show|check)\s+order\s+#?(\w+)`)
+	// "delegate the return of order 5" hands the return to the returns
+	// sub-agent, when the session offers it (configs/dev.yaml does).
+	delegateRe = regexp.MustCompile(`(?i)\bdelegate\s+(?:the\s+)?return\s+(?:of\s+)?order\s+#?(\w+)`)
+	lookupRe   = regexp.MustCompile(`(?i)\b(?:look\s*up|find|show|check)\s+order\s+#?(\w+)`)
 	// With configs/mcp.yaml, the memory MCP server's tools are offered:
 	// "note order 7 is a gift" stores a note, "what do you remember"
 	// reads every note back.
@@ -192,6 +196,9 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 		}
 		if m := refundRe.FindStringSubmatch(text); m != nil {
 			return refundScript(m[1], results), nil
+		}
+		if m := delegateRe.FindStringSubmatch(text); m != nil {
+			return delegateScript(req, m[1], results), nil
 		}
 		if m := returnRe.FindStringSubmatch(text); m != nil {
 			return returnScript(m[1], results), nil
@@ -322,6 +329,31 @@ func returnScript(id string, results []stepwise.ToolResult) stepwise.ScriptedRep
 		}
 		return stepwise.ScriptedReply{Text: r.Output}
 	}
+}
+
+// delegateTool is the returns sub-agent's tool, as the worker offers it.
+const delegateTool = "delegate_to_returns"
+
+// delegateScript hands an order's return to the returns sub-agent and
+// reports its answer.
+func delegateScript(req *stepwise.ModelRequest, id string, results []stepwise.ToolResult) stepwise.ScriptedReply {
+	if len(results) == 0 {
+		if !slices.ContainsFunc(req.Tools, func(t pluginapi.ToolDefinition) bool { return t.Name == delegateTool }) {
+			return stepwise.ScriptedReply{Text: `I have no returns agent to hand this to here. Say "return order ` + id + `" and I will do it myself.`}
+		}
+		return stepwise.ScriptedReply{
+			Text:      "I'll hand the return of order " + id + " to the returns agent.",
+			ToolCalls: []stepwise.ScriptedToolCall{{Name: delegateTool, Arguments: map[string]string{"task": "Return order " + id + ": look it up and request its return label."}}},
+		}
+	}
+	r := results[len(results)-1]
+	var out struct {
+		Answer string `json:"answer"`
+	}
+	if r.Status != string(pluginapi.ToolCallSucceeded) || json.Unmarshal([]byte(r.Output), &out) != nil {
+		return stepwise.ScriptedReply{Text: "The returns agent did not finish the return of order " + id + ": " + r.Output}
+	}
+	return stepwise.ScriptedReply{Text: "The returns agent says: " + out.Answer}
 }
 
 func describeLookup(id string, r stepwise.ToolResult) string {

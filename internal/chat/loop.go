@@ -71,6 +71,8 @@ type call struct {
 
 type prompt struct {
 	interruptID, toolCallID, toolName, args, turnID string
+	// holder is the sub-agent session that raised it ("": this session).
+	holder string
 	// digest is the approval's, sent back when it is answered.
 	digest string
 	shown  bool
@@ -87,6 +89,14 @@ func (p *prompt) what() string {
 		return fmt.Sprintf("the question %q", p.text)
 	}
 	return "the approval of " + p.toolName
+}
+
+// from names the sub-agent that asks, for the prompt's line.
+func (p *prompt) from() string {
+	if p.holder == "" {
+		return ""
+	}
+	return "[sub-agent " + p.holder + "] "
 }
 
 func newLoop(s *Session, snap Snapshot) *loop {
@@ -271,7 +281,7 @@ func (c *loop) showPrompt() {
 		p.shown = true
 		c.out.endLine()
 		if p.question {
-			c.out.printf("? %s\n", p.text)
+			c.out.printf("? %s%s\n", p.from(), p.text)
 			for i, ch := range p.choices {
 				c.out.printf("  %d. %s\n", i+1, ch)
 			}
@@ -289,7 +299,7 @@ func (c *loop) showPrompt() {
 		if args != "" {
 			args = " " + args
 		}
-		c.out.printf("Approve %s%s? [y/N/r=reject with reason] ", p.toolName, args)
+		c.out.printf("%sApprove %s%s? [y/N/r=reject with reason] ", p.from(), p.toolName, args)
 		return
 	}
 	if c.s.Interactive && !c.prompted && !c.busy {
@@ -361,7 +371,7 @@ func (c *loop) answer(ctx context.Context, text string) error {
 	if p.question {
 		return c.answerQuestion(ctx, p, text)
 	}
-	res := Resolution{Digest: p.digest}
+	res := Resolution{Digest: p.digest, SessionID: p.holder}
 	if c.reason {
 		c.reason = false
 		res.RejectionMessage = strings.TrimSpace(text)
@@ -815,6 +825,17 @@ func (c *loop) reconcile(snap Snapshot, prompts bool) {
 	c.showPlan(snap.Plan)
 	if prompts {
 		for _, in := range snap.PendingInterrupts {
+			if in.SessionID != "" && in.SessionID != c.s.ID {
+				// A sub-agent's: its events are not in this stream.
+				key := in.SessionID + "/" + in.InterruptID
+				if !c.asked[key] {
+					c.asked[key] = true
+					c.prompts = append(c.prompts, &prompt{interruptID: in.InterruptID, toolCallID: in.ToolCallID, digest: in.Digest, holder: in.SessionID,
+						toolName: in.ToolName, args: compact(in.Arguments), turnID: active,
+						question: in.Kind == InterruptKindQuestion, text: in.Question, choices: in.Choices, free: in.AllowsFreeText})
+				}
+				continue
+			}
 			if c.asked[in.InterruptID] {
 				continue
 			}

@@ -82,6 +82,13 @@ func ordersWebStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, bas
 // API's base URL and a token.
 func ordersHTTPStack(t *testing.T, agentYAML string) (stack *agenttest.Stack, base, token string) {
 	t.Helper()
+	return ordersHTTPStackWith(t, agentYAML, "")
+}
+
+// ordersHTTPStackWith is ordersHTTPStack with more agents (agentsYAML:
+// list items indented two spaces), such as a sub-agent.
+func ordersHTTPStackWith(t *testing.T, agentYAML, agentsYAML string) (stack *agenttest.Stack, base, token string) {
+	t.Helper()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	port := agenttest.FreePort(t)
 	token = randomToken(t)
@@ -100,11 +107,11 @@ agents:
       lookup_order: {effect: read, display_text: "Looked up order {order_id}"}
       refund_order: {effect: non_idempotent_write, requires_approval: true, approval_text: "Refund {amount_cents|usd} on order {order_id}"}
       request_return_label: {effect: idempotent_write}
-http:
+%shttp:
   listen: 127.0.0.1:%d
   auth:
     tokens: [{name: browser, token: "%s"}]
-`, plugin, agentYAML, port, token))
+`, plugin, agentYAML, agentsYAML, port, token))
 	stack.Setenv("DEX_E2E_APPROVAL_KEY", "browser-approval-digest-key-0123456789")
 	stack.StartWorker()
 	base = fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -36,7 +36,9 @@ type Event struct {
 	// Stream, when set, is the session whose stream the event is written
 	// to, when that is not its own: a sub-agent's events are also written
 	// to the streams of the sessions above it, with SessionID still the
-	// sub-agent's.
+	// sub-agent's. An event with Stream set is never announced on the
+	// change feed; a sub-agent writes its own stream that way too (its
+	// parent announces what lists show).
 	Stream string `json:"-"`
 }
 

@@ -199,7 +199,7 @@ func (b *MemoryBroker) Publish(e Event) {
 	b.total += size
 	s.lastWrite = now
 	b.lru.MoveToBack(s.elem)
-	if e.Type == wire.EventTurnStarted && e.TurnID != "" && e.Stream == "" {
+	if e.Type == wire.EventTurnStarted && e.TurnID != "" && (e.Stream == "" || e.Stream == e.SessionID) {
 		s.turnStarts[e.TurnID] = seq
 	}
 	for s.bytes > b.opts.CapacityBytes && len(s.entries) > 1 {

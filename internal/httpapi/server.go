@@ -601,6 +601,13 @@ func (s *Server) fillApprovalTexts(snap *wire.Snapshot) {
 		if in.Kind != wire.InterruptKindApproval {
 			continue
 		}
+		a := a
+		if in.Agent != "" && in.SessionID != snap.SessionID {
+			// A sub-agent's approval: its agent's texts.
+			if a, ok = s.byName[in.Agent]; !ok {
+				continue
+			}
+		}
 		src, ok := a.ApprovalTexts[in.ToolName]
 		if !ok {
 			continue
@@ -1118,11 +1125,16 @@ type ResolveRequest struct {
 	// Digest is the interrupt's digest as the snapshot or the
 	// interrupt_raised event gave it; a mismatch is 409 digest_mismatch.
 	Digest string `json:"digest,omitempty"`
+	// SessionID names the sub-agent that holds the interrupt, as
+	// pending_interrupts[].session_id gave it (see docs/sub-agents.md).
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // ExtendRequest is the body of POST .../interrupts/{interrupt_id}/extend.
 type ExtendRequest struct {
 	ExtendBySeconds int64 `json:"extend_by_seconds"`
+	// SessionID is ResolveRequest's.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // extendInterrupt moves a pending interrupt's deadline: 200 {"extended":
@@ -1140,7 +1152,7 @@ func (s *Server) extendInterrupt(w http.ResponseWriter, r *http.Request, id stri
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
-	out, err := s.sessions.ExtendInterrupt(ctx, id, wire.ExtendInterruptRequest{InterruptID: r.PathValue("interrupt_id"), ExtendBySeconds: req.ExtendBySeconds})
+	out, err := s.sessions.ExtendInterrupt(ctx, id, wire.ExtendInterruptRequest{InterruptID: r.PathValue("interrupt_id"), ExtendBySeconds: req.ExtendBySeconds, SessionID: req.SessionID})
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry extends the deadline again: read the deadline from the snapshot first", err)
 		return
@@ -1162,6 +1174,7 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 	defer cancel()
 	ok, err := s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{
 		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage, Digest: req.Digest,
+		SessionID: req.SessionID,
 	})
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once; a repeat answers resolved: false)", err)
@@ -1172,10 +1185,20 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 		if !*req.Approved {
 			action = client.Reject
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"resolved": false, "reason": s.whyNotResolved(ctx, id, r.PathValue("interrupt_id"), action, "")})
+		writeJSON(w, http.StatusOK, map[string]any{"resolved": false, "reason": s.whyNotResolved(ctx, holder(id, req.SessionID), r.PathValue("interrupt_id"), action, "")})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"resolved": ok})
+}
+
+// holder is the session whose snapshot explains an interrupt's answer: a
+// sub-agent of id that the request names (its ID starts with id's), else
+// id.
+func holder(id, named string) string {
+	if named != "" && strings.HasPrefix(named, id+".sub-") {
+		return named
+	}
+	return id
 }
 
 // whyNotResolved says why an interrupt took no answer, from the session's
@@ -1193,6 +1216,8 @@ func (s *Server) whyNotResolved(ctx context.Context, id, interruptID string, act
 type AnswerRequest struct {
 	Answer  *string `json:"answer"`
 	Decline bool    `json:"decline,omitempty"`
+	// SessionID is ResolveRequest's.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // answerQuestion answers a pending question with answer_question, or
@@ -1214,9 +1239,9 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id strin
 	var ok bool
 	var err error
 	if req.Decline {
-		ok, err = s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false})
+		ok, err = s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false, SessionID: req.SessionID})
 	} else {
-		ok, err = s.sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer})
+		ok, err = s.sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer, SessionID: req.SessionID})
 	}
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (a question is answered once; a repeat answers answered: false)", err)
@@ -1227,7 +1252,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id strin
 		if !req.Decline {
 			action, answer = client.Answer, *req.Answer
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"answered": false, "reason": s.whyNotResolved(ctx, id, r.PathValue("interrupt_id"), action, answer)})
+		writeJSON(w, http.StatusOK, map[string]any{"answered": false, "reason": s.whyNotResolved(ctx, holder(id, req.SessionID), r.PathValue("interrupt_id"), action, answer)})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"answered": ok})

@@ -105,6 +105,17 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request, tok *scoped
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *scopedToken) {
+	// A session's stream holds its sub-agents' events too (session_id the
+	// child's); readers that know them ask for them.
+	var subAgents bool
+	switch v := r.URL.Query().Get("sub_agents"); v {
+	case "", "false":
+	case "true":
+		subAgents = true
+	default:
+		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "sub_agents must be true or false, got %q", v))
+		return
+	}
 	token := r.Header.Get("Last-Event-ID")
 	if token == "" {
 		token = r.URL.Query().Get("resume_token")
@@ -159,10 +170,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, id string, tok *
 		}
 		var buf []byte
 		for _, d := range batch {
-			buf = append(buf, Frame(d)...)
+			if subAgents || d.Event.SessionID == "" || d.Event.SessionID == id {
+				buf = append(buf, Frame(d)...)
+			}
 			token = d.Token
 		}
-		if write(buf) != nil {
+		if len(buf) > 0 && write(buf) != nil {
 			return
 		}
 	}

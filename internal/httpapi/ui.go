@@ -203,6 +203,7 @@ func (s *Server) uiChat(w http.ResponseWriter, r *http.Request, id string, tok *
 		opts.Turn, opts.Continuing = active, true
 	}
 	opts.V7 = strings.EqualFold(r.Header.Get(UIChunksHeader), "v7")
+	opts.SessionID = id
 	view := newSessionView(s, id, snap)
 	tr := uistream.New(opts, view)
 	var first []uistream.Chunk
@@ -239,7 +240,7 @@ func (s *Server) uiStream(w http.ResponseWriter, r *http.Request, id string, tok
 	}
 	turn := snap.State.ActiveTurnID
 	view := newSessionView(s, id, snap)
-	tr := uistream.New(uistream.Options{Turn: turn, V7: strings.EqualFold(r.Header.Get(UIChunksHeader), "v7")}, view)
+	tr := uistream.New(uistream.Options{Turn: turn, SessionID: id, V7: strings.EqualFold(r.Header.Get(UIChunksHeader), "v7")}, view)
 	token, ok, err := s.opts.Broker.TurnStart(ctx, id, turn)
 	if err != nil {
 		s.failEvents(w, r, id, err)

@@ -571,7 +571,7 @@ func (s *State) pendingForParent() []wire.Interrupt {
 	var out []wire.Interrupt
 	for _, in := range s.Interrupts {
 		w := s.wireInterrupt(in)
-		w.SessionID, w.Path = s.SessionID, []string{s.SessionID}
+		w.SessionID, w.Path, w.Agent = s.SessionID, []string{s.SessionID}, s.Options.Agent
 		out = append(out, w)
 	}
 	return append(out, s.childInterrupts()...)

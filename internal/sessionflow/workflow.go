@@ -311,7 +311,10 @@ func (l *loop) registerHandlers() error {
 		snap := l.st.Snapshot()
 		if l.rt.Approvals != nil {
 			for i, in := range snap.PendingInterrupts {
-				snap.PendingInterrupts[i].Digest = l.approvalDigest(in.InterruptID)
+				if in.SessionID == "" {
+					// A sub-agent's carries the child's own digest.
+					snap.PendingInterrupts[i].Digest = l.approvalDigest(in.InterruptID)
+				}
 			}
 		}
 		return snap, nil
@@ -691,7 +694,13 @@ func (l *loop) exec(cmd session.Command) {
 			if l.rt.Approvals != nil && e.Type == wire.EventInterruptRaised {
 				e.Payload = l.signRaised(e.Payload)
 			}
-			l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
+			if ss, ok := l.rt.Events.(StreamSink); ok && l.st.SubAgent != nil {
+				// A sub-agent's own stream, quietly: lists follow its
+				// parent, which announces what the child waits on.
+				ss.PublishTo(l.st.SessionID, l.st.SessionID, e, "wf:"+run, l.emits)
+			} else {
+				l.rt.Events.Publish(l.st.SessionID, e, "wf:"+run, l.emits)
+			}
 			l.mirror(e, "wf:"+run, l.emits)
 		}
 		if l.rt.Tracer != nil && !workflow.IsReplaying(l.ctx) {
@@ -901,6 +910,8 @@ func (l *loop) startChild(c session.StartChild) {
 		// A child ID is unique to its parent's call: an ID already used
 		// fails the start, never attaches to another session.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// Lists show the parent; the child's title is its task.
+		Memo: map[string]any{wire.MemoParent: l.st.SessionID, wire.MemoTitle: wire.TitleOf(c.Input.InitialMessage)},
 	}
 	ctx := workflow.WithChildOptions(l.ctx, opts)
 	in := WorkflowInput{

@@ -16,6 +16,8 @@
 //	interrupt_* (question)       data-dex-question (one part per question, updated)
 //	plan_updated                 data-dex-plan
 //	usage_recorded               data-dex-usage
+//	sub_agent_*, a sub-agent's   data-dex-subagent (one part per child
+//	events                       session, updated as it works)
 //	turn_completed / _failed     finish (stop) / error + finish (error)
 //	turn_cancelled / _steered    abort / finish (other)
 //
@@ -34,6 +36,7 @@ package uistream
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -82,6 +85,7 @@ const (
 	DataQuestion = "data-dex-question"
 	DataPlan     = "data-dex-plan"
 	DataUsage    = "data-dex-usage"
+	DataSubAgent = "data-dex-subagent"
 )
 
 // Session gives the session's records that events only name.
@@ -106,6 +110,10 @@ type Options struct {
 	// approval: the model call of its last step is over, so the next text
 	// opens a new step, and tool parts it holds may get their outputs.
 	Continuing bool
+	// SessionID is the session whose turn is translated. Events of other
+	// sessions in its stream are its sub-agents': they update
+	// data-dex-subagent parts. Empty: every event is the session's.
+	SessionID string
 }
 
 // Translator translates one turn's events into chunks.
@@ -126,7 +134,38 @@ type Translator struct {
 	pending   map[string]bool // approvals requested and not resolved
 	finished  map[string]bool // calls whose output this stream sent
 	questions map[string]*question
+	subAgents []*subAgent
 }
+
+// subAgent is the data of a data-dex-subagent part: a child session the
+// turn delegated to, and what it does.
+type subAgent struct {
+	SessionID  string `json:"session_id"`
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	// Status is running, waiting (for a person), completed, failed or
+	// cancelled.
+	Status string `json:"status"`
+	// Text is what the child's current model call wrote so far (its last
+	// 4 KiB).
+	Text  string         `json:"text"`
+	Tools []subAgentTool `json:"tools"`
+	// Pending are the interrupts the child (or one below it) waits on.
+	Pending []string `json:"pending_interrupts"`
+	Error   string   `json:"error,omitempty"`
+
+	step    string
+	attempt int
+}
+
+type subAgentTool struct {
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
+	Status     string `json:"status"`
+}
+
+// maxSubAgentText bounds the text a data-dex-subagent part repeats.
+const maxSubAgentText = 4096
 
 type modelCall struct {
 	exec      string
@@ -212,6 +251,12 @@ func (t *Translator) Add(e events.Event) []Chunk {
 		}
 		t.turn = e.TurnID
 	}
+	if t.opts.SessionID != "" && e.SessionID != "" && e.SessionID != t.opts.SessionID {
+		if !t.started {
+			return nil
+		}
+		return t.childEvent(e)
+	}
 	if e.TurnID != t.turn {
 		return nil
 	}
@@ -243,6 +288,21 @@ func (t *Translator) Add(e events.Event) []Chunk {
 				p["tasks"] = plan.Tasks
 			}
 			out = append(out, Chunk{Type: DataPlan, ID: "plan", Data: p})
+		}
+	case wire.EventSubAgentStarted:
+		var p wire.SubAgentStartedPayload
+		if json.Unmarshal(e.Payload, &p) == nil && p.ChildSessionID != "" {
+			sa := &subAgent{SessionID: p.ChildSessionID, ToolCallID: p.ToolCallID, Name: p.Name, Status: "running", Tools: []subAgentTool{}, Pending: []string{}}
+			t.subAgents = append(t.subAgents, sa)
+			out = append(out, sa.chunk())
+		}
+	case wire.EventSubAgentFinished:
+		var p wire.SubAgentFinishedPayload
+		if json.Unmarshal(e.Payload, &p) == nil {
+			if sa := t.subAgentOf(p.ChildSessionID); sa != nil {
+				sa.Status, sa.Error, sa.Pending = p.Outcome, p.Error, []string{}
+				out = append(out, sa.chunk())
+			}
 		}
 	case wire.EventTurnCompleted:
 		out = append(out, t.end()...)
@@ -578,4 +638,113 @@ func (t *Translator) end() []Chunk {
 		t.stepOpen = false
 	}
 	return out
+}
+
+// subAgentOf returns the sub-agent a session belongs to: the child itself,
+// or a session below it.
+func (t *Translator) subAgentOf(session string) *subAgent {
+	for _, sa := range t.subAgents {
+		if session == sa.SessionID || strings.HasPrefix(session, sa.SessionID+".sub-") {
+			return sa
+		}
+	}
+	return nil
+}
+
+// childEvent updates the part of the sub-agent whose event e is.
+func (t *Translator) childEvent(e events.Event) []Chunk {
+	sa := t.subAgentOf(e.SessionID)
+	if sa == nil || sa.Status != "running" && sa.Status != "waiting" {
+		return nil
+	}
+	own := e.SessionID == sa.SessionID
+	switch e.Type {
+	case wire.EventTextDelta:
+		if !own {
+			return nil
+		}
+		var p wire.TextPayload
+		if json.Unmarshal(e.Payload, &p) != nil {
+			return nil
+		}
+		switch {
+		case e.StepExecutionID != sa.step || e.Attempt > sa.attempt:
+			sa.step, sa.attempt, sa.Text = e.StepExecutionID, e.Attempt, ""
+		case e.Attempt < sa.attempt:
+			return nil
+		}
+		sa.Text += p.Text
+		if len(sa.Text) > maxSubAgentText {
+			sa.Text = sa.Text[len(sa.Text)-maxSubAgentText:]
+		}
+	case wire.EventToolCallDeferred, wire.EventToolCallStarted, wire.EventToolCallFinished:
+		if !own {
+			return nil
+		}
+		var p wire.ToolCallFinishedPayload
+		if json.Unmarshal(e.Payload, &p) != nil || p.ToolCallID == "" {
+			return nil
+		}
+		status := map[string]string{wire.EventToolCallDeferred: "deferred", wire.EventToolCallStarted: "running"}[e.Type]
+		if e.Type == wire.EventToolCallFinished {
+			status = p.Status
+		}
+		sa.tool(p.ToolCallID, p.ToolName, status)
+	case wire.EventInterruptRaised:
+		var p wire.InterruptRaisedPayload
+		if json.Unmarshal(e.Payload, &p) != nil || p.InterruptID == "" {
+			return nil
+		}
+		key := e.SessionID + "/" + p.InterruptID
+		if !slices.Contains(sa.Pending, key) {
+			sa.Pending = append(sa.Pending, key)
+		}
+		sa.Status = "waiting"
+		if own {
+			status := string(wire.ToolCallAwaitingApproval)
+			if p.Kind == wire.InterruptKindQuestion {
+				status = string(wire.ToolCallAwaitingAnswer)
+			}
+			sa.tool(p.ToolCallID, p.ToolName, status)
+		}
+	case wire.EventInterruptResolved:
+		var p wire.InterruptResolvedPayload
+		if json.Unmarshal(e.Payload, &p) != nil {
+			return nil
+		}
+		key := e.SessionID + "/" + p.InterruptID
+		kept := sa.Pending[:0]
+		for _, k := range sa.Pending {
+			if k != key {
+				kept = append(kept, k)
+			}
+		}
+		sa.Pending = kept
+		if len(sa.Pending) == 0 {
+			sa.Status = "running"
+		}
+	default:
+		return nil
+	}
+	return []Chunk{sa.chunk()}
+}
+
+func (sa *subAgent) tool(id, name, status string) {
+	for i := range sa.Tools {
+		if sa.Tools[i].ToolCallID == id {
+			if name != "" {
+				sa.Tools[i].ToolName = name
+			}
+			sa.Tools[i].Status = status
+			return
+		}
+	}
+	sa.Tools = append(sa.Tools, subAgentTool{ToolCallID: id, ToolName: name, Status: status})
+}
+
+func (sa *subAgent) chunk() Chunk {
+	c := *sa
+	c.Tools = append([]subAgentTool{}, sa.Tools...)
+	c.Pending = append([]string{}, sa.Pending...)
+	return Chunk{Type: DataSubAgent, ID: "subagent-" + sa.SessionID, Data: c}
 }

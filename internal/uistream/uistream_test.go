@@ -447,3 +447,53 @@ func TestApprovalIDCarriesTheDigest(t *testing.T) {
 		t.Fatalf("approval request = %+v", last)
 	}
 }
+
+// TestSubAgentParts: a sub-agent's events in the parent's stream (their
+// session ID the child's, their turn IDs the child's own, which may equal
+// the parent's) update one data-dex-subagent part and never the parent's
+// text or tools.
+func TestSubAgentParts(t *testing.T) {
+	tr := New(Options{Turn: "t1", SessionID: "p"}, fakeSession{calls: map[string]wire.ToolCall{"d1": {ToolCallID: "d1", ToolName: "delegate_to_returns", Arguments: `{"task":"label 7"}`}}})
+	child := func(e events.Event) events.Event { e.SessionID = "p.sub-1"; return e }
+	parent := func(e events.Event) events.Event { e.SessionID = "p"; return e }
+	var got []Chunk
+	for _, e := range []events.Event{
+		parent(started),
+		parent(deferred("d1", "delegate_to_returns")),
+		parent(ev("sub_agent_started", "t1", "t1/d1", 1, `{"tool_call_id":"d1","child_session_id":"p.sub-1","name":"returns","agent":"returns","mode":"wait","task":"label 7"}`)),
+		child(started),
+		child(text("r/1", 1, "Looking ")),
+		child(text("r/1", 1, "it up")),
+		child(raisedApproval("c1", "issue_label")),
+		child(ev("interrupt_resolved", "t1", "t1/c1", 1, `{"interrupt_id":"c1","approved":true,"rejection_message":"","kind":"approval","answered":false,"cancellation_reason":""}`)),
+		child(finished("c1", "issue_label", "succeeded")),
+		child(completed),
+		parent(ev("sub_agent_finished", "t1", "t1/d1", 1, `{"tool_call_id":"d1","child_session_id":"p.sub-1","outcome":"completed","error":""}`)),
+	} {
+		got = append(got, tr.Add(e)...)
+	}
+	var last subAgent
+	parts := 0
+	for _, c := range got {
+		switch c.Type {
+		case DataSubAgent:
+			parts++
+			last = c.Data.(subAgent)
+			if c.ID != "subagent-p.sub-1" {
+				t.Fatalf("part ID %q", c.ID)
+			}
+		case "text-delta", "finish", "tool-approval-request":
+			t.Fatalf("a child's event became the parent's %s: %+v", c.Type, c)
+		}
+	}
+	// Started, two texts, raised, resolved, the tool's end, finished.
+	if parts != 7 {
+		t.Errorf("%d sub-agent chunks, want 7: %s", parts, render(got))
+	}
+	if last.Status != "completed" || last.Text != "Looking it up" || len(last.Tools) != 1 || last.Tools[0].Status != "succeeded" || len(last.Pending) != 0 {
+		t.Errorf("last part: %+v", last)
+	}
+	if tr.Ended() {
+		t.Error("the child's turn_completed ended the parent's turn")
+	}
+}

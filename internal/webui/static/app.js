@@ -260,6 +260,8 @@
       records: loadRecords(id), // tool_call_id -> last known full record (survives a reload)
       recordsDirty: false,
       interrupts: new Map(),  // interrupt_id -> pending interrupt
+      childInterrupts: [],    // what sub-agents wait on (pending_interrupts with another session_id)
+      children: new Map(),    // child session_id -> what its events told (see childView)
       resolved: new Set(),    // interrupt IDs resolved since (events or clicks)
       usage: null,
       sending: [],            // optimistic user messages {key, text, mode}
@@ -491,7 +493,8 @@
           if (token) q.set('page_token', token);
           const data = await api('GET', `v1/sessions?${q}`);
           for (const x of Array.isArray(data.sessions) ? data.sessions : []) {
-            if (x && x.session_id && !all.some((o) => o.session_id === x.session_id)) all.push(x);
+            // A sub-agent's session shows in its parent's card, not here.
+            if (x && x.session_id && !x.parent_session_id && !all.some((o) => o.session_id === x.session_id)) all.push(x);
           }
           token = data.next_page_token || '';
           pages++;
@@ -644,7 +647,8 @@
           if (token) q.set('page_token', token);
           const data = await api('GET', `v1/sessions?${q}`);
           for (const x of Array.isArray(data.sessions) ? data.sessions : []) {
-            if (x && x.session_id && !all.some((o) => o.session_id === x.session_id)) all.push(x);
+            // A sub-agent's wait is its parent's too: the parent is listed.
+            if (x && x.session_id && !x.parent_session_id && !all.some((o) => o.session_id === x.session_id)) all.push(x);
           }
           token = data.next_page_token || '';
           pages++;
@@ -957,8 +961,13 @@
     if (snap.usage && (!s.usage || usageRank(snap.usage) >= usageRank(s.usage))) s.usage = snap.usage;
     for (const c of snap.tool_calls || []) mergeRecord(s, c);
     s.interrupts.clear();
+    s.childInterrupts = [];
     for (const it of snap.pending_interrupts || []) {
-      if (!s.resolved.has(it.interrupt_id) && !s.ended) s.interrupts.set(it.interrupt_id, it);
+      if (s.ended) continue;
+      // A sub-agent's interrupt shows in its card, answered through this
+      // session (the server routes it to the child).
+      if (it.session_id && it.session_id !== s.id) { s.childInterrupts.push(it); continue; }
+      if (!s.resolved.has(it.interrupt_id)) s.interrupts.set(it.interrupt_id, it);
     }
     // Replace the live text of finished turns with the stored messages.
     const st = snap.state || {};
@@ -1028,7 +1037,7 @@
         const headers = { Accept: 'text/event-stream', ...authHeaders() };
         if (s.lastEventId) headers['Last-Event-ID'] = s.lastEventId;
         pet();
-        const res = await fetch(apiURL(sessionPath(s.id, '/events')), { headers, cache: 'no-store', credentials: 'same-origin', signal: ctrl.signal });
+        const res = await fetch(apiURL(sessionPath(s.id, '/events?sub_agents=true')), { headers, cache: 'no-store', credentials: 'same-origin', signal: ctrl.signal });
         if (res.status === 400) {
           // The resume token is no longer valid: reload the snapshot and
           // reopen from its token.
@@ -1193,10 +1202,10 @@
 
   function applyEvent(s, ev) {
     if (!ev || typeof ev !== 'object') return;
-    if (ev.session_id && ev.session_id !== s.id) return;
     let p = {};
     if (typeof ev.payload === 'string') { try { p = ev.payload ? JSON.parse(ev.payload) : {}; } catch { p = {}; } }
     else if (ev.payload && typeof ev.payload === 'object') p = ev.payload;
+    if (ev.session_id && ev.session_id !== s.id) { applyChildEvent(s, ev, p); return; }
     const turnID = ev.turn_id || '';
     const active = s.snapshot && s.snapshot.state ? s.snapshot.state.active_turn_id || '' : '';
     const lt = turnID ? liveTurn(s, turnID) : null;
@@ -1273,6 +1282,63 @@
         break;
       default:
         break; // custom (dotted) and other events: nothing to show
+    }
+    scheduleRender();
+  }
+
+  // childOf returns the child session of this one that session belongs to:
+  // itself, or a session below it (its ID starts with the child's).
+  function childOf(s, session) {
+    for (const id of s.children.keys()) if (session === id || session.startsWith(`${id}.sub-`)) return id;
+    const m = session.slice(s.id.length).match(/^\.sub-\d+/);
+    return session.startsWith(s.id) && m ? s.id + m[0] : '';
+  }
+
+  function childView(s, id) {
+    let c = s.children.get(id);
+    if (!c) { c = { id, text: '', step: '', attempt: 0, tools: new Map(), status: 'running' }; s.children.set(id, c); }
+    return c;
+  }
+
+  // applyChildEvent folds a sub-agent's event (in this session's stream)
+  // into its card: its text, its tool calls, and what it waits on (the
+  // snapshot lists that; it is reloaded).
+  function applyChildEvent(s, ev, p) {
+    const id = childOf(s, ev.session_id);
+    if (!id) return;
+    const c = childView(s, id);
+    const own = ev.session_id === id;
+    switch (ev.type) {
+      case DEX_EVENTS.TEXT_DELTA:
+        if (!own || typeof p.text !== 'string') break;
+        if (ev.step_execution_id !== c.step || (Number(ev.attempt) || 0) > c.attempt) { c.step = ev.step_execution_id; c.attempt = Number(ev.attempt) || 0; c.text = ''; }
+        else if ((Number(ev.attempt) || 0) < c.attempt) break;
+        c.text = (c.text + p.text).slice(-4000);
+        break;
+      case DEX_EVENTS.TOOL_CALL_DEFERRED: case DEX_EVENTS.TOOL_CALL_STARTED: case DEX_EVENTS.TOOL_CALL_FINISHED: {
+        if (!own || !p.tool_call_id) break;
+        const t = c.tools.get(p.tool_call_id) || { tool_call_id: p.tool_call_id, tool_name: p.tool_name, status: '' };
+        const next = ev.type === DEX_EVENTS.TOOL_CALL_DEFERRED ? 'deferred' : ev.type === DEX_EVENTS.TOOL_CALL_STARTED ? 'running' : p.status || 'succeeded';
+        if (rank(next) >= rank(t.status)) t.status = next;
+        if (p.tool_name) t.tool_name = p.tool_name;
+        c.tools.set(p.tool_call_id, t);
+        break;
+      }
+      case DEX_EVENTS.INTERRUPT_RAISED: case DEX_EVENTS.INTERRUPT_RESOLVED:
+        if (own && p.tool_call_id && ev.type === DEX_EVENTS.INTERRUPT_RAISED) {
+          const t = c.tools.get(p.tool_call_id) || { tool_call_id: p.tool_call_id, tool_name: p.tool_name, status: '' };
+          t.status = p.kind === 'question' ? 'awaiting_answer' : 'awaiting_approval';
+          c.tools.set(p.tool_call_id, t);
+        }
+        // The parent lists it once it heard from the child: read it twice.
+        scheduleReload(s, 150);
+        setTimeout(() => scheduleReload(s), 1200);
+        break;
+      case DEX_EVENTS.TURN_COMPLETED: case DEX_EVENTS.TURN_FAILED: case DEX_EVENTS.TURN_CANCELLED:
+        if (own) scheduleReload(s, 150);
+        break;
+      default:
+        return;
     }
     scheduleRender();
   }
@@ -1446,9 +1512,13 @@
       if (!approved && reason) body.rejection_message = reason;
       // The digest binds the approval to the call shown (a 409 otherwise).
       if (it.digest) body.digest = it.digest;
+      if (it.session_id && it.session_id !== s.id) body.session_id = it.session_id;
       const res = await api('POST', sessionPath(s.id, `/interrupts/${encodeURIComponent(it.interrupt_id)}`), body);
       if (res.resolved === false) {
         toast(res.reason ? `Not ${approved ? 'approved' : 'rejected'}: ${res.reason}.` : 'This request is no longer pending.', 'info');
+      } else if (it.session_id && it.session_id !== s.id) {
+        // A sub-agent's: its card shows the call going on.
+        s.childInterrupts = s.childInterrupts.filter((x) => !(x.session_id === it.session_id && x.interrupt_id === it.interrupt_id));
       } else {
         s.resolved.add(it.interrupt_id);
         s.interrupts.delete(it.interrupt_id);
@@ -1472,11 +1542,14 @@
     scheduleRender();
     try {
       const body = decline ? { decline: true } : { answer };
+      if (it.session_id && it.session_id !== s.id) body.session_id = it.session_id;
       const res = await api('POST', sessionPath(s.id, `/questions/${encodeURIComponent(it.interrupt_id)}`), body);
       if (res.answered === false) {
         const pending = ((s.snapshot && s.snapshot.pending_interrupts) || []).some((p) => p.interrupt_id === it.interrupt_id);
         const fallback = pending && !decline ? 'The answer was not taken: pick one of the choices.' : 'This question is no longer pending.';
         toast(res.reason ? `Not ${decline ? 'declined' : 'answered'}: ${res.reason}.` : fallback, 'info');
+      } else if (it.session_id && it.session_id !== s.id) {
+        s.childInterrupts = s.childInterrupts.filter((x) => !(x.session_id === it.session_id && x.interrupt_id === it.interrupt_id));
       } else {
         s.resolved.add(it.interrupt_id);
         s.interrupts.delete(it.interrupt_id);
@@ -1530,6 +1603,9 @@
     if (rank(v.status) === 4 || v.status === 'completed') mergeRecord(s, { ...v, status: v.status === 'completed' ? '' : v.status });
     for (const it of s.interrupts.values()) {
       if (it.tool_call_id === id) { v.interrupt = it; break; }
+    }
+    if (!v.child_session_id) {
+      for (const c of [snapCall, ev, rec]) if (c && c.child_session_id) { v.child_session_id = c.child_session_id; break; }
     }
     return v;
   }
@@ -1648,7 +1724,7 @@
     for (const p of s.sending) {
       items.push({ kind: 'message', key: p.key, role: 'user', text: p.text, source: p.mode === 'steer' ? 'steering' : 'sending' });
     }
-    if (running && s.interrupts.size === 0) {
+    if (running && s.interrupts.size === 0 && s.childInterrupts.length === 0) {
       const last = items[items.length - 1];
       const streamingText = last && last.kind === 'message' && last.source === 'live' && last.streaming && last.text;
       if (!streamingText) items.push({ kind: 'activity', key: 'activity', status: st.status });
@@ -1678,7 +1754,8 @@
     document.title = `${s.agent || 'Session'} · Dex Agents`;
     const badge = $('session-status');
     let status = st.status || 'waiting_for_user_message';
-    if (s.interrupts.size) status = [...s.interrupts.values()].some((it) => it.kind !== 'question') ? 'needs_approval' : 'needs_answer';
+    const waitingOn = [...s.interrupts.values(), ...s.childInterrupts];
+    if (waitingOn.length) status = waitingOn.some((it) => it.kind !== 'question') ? 'needs_approval' : 'needs_answer';
     const labels = {
       waiting_for_user_message: 'Ready', running_model: 'Thinking', running_tools: 'Running tools', needs_approval: 'Needs approval',
       needs_answer: 'Question for you',
@@ -2159,6 +2236,7 @@
   function updateTool(li, item, s) {
     const message = item.message;
     const v = toolView(s, item.id, message);
+    if (/^delegate_to_/.test(v.tool_name)) { updateSubAgent(li, item, s, v, message); return; }
     const u = uiState(item.id);
     const output = v.output !== undefined && v.output !== '' ? v.output : (message && message.text) || '';
     const needsApproval = !!(v.interrupt && (v.interrupt.kind === 'approval' || !v.interrupt.kind));
@@ -2319,6 +2397,99 @@
     }
     li.replaceChildren(el('div', { class: 'tool-card' }, ...parts));
     if (hadFocus) { const f = li.querySelector(`[data-testid="${hadFocus}"]`); if (f) f.focus(); }
+  }
+
+  const SUBAGENT_LABEL = {
+    deferred: 'Starting', waiting_for_sub_agent: 'Working', succeeded: 'Done', failed: 'Failed', rejected: 'Cancelled', completed: 'Done',
+  };
+
+  // updateSubAgent renders a delegate_to_ call as a sub-agent card: the
+  // task, and, in a collapsible body, what the child session does (its
+  // tool calls, its text while it writes, the approvals and questions it
+  // waits on, answered here), then its answer.
+  function updateSubAgent(li, item, s, v, message) {
+    const u = uiState(item.id);
+    const name = v.tool_name.replace(/^delegate_to_/, '');
+    let task = '';
+    try { task = JSON.parse(v.arguments || '{}').task || ''; } catch { task = v.arguments || ''; }
+    const output = v.output !== undefined && v.output !== '' ? v.output : (message && message.text) || '';
+    let answer = '';
+    try { const o = JSON.parse(output); answer = o.answer || ''; if (!v.child_session_id && o.session_id) v.child_session_id = o.session_id; } catch { answer = output; }
+    const childID = v.child_session_id || '';
+    const c = childID ? s.children.get(childID) : null;
+    const waits = s.childInterrupts.filter((it) => childID && (it.session_id === childID || it.session_id.startsWith(`${childID}.sub-`)));
+    const working = v.status === 'waiting_for_sub_agent' || v.status === 'deferred';
+    const cancelled = v.status === 'rejected';
+    const tools = c ? [...c.tools.values()] : [];
+    const sig = JSON.stringify([v.status, task, answer, v.error, childID, c && c.text, tools, waits.map((it) => [it.session_id, it.interrupt_id, it.kind]), u.busy, u.subOpen]);
+    li.dataset.toolName = v.tool_name;
+    li.dataset.status = v.status;
+    li.dataset.toolCallId = item.id;
+    li.dataset.childSessionId = childID;
+    li.className = `item item-tool item-subagent status-${v.status}`;
+    li.setAttribute('data-testid', 'subagent-card');
+    if (li.dataset.sig === sig) return;
+    li.dataset.sig = sig;
+    const bodyEl = li.querySelector('details.subagent-body');
+    const open = bodyEl ? bodyEl.open : working || waits.length > 0;
+
+    const statusIcon = { succeeded: ICONS.check, failed: ICONS.x, rejected: ICONS.x }[v.status] || ICONS.clock;
+    const label = waits.length ? 'Needs you' : SUBAGENT_LABEL[v.status] || STATUS_LABEL[v.status] || v.status.replace(/_/g, ' ');
+    const head = el('div', { class: 'tool-head', 'data-testid': 'tool-head' },
+      el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.bot)),
+      el('span', { class: 'tool-name', 'data-testid': 'tool-name', text: `Sub-agent ${name}` }),
+      el('span', { class: 'spacer' }),
+      el('span', { class: `status-chip chip-${waits.length ? 'awaiting_approval' : v.status}`, 'data-testid': 'tool-status' }, icon(statusIcon), el('span', { text: label })));
+    const parts = [head];
+    if (task) parts.push(el('p', { class: 'subagent-task', 'data-testid': 'subagent-task' }, el('span', { class: 'section-label', text: 'Task ' }), el('span', { text: task })));
+    const inner = [];
+    for (const t of tools) {
+      inner.push(el('li', { class: `subagent-tool status-${t.status}`, 'data-testid': 'subagent-tool', 'data-tool-name': t.tool_name || '', 'data-status': t.status },
+        icon(ICONS.tool), el('span', { class: 'tool-name', text: ` ${t.tool_name || 'tool'} ` }),
+        el('span', { class: `status-chip chip-${t.status}`, text: STATUS_LABEL[t.status] || t.status.replace(/_/g, ' ') })));
+    }
+    if (working && c && c.text) inner.push(el('li', { class: 'subagent-text', 'data-testid': 'subagent-text', text: c.text }));
+    for (const it of waits) inner.push(el('li', { class: 'subagent-wait' }, childInterruptBox(s, it)));
+    const body = el('details', { class: 'tool-section subagent-body', 'data-testid': 'subagent-body', open: open || undefined },
+      el('summary', null, el('span', { class: 'section-label', text: 'Its work' }),
+        el('span', { class: 'preview', text: childID ? ` in session ${childID}` : '' })),
+      inner.length ? el('ul', { class: 'subagent-steps' }, ...inner) : el('p', { class: 'tool-note', text: working ? 'Starting…' : 'Nothing to show here; open its session for the details.' }),
+      childID ? el('p', { class: 'tool-note' }, el('a', { href: `?session=${encodeURIComponent(childID)}`, 'data-testid': 'subagent-open',
+        onclick: (e) => { e.preventDefault(); navigate(childID); } }, 'Open its session')) : '');
+    body.addEventListener('toggle', () => { u.subOpen = body.open; });
+    parts.push(body);
+    if (answer && v.status === 'succeeded') {
+      parts.push(el('div', { class: 'subagent-answer', 'data-testid': 'subagent-answer' }, el('span', { class: 'section-label', text: 'Answer ' }), el('span', { text: answer })));
+    }
+    if (v.error) parts.push(el('p', { class: 'tool-note error', text: v.error }));
+    if (cancelled) parts.push(el('p', { class: 'tool-note cancelled-note', 'data-testid': 'tool-cancelled-note' }, icon(ICONS.stop), el('span', { text: ' Stopped with the turn: the sub-agent cancelled its work.' })));
+    li.replaceChildren(el('div', { class: 'tool-card' }, ...parts));
+  }
+
+  // childInterruptBox is a sub-agent's approval or question, answered
+  // through this session.
+  function childInterruptBox(s, it) {
+    const u = uiState(`${it.session_id}/${it.interrupt_id}`);
+    const busy = u.busy;
+    if (it.kind === 'question') {
+      return el('div', { class: 'approval question', 'data-testid': 'question' },
+        el('div', { class: 'approval-text' }, el('strong', { text: 'Question for you.' }), el('span', { class: 'question-text', 'data-testid': 'question-text', text: it.question || '' })),
+        el('div', { class: 'approval-buttons question-choices' },
+          ...(it.choices || []).map((ch) => el('button', { type: 'button', class: 'button', 'data-testid': 'question-choice', disabled: !!busy,
+            onclick: () => answerQuestion(s, { ...it, tool_call_id: `${it.session_id}/${it.interrupt_id}` }, ch, false) }, ch)),
+          el('button', { type: 'button', class: 'button ghost', 'data-testid': 'question-decline', disabled: !!busy,
+            onclick: () => answerQuestion(s, { ...it, tool_call_id: `${it.session_id}/${it.interrupt_id}` }, '', true) }, 'Decline')));
+    }
+    const action = it.approval_text || `${it.tool_name} ${oneLine(it.arguments || '', 120)}`;
+    return el('div', { class: 'approval', 'data-testid': 'subagent-approval' },
+      el('div', { class: 'approval-text' },
+        el('strong', { class: 'approval-action', 'data-testid': 'approval-text', text: action }),
+        el('span', { text: ' The sub-agent runs it only after you approve it.' })),
+      el('div', { class: 'approval-buttons' },
+        el('button', { type: 'button', class: 'button success', 'data-testid': 'approve-button', disabled: !!busy,
+          onclick: () => resolveInterrupt(s, { ...it, tool_call_id: `${it.session_id}/${it.interrupt_id}` }, true) }, icon(ICONS.check), busy === 'approving' ? 'Approving…' : 'Approve'),
+        el('button', { type: 'button', class: 'button danger-outline', 'data-testid': 'reject-button', disabled: !!busy,
+          onclick: () => resolveInterrupt(s, { ...it, tool_call_id: `${it.session_id}/${it.interrupt_id}` }, false) }, icon(ICONS.x), 'Reject')));
   }
 
   // endedReason says why the session takes no new messages ("was closed",
