@@ -86,7 +86,8 @@ func Of(u pluginapi.Usage, costMicros int64) Spend {
 // Refusal says which budget stops the next model call.
 type Refusal struct {
 	// Scope is "session", "turn" or "day", with "token_" before it for a
-	// token's budget, or "hook" for the external limit.
+	// token's budget, "parent_session" or "parent_token_session" for the
+	// budget above a sub-agent, or "hook" for the external limit.
 	Scope string `json:"scope"`
 	// Counter is model_calls, input_tokens, output_tokens or cost_usd
 	// (empty for the hook).
@@ -106,6 +107,9 @@ var scopeText = map[string]string{
 	"session": "this session", "turn": "this turn", "day": "the agent's sessions in the last 24 hours",
 	"token_session": "this session (its API token's limit)", "token_turn": "this turn (its API token's limit)",
 	"token_day": "the API token's sessions in the last 24 hours",
+	// A sub-agent's calls count against the session above it.
+	"parent_session":       "the parent session with its sub-agents",
+	"parent_token_session": "the parent session with its sub-agents (its API token's limit)",
 }
 
 // Check returns the first counter of used that reached its bound in b, or
