@@ -124,11 +124,16 @@ const (
 	SubAgentCancelTurn = "cancel_turn"
 	// SubAgentClose cancels the child's running turn and closes it.
 	SubAgentClose = "close"
+	// SubAgentSend sends the child a message (Text): queued, or steering
+	// its running turn with Steer.
+	SubAgentSend = "send"
 )
 
 // SubAgentControl is the payload of SignalSubAgentControl.
 type SubAgentControl struct {
 	Action string `json:"action"`
+	Text   string `json:"text,omitempty"`
+	Steer  bool   `json:"steer,omitempty"`
 }
 
 // SubAgentStartedPayload is the payload of sub_agent_started.

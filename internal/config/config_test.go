@@ -343,12 +343,11 @@ var expectedErrors = []struct {
 	{
 		filename: "subagents.bad.yml",
 		errs: []string{
-			"7: agents[0].sub_agents[0].mode: background sub-agents are not supported yet: use wait",
 			"8: agents[0].sub_agents[1].agent: b is listed twice",
 			"8: agents[0].sub_agents[1].max_turns: must be >= 0 (0: no bound), got -1",
 			"9: agents[0].sub_agents[2].agent: an agent cannot be its own sub-agent",
 			`10: agents[0].sub_agents[3].agent: unknown agent "nobody"`,
-			`10: agents[0].sub_agents[3].mode: unknown mode "later" (want wait)`,
+			`10: agents[0].sub_agents[3].mode: unknown mode "later" (want wait or background)`,
 			"11: agents[0].sub_agents[4].agent: is required",
 			"13: agents[0].tool_policies.delegate_to_b: delegate_to_b is a sub-agent's tool: the session runs it, and the sub-agent's own policies guard what it does",
 		},

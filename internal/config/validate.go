@@ -852,11 +852,9 @@ func (a *Agent) validateSubAgents(p *problems, path string, byName map[string]in
 			p.add(sp+".agent", "%s is listed twice", sa.Agent)
 		}
 		switch sa.Mode {
-		case "", "wait":
-		case "background":
-			p.add(sp+".mode", "background sub-agents are not supported yet: use wait")
+		case "", "wait", "background":
 		default:
-			p.add(sp+".mode", "unknown mode %q (want wait)", sa.Mode)
+			p.add(sp+".mode", "unknown mode %q (want wait or background)", sa.Mode)
 		}
 		if sa.MaxTurns < 0 {
 			p.add(sp+".max_turns", "must be >= 0 (0: no bound), got %d", sa.MaxTurns)

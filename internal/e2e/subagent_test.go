@@ -407,3 +407,93 @@ func TestSubAgentOverHTTP(t *testing.T) {
 		t.Errorf("approve_write ran %d times", n)
 	}
 }
+
+// TestBackgroundSubAgent: the delegating call answers at once and the
+// parent's turn ends while the child waits for its approval; the parent,
+// idle, lists that approval; approved through the parent, the child's
+// answer arrives as a message that starts the parent's next turn. A
+// second child is cancelled with cancel_sub_agent, and its cancel is told
+// the same way.
+func TestBackgroundSubAgent(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	s := agenttest.NewStack(t, strings.Replace(subAgentConfig(plugin), "max_turns: 4}", "max_turns: 4, mode: background}", 1))
+	s.StartWorker()
+	parent := start(t, s, delegate("call:approve_write:bg1"))
+	child := parent + ".sub-1"
+	snap := s.WaitForSnapshot("the parent idle, its child waiting", parent, func(s wire.Snapshot) bool {
+		return idleWithAnswer(s) && len(s.PendingInterrupts) == 1
+	})
+	wantAnswer(t, snap, `done: delegate_to_helper=succeeded:{"status":"started","session_id":"`+child+`"}`)
+	if len(snap.SubAgents) != 1 || snap.SubAgents[0].Mode != wire.SubAgentModeBackground {
+		t.Fatalf("sub-agents: %+v", snap.SubAgents)
+	}
+	in := snap.PendingInterrupts[0]
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), parent, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, Digest: in.Digest, SessionID: in.SessionID}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the parent's turn the answer started", parent, func(s wire.Snapshot) bool {
+		return idleWithAnswer(s) && s.State.TurnCount == 2
+	})
+	if want := "echo: [Dex] The sub-agent helper (session " + child; !strings.HasPrefix(lastText(snap), want) || !strings.Contains(lastText(snap), "done: approve_write=succeeded:wrote bg1") {
+		t.Fatalf("the parent's second answer: %q", lastText(snap))
+	}
+	if len(snap.SubAgents) != 0 {
+		t.Fatalf("sub-agents after the answer: %+v", snap.SubAgents)
+	}
+	waitClosed(t, s, child, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+
+	// A second child, cancelled while it waits.
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), parent, delegate("call:approve_write:bg2")); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	second := parent + ".sub-2"
+	s.WaitForSnapshot("the second child's approval", parent, func(s wire.Snapshot) bool {
+		return idleWithAnswer(s) && s.State.TurnCount == 3 && len(s.PendingInterrupts) == 1
+	})
+	b, _ := json.Marshal(map[string]string{"session_id": second})
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), parent, "args:cancel_sub_agent:"+string(b)); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the cancel's message", parent, func(s wire.Snapshot) bool {
+		return idleWithAnswer(s) && s.State.TurnCount == 5
+	})
+	if !strings.Contains(lastText(snap), "was cancelled before it finished") || len(snap.PendingInterrupts) != 0 {
+		t.Fatalf("the parent's last answer: %q, pending %+v", lastText(snap), snap.PendingInterrupts)
+	}
+	if n := s.Log().Count("tool", "approve_write"); n != 1 {
+		t.Errorf("approve_write ran %d times, want 1", n)
+	}
+	// Closing the parent with nothing running completes it.
+	if ok, err := s.Sessions.CloseSession(ctx(t), parent); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
+	}
+	waitClosed(t, s, parent, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+}
+
+// TestBackgroundChildClosesWithItsParent: closing a parent whose
+// background child waits closes the child too.
+func TestBackgroundChildClosesWithItsParent(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	s := agenttest.NewStack(t, strings.Replace(subAgentConfig(plugin), "max_turns: 4}", "max_turns: 4, mode: background}", 1))
+	s.StartWorker()
+	parent := start(t, s, delegate("call:approve_write:bg3"))
+	s.WaitForSnapshot("the parent idle, its child waiting", parent, func(s wire.Snapshot) bool {
+		return idleWithAnswer(s) && len(s.PendingInterrupts) == 1
+	})
+	if ok, err := s.Sessions.CloseSession(ctx(t), parent); err != nil || !ok {
+		t.Fatalf("close: %v %v", ok, err)
+	}
+	waitClosed(t, s, parent+".sub-1", enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+	waitClosed(t, s, parent, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+	if n := s.Log().Count("tool", "approve_write"); n != 0 {
+		t.Errorf("approve_write ran %d times", n)
+	}
+}

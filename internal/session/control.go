@@ -174,11 +174,15 @@ func (s *State) closeSession() Result {
 	if !s.Started {
 		return Result{}
 	}
+	cmds := []Command(nil)
+	if !s.Closed {
+		cmds = s.closeBackground()
+	}
 	s.Closed = true
 	if s.Idle() && len(s.Queued) == 0 {
 		s.Status = wire.StatusClosed
 	}
-	return applied(nil)
+	return applied(cmds)
 }
 
 // refused is the Result of a request the session refuses with an error
@@ -581,7 +585,7 @@ func (s *State) settlesAtOnce(rec wire.ToolCall) bool {
 // deferStopped records a call of a steered turn's model response rejected
 // at once; the caller resumes the turn once every call is recorded.
 func (s *State) deferStopped(rec wire.ToolCall, attempt int) []Command {
-	if s.builtIn(rec.ToolName) || s.subAgentTool(rec.ToolName) != nil {
+	if s.builtIn(rec.ToolName) || s.subAgentTool(rec.ToolName) != nil || s.backgroundTool(rec.ToolName) {
 		rec.Effect, rec.RequiresApproval = wire.EffectRead, false
 	}
 	step := toolStep(s.ActiveTurnID, rec.ToolCallID)

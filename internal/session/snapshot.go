@@ -1,6 +1,8 @@
 package session
 
 import (
+	"slices"
+
 	"github.com/dex-agents/dex-agent-worker/internal/wireconv"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
@@ -77,7 +79,7 @@ func (s *State) Snapshot() wire.Snapshot {
 			Name: s.SubAgent.Name, Mode: s.SubAgent.Mode, Path: append(append([]string{}, s.SubAgent.Lineage...), s.SessionID),
 		}
 	}
-	for _, c := range s.Children {
+	for _, c := range append(slices.Clip(s.Children), s.Background...) {
 		snap.SubAgents = append(snap.SubAgents, wire.SubAgentChild{SessionID: c.SessionID, ToolCallID: c.ToolCallID, Name: c.Name, Mode: c.Mode})
 	}
 	snap.ToolCalls = append(snap.ToolCalls, s.ToolCalls...)

@@ -356,7 +356,10 @@ type State struct {
 	// SubAgentSeq numbers the session's delegations; SubAgentSpend is
 	// what its children used; Settled are children stopped before they
 	// reported their end.
-	Children      []Child        `json:"children,omitempty"`
+	Children []Child `json:"children,omitempty"`
+	// Background are the children started in background mode that have
+	// not answered yet; they outlive the turn that started them.
+	Background    []Child        `json:"background_children,omitempty"`
 	SubAgentSeq   int            `json:"sub_agent_seq,omitempty"`
 	SubAgentSpend wire.Spend     `json:"sub_agent_spend,omitempty"`
 	Settled       []SettledChild `json:"settled_children,omitempty"`
@@ -645,6 +648,10 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 		}
 		if sa := s.subAgentTool(call.ToolName); sa != nil {
 			cmds = append(cmds, s.delegate(rec, sa, attempt)...)
+			continue
+		}
+		if s.backgroundTool(call.ToolName) {
+			cmds = append(cmds, s.controlBackground(rec, attempt)...)
 			continue
 		}
 		// The agent's approval rules decide before the policy; the effect,
@@ -1196,14 +1203,14 @@ func (s *State) StepTypes(legacy bool) []string {
 				add(wire.StepCallSingleAttemptTool)
 			}
 		}
-		// A sub-agent's person waits through this session too, so that
-		// lists of sessions waiting for people show it.
-		for _, in := range s.childInterrupts() {
-			if in.Kind == wire.InterruptKindQuestion {
-				add(wire.StepAwaitQuestionAnswer)
-			} else {
-				add(wire.StepAwaitToolApproval)
-			}
+	}
+	// A sub-agent's person waits through this session too, so that lists
+	// of sessions waiting for people show it.
+	for _, in := range s.childInterrupts() {
+		if in.Kind == wire.InterruptKindQuestion {
+			add(wire.StepAwaitQuestionAnswer)
+		} else {
+			add(wire.StepAwaitToolApproval)
 		}
 	}
 	sortStrings(steps)

@@ -107,6 +107,9 @@ type SubAgentAnswerInput struct {
 	ToolCallID     string `json:"tool_call_id"`
 	ChildSessionID string `json:"child_session_id"`
 	Sequence       int64  `json:"sequence"`
+	// Note, when set, makes the result a message instead: Note, then the
+	// answer (a background child's, queued into the session).
+	Note string `json:"note,omitempty"`
 }
 
 // Inputs of sub-agents.
@@ -137,6 +140,10 @@ type (
 		Output     string
 		OutputRef  string
 		Error      string
+		// Background is set for a background child's answer: Output is
+		// the message that tells the session (OutputRef its stored
+		// whole).
+		Background bool
 	}
 	// ParentControl is a parent's order (SignalSubAgentControl).
 	ParentControl struct {
@@ -176,6 +183,9 @@ func (s *State) hostTools() []contract.ToolDefinition {
 	defs := BuiltInToolDefinitions(s.Options.BuiltInTools)
 	if !s.delegates() {
 		return defs
+	}
+	if s.backgroundTools() {
+		defs = append(defs, backgroundToolDefinitions()...)
 	}
 	for _, sa := range s.Options.SubAgents {
 		desc := sa.Description
@@ -244,11 +254,29 @@ func (s *State) delegate(rec wire.ToolCall, sa *SubAgentOption, attempt int) []C
 			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
 		}).forStep(step)})
 	}
+	background := sa.Mode == wire.SubAgentModeBackground
+	if background && len(s.Background) >= maxBackground {
+		rec.Status = wire.ToolCallFailed
+		rec.Error = fmt.Sprintf("%d sub-agents already run in the background, the most a session may have: wait for one to answer, or cancel one with %s", maxBackground, ToolCancelSubAgent)
+		s.ToolCalls = append(s.ToolCalls, rec)
+		return append(cmds, Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+		}).forStep(step)})
+	}
 	child := s.childSessionID()
-	rec.Status = wire.ToolCallWaitingForSubAgent
 	rec.ChildSessionID = child
+	entry := Child{SessionID: child, ToolCallID: rec.ToolCallID, TurnID: s.ActiveTurnID, Name: sa.Name, Mode: sa.Mode}
+	if background {
+		// The call answers at once; the child's answer comes as a message.
+		rec.Status = wire.ToolCallSucceeded
+		rec.Output = `{"status":"started","session_id":` + valueJSON(child) + `}`
+		entry.TurnID = ""
+		s.Background = append(s.Background, entry)
+	} else {
+		rec.Status = wire.ToolCallWaitingForSubAgent
+		s.Children = append(s.Children, entry)
+	}
 	s.ToolCalls = append(s.ToolCalls, rec)
-	s.Children = append(s.Children, Child{SessionID: child, ToolCallID: rec.ToolCallID, TurnID: s.ActiveTurnID, Name: sa.Name, Mode: sa.Mode})
 	var lineage []string
 	if s.SubAgent != nil {
 		lineage = append(lineage, s.SubAgent.Lineage...)
@@ -262,11 +290,17 @@ func (s *State) delegate(rec wire.ToolCall, sa *SubAgentOption, attempt int) []C
 	if s.Options.SearchAttributes {
 		in.ActiveStepSearchMode = wire.ActiveStepSearchTypes
 	}
-	return append(cmds,
+	cmds = append(cmds,
 		Emit{Event: newEvent(wire.EventSubAgentStarted, s.ActiveTurnID, attempt, wire.SubAgentStartedPayload{
 			ToolCallID: rec.ToolCallID, ChildSessionID: child, Name: sa.Name, Agent: sa.Name, Mode: sa.Mode, Task: preview(task),
 		}).forStep(step)},
 		StartChild{ToolCallID: rec.ToolCallID, WorkflowID: child, FlowType: sa.FlowType, Input: in})
+	if background {
+		cmds = append(cmds, Emit{Event: newEvent(wire.EventToolCallFinished, s.ActiveTurnID, attempt, wire.ToolCallFinishedPayload{
+			ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, Status: string(rec.Status),
+		}).forStep(step)})
+	}
+	return cmds
 }
 
 // childBudget is the budget a new child's model calls count against: this
@@ -303,7 +337,7 @@ func (s *State) findChild(sessionID string) int {
 // this session down to it.
 func (s *State) childInterrupts() []wire.Interrupt {
 	var out []wire.Interrupt
-	for _, c := range s.Children {
+	for _, c := range append(slices.Clip(s.Children), s.Background...) {
 		for _, in := range c.Interrupts {
 			in.Path = append([]string{s.SessionID}, in.Path...)
 			out = append(out, in)
@@ -315,6 +349,9 @@ func (s *State) childInterrupts() []wire.Interrupt {
 // subAgentReported applies a child's report.
 func (s *State) subAgentReported(r SubAgentReported) Result {
 	rep := r.Report
+	if bi := s.findBackground(rep.ChildSessionID); bi >= 0 {
+		return s.backgroundReported(bi, rep)
+	}
 	ci := s.findChild(rep.ChildSessionID)
 	if ci < 0 {
 		// A child whose call is final (a cancelled turn's): its news
@@ -324,6 +361,11 @@ func (s *State) subAgentReported(r SubAgentReported) Result {
 		}
 		return Result{}
 	}
+	return s.subAgentReportedTo(ci, rep)
+}
+
+// subAgentReportedTo applies a report of child ci.
+func (s *State) subAgentReportedTo(ci int, rep wire.SubAgentReport) Result {
 	child := &s.Children[ci]
 	switch rep.Kind {
 	case wire.SubAgentInterruptRaised:
@@ -421,6 +463,9 @@ func (s *State) settleChild(ci, c int, status wire.ToolCallStatus, outcome, errT
 
 // subAgentAnswerRead settles a call with the child's answer read whole.
 func (s *State) subAgentAnswerRead(r SubAgentAnswerRead) Result {
+	if r.Background {
+		return s.backgroundAnswerRead(r)
+	}
 	if r.TurnID != s.ActiveTurnID {
 		return Result{}
 	}
@@ -443,6 +488,9 @@ func (s *State) subAgentAnswerRead(r SubAgentAnswerRead) Result {
 
 // childStartFailed fails the call whose child could not start.
 func (s *State) childStartFailed(f ChildStartFailed) Result {
+	if bi := slices.IndexFunc(s.Background, func(c Child) bool { return c.ToolCallID == f.ToolCallID }); bi >= 0 {
+		return s.backgroundEnded(bi, "it could not start: "+f.Reason)
+	}
 	ci := slices.IndexFunc(s.Children, func(c Child) bool { return c.ToolCallID == f.ToolCallID })
 	if ci < 0 {
 		return Result{}
@@ -460,6 +508,16 @@ func (s *State) childStartFailed(f ChildStartFailed) Result {
 // reporting an answer (terminated, failed, timed out). Reports that came
 // before its close were applied first.
 func (s *State) childClosed(cl ChildClosed) Result {
+	if bi := s.findBackground(cl.ChildSessionID); bi >= 0 {
+		if s.Background[bi].AnswerSequence != 0 {
+			return applied(nil) // its answer is being read
+		}
+		reason := cl.Reason
+		if reason == "" {
+			reason = "it closed without an answer"
+		}
+		return s.backgroundEnded(bi, reason)
+	}
 	ci := s.findChild(cl.ChildSessionID)
 	if ci < 0 {
 		return Result{}
@@ -513,14 +571,26 @@ func (s *State) parentControl(p ParentControl) Result {
 		return Result{}
 	}
 	var cmds []Command
+	if p.Control.Action == wire.SubAgentSend {
+		return s.parentSend(p)
+	}
 	if s.ActiveTurnID != "" && s.Phase != phaseNone {
 		cmds = s.cancelTurnFor(CancelTurn{TurnID: s.ActiveTurnID}, controlParentCancelled).Commands
 	}
 	if p.Control.Action == wire.SubAgentClose {
 		s.Queued, s.Steered = nil, nil
-		s.closeSession()
+		cmds = append(cmds, s.closeSession().Commands...)
 	}
 	return applied(cmds)
+}
+
+// parentSend takes a message the parent sent: queued, or steering the
+// running turn.
+func (s *State) parentSend(p ParentControl) Result {
+	if p.Control.Steer {
+		return s.steerUserMessage(SteerUserMessage{Text: p.Control.Text})
+	}
+	return s.sendUserMessage(SendUserMessage{Text: p.Control.Text})
 }
 
 // reportToParent is what a child tells its parent after an input: the
@@ -557,9 +627,9 @@ func (s *State) reportToParent() []Command {
 	if s.Idle() && len(s.Queued) == 0 && len(s.Steered) == 0 && s.TurnCount > s.ReportedTurns {
 		s.ReportedTurns = s.TurnCount
 		report(s.turnEndReport())
-		if s.SubAgent.Mode != wire.SubAgentModeBackground {
-			s.closeSession()
-		}
+		// Its task is done: the parent has its answer. (A background
+		// child's parent may send it more while it works, not after.)
+		cmds = append(cmds, s.closeSession().Commands...)
 	}
 	return cmds
 }

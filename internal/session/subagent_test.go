@@ -258,3 +258,78 @@ func TestSubAgentStartIsChecked(t *testing.T) {
 		t.Fatal("a child at depth 3 delegates")
 	}
 }
+
+func backgroundOpts() Options {
+	o := opts()
+	o.SubAgents = []SubAgentOption{{Name: "returns", FlowType: "ReturnsFlow", Mode: wire.SubAgentModeBackground}}
+	return o
+}
+
+// TestBackgroundDelegation: the call answers at once, the child outlives
+// the turn, its answer is queued into the session as a message that
+// starts a turn, and send/cancel reach it while it works.
+func TestBackgroundDelegation(t *testing.T) {
+	s := startedWith(t, backgroundOpts())
+	tools := s.turnInput().HostTools
+	for _, name := range []string{"delegate_to_returns", ToolSendToSubAgent, ToolCancelSubAgent} {
+		if !slices.ContainsFunc(tools, func(d contract.ToolDefinition) bool { return d.Name == name }) {
+			t.Fatalf("host tools lack %s", name)
+		}
+	}
+	r := s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(delegateCall("c1", "label order 7")), NowMs: now})
+	if len(commandsOf[StartChild](r.Commands)) != 1 || len(commandsOf[RunModel](r.Commands)) != 1 {
+		t.Fatalf("commands: %v", renderAll(r.Commands))
+	}
+	if c := s.ToolCalls[0]; c.Status != wire.ToolCallSucceeded || c.Output != `{"status":"started","session_id":"s-1.sub-1"}` {
+		t.Fatalf("record: %+v", c)
+	}
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: completed("started it"), NowMs: now})
+	if !s.Idle() || len(s.Background) != 1 {
+		t.Fatalf("idle %v background %+v", s.Idle(), s.Background)
+	}
+	// Its approval is the idle session's too.
+	in := wire.Interrupt{InterruptID: "r1", ToolCallID: "r1", ToolName: "issue_label", Kind: wire.InterruptKindApproval, SessionID: "s-1.sub-1", Path: []string{"s-1.sub-1"}}
+	s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentInterruptRaised, ChildSessionID: "s-1.sub-1", Interrupt: &in}})
+	if got := s.Snapshot().PendingInterrupts; len(got) != 1 || !slices.Contains(s.ActiveStepTypes(), wire.StepAwaitToolApproval) {
+		t.Fatalf("pending %+v steps %v", got, s.ActiveStepTypes())
+	}
+	s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentInterruptResolved, ChildSessionID: "s-1.sub-1", InterruptID: "r1", Interrupt: &wire.Interrupt{InterruptID: "r1", SessionID: "s-1.sub-1"}}})
+	// The session's model sends it more, then it answers.
+	s.Apply(SendUserMessage{Text: "tell it to hurry"})
+	s.Apply(UserMessageBuilt{TurnID: "turn-2", Message: userMsg("tell it to hurry"), Attempt: 1})
+	send := contract.DeferredToolCall{ToolCallID: "c2", ToolName: ToolSendToSubAgent, Arguments: `{"session_id":"s-1.sub-1","message":"hurry","steer":true}`}
+	r = s.Apply(ModelStepDone{TurnID: "turn-2", Outcome: toolsRequested(send), NowMs: now})
+	sig := commandsOf[SignalChild](r.Commands)
+	if len(sig) != 1 || sig[0].Control != (wire.SubAgentControl{Action: wire.SubAgentSend, Text: "hurry", Steer: true}) || s.ToolCalls[0].Status != wire.ToolCallSucceeded {
+		t.Fatalf("send: %v %+v", renderAll(r.Commands), s.ToolCalls)
+	}
+	bad := contract.DeferredToolCall{ToolCallID: "c3", ToolName: ToolCancelSubAgent, Arguments: `{"session_id":"nobody"}`}
+	s.Apply(ModelStepDone{TurnID: "turn-2", Outcome: toolsRequested(bad), NowMs: now})
+	if c := s.ToolCalls[1]; c.Status != wire.ToolCallFailed || !strings.Contains(c.Error, "working: s-1.sub-1") {
+		t.Fatalf("cancel of an unknown child: %+v", c)
+	}
+	s.Apply(ModelStepDone{TurnID: "turn-2", Outcome: completed("ok"), NowMs: now})
+	r = s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentTurnEnded, ChildSessionID: "s-1.sub-1", Outcome: wire.SubAgentCompleted, Answer: "label RL-7", Spend: wire.Spend{ModelCalls: 2}}})
+	if len(s.Background) != 0 || s.TurnCount != 3 || !strings.Contains(s.TurnText, "The sub-agent returns (session s-1.sub-1, started by call c1) finished. Its answer:\nlabel RL-7") {
+		t.Fatalf("background %+v turn %d text %q (%v)", s.Background, s.TurnCount, s.TurnText, renderAll(r.Commands))
+	}
+	if s.SubAgentSpend.ModelCalls != 2 {
+		t.Fatalf("spend %+v", s.SubAgentSpend)
+	}
+}
+
+// TestBackgroundChildOnClose: closing the session closes its background
+// children, and their late answers queue nothing.
+func TestBackgroundChildOnClose(t *testing.T) {
+	s := startedWith(t, backgroundOpts())
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(delegateCall("c1", "label")), NowMs: now})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: completed("ok"), NowMs: now})
+	r := s.Apply(CloseSession{})
+	if sig := commandsOf[SignalChild](r.Commands); len(sig) != 1 || sig[0].Control.Action != wire.SubAgentClose {
+		t.Fatalf("close: %v", renderAll(r.Commands))
+	}
+	s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentTurnEnded, ChildSessionID: "s-1.sub-1", Outcome: wire.SubAgentCancelled}})
+	if len(s.Queued) != 0 || s.ActiveTurnID != "" || !s.Finished() {
+		t.Fatalf("queued %+v turn %q", s.Queued, s.ActiveTurnID)
+	}
+}

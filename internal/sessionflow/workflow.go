@@ -841,11 +841,12 @@ func (l *loop) exec(cmd session.Command) {
 		in := c.Input
 		l.add(f, func(f workflow.Future) {
 			var out session.SubAgentAnswer
+			bg := in.Note != ""
 			if err := f.Get(l.ctx, &out); err != nil {
-				l.apply(session.SubAgentAnswerRead{TurnID: in.TurnID, ToolCallID: in.ToolCallID, Error: errorText(err)})
+				l.apply(session.SubAgentAnswerRead{TurnID: in.TurnID, ToolCallID: in.ToolCallID, Error: errorText(err), Background: bg})
 				return
 			}
-			l.apply(session.SubAgentAnswerRead{TurnID: in.TurnID, ToolCallID: in.ToolCallID, Output: out.Output, OutputRef: out.OutputRef})
+			l.apply(session.SubAgentAnswerRead{TurnID: in.TurnID, ToolCallID: in.ToolCallID, Output: out.Output, OutputRef: out.OutputRef, Background: bg})
 		})
 	case session.CancelStep:
 		if turn, ok := session.ModelStepTurn(c.Key); ok && l.rt.ModelCalls != nil && !workflow.IsReplaying(l.ctx) {

@@ -42,7 +42,13 @@ func (a *Activities) ReadSubAgentAnswer(ctx context.Context, in session.SubAgent
 		return session.SubAgentAnswer{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the sub-agent's session %s holds no message %d", in.ChildSessionID, in.Sequence), wire.MessageStoreErrorType, nil)
 	}
-	preview, ref, err := a.keepLarge(ctx, in.SessionID, session.SubAgentResult(in.ChildSessionID, text))
+	result := session.SubAgentResult(in.ChildSessionID, text)
+	if in.Note != "" {
+		// A background child's answer, as the message queued into the
+		// session.
+		result = in.Note + text
+	}
+	preview, ref, err := a.keepLarge(ctx, in.SessionID, result)
 	if err != nil {
 		return session.SubAgentAnswer{}, err
 	}

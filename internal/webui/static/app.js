@@ -2414,11 +2414,19 @@
     try { task = JSON.parse(v.arguments || '{}').task || ''; } catch { task = v.arguments || ''; }
     const output = v.output !== undefined && v.output !== '' ? v.output : (message && message.text) || '';
     let answer = '';
-    try { const o = JSON.parse(output); answer = o.answer || ''; if (!v.child_session_id && o.session_id) v.child_session_id = o.session_id; } catch { answer = output; }
+    let background = false;
+    try {
+      const o = JSON.parse(output);
+      answer = o.answer || '';
+      background = o.status === 'started';
+      if (!v.child_session_id && o.session_id) v.child_session_id = o.session_id;
+    } catch { answer = output; }
     const childID = v.child_session_id || '';
     const c = childID ? s.children.get(childID) : null;
     const waits = s.childInterrupts.filter((it) => childID && (it.session_id === childID || it.session_id.startsWith(`${childID}.sub-`)));
-    const working = v.status === 'waiting_for_sub_agent' || v.status === 'deferred';
+    // A background child works on after its call answered; its answer
+    // comes as a message.
+    const working = v.status === 'waiting_for_sub_agent' || v.status === 'deferred' || (background && !!(snapSubAgent(s, childID)));
     const cancelled = v.status === 'rejected';
     const tools = c ? [...c.tools.values()] : [];
     const sig = JSON.stringify([v.status, task, answer, v.error, childID, c && c.text, tools, waits.map((it) => [it.session_id, it.interrupt_id, it.kind]), u.busy, u.subOpen]);
@@ -2434,7 +2442,8 @@
     const open = bodyEl ? bodyEl.open : working || waits.length > 0;
 
     const statusIcon = { succeeded: ICONS.check, failed: ICONS.x, rejected: ICONS.x }[v.status] || ICONS.clock;
-    const label = waits.length ? 'Needs you' : SUBAGENT_LABEL[v.status] || STATUS_LABEL[v.status] || v.status.replace(/_/g, ' ');
+    let label = waits.length ? 'Needs you' : SUBAGENT_LABEL[v.status] || STATUS_LABEL[v.status] || v.status.replace(/_/g, ' ');
+    if (background && !waits.length) label = working ? 'Working in the background' : 'Started in the background';
     const head = el('div', { class: 'tool-head', 'data-testid': 'tool-head' },
       el('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon(ICONS.bot)),
       el('span', { class: 'tool-name', 'data-testid': 'tool-name', text: `Sub-agent ${name}` }),
@@ -2464,6 +2473,12 @@
     if (v.error) parts.push(el('p', { class: 'tool-note error', text: v.error }));
     if (cancelled) parts.push(el('p', { class: 'tool-note cancelled-note', 'data-testid': 'tool-cancelled-note' }, icon(ICONS.stop), el('span', { text: ' Stopped with the turn: the sub-agent cancelled its work.' })));
     li.replaceChildren(el('div', { class: 'tool-card' }, ...parts));
+  }
+
+  // snapSubAgent is the snapshot's entry of a child the session still
+  // waits on, or undefined.
+  function snapSubAgent(s, childID) {
+    return ((s.snapshot && s.snapshot.sub_agents) || []).find((c) => c.session_id === childID);
   }
 
   // childInterruptBox is a sub-agent's approval or question, answered
