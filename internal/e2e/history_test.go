@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -283,5 +284,56 @@ func TestRecordForkHistory(t *testing.T) {
 	}
 	if *updateHistories {
 		recordHistory(t, s, fork, "fork_turns.json")
+	}
+}
+
+// TestRecordSubAgentHistory records a parent session's delegations and
+// one child's history: a waiting child whose approval came through the
+// parent, one the parent's cancel_turn stopped, and a background child
+// whose answer started the parent's next turn.
+func TestRecordSubAgentHistory(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := subAgentConfig(plugin)
+	cfg = strings.Replace(cfg, "      - {agent: helper, description: Runs the task it is given., max_turns: 4}\n",
+		"      - {agent: helper, description: Runs the task it is given., max_turns: 4}\n      - {agent: bghelper, mode: background}\n", 1)
+	i := strings.Index(cfg, "  - name: helper\n")
+	bg := strings.Replace(cfg[i:], "  - name: helper\n", "  - name: bghelper\n", 1)
+	bg = strings.Replace(bg, "flow_type: "+flowType+"Helper", "flow_type: "+flowType+"Background", 1)
+	s := agenttest.NewStack(t, cfg+bg)
+	s.StartWorker()
+	parent := start(t, s, delegate("call:approve_write:r1"))
+	snap := s.WaitForSnapshot("the child's approval", parent, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	in := snap.PendingInterrupts[0]
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), parent, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, SessionID: in.SessionID}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the first answer", parent, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 1 })
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), parent, delegate("call:approve_write:r2")); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the second child's approval", parent, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 && s.State.TurnCount == 2 })
+	if ok, err := s.Sessions.CancelTurn(ctx(t), parent, "turn-2"); err != nil || !ok {
+		t.Fatalf("cancel: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the cancelled turn", parent, func(s wire.Snapshot) bool { return s.State.ActiveTurnID == "" && s.State.TurnCount == 2 })
+	b, _ := json.Marshal(map[string]string{"task": "call:noop:r3"})
+	if ok, err := s.Sessions.SendUserMessage(ctx(t), parent, "args:delegate_to_bghelper:"+string(b)); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	snap = s.WaitForSnapshot("the background answer's turn", parent, func(s wire.Snapshot) bool { return idleWithAnswer(s) && s.State.TurnCount == 4 })
+	if !strings.Contains(lastText(snap), "noop=succeeded") {
+		t.Fatalf("the last answer: %q", lastText(snap))
+	}
+	if n := s.Log().Count("tool", "approve_write"); n != 1 {
+		t.Errorf("approve_write ran %d times", n)
+	}
+	waitClosed(t, s, parent+".sub-1", enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+	if *updateHistories {
+		recordHistory(t, s, parent, "subagent_turns.json")
+		recordHistory(t, s, parent+".sub-1", "subagent_child_turns.json")
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -86,6 +88,15 @@ import (
 //     parent shared, messages 7..9 copied) whose first message started a
 //     turn, then a turn with a tool call; the parent's approved write is
 //     in its transcript, not run again.
+//   - subagent_turns.json: a parent's delegations: a waiting child
+//     (StartChildWorkflowExecution, its reports as sub_agent_report
+//     signals) whose approval came through the parent, one the parent's
+//     cancel_turn stopped (a sub_agent_control signal sent), and a
+//     background child whose answer, a queued message, started the next
+//     turn.
+//   - subagent_child_turns.json: the first child's history (workflow type
+//     TestAgentHelper): its start input's sub_agent, its reports to the
+//     parent (SignalExternalWorkflowExecution), its turn and its close.
 
 // quietLogger hides the replayer's expected nondeterminism report.
 var quietLogger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -142,6 +153,10 @@ var changedSettings = []struct {
 	{"built-in tools off", func(o *session.Options) { o.BuiltInTools = nil }},
 	{"the runner's policies untrusted", func(o *session.Options) { o.RunnerPoliciesUntrusted = true }},
 	{"plan mode off", func(o *session.Options) { o.PlanModeEnabled = false }},
+	{"no sub-agents", func(o *session.Options) { o.SubAgents = nil }},
+	{"other sub-agents", func(o *session.Options) {
+		o.SubAgents = []session.SubAgentOption{{Name: "helper", FlowType: "OtherFlow", Mode: "background", MaxTurns: 1}}
+	}},
 	{"another longest wait", func(o *session.Options) {
 		o.BuiltInTools, o.MaxDurableWaitMs = []string{session.BuiltInAskUser, session.BuiltInDurableWait}, 1000
 	}},
@@ -154,6 +169,8 @@ var changedSettings = []struct {
 func replayer(opts session.Options) worker.WorkflowReplayer {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(Workflow(Runtime{Options: opts}), workflow.RegisterOptions{Name: "TestAgent"})
+	// Sub-agents' histories (subagent_child_turns.json).
+	r.RegisterWorkflowWithOptions(Workflow(Runtime{Options: opts}), workflow.RegisterOptions{Name: "TestAgentHelper"})
 	return r
 }
 
@@ -174,7 +191,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		name := filepath.Base(path)
 		if strings.HasPrefix(name, "legacy_") {
 			t.Run(name, func(t *testing.T) {
-				if err := replayer(recordedSettings()).ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+				if err := replayFile(replayer(recordedSettings()), nil, path); err != nil {
 					t.Fatalf("replay %s: %v", path, err)
 				}
 			})
@@ -184,7 +201,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
 				opts := recordedSettings()
 				c.change(&opts)
-				if err := replayer(opts).ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+				if err := replayFile(replayer(opts), nil, path); err != nil {
 					t.Fatalf("replay %s under %s: %v", path, c.name, err)
 				}
 			})
@@ -199,7 +216,7 @@ func TestReplayOfALegacyHistoryNeedsItsOwnSettings(t *testing.T) {
 	opts := recordedSettings()
 	opts.InterruptDeadlineMs = time.Hour.Milliseconds()
 	path := filepath.Join("testdata", "histories", "legacy_approval_turn.json")
-	if err := replayer(opts).ReplayWorkflowHistoryFromJSONFile(quietLogger, path); err == nil {
+	if err := replayFile(replayer(opts), quietLogger, path); err == nil {
 		t.Fatal("a legacy history replayed under a new deadline; the changed-config replays prove nothing")
 	}
 }
@@ -227,7 +244,7 @@ func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 			if err := os.WriteFile(tampered, []byte(bad), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := replayer(recordedSettings()).ReplayWorkflowHistoryFromJSONFile(quietLogger, tampered); err == nil {
+			if err := replayFile(replayer(recordedSettings()), quietLogger, tampered); err == nil {
 				t.Fatal("an incompatible history replayed without error")
 			}
 		})
@@ -235,3 +252,33 @@ func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// childIDRe is a sub-agent's session ID: its parent's, then .sub-N.
+var childIDRe = regexp.MustCompile(`\.sub-\d+$`)
+
+// replayFile replays a recorded history as the session it was: a parent's
+// commands name its children by the parent's own ID (.sub-N after it), so
+// the replay runs under the ID its first child start shows. Other
+// histories replay under the replayer's ID, as their commands name none.
+func replayFile(r worker.WorkflowReplayer, logger log.Logger, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		return err
+	}
+	var opts worker.ReplayWorkflowHistoryOptions
+	for _, e := range hist.Events {
+		if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			opts.OriginalExecution.ID = childIDRe.ReplaceAllString(a.GetWorkflowId(), "")
+			break
+		}
+	}
+	if logger == nil {
+		logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	}
+	return r.ReplayWorkflowHistoryWithOptions(logger, hist, opts)
+}

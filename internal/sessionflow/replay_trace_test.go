@@ -56,7 +56,8 @@ func TestReplayRecordedHistoriesWithTracing(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.RegisterWorkflowWithOptions(Workflow(Runtime{Options: recordedSettings(), Tracer: counting}), workflow.RegisterOptions{Name: "TestAgent"})
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+			r.RegisterWorkflowWithOptions(Workflow(Runtime{Options: recordedSettings(), Tracer: counting}), workflow.RegisterOptions{Name: "TestAgentHelper"})
+			if err := replayFile(r, nil, path); err != nil {
 				t.Fatalf("replay %s with tracing: %v", path, err)
 			}
 		})
