@@ -227,3 +227,66 @@ func TestChatAsksWhichOrder(t *testing.T) {
 		t.Errorf("the store holds %d refunds, want 1", n)
 	}
 }
+
+// TestChatApprovesASubAgentsCall: "delegate the return of order 5" hands
+// the return to the returns sub-agent, whose label needs an approval; the
+// chat of the parent session asks it (marked with the sub-agent's
+// session), "y" approves it in the child, and the parent's answer repeats
+// the child's.
+func TestChatApprovesASubAgentsCall(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
+	port := agenttest.FreePort(t)
+	stack := agenttest.NewStack(t, fmt.Sprintf(`
+plugins:
+  orders: {command: %s}
+agents:
+  - name: orders
+    flow_type: OrdersAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    sub_agents: [{agent: returns}]
+  - name: returns
+    flow_type: ReturnsAgent
+    runner: orders
+    runner_config: {store_path: "{{DIR}}/orders.json"}
+    tool_policies:
+      lookup_order: {effect: read}
+      request_return_label: {effect: idempotent_write, requires_approval: true}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{token: "%s"}]
+`, plugin, port, chatToken))
+	stack.StartWorker()
+	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {
+		resp, err := http.Get(addr + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("/readyz: %s", resp.Status)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runChat(t, "delegate the return of order 5\ny\n", "chat", "--agent", "orders", "--http-address", addr, "--token", chatToken)
+	if code != 0 {
+		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"[sub-agent session-",
+		`Approve request_return_label {"order_id":"5"}? [y/N/r=reject with reason] y`,
+		"The returns agent says: Return label RET-5-",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the chat lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+}

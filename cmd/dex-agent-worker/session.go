@@ -749,6 +749,12 @@ func printSnapshot(w io.Writer, s wire.Snapshot, command func(sub string, args .
 			printMessage(w, m.Sequence, string(m.Role), m.ToolName, m.Text)
 		}
 	}
+	if s.SubAgent != nil {
+		fmt.Fprintf(w, "parent   %s (sub-agent %s, call %s)\n", s.SubAgent.ParentSessionID, s.SubAgent.Name, s.SubAgent.ToolCallID)
+	}
+	for _, c := range s.SubAgents {
+		fmt.Fprintf(w, "sub-agent %s: %s (%s, call %s)\n", c.Name, c.SessionID, c.Mode, c.ToolCallID)
+	}
 	if len(s.ToolCalls) > 0 {
 		fmt.Fprintln(w, "\ntool calls of the active turn")
 		for _, c := range s.ToolCalls {
@@ -771,6 +777,9 @@ func printSnapshot(w io.Writer, s wire.Snapshot, command func(sub string, args .
 				fmt.Fprintf(w, "    %d. %s\n", i+1, c)
 			}
 			fmt.Fprintf(w, "    call %s", in.ToolCallID)
+			if in.SessionID != "" && in.SessionID != s.SessionID {
+				fmt.Fprintf(w, ", sub-agent %s", in.SessionID)
+			}
 			if in.Deadline != "" {
 				fmt.Fprintf(w, ", deadline %s", in.Deadline)
 			}
@@ -793,6 +802,9 @@ func printSnapshot(w io.Writer, s wire.Snapshot, command func(sub string, args .
 			fmt.Fprintf(w, "    call %s", in.ToolCallID)
 			if in.InterruptID != in.ToolCallID {
 				fmt.Fprintf(w, ", interrupt %s", in.InterruptID)
+			}
+			if in.SessionID != "" && in.SessionID != s.SessionID {
+				fmt.Fprintf(w, ", sub-agent %s", in.SessionID)
 			}
 			if in.Deadline != "" {
 				fmt.Fprintf(w, ", deadline %s", in.Deadline)

@@ -194,6 +194,50 @@ func testBrokers(t *testing.T, bk backend) {
 			t.Fatalf("a stopped watch read %v, open %v", got, open)
 		}
 	})
+	t.Run("SubAgentEventsInTheParentsStream", func(t *testing.T) {
+		// A sub-agent writes its own stream quietly (Stream: itself) and
+		// its parent's (Stream: the parent), keeping its session ID; the
+		// change feed hears neither.
+		b := bk.new(t, 0)
+		w, stop := b.(ChangeFeed).WatchChanges()
+		defer stop()
+		parentStart, childStart := head(b, "p"), head(b, "p.sub-1")
+		b.Publish(ev("p", wire.EventTurnStarted, "turn-1", 1))
+		for i, typ := range []string{wire.EventTurnStarted, wire.EventInterruptRaised} {
+			e := ev("p.sub-1", typ, "turn-1", 10+i)
+			e.Stream = "p.sub-1"
+			b.Publish(e)
+			e.Stream = "p"
+			b.Publish(e)
+		}
+		b.Publish(ev("p", wire.EventTurnCompleted, "turn-1", 2))
+		bk.flush(t, b)
+		batch, err := b.Read(ctx, "p", parentStart, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range batch {
+			got = append(got, fmt.Sprintf("%s:%s:%d", d.Event.SessionID, d.Event.Type, payloadN(t, d)))
+		}
+		if want := "[p:turn_started:1 p.sub-1:turn_started:10 p.sub-1:interrupt_raised:11 p:turn_completed:2]"; fmt.Sprint(got) != want {
+			t.Fatalf("the parent's stream: %v, want %s", got, want)
+		}
+		batch, err = b.Read(ctx, "p.sub-1", childStart, 10, time.Second)
+		if err != nil || len(batch) != 2 || batch[0].Event.SessionID != "p.sub-1" {
+			t.Fatalf("the child's stream: %+v %v", batch, err)
+		}
+		// The parent's turn_started is the parent's; the child's is its own.
+		if tok, ok, err := b.TurnStart(ctx, "p", "turn-1"); err != nil || !ok || tok != parentStart {
+			t.Fatalf("the parent's turn start: %q %v %v (want %q)", tok, ok, err, parentStart)
+		}
+		if _, ok, err := b.TurnStart(ctx, "p.sub-1", "turn-1"); err != nil || !ok {
+			t.Fatalf("the child's turn start: %v %v", ok, err)
+		}
+		if got := readChanges(t, w, 2); fmt.Sprint(got) != fmt.Sprint([]Change{ch("p", wire.EventTurnStarted), ch("p", wire.EventTurnCompleted)}) {
+			t.Fatalf("changes: %v", got)
+		}
+	})
 	t.Run("ChangeFeedEndsWhenTheBrokerCloses", func(t *testing.T) {
 		b := bk.new(t, 0)
 		w, stop := b.(ChangeFeed).WatchChanges()

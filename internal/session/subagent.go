@@ -624,6 +624,12 @@ func (s *State) reportToParent() []Command {
 		}
 	}
 	s.Reported = keys
+	if s.Idle() && s.TurnCount == 0 && s.LastTurnError != "" && !s.Closed {
+		// The task never started a turn (the message was refused): that is
+		// the answer.
+		report(wire.SubAgentReport{Kind: wire.SubAgentTurnEnded, Outcome: wire.SubAgentFailed, Error: s.LastTurnError})
+		return append(cmds, s.closeSession().Commands...)
+	}
 	if s.Idle() && len(s.Queued) == 0 && len(s.Steered) == 0 && s.TurnCount > s.ReportedTurns {
 		s.ReportedTurns = s.TurnCount
 		report(s.turnEndReport())

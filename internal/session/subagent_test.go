@@ -333,3 +333,21 @@ func TestBackgroundChildOnClose(t *testing.T) {
 		t.Fatalf("queued %+v turn %q", s.Queued, s.ActiveTurnID)
 	}
 }
+
+// TestChildWhoseTaskIsRefusedAnswersWithTheReason: a task the child cannot
+// take as a message (here a reference in a session without the store)
+// fails the call with the reason instead of leaving it waiting.
+func TestChildWhoseTaskIsRefusedAnswersWithTheReason(t *testing.T) {
+	o := opts()
+	o.Messages = MessageOptions{Store: true, WindowSize: 8, ChunkSize: 4, ChunkMaxBytes: 1 << 20}
+	s := New("s-1.sub-1", o)
+	r := s.Apply(Start{InitialMessage: strings.Repeat("x", MaxInlineMessageBytes+1), SubAgent: &wire.SubAgentStart{ParentSessionID: "s-1", ToolCallID: "c1",
+		Mode: wire.SubAgentModeWait, Lineage: []string{"s-1"}}})
+	reps := commandsOf[ReportToParent](r.Commands)
+	if len(reps) != 1 || reps[0].Report.Outcome != wire.SubAgentFailed || !strings.Contains(reps[0].Report.Error, "the initial message was not taken") || !s.Closed {
+		t.Fatalf("reports %+v closed %v", reps, s.Closed)
+	}
+	if again := s.Apply(CloseSession{}); len(commandsOf[ReportToParent](again.Commands)) != 0 {
+		t.Fatal("reported twice")
+	}
+}
