@@ -1,6 +1,8 @@
 package session
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -349,5 +351,48 @@ func TestChildWhoseTaskIsRefusedAnswersWithTheReason(t *testing.T) {
 	}
 	if again := s.Apply(CloseSession{}); len(commandsOf[ReportToParent](again.Commands)) != 0 {
 		t.Fatal("reported twice")
+	}
+}
+
+// TestDelegationsDoNotGrowTheState: a session that delegated 300 times
+// (waiting children answering, a third of them cancelled) keeps a state
+// the size it had after 150, once the 16 settled children it remembers
+// are full: a child's transcript and answers stay out of it.
+func TestDelegationsDoNotGrowTheState(t *testing.T) {
+	s := New("s-1", subAgentOpts())
+	s.Apply(Start{})
+	size := map[int]int{}
+	for i := 1; i <= 300; i++ {
+		turn := fmt.Sprintf("turn-%d", i)
+		s.Apply(SendUserMessage{Text: "delegate"})
+		s.Apply(UserMessageBuilt{TurnID: turn, Message: userMsg("delegate"), Attempt: 1})
+		r := s.Apply(ModelStepDone{TurnID: turn, Outcome: toolsRequested(delegateCall(fmt.Sprintf("c%d", i), "label order 7")), NowMs: now})
+		child := commandsOf[StartChild](r.Commands)[0].WorkflowID
+		if i%3 == 0 {
+			s.Apply(CancelTurn{TurnID: turn})
+			s.Apply(TurnFailureRecorded{TurnID: turn, Attempt: 1})
+			s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentTurnEnded, ChildSessionID: child, Outcome: wire.SubAgentCancelled, Spend: wire.Spend{ModelCalls: 1}}})
+		} else {
+			s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentTurnEnded, ChildSessionID: child, Outcome: wire.SubAgentCompleted, Answer: strings.Repeat("a", 1500), Spend: wire.Spend{ModelCalls: 2}}})
+			s.Apply(ModelStepDone{TurnID: turn, Outcome: completed("ok"), NowMs: now})
+		}
+		if !s.Idle() {
+			t.Fatalf("turn %d did not end: phase %q", i, s.Phase)
+		}
+		if i == 150 || i == 300 {
+			st := *s
+			st.Messages = nil // the transcript itself, kept in the store in real sessions
+			b, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size[i] = len(b)
+		}
+	}
+	if size[300] > size[150]+64 {
+		t.Errorf("the state grew from %d bytes after 150 delegations to %d after 300", size[150], size[300])
+	}
+	if s.SubAgentSpend.ModelCalls != 200*2+100 {
+		t.Errorf("sub-agent spend %+v", s.SubAgentSpend)
 	}
 }
