@@ -73,8 +73,20 @@ func WhyNotResolved(snap wire.Snapshot, interruptID string, action InterruptActi
 	return "the session has no interrupt " + interruptID + " (a pending one's ID is in its snapshot)"
 }
 
-// resolvedHow says how a call's interrupt was resolved, from its record.
+// resolvedHow says how a call's interrupt was resolved, from its record,
+// and through what and by whom when the record says.
 func resolvedHow(c wire.ToolCall) string {
+	how := resolvedWhat(c)
+	switch {
+	case c.ResolvedVia != "" && c.ResolvedBy != "":
+		how += " (through " + c.ResolvedVia + ", by " + c.ResolvedBy + ")"
+	case c.ResolvedVia != "":
+		how += " (through " + c.ResolvedVia + ")"
+	}
+	return how
+}
+
+func resolvedWhat(c wire.ToolCall) string {
 	switch {
 	case c.CancellationReason != "":
 		return "it ended with its turn, which was cancelled (" + c.CancellationReason + ")"

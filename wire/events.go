@@ -204,6 +204,10 @@ type InterruptResolvedPayload struct {
 	Kind               string `json:"kind"`
 	Answered           bool   `json:"answered"`
 	CancellationReason string `json:"cancellation_reason"`
+	// ResolvedVia and ResolvedBy are how and by whom a person answered
+	// (ResolveInterruptRequest's); empty for a deadline or a turn control.
+	ResolvedVia string `json:"resolved_via"`
+	ResolvedBy  string `json:"resolved_by"`
 }
 
 // InterruptExpiringPayload is the payload of interrupt_expiring.

@@ -101,6 +101,10 @@ type ToolCall struct {
 	ShadowApprovalDecision string `json:"shadow_approval_decision,omitempty"`
 	// ChildSessionID is the child session a delegate_to_ call started.
 	ChildSessionID string `json:"child_session_id,omitempty"`
+	// ResolvedVia and ResolvedBy are how and by whom the call's approval
+	// or question was answered (see ResolveInterruptRequest).
+	ResolvedVia string `json:"resolved_via,omitempty"`
+	ResolvedBy  string `json:"resolved_by,omitempty"`
 }
 
 // QuestionAnswer is how a user resolved a question.

@@ -359,7 +359,16 @@ type ResolveInterruptRequest struct {
 	// the sub-agent that raised the interrupt (Interrupt.SessionID): the
 	// client routes the request there once the session asked lists it.
 	SessionID string `json:"session_id,omitempty"`
+	// ResolvedVia and ResolvedBy say how and by whom the answer came
+	// ("http", "web", "link:ops-mail", and the token's name or a
+	// recipient's address), recorded in interrupt_resolved and on the
+	// call. At most MaxResolvedByBytes each; longer is cut.
+	ResolvedVia string `json:"resolved_via,omitempty"`
+	ResolvedBy  string `json:"resolved_by,omitempty"`
 }
+
+// MaxResolvedByBytes bounds ResolvedVia and ResolvedBy.
+const MaxResolvedByBytes = 256
 
 // ExtendInterruptRequest is the input of extend_interrupt.
 type ExtendInterruptRequest struct {
@@ -506,8 +515,10 @@ const (
 type AnswerQuestionRequest struct {
 	InterruptID string `json:"interrupt_id"`
 	Answer      string `json:"answer"`
-	// SessionID is ResolveInterruptRequest's.
-	SessionID string `json:"session_id,omitempty"`
+	// SessionID, ResolvedVia and ResolvedBy are ResolveInterruptRequest's.
+	SessionID   string `json:"session_id,omitempty"`
+	ResolvedVia string `json:"resolved_via,omitempty"`
+	ResolvedBy  string `json:"resolved_by,omitempty"`
 }
 
 // QueuedMessage is a user message waiting for its turn.

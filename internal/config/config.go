@@ -56,6 +56,10 @@ type Config struct {
 	// HMAC over the session, the call, the tool and its arguments, and
 	// refuses a resolve_interrupt whose digest does not match.
 	ApprovalDigest *ApprovalDigest `yaml:"approval_digest,omitempty"`
+	// ApprovalLinks, when set, lets the HTTP API mint and serve signed
+	// links that answer one interrupt (see docs/approval-links.md). It
+	// needs approval_digest: a link is bound to the call's digest.
+	ApprovalLinks *ApprovalLinks `yaml:"approval_links,omitempty"`
 	// ModelQueues are Temporal task queues for model calls, by name: an
 	// agent whose run_model_limit names one runs its RunModel and
 	// CompactContext Steps there, so the queue's rate limit, which the
@@ -98,6 +102,39 @@ type ApprovalDigest struct {
 	// Required refuses a resolve_interrupt of an approval without a
 	// digest. Leave it off while clients that do not send one remain.
 	Required bool `yaml:"required,omitempty"`
+}
+
+// ApprovalLinks configure signed approval links.
+type ApprovalLinks struct {
+	// KeyEnv names the environment variable that holds the links' signing
+	// key (at least 32 bytes); PreviousKeyEnvs name keys whose links still
+	// work while a rotation lets them expire.
+	KeyEnv          string   `yaml:"key_env"`
+	PreviousKeyEnvs []string `yaml:"previous_key_envs,omitempty"`
+	// PublicURL is where people reach the HTTP API; links start with it.
+	PublicURL string `yaml:"public_url"`
+	// TTL is how long a link works (default 24h, at most 720h).
+	TTL time.Duration `yaml:"ttl,omitempty"`
+}
+
+// DefaultLinkTTL is approval_links.ttl's default.
+const DefaultLinkTTL = 24 * time.Hour
+
+// Keys returns the signing key and then the previous ones, read now.
+func (a *ApprovalLinks) Keys() ([][]byte, error) {
+	var keys [][]byte
+	for i, name := range append([]string{a.KeyEnv}, a.PreviousKeyEnvs...) {
+		path := "approval_links.key_env"
+		if i > 0 {
+			path = fmt.Sprintf("approval_links.previous_key_envs[%d]", i-1)
+		}
+		k, err := secretFromEnv(path, name)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, []byte(k))
+	}
+	return keys, nil
 }
 
 // Keys returns the signing key and then the previous ones, read now.

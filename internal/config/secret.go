@@ -110,6 +110,13 @@ func (c *Config) SecretValues() []string {
 	if c.Events.TokenKeyEnv != "" {
 		add(os.Getenv(c.Events.TokenKeyEnv))
 	}
+	// The keys that sign approvals and approval links.
+	if d := c.ApprovalDigest; d != nil {
+		addEnv(append([]string{d.KeyEnv}, d.PreviousKeyEnvs...))
+	}
+	if l := c.ApprovalLinks; l != nil {
+		addEnv(append([]string{l.KeyEnv}, l.PreviousKeyEnvs...))
+	}
 	return out
 }
 

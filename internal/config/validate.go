@@ -79,6 +79,33 @@ func (c *Config) Validate() error {
 		c.MCPServers[name].validate(&p, path)
 	}
 
+	if l := c.ApprovalLinks; l != nil {
+		if c.ApprovalDigest == nil {
+			p.add("approval_links", "needs approval_digest: a link is bound to the digest of the call it approves")
+		}
+		for i, name := range append([]string{l.KeyEnv}, l.PreviousKeyEnvs...) {
+			kp := "approval_links.key_env"
+			if i > 0 {
+				kp = indexPath("approval_links.previous_key_envs", i-1)
+			}
+			switch v := os.Getenv(name); {
+			case name == "":
+				p.add(kp, "is required: the environment variable that holds the links' signing key")
+			case !isEnvName(name):
+				p.add(kp, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
+			case v == "":
+				p.add(kp, "environment variable %s is not set", name)
+			case len(v) < 32:
+				p.add(kp, "the key in %s is %d bytes; it must be at least 32 (try: openssl rand -hex 32)", name, len(v))
+			}
+		}
+		if u, err := url.Parse(l.PublicURL); l.PublicURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			p.add("approval_links.public_url", "want the absolute http or https URL people reach the HTTP API at, such as https://dex.example.com, got %q", l.PublicURL)
+		}
+		if l.TTL < 0 || l.TTL > 720*time.Hour {
+			p.add("approval_links.ttl", "must be from 1s to 720h (30 days), got %s", formatDuration(l.TTL))
+		}
+	}
 	if d := c.ApprovalDigest; d != nil {
 		for i, name := range append([]string{d.KeyEnv}, d.PreviousKeyEnvs...) {
 			kp := "approval_digest.key_env"

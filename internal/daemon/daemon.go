@@ -37,6 +37,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
+	"github.com/dex-agents/dex-agent-worker/internal/approvallink"
 	"github.com/dex-agents/dex-agent-worker/internal/approvalrules"
 	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/events"
@@ -544,10 +545,14 @@ func (d *Daemon) serveHTTP(cfg *config.Config, opts Options, logger *slog.Logger
 	if cfg.HTTP.WebUIEnabled() {
 		web = opts.WebUI
 	}
+	links, err := approvalLinks(cfg)
+	if err != nil {
+		return err
+	}
 	d.api = httpapi.New(httpapi.Options{
 		Temporal: d.client, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue,
 		Broker: d.broker, Agents: agents, Tokens: tokens, WebUI: web, Logger: logger.With("component", "http"),
-		MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken, Messages: d.store,
+		MaxStreamsPerToken: cfg.HTTP.MaxStreamsPerToken, Messages: d.store, Links: links,
 	})
 	sopts := httpapi.ServerOptions{Logger: logger.With("component", "http")}
 	if t := cfg.HTTP.TLS; t != nil {
@@ -887,6 +892,28 @@ func runtimeFor(a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) s
 		},
 		Events: sink,
 	}
+}
+
+// approvalLinks is the HTTP API's approval links, or nil when the config
+// sets none.
+func approvalLinks(cfg *config.Config) (*httpapi.Links, error) {
+	l := cfg.ApprovalLinks
+	if l == nil {
+		return nil, nil
+	}
+	keys, err := l.Keys()
+	if err != nil {
+		return nil, err
+	}
+	signer, err := approvallink.NewSigner(keys...)
+	if err != nil {
+		return nil, fmt.Errorf("approval_links: %w", err)
+	}
+	ttl := l.TTL
+	if ttl == 0 {
+		ttl = config.DefaultLinkTTL
+	}
+	return &httpapi.Links{Signer: signer, BaseURL: l.PublicURL, TTL: ttl}, nil
 }
 
 // subAgentOptions are an agent's sub-agents as its sessions record them.

@@ -100,6 +100,8 @@ type Options struct {
 	// MaxStreamsPerToken bounds the event streams one token holds open at
 	// once; the next is refused with 429 (default DefaultMaxStreamsPerToken).
 	MaxStreamsPerToken int
+	// Links, when set, mints and serves approval links (links.go).
+	Links *Links
 }
 
 // DefaultMaxStreamsPerToken is the default of Options.MaxStreamsPerToken.
@@ -206,12 +208,12 @@ func New(opts Options) *Server {
 	s.handle("GET /v1/sessions", s.authed(s.listSessions))
 	s.handle("GET /v1/sessions/changes", s.authed(s.sessionChanges))
 	s.handle("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
-	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.session(s.resolveInterrupt))
+	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.sessionAs(s.resolveInterrupt))
 	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}/extend", s.session(s.extendInterrupt))
 	s.handle("PUT /v1/sessions/{id}/settings", s.session(s.updateSettings))
 	s.handle("PUT /v1/sessions/{id}/title", s.session(s.setTitle))
 	s.handle("PUT /v1/sessions/{id}/archived", s.session(s.setArchived))
-	s.handle("POST /v1/sessions/{id}/questions/{interrupt_id}", s.session(s.answerQuestion))
+	s.handle("POST /v1/sessions/{id}/questions/{interrupt_id}", s.sessionAs(s.answerQuestion))
 	s.handle("POST /v1/sessions/{id}/plan/execute", s.session(s.executePlan))
 	s.handle("POST /v1/sessions/{id}/steer", s.session(s.steer))
 	s.handle("DELETE /v1/sessions/{id}/queued/{message_id}", s.session(s.deleteQueued))
@@ -226,6 +228,10 @@ func New(opts Options) *Server {
 	s.handle("GET /v1/sessions/{id}/events", s.sessionAs(s.events))
 	s.handle("POST /v1/ui/sessions/{id}/chat", s.sessionAs(s.uiChat))
 	s.handle("GET /v1/ui/sessions/{id}/stream", s.sessionAs(s.uiStream))
+	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}/links", s.sessionAs(s.mintLinks))
+	// The link is the credential of these two: no bearer token.
+	s.handle("GET /v1/links/{token}", s.showLink)
+	s.handle("POST /v1/links/{token}", s.useLink)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -1160,7 +1166,20 @@ func (s *Server) extendInterrupt(w http.ResponseWriter, r *http.Request, id stri
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id string) {
+// resolvedBy says how and by whom an answer came over HTTP: the web page
+// (its header) or the API, and the token's name.
+func resolvedBy(r *http.Request, tok *scopedToken) (via, by string) {
+	via = "http"
+	if r.Header.Get(WebClientHeader) == "web" {
+		via = "web"
+	}
+	if tok != nil {
+		by = tok.Name
+	}
+	return via, by
+}
+
+func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id string, tok *scopedToken) {
 	var req ResolveRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
@@ -1172,9 +1191,10 @@ func (s *Server) resolveInterrupt(w http.ResponseWriter, r *http.Request, id str
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
+	via, by := resolvedBy(r, tok)
 	ok, err := s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{
 		InterruptID: r.PathValue("interrupt_id"), Approved: *req.Approved, RejectionMessage: req.RejectionMessage, Digest: req.Digest,
-		SessionID: req.SessionID,
+		SessionID: req.SessionID, ResolvedVia: via, ResolvedBy: by,
 	})
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once; a repeat answers resolved: false)", err)
@@ -1224,7 +1244,7 @@ type AnswerRequest struct {
 // declines it with resolve_interrupt(approved=false). It answers
 // {"answered": false} where the update does (a blank or off-choice
 // answer, a question no longer pending).
-func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id string) {
+func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id string, tok *scopedToken) {
 	var req AnswerRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
@@ -1238,10 +1258,11 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id strin
 	defer cancel()
 	var ok bool
 	var err error
+	via, by := resolvedBy(r, tok)
 	if req.Decline {
-		ok, err = s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false, SessionID: req.SessionID})
+		ok, err = s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: r.PathValue("interrupt_id"), Approved: false, SessionID: req.SessionID, ResolvedVia: via, ResolvedBy: by})
 	} else {
-		ok, err = s.sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer, SessionID: req.SessionID})
+		ok, err = s.sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: r.PathValue("interrupt_id"), Answer: *req.Answer, SessionID: req.SessionID, ResolvedVia: via, ResolvedBy: by})
 	}
 	if err != nil {
 		s.failUpdate(w, r, id, "a retry is safe (a question is answered once; a repeat answers answered: false)", err)

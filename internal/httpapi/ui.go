@@ -191,7 +191,9 @@ func (s *Server) uiChat(w http.ResponseWriter, r *http.Request, id string, tok *
 		opts.SkipTurn = active
 	} else {
 		for _, a := range approvals {
-			ok, err := s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: a.interruptID, Approved: a.approved, RejectionMessage: a.reason, Digest: a.digest})
+			_, by := resolvedBy(r, tok)
+			ok, err := s.sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: a.interruptID, Approved: a.approved, RejectionMessage: a.reason, Digest: a.digest,
+				ResolvedVia: "ai_sdk", ResolvedBy: by})
 			if err != nil {
 				s.failUpdate(w, r, id, "a retry is safe (an interrupt resolves once)", err)
 				return

@@ -75,6 +75,9 @@ type (
 		InterruptID      string
 		Approved         bool
 		RejectionMessage string
+		// Via and By say how and by whom (wire.ResolveInterruptRequest's
+		// ResolvedVia and ResolvedBy).
+		Via, By string
 		// NowMs is the workflow clock in Unix milliseconds.
 		NowMs int64
 	}
@@ -185,6 +188,8 @@ type (
 		InterruptID string
 		Answer      string
 		NowMs       int64
+		// Via and By are ResolveInterrupt's.
+		Via, By string
 	}
 	// WaitTimerFired is the timer of a durable_wait call.
 	WaitTimerFired struct {

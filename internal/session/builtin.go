@@ -327,12 +327,14 @@ func (s *State) answerQuestion(a AnswerQuestion) Result {
 		return Result{}
 	}
 	s.removeInterrupt(i)
+	s.noteResolver(c, a.Via, a.By)
 	var cmds []Command
 	if in.DeadlineUnixMs > 0 {
 		cmds = append(cmds, CancelTimer{InterruptID: in.InterruptID})
 	}
 	cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: true, Kind: string(in.Kind), Answered: true,
+		ResolvedVia: s.ToolCalls[c].ResolvedVia, ResolvedBy: s.ToolCalls[c].ResolvedBy,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if in.isToolInput() && s.ToolCalls[c].TaskID != "" {
 		return applied(append(cmds, s.taskQuestionResolved(c, wire.QuestionAnswer{Resolution: wire.QuestionAnswered, Answer: answer})))
@@ -400,6 +402,7 @@ func (s *State) endQuestion(i, c int, text, eventText string) []Command {
 	}
 	cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: false, RejectionMessage: eventText, Kind: string(in.Kind),
+		ResolvedVia: s.ToolCalls[c].ResolvedVia, ResolvedBy: s.ToolCalls[c].ResolvedBy,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if s.ToolCalls[c].TaskID != "" {
 		// A task's question never ends the call: the task hears it.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -933,12 +934,14 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 		if req.Approved || c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingAnswer {
 			return Result{}
 		}
+		s.noteResolver(c, req.Via, req.By)
 		return applied(s.endQuestion(i, c, QuestionDeclined, ""))
 	}
 	if c < 0 || s.ToolCalls[c].Status != wire.ToolCallAwaitingApproval {
 		return Result{}
 	}
 	s.removeInterrupt(i)
+	s.noteResolver(c, req.Via, req.By)
 	rejection := ""
 	if !req.Approved {
 		rejection = req.RejectionMessage
@@ -949,6 +952,7 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 	}
 	cmds = append(cmds, Emit{Event: newEvent(wire.EventInterruptResolved, s.ActiveTurnID, waitingStepAttempt, wire.InterruptResolvedPayload{
 		InterruptID: in.InterruptID, Approved: req.Approved, RejectionMessage: rejection, Kind: string(in.Kind),
+		ResolvedVia: s.ToolCalls[c].ResolvedVia, ResolvedBy: s.ToolCalls[c].ResolvedBy,
 	}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
 	if req.Approved {
 		s.ToolCalls[c].Status = wire.ToolCallApproved
@@ -959,6 +963,23 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 	}
 	s.ToolCalls[c].RejectionMessage = rejection
 	return applied(append(cmds, s.finishCall(c, wire.ToolCallRejected, waitingStepAttempt)...))
+}
+
+// noteResolver records on call c how and by whom its interrupt was
+// answered, each cut to wire.MaxResolvedByBytes.
+func (s *State) noteResolver(c int, via, by string) {
+	s.ToolCalls[c].ResolvedVia, s.ToolCalls[c].ResolvedBy = cutUTF8(via, wire.MaxResolvedByBytes), cutUTF8(by, wire.MaxResolvedByBytes)
+}
+
+// cutUTF8 cuts s to at most n bytes, at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // deadlineTimerFired applies an approval deadline. A timer that fired

@@ -425,7 +425,7 @@ func (l *loop) registerHandlers() error {
 	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateAnswerQuestion,
 		func(ctx workflow.Context, req wire.AnswerQuestionRequest) (bool, error) {
 			l.updates++
-			return l.apply(session.AnswerQuestion{InterruptID: req.InterruptID, Answer: req.Answer, NowMs: workflow.Now(ctx).UnixMilli()}), nil
+			return l.apply(session.AnswerQuestion{InterruptID: req.InterruptID, Answer: req.Answer, NowMs: workflow.Now(ctx).UnixMilli(), Via: req.ResolvedVia, By: req.ResolvedBy}), nil
 		},
 	); err != nil {
 		return err
@@ -455,7 +455,7 @@ func (l *loop) registerHandlers() error {
 			l.updates++
 			return l.apply(session.ResolveInterrupt{
 				InterruptID: req.InterruptID, Approved: req.Approved, RejectionMessage: req.RejectionMessage,
-				NowMs: workflow.Now(ctx).UnixMilli(),
+				NowMs: workflow.Now(ctx).UnixMilli(), Via: req.ResolvedVia, By: req.ResolvedBy,
 			}), nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req wire.ResolveInterruptRequest) error {

@@ -18,6 +18,8 @@ var sessionOnly = []string{
 	"DisplayText",
 	// ChildSessionID is a delegate_to_ call's, which the session runs.
 	"ChildSessionID",
+	// Who answered the call's approval or question, for people.
+	"ResolvedVia", "ResolvedBy",
 }
 
 // fill sets every field of the struct v points to to a value that is not
