@@ -37,3 +37,8 @@ const (
 	// outcome_unknown.
 	MCPInterruptedErrorType = "McpToolCallInterrupted"
 )
+
+// NotificationRefusedErrorType is the error type of a notification its
+// channel refused, or that names no channel of the worker: the
+// SendNotification Step does not try it again.
+const NotificationRefusedErrorType = "NotificationRefused"

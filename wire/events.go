@@ -84,6 +84,9 @@ const (
 	// EventSubAgentFinished: a child session's answer, failure or cancel
 	// settled its delegate_to_ call (SubAgentFinishedPayload).
 	EventSubAgentFinished = "sub_agent_finished"
+	// EventNotificationFailed: a notification of an interrupt could not
+	// be sent to its channel (NotificationFailedPayload).
+	EventNotificationFailed = "notification_failed"
 )
 
 // EventTypes lists every event type of the worker, in the order above.
@@ -95,7 +98,7 @@ var EventTypes = []string{
 	EventUsageRecorded, EventCompactionStarted, EventCompactionFinished,
 	EventTimerStarted, EventToolTaskStarted, EventPlanUpdated, EventPlanExecutionStarted,
 	EventSpendLimitReached, EventMCPToolProgress, EventMCPTaskStatus,
-	EventSubAgentStarted, EventSubAgentFinished,
+	EventSubAgentStarted, EventSubAgentFinished, EventNotificationFailed,
 }
 
 // TurnStartedPayload is the payload of turn_started. Sequence is the
@@ -360,6 +363,8 @@ func NewPayload(eventType string) any {
 		return new(SubAgentStartedPayload)
 	case EventSubAgentFinished:
 		return new(SubAgentFinishedPayload)
+	case EventNotificationFailed:
+		return new(NotificationFailedPayload)
 	case EventTurnRecovering:
 		return new(TurnRecoveringPayload)
 	case EventTextDelta, EventReasoningDelta:
@@ -412,3 +417,12 @@ const (
 	// call ran.
 	CancellationTurnCancelled = "turn_cancelled"
 )
+
+// NotificationFailedPayload is the payload of notification_failed: the
+// interrupt, the channel, whether it was the escalation, and why.
+type NotificationFailedPayload struct {
+	InterruptID string `json:"interrupt_id"`
+	Channel     string `json:"channel"`
+	Escalation  bool   `json:"escalation"`
+	Reason      string `json:"reason"`
+}

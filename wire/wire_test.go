@@ -27,7 +27,7 @@ func TestEventTypesHaveOnePayloadEach(t *testing.T) {
 	if NewPayload("my_runner_event") != nil {
 		t.Error("NewPayload of a runner's own event type is not nil")
 	}
-	if len(EventTypes) != 27 {
+	if len(EventTypes) != 28 {
 		t.Errorf("%d event types; a new one needs a payload struct, NewPayload and the golden files", len(EventTypes))
 	}
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// links that answer one interrupt (see docs/approval-links.md). It
 	// needs approval_digest: a link is bound to the call's digest.
 	ApprovalLinks *ApprovalLinks `yaml:"approval_links,omitempty"`
+	// Notifications are the channels that agents' notify rules send
+	// approvals and questions to (see docs/notifications.md).
+	Notifications *Notifications `yaml:"notifications,omitempty"`
 	// ModelQueues are Temporal task queues for model calls, by name: an
 	// agent whose run_model_limit names one runs its RunModel and
 	// CompactContext Steps there, so the queue's rate limit, which the
@@ -666,6 +669,58 @@ type Agent struct {
 	// model is offered delegate_to_<agent> for each, and a call runs the
 	// task in a child session of that agent.
 	SubAgents []SubAgent `yaml:"sub_agents,omitempty"`
+	// Notify sends the agent's approvals and questions to notification
+	// channels.
+	Notify []NotifyRule `yaml:"notify,omitempty"`
+}
+
+// NotifyRule sends interrupts of some kinds to a channel, and, when
+// nobody answered within EscalateAfter, to another.
+type NotifyRule struct {
+	// Kinds are approval and question (default both).
+	Kinds         []string      `yaml:"kinds,omitempty"`
+	Channel       string        `yaml:"channel"`
+	EscalateAfter time.Duration `yaml:"escalate_after,omitempty"`
+	EscalateTo    string        `yaml:"escalate_to,omitempty"`
+}
+
+// Notifications configure notification channels.
+type Notifications struct {
+	Channels map[string]NotificationChannel `yaml:"channels"`
+}
+
+// NotificationChannel is a webhook or a Slack incoming webhook.
+type NotificationChannel struct {
+	// Type is webhook or slack.
+	Type string `yaml:"type"`
+	// URL is where it posts; URLEnv names a variable that holds it
+	// instead (a Slack incoming webhook's URL is a secret).
+	URL    string `yaml:"url,omitempty"`
+	URLEnv string `yaml:"url_env,omitempty"`
+	// SecretEnv names the variable that holds a webhook's signing secret
+	// (at least 16 bytes).
+	SecretEnv string `yaml:"secret_env,omitempty"`
+	// IncludeArguments puts an approval's arguments in the notification;
+	// off, the link's page shows them to whoever opens it.
+	IncludeArguments bool `yaml:"include_arguments,omitempty"`
+}
+
+// ChannelURL returns the channel's URL, read now.
+func (c NotificationChannel) ChannelURL(name string) (string, error) {
+	if c.URLEnv != "" {
+		v, err := secretFromEnv("notifications.channels."+name+".url_env", c.URLEnv)
+		return v.Reveal(), err
+	}
+	return c.URL, nil
+}
+
+// Secret returns the channel's signing secret, read now (nil: unsigned).
+func (c NotificationChannel) Secret(name string) ([]byte, error) {
+	if c.SecretEnv == "" {
+		return nil, nil
+	}
+	v, err := secretFromEnv("notifications.channels."+name+".secret_env", c.SecretEnv)
+	return []byte(v.Reveal()), err
 }
 
 // SubAgent is one agent another may delegate to.

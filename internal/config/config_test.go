@@ -353,6 +353,20 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "notify.bad.yml",
+		errs: []string{
+			`4: notifications.channels.hook.url: want an absolute http or https URL, got "ftp://x"`,
+			"5: notifications.channels.chat.secret_env: a Slack incoming webhook is not signed: its URL is the secret (put it in url_env)",
+			"5: notifications.channels.chat.secret_env: environment variable SOME_SECRET is not set",
+			`6: notifications.channels.both.type: unknown channel type "pager" (want webhook or slack)`,
+			"6: notifications.channels.both: set url or url_env (the variable that holds the URL), not both",
+			`13: agents[0].notify[0].channel: unknown channel "nobody"`,
+			`13: agents[0].notify[0].kinds[1]: unknown kind "alarm" (want approval or question)`,
+			"14: agents[0].notify[1].escalate_after: must be shorter than the agent's interrupt_deadline (10m): the escalation goes out before the deadline",
+			"15: agents[0].notify[2].escalate_after: is required with escalate_to",
+		},
+	},
+	{
 		filename: "mcp.bad.yml",
 		errs: []string{
 			"3: mcp_servers.both: set command or url, not both",

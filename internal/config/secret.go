@@ -117,6 +117,14 @@ func (c *Config) SecretValues() []string {
 	if l := c.ApprovalLinks; l != nil {
 		addEnv(append([]string{l.KeyEnv}, l.PreviousKeyEnvs...))
 	}
+	// Notification channels' secrets, and URLs read from the environment
+	// (a Slack incoming webhook's URL is its secret).
+	if n := c.Notifications; n != nil {
+		for _, name := range sortedKeys(n.Channels) {
+			ch := n.Channels[name]
+			addEnv([]string{ch.SecretEnv, ch.URLEnv})
+		}
+	}
 	return out
 }
 

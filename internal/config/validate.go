@@ -197,6 +197,12 @@ func (c *Config) Validate() error {
 	}
 	for i := range c.Agents {
 		c.Agents[i].validateSubAgents(&p, indexPath("agents", i), byName)
+		c.Agents[i].validateNotify(&p, indexPath("agents", i), c.Notifications)
+	}
+	if n := c.Notifications; n != nil {
+		for _, name := range sortedKeys(n.Channels) {
+			n.Channels[name].validate(&p, keyPath("notifications.channels", name))
+		}
 	}
 	if c.Worker.MaxCachedWorkflows < 0 {
 		p.add("worker.max_cached_workflows", "must be >= 0 (0: the SDK's default, 10,000), got %d", c.Worker.MaxCachedWorkflows)
@@ -889,6 +895,76 @@ func (a *Agent) validateSubAgents(p *problems, path string, byName map[string]in
 		dup := slices.ContainsFunc(a.SubAgents[:i], func(o SubAgent) bool { return o.Agent == sa.Agent })
 		if _, ok := a.ToolPolicies["delegate_to_"+sa.Agent]; ok && !dup {
 			p.add(keyPath(path+".tool_policies", "delegate_to_"+sa.Agent), "delegate_to_%s is a sub-agent's tool: the session runs it, and the sub-agent's own policies guard what it does", sa.Agent)
+		}
+	}
+}
+
+func (ch NotificationChannel) validate(p *problems, path string) {
+	switch ch.Type {
+	case "webhook", "slack":
+	default:
+		p.add(path+".type", "unknown channel type %q (want webhook or slack)", ch.Type)
+	}
+	switch {
+	case (ch.URL == "") == (ch.URLEnv == ""):
+		p.add(path, "set url or url_env (the variable that holds the URL), not both")
+	case ch.URL != "":
+		if u, err := url.Parse(ch.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			p.add(path+".url", "want an absolute http or https URL, got %q", ch.URL)
+		}
+	case !isEnvName(ch.URLEnv):
+		p.add(path+".url_env", "invalid environment variable name %q", ch.URLEnv)
+	case os.Getenv(ch.URLEnv) == "":
+		p.add(path+".url_env", "environment variable %s is not set", ch.URLEnv)
+	}
+	if ch.Type == "slack" && ch.SecretEnv != "" {
+		p.add(path+".secret_env", "a Slack incoming webhook is not signed: its URL is the secret (put it in url_env)")
+	}
+	if ch.SecretEnv != "" {
+		switch v := os.Getenv(ch.SecretEnv); {
+		case !isEnvName(ch.SecretEnv):
+			p.add(path+".secret_env", "invalid environment variable name %q", ch.SecretEnv)
+		case v == "":
+			p.add(path+".secret_env", "environment variable %s is not set", ch.SecretEnv)
+		case len(v) < 16:
+			p.add(path+".secret_env", "the secret in %s is %d bytes; it must be at least 16", ch.SecretEnv, len(v))
+		}
+	}
+}
+
+func (a *Agent) validateNotify(p *problems, path string, n *Notifications) {
+	for i, r := range a.Notify {
+		rp := indexPath(path+".notify", i)
+		channel := func(key, name string) {
+			if n == nil || name == "" {
+				if name == "" {
+					p.add(rp+"."+key, "is required")
+				} else {
+					p.add(rp+"."+key, "unknown channel %q: no notifications.channels are set", name)
+				}
+				return
+			}
+			if _, ok := n.Channels[name]; !ok {
+				p.add(rp+"."+key, "unknown channel %q", name)
+			}
+		}
+		channel("channel", r.Channel)
+		for j, k := range r.Kinds {
+			if k != "approval" && k != "question" {
+				p.add(indexPath(rp+".kinds", j), "unknown kind %q (want approval or question)", k)
+			}
+		}
+		switch {
+		case r.EscalateAfter == 0 && r.EscalateTo != "":
+			p.add(rp+".escalate_after", "is required with escalate_to")
+		case r.EscalateAfter < 0:
+			p.add(rp+".escalate_after", "must be > 0, got %s", formatDuration(r.EscalateAfter))
+		case r.EscalateAfter > 0 && r.EscalateTo == "":
+			p.add(rp+".escalate_to", "is required with escalate_after")
+		case r.EscalateAfter > 0 && (a.InterruptDeadline == 0 || r.EscalateAfter >= a.InterruptDeadline):
+			p.add(rp+".escalate_after", "must be shorter than the agent's interrupt_deadline (%s): the escalation goes out before the deadline", formatDuration(a.InterruptDeadline))
+		case r.EscalateAfter > 0:
+			channel("escalate_to", r.EscalateTo)
 		}
 	}
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/httpapi"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/metrics"
+	"github.com/dex-agents/dex-agent-worker/internal/notify"
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -306,6 +307,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			rt.Options.PlanModeEnabled = a.PlanModeEnabled
 		}
 		rt.Options.SubAgents = subAgentOptions(cfg, a)
+		rt.Options.Notify = notifyRules(a)
 		if c := a.Compaction; c != nil {
 			rt.Options.Compaction = &session.CompactionPolicy{
 				ContextWindowTokens: c.ContextWindowTokens, TriggerRatio: c.TriggerRatio,
@@ -337,6 +339,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	acts.ApprovalRules = rules
+	if acts.Notify, err = notifier(cfg, approvals); err != nil {
+		return nil, err
+	}
 	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -350,6 +355,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		wire.StepCancelToolTask:        acts.CancelToolTask,
 		wire.StepCompactContext:        acts.CompactContext,
 		session.StepReadSubAgentAnswer: acts.ReadSubAgentAnswer,
+		session.StepSendNotification:   acts.SendNotification,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -892,6 +898,49 @@ func runtimeFor(a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) s
 		},
 		Events: sink,
 	}
+}
+
+// notifyRules are an agent's notify rules as its sessions record them.
+func notifyRules(a *config.Agent) []session.NotifyRule {
+	var out []session.NotifyRule
+	for _, r := range a.Notify {
+		kinds := r.Kinds
+		if len(kinds) == 0 {
+			kinds = []string{wire.InterruptKindApproval, wire.InterruptKindQuestion}
+		}
+		out = append(out, session.NotifyRule{Kinds: append([]string(nil), kinds...), Channel: r.Channel,
+			EscalateAfterMs: r.EscalateAfter.Milliseconds(), EscalateTo: r.EscalateTo})
+	}
+	return out
+}
+
+// notifier is the Sender of the config's notification channels, with the
+// approval links it puts in them; nil without channels.
+func notifier(cfg *config.Config, digests *approvaldigest.Signer) (*notify.Sender, error) {
+	n := cfg.Notifications
+	if n == nil || len(n.Channels) == 0 {
+		return nil, nil
+	}
+	s := &notify.Sender{Channels: map[string]notify.Channel{}, Digests: digests, Client: &http.Client{Timeout: 30 * time.Second}}
+	for name, ch := range n.Channels {
+		u, err := ch.ChannelURL(name)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := ch.Secret(name)
+		if err != nil {
+			return nil, err
+		}
+		s.Channels[name] = notify.Channel{Name: name, Type: ch.Type, URL: u, Secret: secret, IncludeArguments: ch.IncludeArguments}
+	}
+	if l := cfg.ApprovalLinks; l != nil {
+		links, err := approvalLinks(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.LinkSigner, s.BaseURL, s.LinkTTL = links.Signer, links.BaseURL, links.TTL
+	}
+	return s, nil
 }
 
 // approvalLinks is the HTTP API's approval links, or nil when the config

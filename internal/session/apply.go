@@ -250,6 +250,7 @@ func (s *State) Apply(in Input) Result {
 	if s.SubAgent != nil {
 		r.Commands = append(r.Commands, s.reportToParent()...)
 	}
+	r.Commands = append(r.Commands, s.notifications()...)
 	return r
 }
 
@@ -259,7 +260,7 @@ func (s *State) apply(in Input) Result {
 		return s.start(in)
 	case Continued:
 		s.HoldTurns = false
-		return applied(s.resume(in.NowMs))
+		return applied(append(s.resume(in.NowMs), s.resumeEscalations(in.NowMs)...))
 	case HoldTurns:
 		s.HoldTurns = true
 		return applied(nil)
@@ -290,6 +291,10 @@ func (s *State) apply(in Input) Result {
 		return s.subAgentAnswerRead(in)
 	case ParentControl:
 		return s.parentControl(in)
+	case NotificationFailed:
+		return s.notificationFailed(in)
+	case EscalationTimerFired:
+		return s.escalationTimerFired(in)
 	}
 	if !s.Started {
 		return Result{}

@@ -36,6 +36,7 @@ var wireNames = map[string]string{
 	"wire.EventPlanExecutionStarted": wire.EventPlanExecutionStarted,
 	"wire.EventSubAgentStarted":      wire.EventSubAgentStarted,
 	"wire.EventSubAgentFinished":     wire.EventSubAgentFinished,
+	"wire.EventNotificationFailed":   wire.EventNotificationFailed,
 	"wire.EventTurnSteered":          wire.EventTurnSteered,
 	"wire.EventTurnCancelled":        wire.EventTurnCancelled,
 
@@ -117,6 +118,7 @@ var eventPayloads = map[string]any{
 	"wire.EventPlanExecutionStarted": wire.PlanExecutionStartedPayload{},
 	"wire.EventSubAgentStarted":      wire.SubAgentStartedPayload{},
 	"wire.EventSubAgentFinished":     wire.SubAgentFinishedPayload{},
+	"wire.EventNotificationFailed":   wire.NotificationFailedPayload{},
 	"wire.EventTurnSteered":          wire.TurnSteeredPayload{},
 	"wire.EventTurnCancelled":        wire.TurnCancelledPayload{},
 }

@@ -153,6 +153,8 @@ func StepKey(cmd Command, turnID string) string {
 		return taskTimerKey(turnID, c.ToolCallID)
 	case StartWaitTimer:
 		return waitTimerKey(turnID, c.ToolCallID)
+	case StartEscalationTimer:
+		return escalationKey(c.InterruptID, c.Rule)
 	}
 	return ""
 }

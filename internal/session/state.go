@@ -70,6 +70,8 @@ type Options struct {
 	RunnerPoliciesUntrusted bool `json:"runner_policies_untrusted,omitempty"`
 	// SubAgents are the agent's sub-agents, offered as delegate_to_<name>.
 	SubAgents []SubAgentOption `json:"sub_agents,omitempty"`
+	// Notify are the agent's notify rules (notify.go).
+	Notify []NotifyRule `json:"notify,omitempty"`
 	// Version is SettingsVersion once the settings were recorded in the
 	// session's history; 0 for sessions started by older workers, which
 	// replay as they ran: with the worker's settings, trusting the effect
@@ -360,7 +362,11 @@ type State struct {
 	Children []Child `json:"children,omitempty"`
 	// Background are the children started in background mode that have
 	// not answered yet; they outlive the turn that started them.
-	Background    []Child        `json:"background_children,omitempty"`
+	Background []Child `json:"background_children,omitempty"`
+	// Notified are the pending interrupts notified, and Notices their
+	// escalations that wait (notify.go).
+	Notified      []string       `json:"notified,omitempty"`
+	Notices       []Notice       `json:"notices,omitempty"`
 	SubAgentSeq   int            `json:"sub_agent_seq,omitempty"`
 	SubAgentSpend wire.Spend     `json:"sub_agent_spend,omitempty"`
 	Settled       []SettledChild `json:"settled_children,omitempty"`

@@ -154,6 +154,9 @@ var changedSettings = []struct {
 	{"the runner's policies untrusted", func(o *session.Options) { o.RunnerPoliciesUntrusted = true }},
 	{"plan mode off", func(o *session.Options) { o.PlanModeEnabled = false }},
 	{"no sub-agents", func(o *session.Options) { o.SubAgents = nil }},
+	{"notify rules", func(o *session.Options) {
+		o.Notify = []session.NotifyRule{{Kinds: []string{"approval", "question"}, Channel: "ops", EscalateAfterMs: 1000, EscalateTo: "oncall"}}
+	}},
 	{"other sub-agents", func(o *session.Options) {
 		o.SubAgents = []session.SubAgentOption{{Name: "helper", FlowType: "OtherFlow", Mode: "background", MaxTurns: 1}}
 	}},

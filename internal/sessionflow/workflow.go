@@ -811,6 +811,25 @@ func (l *loop) exec(cmd session.Command) {
 		l.cancelTimer(c.InterruptID)
 	case session.StartChild:
 		l.startChild(c)
+	case session.SendNotification:
+		ctx := workflow.WithActivityOptions(l.stepCtx(l.st.ActiveTurnID), notificationOptions(c.ActivityID))
+		f := workflow.ExecuteActivity(ctx, session.StepSendNotification, c.Input)
+		in := c.Input
+		l.add(f, func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				l.apply(session.NotificationFailed{Input: in, Reason: errorText(err)})
+			}
+		})
+	case session.StartEscalationTimer:
+		tctx, cancel := workflow.WithCancel(l.ctx)
+		f := workflow.NewTimer(tctx, time.Duration(c.DelayMs)*time.Millisecond)
+		id, rule := c.InterruptID, c.Rule
+		l.addKeyed(f, session.StepKey(c, ""), cancel, func(f workflow.Future) {
+			if err := f.Get(l.ctx, nil); err != nil {
+				return // cancelled: the interrupt was answered
+			}
+			l.apply(session.EscalationTimerFired{InterruptID: id, Rule: rule})
+		})
 	case session.SignalChild:
 		f := workflow.SignalExternalWorkflow(l.ctx, c.ChildSessionID, "", wire.SignalSubAgentControl, c.Control)
 		child := c.ChildSessionID
@@ -1055,6 +1074,20 @@ func activityOptions(lim session.Limits, id string) workflow.ActivityOptions {
 			InitialInterval:    lim.InitialRetryWait,
 			BackoffCoefficient: 2,
 			MaximumAttempts:    lim.MaximumAttempts,
+		},
+	}
+}
+
+// notificationOptions bound a SendNotification Step: a few tries over ten
+// minutes; a notification that cannot go out is reported, never waited on.
+func notificationOptions(id string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		ActivityID:             id,
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+			NonRetryableErrorTypes: []string{wire.NotificationRefusedErrorType},
 		},
 	}
 }

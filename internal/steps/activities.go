@@ -24,6 +24,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/events"
 	"github.com/dex-agents/dex-agent-worker/internal/mcpsource"
 	"github.com/dex-agents/dex-agent-worker/internal/metrics"
+	"github.com/dex-agents/dex-agent-worker/internal/notify"
 	"github.com/dex-agents/dex-agent-worker/internal/runnerhost"
 	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/internal/spend"
@@ -115,6 +116,9 @@ type Activities struct {
 	// ModelCalls ends a cancelled turn's model call at once (nil: the
 	// call learns of the cancel through its heartbeat).
 	ModelCalls *ModelCalls
+	// Notify sends the notifications of interrupts (nil: none are
+	// configured, and a SendNotification Step fails at once).
+	Notify *notify.Sender
 
 	running atomic.Int64
 	// sent remembers the transcripts this worker's plugins were sent.

@@ -28,6 +28,7 @@ var sessionEventTypes = []string{
 	"plan_updated", "plan_execution_started", "tool_task_started", "usage_recorded",
 	"compaction_started", "compaction_finished", "spend_limit_reached",
 	"mcp.tool_progress", "mcp.task_status", "sub_agent_started", "sub_agent_finished",
+	"notification_failed",
 }
 
 // ToolCallEvent is the payload of tool_call_started and tool_call_finished

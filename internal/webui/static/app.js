@@ -939,6 +939,7 @@
   // stream restarts from the snapshot's resume token and live text is
   // dropped (the token replays the active turn, which rebuilds it).
   async function loadSnapshot(s, resetStream) {
+    const asked = Date.now();
     const data = await api('GET', sessionPath(s.id, '/snapshot'));
     if (app.session !== s) return;
     const snap = data.snapshot || {};
@@ -950,17 +951,21 @@
       s.tools.clear();
       s.lastEventId = data.resume_token || '';
     }
-    applySnapshot(s, snap);
+    applySnapshot(s, snap, asked);
   }
 
-  function applySnapshot(s, snap) {
+  // applySnapshot merges a snapshot read from asked on (ms): an interrupt
+  // an event raised after that is kept, as the snapshot may predate it.
+  function applySnapshot(s, snap, asked) {
     s.snapshot = snap;
     if (snap.agent) s.agent = snap.agent;
     s.loadError = null;
     // Usage: keep whichever is newer (events can run ahead of a snapshot).
     if (snap.usage && (!s.usage || usageRank(snap.usage) >= usageRank(s.usage))) s.usage = snap.usage;
     for (const c of snap.tool_calls || []) mergeRecord(s, c);
+    const newer = [...s.interrupts.values()].filter((it) => it.seenAt && asked && it.seenAt > asked);
     s.interrupts.clear();
+    for (const it of newer) if (!s.resolved.has(it.interrupt_id)) s.interrupts.set(it.interrupt_id, it);
     s.childInterrupts = [];
     for (const it of snap.pending_interrupts || []) {
       if (s.ended) continue;
@@ -1239,7 +1244,7 @@
         scheduleReload(s); // the output is in the snapshot
         break;
       case DEX_EVENTS.INTERRUPT_RAISED:
-        if (p.interrupt_id && !s.resolved.has(p.interrupt_id)) s.interrupts.set(p.interrupt_id, p);
+        if (p.interrupt_id && !s.resolved.has(p.interrupt_id)) s.interrupts.set(p.interrupt_id, { ...p, seenAt: Date.now() });
         inboxFromEvents(s);
         if (p.kind === 'approval' || !p.kind) noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_approval' });
         if (p.kind === 'question') noteTool(s, lt, p.tool_call_id, { tool_name: p.tool_name, status: 'awaiting_answer' });

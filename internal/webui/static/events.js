@@ -30,6 +30,7 @@ const DEX_EVENTS = Object.freeze({
   MCP_TASK_STATUS: 'mcp.task_status',
   SUB_AGENT_STARTED: 'sub_agent_started',
   SUB_AGENT_FINISHED: 'sub_agent_finished',
+  NOTIFICATION_FAILED: 'notification_failed',
 });
 
 // The change feed's own types (GET /v1/sessions/changes); its other changes are event types.

@@ -10,6 +10,7 @@ const sessionEventTypes: readonly string[] = [
   "plan_updated", "plan_execution_started", "tool_task_started", "usage_recorded",
   "compaction_started", "compaction_finished", "spend_limit_reached",
   "mcp.tool_progress", "mcp.task_status", "sub_agent_started", "sub_agent_finished",
+  "notification_failed",
 ];
 
 const finalStatuses = ["succeeded", "failed", "rejected", "outcome_unknown"];

@@ -16,7 +16,7 @@ _SESSION_EVENT_TYPES = frozenset(
         "interrupt_extended", "turn_recovering", "timer_started", "plan_updated",
         "plan_execution_started", "tool_task_started", "usage_recorded", "compaction_started",
         "compaction_finished", "spend_limit_reached", "mcp.tool_progress", "mcp.task_status",
-        "sub_agent_started", "sub_agent_finished",
+        "sub_agent_started", "sub_agent_finished", "notification_failed",
     }
 )  # fmt: skip
 
