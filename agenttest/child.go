@@ -56,6 +56,9 @@ func runWorkerChild() int {
 			BeforeToolStart: func(ctx context.Context, in session.ToolInput) {
 				_ = FileGate{Dir: dir, Name: "before-start-" + in.ToolCall.ToolName}.WaitIfArmed(ctx)
 			},
+			BeforeMailSend: func(ctx context.Context, channel string) {
+				_ = FileGate{Dir: dir, Name: "before-mail-" + channel}.WaitIfArmed(ctx)
+			},
 			AfterStoreWork: func(ctx context.Context, _ string, w *session.StoreWork, done *session.StoreResult) {
 				if len(w.Roll) > 0 {
 					_ = FileGate{Dir: dir, Name: fmt.Sprintf("after-roll-%d", w.Roll[0].First)}.WaitIfArmed(ctx)

@@ -390,6 +390,40 @@ func (c *Client) ListSessions(ctx context.Context, o ListSessionsOptions) (wire.
 	return out, err
 }
 
+// InboxOptions choose what Inbox lists.
+type InboxOptions struct {
+	// Kinds are approval and question (empty: both).
+	Kinds     []string
+	Agent     string
+	PageSize  int
+	PageToken string
+}
+
+// Inbox lists every approval and question the token's sessions wait on
+// (GET /v1/inbox).
+func (c *Client) Inbox(ctx context.Context, o InboxOptions) (wire.InboxPage, error) {
+	q := url.Values{}
+	if len(o.Kinds) > 0 {
+		q.Set("kind", strings.Join(o.Kinds, ","))
+	}
+	if o.Agent != "" {
+		q.Set("agent", o.Agent)
+	}
+	if o.PageToken != "" {
+		q.Set("page_token", o.PageToken)
+	}
+	if o.PageSize > 0 {
+		q.Set("page_size", strconv.Itoa(o.PageSize))
+	}
+	path := "/v1/inbox"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out wire.InboxPage
+	err := c.call(ctx, http.MethodGet, path, nil, nil, &out)
+	return out, err
+}
+
 // Messages returns a page of the session's stored messages, oldest first:
 // the newest page for beforeSequence 0, else the page before it (pass a
 // page's NextBeforeSequence). limit is 1 to 200; 0 means 50.

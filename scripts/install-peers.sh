@@ -42,6 +42,7 @@ scripts=(
 	examples/useChat/install.sh
 	examples/install-ts.sh
 	sdk/python/install.sh
+	internal/testpeer/smtp/install.sh
 )
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

@@ -165,6 +165,36 @@ type PendingSummary struct {
 	Deadline     string `json:"deadline,omitempty"`
 }
 
+// InboxItem is one approval or question a person may answer (GET
+// /v1/inbox): the session to answer it through, and the interrupt.
+type InboxItem struct {
+	SessionID string `json:"session_id"`
+	Title     string `json:"title,omitempty"`
+	Agent     string `json:"agent"`
+	// HolderSessionID is the sub-agent session that holds it, when it is
+	// a child's (send it as session_id when answering).
+	HolderSessionID string   `json:"holder_session_id,omitempty"`
+	InterruptID     string   `json:"interrupt_id"`
+	Kind            string   `json:"kind"`
+	ToolCallID      string   `json:"tool_call_id"`
+	ToolName        string   `json:"tool_name"`
+	ApprovalText    string   `json:"approval_text,omitempty"`
+	Arguments       string   `json:"arguments,omitempty"`
+	Question        string   `json:"question,omitempty"`
+	Choices         []string `json:"choices,omitempty"`
+	AllowsFreeText  bool     `json:"allows_free_text,omitempty"`
+	Deadline        string   `json:"deadline,omitempty"`
+	// Digest binds an approval to this call; send it back.
+	Digest string `json:"digest,omitempty"`
+}
+
+// InboxPage is one page of GET /v1/inbox: the pending interrupts of up to
+// page_size sessions, newest session first.
+type InboxPage struct {
+	Items         []InboxItem `json:"items"`
+	NextPageToken string      `json:"next_page_token,omitempty"`
+}
+
 // SessionsPage is one page of a session list (GET /v1/sessions).
 type SessionsPage struct {
 	Sessions []SessionSummary `json:"sessions"`

@@ -80,6 +80,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newPluginCmd(g),
 		newSessionCmd(g),
 		newChatCmd(g),
+		newInboxCmd(g),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

@@ -689,10 +689,14 @@ type Notifications struct {
 	Channels map[string]NotificationChannel `yaml:"channels"`
 }
 
-// NotificationChannel is a webhook or a Slack incoming webhook.
+// NotificationChannel is a webhook, a Slack incoming webhook, or mail.
 type NotificationChannel struct {
-	// Type is webhook or slack.
+	// Type is webhook, slack or email.
 	Type string `yaml:"type"`
+	// SMTP, From and To are an email channel's.
+	SMTP *SMTP    `yaml:"smtp,omitempty"`
+	From string   `yaml:"from,omitempty"`
+	To   []string `yaml:"to,omitempty"`
 	// URL is where it posts; URLEnv names a variable that holds it
 	// instead (a Slack incoming webhook's URL is a secret).
 	URL    string `yaml:"url,omitempty"`
@@ -703,6 +707,20 @@ type NotificationChannel struct {
 	// IncludeArguments puts an approval's arguments in the notification;
 	// off, the link's page shows them to whoever opens it.
 	IncludeArguments bool `yaml:"include_arguments,omitempty"`
+}
+
+// SMTP is an email channel's server.
+type SMTP struct {
+	Host string `yaml:"host"`
+	// Port defaults to 587 (submission, STARTTLS).
+	Port        int    `yaml:"port,omitempty"`
+	Username    string `yaml:"username,omitempty"`
+	PasswordEnv string `yaml:"password_env,omitempty"`
+	// StartTLS is required (default true); false only for a server on
+	// this machine (a mail catcher).
+	StartTLS *bool `yaml:"starttls,omitempty"`
+	// CAFile trusts a server certificate no system CA signed.
+	CAFile string `yaml:"ca_file,omitempty"`
 }
 
 // ChannelURL returns the channel's URL, read now.

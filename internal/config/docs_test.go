@@ -125,6 +125,7 @@ func TestDocSnippetsLoad(t *testing.T) {
 	t.Setenv("BILLING_HOOK_TOKEN", "docs-example-hook-token")
 	t.Setenv("TICKETS_TOKEN", "docs-example-tickets-token")
 	t.Setenv("DEX_APPROVAL_KEY", "docs-example-approval-key-0123456789")
+	t.Setenv("SMTP_PASSWORD", "docs-example-smtp-password")
 	t.Setenv("OPS_HOOK_SECRET", "docs-example-hook-secret-0123456789")
 	t.Setenv("SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T000/B000/XXXX")
 	t.Setenv("DEX_LINK_KEY", "docs-example-link-key-0123456789abcdef0123456789")

@@ -123,6 +123,9 @@ func (c *Config) SecretValues() []string {
 		for _, name := range sortedKeys(n.Channels) {
 			ch := n.Channels[name]
 			addEnv([]string{ch.SecretEnv, ch.URLEnv})
+			if ch.SMTP != nil {
+				addEnv([]string{ch.SMTP.PasswordEnv})
+			}
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/dex-agents/dex-agent-worker/internal/approvaltext"
+	"net/mail"
 
 	"cmp"
 	"errors"
@@ -902,8 +903,14 @@ func (a *Agent) validateSubAgents(p *problems, path string, byName map[string]in
 func (ch NotificationChannel) validate(p *problems, path string) {
 	switch ch.Type {
 	case "webhook", "slack":
+	case "email":
+		ch.validateEmail(p, path)
+		return
 	default:
-		p.add(path+".type", "unknown channel type %q (want webhook or slack)", ch.Type)
+		p.add(path+".type", "unknown channel type %q (want webhook, slack or email)", ch.Type)
+	}
+	if ch.SMTP != nil || ch.From != "" || len(ch.To) > 0 {
+		p.add(path, "smtp, from and to are an email channel's")
 	}
 	switch {
 	case (ch.URL == "") == (ch.URLEnv == ""):
@@ -967,4 +974,56 @@ func (a *Agent) validateNotify(p *problems, path string, n *Notifications) {
 			channel("escalate_to", r.EscalateTo)
 		}
 	}
+}
+
+func (ch NotificationChannel) validateEmail(p *problems, path string) {
+	if ch.URL != "" || ch.URLEnv != "" || ch.SecretEnv != "" {
+		p.add(path, "an email channel takes smtp, from and to, not url, url_env or secret_env")
+	}
+	if _, err := mail.ParseAddress(ch.From); err != nil {
+		p.add(path+".from", "want one mail address, got %q", ch.From)
+	}
+	if len(ch.To) == 0 {
+		p.add(path+".to", "is required: the addresses the mail goes to")
+	}
+	for i, a := range ch.To {
+		if _, err := mail.ParseAddress(a); err != nil {
+			p.add(indexPath(path+".to", i), "want a mail address, got %q", a)
+		}
+	}
+	s := ch.SMTP
+	if s == nil {
+		p.add(path+".smtp", "is required: the server the mail goes through")
+		return
+	}
+	sp := path + ".smtp"
+	if s.Host == "" {
+		p.add(sp+".host", "is required")
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		p.add(sp+".port", "must be from 1 to 65535, got %d", s.Port)
+	}
+	if s.StartTLS != nil && !*s.StartTLS && !loopbackHost(s.Host) {
+		p.add(sp+".starttls", "may be false only for a server on this machine (%s is not): mail with approval links must not cross a network unencrypted", s.Host)
+	}
+	if (s.Username == "") != (s.PasswordEnv == "") {
+		p.add(sp, "set both username and password_env, or neither")
+	}
+	if s.PasswordEnv != "" && os.Getenv(s.PasswordEnv) == "" {
+		p.add(sp+".password_env", "environment variable %s is not set", s.PasswordEnv)
+	}
+	if s.CAFile != "" {
+		if _, err := os.Stat(s.CAFile); err != nil {
+			p.add(sp+".ca_file", "cannot read %s: %v", s.CAFile, err)
+		}
+	}
+}
+
+// loopbackHost reports a host name or address of this machine.
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }

@@ -342,6 +342,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if acts.Notify, err = notifier(cfg, approvals); err != nil {
 		return nil, err
 	}
+	if h := opts.Hooks.BeforeMailSend; h != nil && acts.Notify != nil {
+		acts.Notify.Hooks.BeforeMailSend = func(ctx context.Context, m notify.Message) { h(ctx, m.Channel) }
+	}
 	d.metrics.GaugeFunc("dex_steps_running", "Steps running in this process now.", func() float64 { return float64(acts.Running()) })
 	d.acts = acts
 	for name, fn := range map[string]any{
@@ -931,7 +934,28 @@ func notifier(cfg *config.Config, digests *approvaldigest.Signer) (*notify.Sende
 		if err != nil {
 			return nil, err
 		}
-		s.Channels[name] = notify.Channel{Name: name, Type: ch.Type, URL: u, Secret: secret, IncludeArguments: ch.IncludeArguments}
+		c := notify.Channel{Name: name, Type: ch.Type, URL: u, Secret: secret, IncludeArguments: ch.IncludeArguments}
+		if m := ch.SMTP; m != nil {
+			c.SMTP = notify.SMTP{Host: m.Host, Port: m.Port, Username: m.Username, NoTLS: m.StartTLS != nil && !*m.StartTLS}
+			if c.SMTP.Port == 0 {
+				c.SMTP.Port = 587
+			}
+			if m.PasswordEnv != "" {
+				c.SMTP.Password = os.Getenv(m.PasswordEnv)
+			}
+			if m.CAFile != "" {
+				pem, err := os.ReadFile(m.CAFile)
+				if err != nil {
+					return nil, fmt.Errorf("notifications.channels.%s.smtp.ca_file: %w", name, err)
+				}
+				c.SMTP.RootCAs = x509.NewCertPool()
+				if !c.SMTP.RootCAs.AppendCertsFromPEM(pem) {
+					return nil, fmt.Errorf("notifications.channels.%s.smtp.ca_file: %s holds no PEM certificate", name, m.CAFile)
+				}
+			}
+			c.Mail = notify.Mail{From: ch.From, To: append([]string(nil), ch.To...)}
+		}
+		s.Channels[name] = c
 	}
 	if l := cfg.ApprovalLinks; l != nil {
 		links, err := approvalLinks(cfg)

@@ -373,6 +373,25 @@ func TestSubAgentOverHTTP(t *testing.T) {
 		}
 	}
 
+	// The inbox lists the child's approval once, through its parent.
+	code, out := do(t, "GET", base+"/v1/inbox", tokenAll, "")
+	var inbox wire.InboxPage
+	if code != 200 || json.Unmarshal(out, &inbox) != nil || len(inbox.Items) != 1 {
+		t.Fatalf("inbox: %d %s", code, out)
+	}
+	if it := inbox.Items[0]; it.SessionID != parent || it.HolderSessionID != child || it.InterruptID != in.InterruptID || it.Kind != "approval" || it.ToolName != "approve_write" {
+		t.Errorf("inbox item: %+v", it)
+	}
+	if code, out := do(t, "GET", base+"/v1/inbox?kind=question", tokenAll, ""); code != 200 || !strings.Contains(string(out), `"items":[]`) {
+		t.Errorf("inbox of questions: %d %s", code, out)
+	}
+	if code, out := do(t, "GET", base+"/v1/inbox", tokenAcme, ""); code != 200 || !strings.Contains(string(out), `"items":[]`) {
+		t.Errorf("another scope's inbox: %d %s", code, out)
+	}
+	if code, _ := do(t, "GET", base+"/v1/inbox?kind=alarm", tokenAll, ""); code != 400 {
+		t.Errorf("inbox?kind=alarm: %d", code)
+	}
+
 	sess := base + "/v1/sessions/" + parent
 	own := readSSE(t, ctx(t), sess+"/events", tokenAll, "", func(f sseFrame) bool { return f.data["type"] == "sub_agent_started" })
 	for _, f := range own {
@@ -394,7 +413,7 @@ func TestSubAgentOverHTTP(t *testing.T) {
 	if code, _ := do(t, "POST", sess+"/interrupts/"+in.InterruptID, tokenAcme, body); code != 403 && code != 404 {
 		t.Errorf("another scope's token resolved it: %d", code)
 	}
-	code, out := do(t, "POST", sess+"/interrupts/"+in.InterruptID, tokenAll, body)
+	code, out = do(t, "POST", sess+"/interrupts/"+in.InterruptID, tokenAll, body)
 	if code != 200 || !strings.Contains(string(out), `"resolved":true`) {
 		t.Fatalf("resolve through the parent: %d %s", code, out)
 	}

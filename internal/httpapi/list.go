@@ -100,6 +100,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 		s.fail(w, r, err)
 		return
 	}
+	if page, ok := s.sessionsPage(w, r, tok, q); ok {
+		writeJSON(w, http.StatusOK, page)
+	}
+}
+
+// sessionsPage reads one page of the sessions q asks for, within the
+// token's scope; false when it answered with an error.
+func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request, tok *scopedToken, q sessionListQuery) (wire.SessionsPage, bool) {
 	// The token's scope is part of the visibility query: only the flow
 	// types of the agents it may use, only IDs inside its prefix.
 	var flowTypes []string
@@ -107,11 +115,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 		a, ok := s.byName[q.Agent]
 		if !ok {
 			s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "unknown agent %q (%s)", q.Agent, s.startableAgents(tok)))
-			return
+			return wire.SessionsPage{}, false
 		}
 		if !tok.allowsAgent(a.Name) {
 			s.fail(w, r, errorf(http.StatusForbidden, "forbidden", "this token may not list sessions of agent %s", a.Name))
-			return
+			return wire.SessionsPage{}, false
 		}
 		flowTypes = []string{a.FlowType}
 	} else {
@@ -122,8 +130,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 		}
 	}
 	if len(flowTypes) == 0 {
-		writeJSON(w, http.StatusOK, wire.SessionsPage{Sessions: []wire.SessionSummary{}})
-		return
+		return wire.SessionsPage{Sessions: []wire.SessionSummary{}}, true
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpdateTimeout)
 	defer cancel()
@@ -142,17 +149,17 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 			reason = after
 		}
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "page_token is not a next_page_token of this list: %s", reason))
-		return
+		return wire.SessionsPage{}, false
 	case errors.Is(err, client.ErrInvalidListOptions):
 		s.fail(w, r, errorf(http.StatusBadRequest, "bad_request", "%s", strings.TrimPrefix(err.Error(), client.ErrInvalidListOptions.Error()+": ")))
-		return
+		return wire.SessionsPage{}, false
 	case errors.Is(err, client.ErrNoSearchAttribute):
 		s.log.Error("list sessions", "error", err)
 		s.fail(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the Temporal namespace has no %s search attribute (see the worker's log)", wire.SearchAttributeActiveStepTypes))
-		return
+		return wire.SessionsPage{}, false
 	case err != nil:
 		s.fail(w, r, err)
-		return
+		return wire.SessionsPage{}, false
 	}
 	// The scope again, by this API's own rule, on what the engine found.
 	kept := page.Sessions[:0]
@@ -168,7 +175,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tok *scope
 	if q.Pending {
 		s.addPending(ctx, page.Sessions)
 	}
-	writeJSON(w, http.StatusOK, page)
+	return page, true
 }
 
 // addPending fills each waiting session's Pending from its snapshot, four

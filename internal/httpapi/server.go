@@ -207,6 +207,7 @@ func New(opts Options) *Server {
 	s.handle("POST /v1/sessions", s.authed(s.startSession))
 	s.handle("GET /v1/sessions", s.authed(s.listSessions))
 	s.handle("GET /v1/sessions/changes", s.authed(s.sessionChanges))
+	s.handle("GET /v1/inbox", s.authed(s.inbox))
 	s.handle("POST /v1/sessions/{id}/messages", s.session(s.sendMessage))
 	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}", s.sessionAs(s.resolveInterrupt))
 	s.handle("POST /v1/sessions/{id}/interrupts/{interrupt_id}/extend", s.session(s.extendInterrupt))

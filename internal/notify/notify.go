@@ -48,6 +48,9 @@ type Channel struct {
 	// IncludeArguments puts an approval's arguments in the notification;
 	// off, it says only the tool, and the link's page shows them.
 	IncludeArguments bool
+	// SMTP and Mail are an email channel's.
+	SMTP SMTP
+	Mail Mail
 }
 
 // Interrupt is what a notification is about: the session's input to the
@@ -118,6 +121,16 @@ type Sender struct {
 	LinkTTL    time.Duration
 	Client     *http.Client
 	Now        func() time.Time
+	// Hooks let tests stop a send at an exact point.
+	Hooks Hooks
+}
+
+// Hooks let tests stop a send at an exact point; production leaves them
+// nil.
+type Hooks struct {
+	// BeforeMailSend runs once a mail is composed, before the SMTP
+	// server is reached.
+	BeforeMailSend func(ctx context.Context, m Message)
 }
 
 // Permanent is a failure a retry would not mend (the channel refused the
@@ -188,7 +201,11 @@ func (s *Sender) Links(m Message) (Links, error) {
 }
 
 // Send sends m to its channel.
-func (s *Sender) Send(ctx context.Context, m Message) error {
+func (s *Sender) Send(ctx context.Context, m Message) error { return s.SendWith(ctx, m, nil) }
+
+// SendWith sends m to its channel; attempts, when set, keeps a mail from
+// going out twice (see sendMail).
+func (s *Sender) SendWith(ctx context.Context, m Message, attempts Attempts) error {
 	ch, ok := s.Channels[m.Channel]
 	if !ok {
 		return &Permanent{fmt.Errorf("no notification channel %q in the worker's config", m.Channel)}
@@ -202,6 +219,15 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 		return s.post(ctx, ch, m.Key, s.body(ch, m, links))
 	case TypeSlack:
 		return s.post(ctx, ch, "", slackBody(m, links))
+	case TypeEmail:
+		msg, err := composeMail(m, links, ch.Mail.From, ch.Mail.To, s.now())
+		if err != nil {
+			return &Permanent{err}
+		}
+		if s.Hooks.BeforeMailSend != nil {
+			s.Hooks.BeforeMailSend(ctx, m)
+		}
+		return sendMail(ctx, ch.SMTP, ch.Mail.From, ch.Mail.To, msg, attempts)
 	}
 	return &Permanent{fmt.Errorf("channel %s has unknown type %q", ch.Name, ch.Type)}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -160,5 +161,59 @@ func TestSlackPayloadHasTheDocumentedShape(t *testing.T) {
 	checkSlack(t, got)
 	if !strings.Contains(got.Blocks[0].Text.Text, "Which &lt;order&gt;?") || !strings.Contains(got.Blocks[0].Text.Text, "nobody answered yet") {
 		t.Fatalf("question section: %q", got.Blocks[0].Text.Text)
+	}
+}
+
+type fakeAttempts struct{ earlier, marked bool }
+
+func (f *fakeAttempts) Sending() bool                     { return f.earlier }
+func (f *fakeAttempts) MarkSending(context.Context) error { f.marked = true; return nil }
+
+// TestMailIsNotSentAgainAfterAnAttemptBeganIt: an attempt after one that
+// began to send does not reach the server at all.
+func TestMailIsNotSentAgainAfterAnAttemptBeganIt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dialed := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			dialed <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	s, _ := sender(t, Channel{Name: "mail", Type: TypeEmail, SMTP: SMTP{Host: "127.0.0.1", Port: port, NoTLS: true}, Mail: Mail{From: "dex@example.com", To: []string{"ops@example.com"}}})
+	var perm *Permanent
+	if err := s.SendWith(context.Background(), Message{Channel: "mail", Key: "k", Interrupt: refund().Interrupt}, &fakeAttempts{earlier: true}); !errors.As(err, &perm) || !errors.Is(err, ErrMaybeSent) {
+		t.Fatalf("err = %v, want ErrMaybeSent", err)
+	}
+	select {
+	case <-dialed:
+		t.Fatal("the server was reached")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestComposedMail: a plain-text and an HTML part, each with the links,
+// and the idempotency key in the Message-ID.
+func TestComposedMail(t *testing.T) {
+	s, _ := sender(t)
+	m := refund()
+	l, err := s.Links(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := composeMail(m, l, "Dex <dex@example.com>", []string{"ops@example.com"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := string(b)
+	for _, want := range []string{"Message-Id: <s-1.call_7.ops.0@dex-agent-worker>", "Content-Type: text/plain; charset=utf-8", "Content-Type: text/html; charset=utf-8", "Approval needed: refund_order (orders)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the mail lacks %q:\n%s", want, msg)
+		}
 	}
 }

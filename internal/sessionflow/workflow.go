@@ -1084,6 +1084,7 @@ func notificationOptions(id string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		ActivityID:             id,
 		StartToCloseTimeout:    time.Minute,
+		HeartbeatTimeout:       10 * time.Second,
 		ScheduleToCloseTimeout: 10 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,

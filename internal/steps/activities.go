@@ -72,6 +72,9 @@ type Hooks struct {
 	// BeforeToolStart runs in a tool Step before it records that the tool
 	// started, so a test can kill the worker at a point where the tool never ran.
 	BeforeToolStart func(ctx context.Context, in session.ToolInput)
+	// BeforeMailSend runs in a SendNotification Step once a mail to
+	// channel is composed, before the SMTP server is reached.
+	BeforeMailSend func(ctx context.Context, channel string)
 	// AfterStoreWork runs in a Step that stores messages after it did the
 	// session's store work (chunks cut and written, chunks deleted) and
 	// before its own, so a test can kill the worker between a chunk's
