@@ -184,7 +184,9 @@ func TestEventsCarryTheirStepsAttempt(t *testing.T) {
 	}
 	p := eventPayload(t, resolved[0])
 	want := map[string]any{"interrupt_id": snap.PendingInterrupts[0].InterruptID, "approved": false, "rejection_message": "no",
-		"kind": "approval", "answered": false, "cancellation_reason": ""}
+		"kind": "approval", "answered": false, "cancellation_reason": "",
+		// The API answered for the token named all.
+		"resolved_via": "http", "resolved_by": "all"}
 	if fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("interrupt_resolved payload = %v\nwant %v", p, want)
 	}
