@@ -163,6 +163,12 @@ type PendingSummary struct {
 	ApprovalText string `json:"approval_text,omitempty"`
 	Question     string `json:"question,omitempty"`
 	Deadline     string `json:"deadline,omitempty"`
+	// Choices are a question's; Digest an approval's (send it back);
+	// HolderSessionID the sub-agent that holds it (send it as
+	// session_id).
+	Choices         []string `json:"choices,omitempty"`
+	Digest          string   `json:"digest,omitempty"`
+	HolderSessionID string   `json:"holder_session_id,omitempty"`
 }
 
 // InboxItem is one approval or question a person may answer (GET

@@ -51,3 +51,16 @@ func TestWebChatSubAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestWebChatAnswersFromTheInbox drives the Needs-you list in headless
+// Chromium (inbox.test.mjs): an approval is approved from the list without
+// opening its session, and the refund runs once.
+func TestWebChatAnswersFromTheInbox(t *testing.T) {
+	t.Parallel()
+	stack, base, token, node := ordersWebStack(t, "")
+	runBrowserScript(t, node, "inbox.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-inbox.png"), "-list")
+	orders, b := demoOrders(t, stack)
+	if o := orders["4"]; len(o.Refunds) != 1 {
+		t.Fatalf("order 4's refunds: %+v\n%s", o.Refunds, b)
+	}
+}

@@ -200,10 +200,14 @@ func (s *Server) addPending(ctx context.Context, sessions []wire.SessionSummary)
 			view := BrowserSnapshot(snap)
 			s.fillApprovalTexts(&view)
 			for _, in := range view.PendingInterrupts {
-				sum.Pending = append(sum.Pending, wire.PendingSummary{
+				p := wire.PendingSummary{
 					InterruptID: in.InterruptID, Kind: in.Kind, ToolName: in.ToolName, ApprovalText: in.ApprovalText,
-					Question: in.Question, Deadline: in.Deadline,
-				})
+					Question: in.Question, Deadline: in.Deadline, Choices: in.Choices, Digest: in.Digest,
+				}
+				if in.SessionID != "" && in.SessionID != sum.SessionID {
+					p.HolderSessionID = in.SessionID
+				}
+				sum.Pending = append(sum.Pending, p)
 			}
 		}(&sessions[i])
 	}

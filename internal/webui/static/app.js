@@ -626,7 +626,7 @@
   const INBOX_BADGE_MS = 30000;
   const INBOX_MAX_PAGES = 5;
   const WAITING_LABEL = { approval: 'Approval needed', question: 'Question for you', timer: 'Waiting on a timer', task: 'Waiting on a tool task', user: 'Waiting for a message' };
-  const inbox = { sessions: [], next: '', pages: 1, loadedAt: 0, running: null, error: '' };
+  const inbox = { sessions: [], next: '', pages: 1, loadedAt: 0, running: null, error: '', busy: new Set() };
 
   async function loadInbox(userAsked, more) {
     if (!app.token) return undefined;
@@ -822,14 +822,16 @@
         id: x.session_id, agent: x.agent || x.flow_type || '', title: titles.get(x.session_id) || '',
         waiting: (x.waiting_for || []).filter((w) => w === 'approval' || w === 'question'),
         asks: (x.pending || []).map((p) => p.kind === 'question' ? (p.question || 'A question') : (p.approval_text || `Approve ${p.tool_name}`)),
+        pending: x.pending || [],
         started: Number.isNaN(started) ? '' : relativeTime(started - Date.now()),
       };
     });
     const list = $('inbox-list');
-    const sig = JSON.stringify([rows, app.session && app.session.id]);
+    const sig = JSON.stringify([rows, app.session && app.session.id, [...inbox.busy]]);
     if (list.dataset.sig === sig) return;
     list.dataset.sig = sig;
     list.replaceChildren(...rows.map((r) => el('li', { class: 'inbox-item', 'data-testid': 'inbox-item', 'data-session-id': r.id, 'data-waiting-for': r.waiting.join(' ') },
+      inboxActions(r),
       el('a', {
         class: 'inbox-open', href: `?session=${encodeURIComponent(r.id)}`,
         onclick: (e) => { e.preventDefault(); navigate(r.id, r.agent); },
@@ -842,6 +844,47 @@
           el('span', { text: [r.title ? r.agent : '', r.started ? `started ${r.started}` : ''].filter(Boolean).join(' · ') }),
           el('code', { class: 'inbox-id', text: r.id }))),
       el('span', { class: 'inbox-chips' }, ...r.waiting.map((w) => el('span', { class: `wait-chip wait-${w}`, 'data-testid': 'inbox-waiting', text: WAITING_LABEL[w] || w })))))));
+  }
+
+  // inboxActions answers a row's approvals and questions with choices in
+  // place: Approve and Reject, or a button per choice and Decline. A
+  // free-text question is answered in its session.
+  function inboxActions(r) {
+    const boxes = r.pending.filter((p) => p.kind !== 'question' || (p.choices || []).length).map((p) => {
+      const key = `${r.id}/${p.holder_session_id || ''}/${p.interrupt_id}`;
+      const busy = inbox.busy.has(key);
+      const act = (body, path) => inboxAnswer(r.id, p, key, path, body);
+      const buttons = p.kind === 'question'
+        ? [...(p.choices || []).map((c) => el('button', { type: 'button', class: 'button', 'data-testid': 'inbox-choice', disabled: busy,
+          onclick: () => act({ answer: c }, 'questions') }, c)),
+        el('button', { type: 'button', class: 'button ghost', 'data-testid': 'inbox-decline', disabled: busy, onclick: () => act({ decline: true }, 'questions') }, 'Decline')]
+        : [el('button', { type: 'button', class: 'button success', 'data-testid': 'inbox-approve', disabled: busy,
+          onclick: () => act({ approved: true, digest: p.digest || undefined }, 'interrupts') }, icon(ICONS.check), 'Approve'),
+        el('button', { type: 'button', class: 'button danger-outline', 'data-testid': 'inbox-reject', disabled: busy,
+          onclick: () => act({ approved: false, digest: p.digest || undefined }, 'interrupts') }, icon(ICONS.x), 'Reject')];
+      return el('div', { class: 'inbox-act', 'data-testid': 'inbox-act', 'data-interrupt-id': p.interrupt_id },
+        el('span', { class: 'inbox-act-text', text: oneLine(p.kind === 'question' ? p.question || 'A question' : p.approval_text || `Approve ${p.tool_name}`, 120) }),
+        el('span', { class: 'inbox-act-buttons' }, ...buttons));
+    });
+    return boxes.length ? el('div', { class: 'inbox-actions' }, ...boxes) : '';
+  }
+
+  async function inboxAnswer(sessionID, p, key, path, body) {
+    inbox.busy.add(key);
+    renderInbox();
+    try {
+      if (p.holder_session_id) body.session_id = p.holder_session_id;
+      const res = await api('POST', sessionPath(sessionID, `/${path}/${encodeURIComponent(p.interrupt_id)}`), body);
+      if (res.resolved === false || res.answered === false) toast(res.reason ? `Not answered: ${res.reason}.` : 'It is no longer pending.', 'info');
+      else toast(body.approved === true ? 'Approved.' : body.approved === false ? 'Rejected.' : 'Answered.', 'info');
+      for (const x of inbox.sessions) if (x.session_id === sessionID) x.pending = (x.pending || []).filter((q) => q !== p);
+    } catch (err) {
+      if (err.status !== 401) toast(`Could not answer: ${err.message}`, 'error');
+    } finally {
+      inbox.busy.delete(key);
+      renderInbox();
+      loadInbox(false);
+    }
   }
 
   // ---------------------------------------------------------------- routing
