@@ -72,6 +72,9 @@ func composeMail(m Message, l Links, from string, to []string, now time.Time) ([
 	if m.Escalation {
 		subject = "Still waiting: " + subject
 	}
+	if m.Expiring {
+		subject = "Expires soon: " + subject
+	}
 	var text strings.Builder
 	text.WriteString(lead + "\n\n")
 	if in.Deadline != "" {

@@ -74,8 +74,10 @@ type Interrupt struct {
 type Message struct {
 	Interrupt Interrupt `json:"interrupt"`
 	Channel   string    `json:"channel"`
-	// Escalation is set on the second notice, sent when nobody answered.
+	// Escalation is set on the second notice, sent when nobody answered;
+	// Expiring on the notice that the deadline is near.
 	Escalation bool   `json:"escalation,omitempty"`
+	Expiring   bool   `json:"expiring,omitempty"`
 	Key        string `json:"key"`
 }
 
@@ -95,6 +97,7 @@ type Links struct {
 type Body struct {
 	Type        string   `json:"type"`
 	Escalation  bool     `json:"escalation"`
+	Expiring    bool     `json:"expiring"`
 	SessionID   string   `json:"session_id"`
 	Agent       string   `json:"agent"`
 	InterruptID string   `json:"interrupt_id"`
@@ -234,7 +237,7 @@ func (s *Sender) SendWith(ctx context.Context, m Message, attempts Attempts) err
 
 func (s *Sender) body(ch Channel, m Message, links Links) any {
 	in := m.Interrupt
-	b := Body{Type: BodyType, Escalation: m.Escalation, SessionID: in.SessionID, Agent: in.Agent, InterruptID: in.InterruptID, Kind: in.Kind,
+	b := Body{Type: BodyType, Escalation: m.Escalation, Expiring: m.Expiring, SessionID: in.SessionID, Agent: in.Agent, InterruptID: in.InterruptID, Kind: in.Kind,
 		ToolName: in.ToolName, Question: in.Question, Choices: in.Choices, Deadline: in.Deadline, Links: links}
 	if ch.IncludeArguments && in.Kind != wire.InterruptKindQuestion {
 		args := in.Arguments

@@ -71,6 +71,9 @@ func slackBody(m Message, l Links) SlackPayload {
 	if m.Escalation {
 		head += " (nobody answered yet)"
 	}
+	if m.Expiring {
+		head += " (its deadline is near)"
+	}
 	text := head + "\n" + what
 	if in.Deadline != "" {
 		text += "\nDeadline: " + in.Deadline

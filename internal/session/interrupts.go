@@ -122,6 +122,7 @@ func (s *State) expiring(i int, nowMs int64) []Command {
 			InterruptID: in.InterruptID, ToolCallID: in.ToolCallID, ToolName: in.ToolName, Kind: string(in.Kind),
 			Deadline: formatDeadline(in.DeadlineUnixMs), SecondsLeft: (in.DeadlineUnixMs - nowMs + 999) / 1000,
 		}).forStep(toolStep(s.ActiveTurnID, in.ToolCallID))})
+		cmds = append(cmds, s.expiringNotices(in)...)
 	}
 	return append(cmds, s.deadlineTimer(in, nowMs))
 }

@@ -84,6 +84,9 @@ type NotificationInput struct {
 	Deadline     string   `json:"deadline,omitempty"`
 	Channel      string   `json:"channel"`
 	Escalation   bool     `json:"escalation,omitempty"`
+	// Expiring is set on the notice sent when the interrupt's deadline
+	// is near (interrupt_expiring).
+	Expiring bool `json:"expiring,omitempty"`
 	// Key is the same on every attempt: a receiver drops a repeat.
 	Key string `json:"key"`
 }
@@ -122,7 +125,7 @@ func (s *State) notifications() []Command {
 			if !slices.Contains(rule.Kinds, string(in.Kind)) {
 				continue
 			}
-			cmds = append(cmds, s.sendNotice(in, rule.Channel, false))
+			cmds = append(cmds, s.sendNotice(in, rule.Channel, noticeFirst))
 			if rule.EscalateAfterMs > 0 && rule.EscalateTo != "" && in.RaisedUnixMs > 0 {
 				s.Notices = append(s.Notices, Notice{InterruptID: in.InterruptID, Rule: r, AtMs: in.RaisedUnixMs + rule.EscalateAfterMs})
 				cmds = append(cmds, StartEscalationTimer{InterruptID: in.InterruptID, Rule: r, DelayMs: rule.EscalateAfterMs})
@@ -135,17 +138,22 @@ func (s *State) notifications() []Command {
 	return cmds
 }
 
+// Notices of one interrupt: the first, the escalation, the deadline's
+// warning. Each has its own idempotency key.
+const (
+	noticeFirst      = "0"
+	noticeEscalation = "1"
+	noticeExpiring   = "2"
+)
+
 // sendNotice is the SendNotification Step of interrupt in to channel.
-func (s *State) sendNotice(in Interrupt, channel string, escalation bool) SendNotification {
-	level := "0"
-	if escalation {
-		level = "1"
-	}
+func (s *State) sendNotice(in Interrupt, channel, level string) SendNotification {
+	escalation, expiring := level == noticeEscalation, level == noticeExpiring
 	key := s.SessionID + "/" + s.ActiveTurnID + "/" + in.InterruptID + "/" + channel + "/" + level
 	n := NotificationInput{
 		SessionID: s.SessionID, Agent: s.Options.Agent, InterruptID: in.InterruptID, Kind: string(in.Kind),
 		ToolCallID: in.ToolCallID, ToolName: in.ToolName, Question: in.Question, Choices: in.Choices,
-		Deadline: formatDeadline(in.DeadlineUnixMs), Channel: channel, Escalation: escalation, Key: key,
+		Deadline: formatDeadline(in.DeadlineUnixMs), Channel: channel, Escalation: escalation, Expiring: expiring, Key: key,
 	}
 	if c := s.findCall(in.ToolCallID); c >= 0 {
 		n.Arguments = s.ToolCalls[c].Arguments
@@ -162,7 +170,7 @@ func (s *State) escalationTimerFired(f EscalationTimerFired) Result {
 		return Result{}
 	}
 	s.Notices = slices.Delete(s.Notices, i, i+1)
-	return applied([]Command{s.sendNotice(s.Interrupts[in], s.Options.Notify[f.Rule].EscalateTo, true)})
+	return applied([]Command{s.sendNotice(s.Interrupts[in], s.Options.Notify[f.Rule].EscalateTo, noticeEscalation)})
 }
 
 // notificationFailed reports a notification that could not be sent.
@@ -170,6 +178,18 @@ func (s *State) notificationFailed(f NotificationFailed) Result {
 	return applied([]Command{Emit{Event: newEvent(wire.EventNotificationFailed, s.ActiveTurnID, waitingStepAttempt, wire.NotificationFailedPayload{
 		InterruptID: f.Input.InterruptID, Channel: f.Input.Channel, Escalation: f.Input.Escalation, Reason: f.Reason,
 	}).forStep(toolStep(s.ActiveTurnID, f.Input.ToolCallID))}})
+}
+
+// expiringNotices tell each rule's channel that interrupt in expires
+// soon, when interrupt_expiring is written.
+func (s *State) expiringNotices(in Interrupt) []Command {
+	var cmds []Command
+	for _, rule := range s.Options.Notify {
+		if slices.Contains(rule.Kinds, string(in.Kind)) {
+			cmds = append(cmds, s.sendNotice(in, rule.Channel, noticeExpiring))
+		}
+	}
+	return cmds
 }
 
 // resumeEscalations arms the escalation timers again in a new run.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,3 +86,21 @@ func TestQuestionsFollowTheirRuleKinds(t *testing.T) {
 		t.Fatalf("a question under an approval-only rule was sent: %v", renderAll(r.Commands))
 	}
 }
+
+// TestExpiringIsNotified: at interrupt_expiring the rule's channel is told
+// the deadline is near, under its own key.
+func TestExpiringIsNotified(t *testing.T) {
+	o := notifyOpts()
+	o.InterruptExpiringLeadMs = 10_000
+	s := startedWith(t, o)
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(call("c1", "refund", contract.EffectNonIdempotentWrite)), NowMs: now})
+	r := s.Apply(DeadlineTimerFired{InterruptID: "c1", NowMs: now + 50_000})
+	sends := commandsOf[SendNotification](r.Commands)
+	if len(sends) != 1 || !sends[0].Input.Expiring || sends[0].Input.Channel != "ops-hook" || sends[0].Input.Key != "s-1/turn-1/c1/ops-hook/2" {
+		t.Fatalf("commands: %v", renderAll(r.Commands))
+	}
+	if !slices.Contains(eventTypes(r.Commands), wire.EventInterruptExpiring) {
+		t.Fatalf("no interrupt_expiring: %v", eventTypes(r.Commands))
+	}
+}
+

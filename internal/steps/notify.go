@@ -27,7 +27,7 @@ func (a *Activities) SendNotification(ctx context.Context, in session.Notificati
 	stop := attempts.beat(ctx)
 	defer stop()
 	err := a.Notify.SendWith(ctx, notify.Message{
-		Channel: in.Channel, Escalation: in.Escalation, Key: in.Key,
+		Channel: in.Channel, Escalation: in.Escalation, Expiring: in.Expiring, Key: in.Key,
 		Interrupt: notify.Interrupt{
 			SessionID: in.SessionID, Agent: in.Agent, InterruptID: in.InterruptID, Kind: in.Kind, ToolCallID: in.ToolCallID,
 			ToolName: in.ToolName, Arguments: in.Arguments, ArgumentsRef: in.ArgumentsRef, Question: in.Question,
