@@ -103,4 +103,3 @@ func TestExpiringIsNotified(t *testing.T) {
 		t.Fatalf("no interrupt_expiring: %v", eventTypes(r.Commands))
 	}
 }
-
