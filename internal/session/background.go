@@ -199,8 +199,8 @@ func (s *State) backgroundDone(bi int, outcome, errText, text, ref string) Resul
 	if s.Closed {
 		return applied(cmds)
 	}
-	if ref == "" && len(text) > s.maxInlineMessage() {
-		text = text[:s.maxInlineMessage()]
+	if ref == "" {
+		text = cutUTF8(text, s.maxInlineMessage())
 	}
 	s.enqueue(text, ref)
 	return applied(append(cmds, s.next()...))

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -975,17 +974,6 @@ func (s *State) resolveInterrupt(req ResolveInterrupt) Result {
 // answered, each cut to wire.MaxResolvedByBytes.
 func (s *State) noteResolver(c int, via, by string) {
 	s.ToolCalls[c].ResolvedVia, s.ToolCalls[c].ResolvedBy = cutUTF8(via, wire.MaxResolvedByBytes), cutUTF8(by, wire.MaxResolvedByBytes)
-}
-
-// cutUTF8 cuts s to at most n bytes, at a rune boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // deadlineTimerFired applies an approval deadline. A timer that fired

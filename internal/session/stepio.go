@@ -312,15 +312,17 @@ type TurnFailureOutput struct {
 
 // preview returns the beginning of text the workflow keeps in its state:
 // at most PreviewBytes, cut at a character boundary.
-func preview(text string) string {
-	if len(text) <= PreviewBytes {
-		return text
+func preview(text string) string { return cutUTF8(text, PreviewBytes) }
+
+// cutUTF8 cuts s to at most n bytes, at a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	cut := PreviewBytes
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return text[:cut]
+	return s[:n]
 }
 
 // validRef reports whether ref looks like a message store reference

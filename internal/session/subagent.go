@@ -696,10 +696,7 @@ func (s *State) lastAnswer(turn string) (string, int64) {
 			break
 		}
 		if m.Role == contract.RoleAssistant && m.Text != "" {
-			if len(m.Text) > wire.PreviewBytes {
-				return preview(m.Text), 0
-			}
-			return m.Text, 0
+			return preview(m.Text), 0
 		}
 	}
 	return "", 0

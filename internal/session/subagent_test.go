@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dex-agents/dex-agent-worker/pluginapi/contract"
 	"github.com/dex-agents/dex-agent-worker/wire"
@@ -394,5 +395,18 @@ func TestDelegationsDoNotGrowTheState(t *testing.T) {
 	}
 	if s.SubAgentSpend.ModelCalls != 200*2+100 {
 		t.Errorf("sub-agent spend %+v", s.SubAgentSpend)
+	}
+}
+
+// TestBackgroundAnswerIsCutAtACharacter: a long answer queued inline (a
+// session without the store) is cut at a character, never inside one.
+func TestBackgroundAnswerIsCutAtACharacter(t *testing.T) {
+	s := startedWith(t, backgroundOpts())
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: toolsRequested(delegateCall("c1", "label")), NowMs: now})
+	s.Apply(ModelStepDone{TurnID: "turn-1", Outcome: completed("ok"), NowMs: now})
+	answer := "x" + strings.Repeat("é", MaxUserMessageBytes) // odd: a byte cut would split an é
+	s.Apply(SubAgentReported{Report: wire.SubAgentReport{Kind: wire.SubAgentTurnEnded, ChildSessionID: "s-1.sub-1", Outcome: wire.SubAgentCompleted, Answer: answer}})
+	if !utf8.ValidString(s.TurnText) || len(s.TurnText) > s.maxInlineMessage() || !strings.HasPrefix(s.TurnText, SubAgentNotePrefix) {
+		t.Fatalf("the queued note: %d bytes, valid UTF-8 %v", len(s.TurnText), utf8.ValidString(s.TurnText))
 	}
 }
