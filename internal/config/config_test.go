@@ -353,6 +353,16 @@ var expectedErrors = []struct {
 		},
 	},
 	{
+		filename: "links.bad.yml",
+		errs: []string{
+			"2: approval_links: needs approval_digest: a link is bound to the digest of the call it approves",
+			"3: approval_links.key_env: the key in DEX_TEST_SHORT_KEY is 5 bytes; it must be at least 32 (try: openssl rand -hex 32)",
+			"4: approval_links.previous_key_envs[0]: environment variable DEX_TEST_SURELY_UNSET_VAR is not set",
+			`5: approval_links.public_url: want the absolute http or https URL people reach the HTTP API at, such as https://dex.example.com, got "ftp://dex.example.com"`,
+			"6: approval_links.ttl: must be from 1s to 720h (30 days), got 1000h",
+		},
+	},
+	{
 		filename: "notify.bad.yml",
 		errs: []string{
 			`4: notifications.channels.hook.url: want an absolute http or https URL, got "ftp://x"`,

@@ -84,22 +84,7 @@ func (c *Config) Validate() error {
 		if c.ApprovalDigest == nil {
 			p.add("approval_links", "needs approval_digest: a link is bound to the digest of the call it approves")
 		}
-		for i, name := range append([]string{l.KeyEnv}, l.PreviousKeyEnvs...) {
-			kp := "approval_links.key_env"
-			if i > 0 {
-				kp = indexPath("approval_links.previous_key_envs", i-1)
-			}
-			switch v := os.Getenv(name); {
-			case name == "":
-				p.add(kp, "is required: the environment variable that holds the links' signing key")
-			case !isEnvName(name):
-				p.add(kp, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
-			case v == "":
-				p.add(kp, "environment variable %s is not set", name)
-			case len(v) < 32:
-				p.add(kp, "the key in %s is %d bytes; it must be at least 32 (try: openssl rand -hex 32)", name, len(v))
-			}
-		}
+		validateKeyEnvs(&p, "approval_links", "the links' signing key", 32, l.KeyEnv, l.PreviousKeyEnvs)
 		if u, err := url.Parse(l.PublicURL); l.PublicURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			p.add("approval_links.public_url", "want the absolute http or https URL people reach the HTTP API at, such as https://dex.example.com, got %q", l.PublicURL)
 		}
@@ -108,22 +93,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if d := c.ApprovalDigest; d != nil {
-		for i, name := range append([]string{d.KeyEnv}, d.PreviousKeyEnvs...) {
-			kp := "approval_digest.key_env"
-			if i > 0 {
-				kp = indexPath("approval_digest.previous_key_envs", i-1)
-			}
-			switch v := os.Getenv(name); {
-			case name == "":
-				p.add(kp, "is required: the environment variable that holds the approval digest key")
-			case !isEnvName(name):
-				p.add(kp, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
-			case v == "":
-				p.add(kp, "environment variable %s is not set", name)
-			case len(v) < 16:
-				p.add(kp, "the key in %s is %d bytes; it must be at least 16 (try: openssl rand -hex 32)", name, len(v))
-			}
-		}
+		validateKeyEnvs(&p, "approval_digest", "the approval digest key", 16, d.KeyEnv, d.PreviousKeyEnvs)
 	}
 
 	queues := make([]string, 0, len(c.ModelQueues))
@@ -1026,4 +996,25 @@ func loopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// validateKeyEnvs checks a section's key_env and previous_key_envs: each
+// names a set variable that holds a key of at least minBytes.
+func validateKeyEnvs(p *problems, section, what string, minBytes int, keyEnv string, previous []string) {
+	for i, name := range append([]string{keyEnv}, previous...) {
+		kp := section + ".key_env"
+		if i > 0 {
+			kp = indexPath(section+".previous_key_envs", i-1)
+		}
+		switch v := os.Getenv(name); {
+		case name == "":
+			p.add(kp, "is required: the environment variable that holds %s", what)
+		case !isEnvName(name):
+			p.add(kp, "invalid environment variable name %q: want a letter or _, then letters, digits or _", name)
+		case v == "":
+			p.add(kp, "environment variable %s is not set", name)
+		case len(v) < minBytes:
+			p.add(kp, "the key in %s is %d bytes; it must be at least %d (try: openssl rand -hex 32)", name, len(v), minBytes)
+		}
+	}
 }
