@@ -150,6 +150,13 @@ func ordersChatStack(t *testing.T) (*agenttest.Stack, string, string) {
 // orders agent, indented by four spaces) instead of its built_in_tools.
 func ordersChatStackWith(t *testing.T, agentYAML string) (*agenttest.Stack, string, string) {
 	t.Helper()
+	return ordersChatStackAgents(t, agentYAML, "")
+}
+
+// ordersChatStackAgents is ordersChatStackWith with more agents after the
+// orders agent (moreYAML: list items indented two spaces).
+func ordersChatStackAgents(t *testing.T, agentYAML, moreYAML string) (*agenttest.Stack, string, string) {
+	t.Helper()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
 	port := agenttest.FreePort(t)
 	token := chatToken
@@ -164,11 +171,11 @@ agents:
 %s    tool_policies:
       lookup_order: {effect: read}
       refund_order: {effect: non_idempotent_write, requires_approval: true}
-http:
+%shttp:
   listen: 127.0.0.1:%d
   auth:
     tokens: [{token: "%s"}]
-`, plugin, agentYAML, port, token))
+`, plugin, agentYAML, moreYAML, port, token))
 	stack.StartWorker()
 	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
 	err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {
@@ -238,42 +245,15 @@ func TestChatApprovesASubAgentsCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/examples/orders")
-	port := agenttest.FreePort(t)
-	stack := agenttest.NewStack(t, fmt.Sprintf(`
-plugins:
-  orders: {command: %s}
-agents:
-  - name: orders
-    flow_type: OrdersAgent
-    runner: orders
-    runner_config: {store_path: "{{DIR}}/orders.json"}
-    sub_agents: [{agent: returns}]
-  - name: returns
+	_, addr, token := ordersChatStackAgents(t, "    sub_agents: [{agent: returns}]\n", `  - name: returns
     flow_type: ReturnsAgent
     runner: orders
     runner_config: {store_path: "{{DIR}}/orders.json"}
     tool_policies:
       lookup_order: {effect: read}
       request_return_label: {effect: idempotent_write, requires_approval: true}
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens: [{token: "%s"}]
-`, plugin, port, chatToken))
-	stack.StartWorker()
-	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := agenttest.WaitFor(context.Background(), "the worker's HTTP API", 30*time.Second, func() (bool, error) {
-		resp, err := http.Get(addr + "/readyz")
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("/readyz: %s", resp.Status)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	stdout, stderr, code := runChat(t, "delegate the return of order 5\ny\n", "chat", "--agent", "orders", "--http-address", addr, "--token", chatToken)
+`)
+	stdout, stderr, code := runChat(t, "delegate the return of order 5\ny\n", "chat", "--agent", "orders", "--http-address", addr, "--token", token)
 	if code != 0 {
 		t.Fatalf("chat: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

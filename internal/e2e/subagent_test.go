@@ -29,6 +29,13 @@ func subAgentConfig(plugin string) string {
 	return cfg + helper
 }
 
+// newBackgroundStack is newSubAgentStack with helper in background mode.
+func newBackgroundStack(t *testing.T) *agenttest.Stack {
+	t.Helper()
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	return agenttest.NewStack(t, strings.Replace(subAgentConfig(plugin), "max_turns: 4}", "max_turns: 4, mode: background}", 1))
+}
+
 func newSubAgentStack(t *testing.T) *agenttest.Stack {
 	t.Helper()
 	if testing.Short() {
@@ -438,8 +445,7 @@ func TestBackgroundSubAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	s := agenttest.NewStack(t, strings.Replace(subAgentConfig(plugin), "max_turns: 4}", "max_turns: 4, mode: background}", 1))
+	s := newBackgroundStack(t)
 	s.StartWorker()
 	parent := start(t, s, delegate("call:approve_write:bg1"))
 	child := parent + ".sub-1"
@@ -500,8 +506,7 @@ func TestBackgroundChildClosesWithItsParent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	s := agenttest.NewStack(t, strings.Replace(subAgentConfig(plugin), "max_turns: 4}", "max_turns: 4, mode: background}", 1))
+	s := newBackgroundStack(t)
 	s.StartWorker()
 	parent := start(t, s, delegate("call:approve_write:bg3"))
 	s.WaitForSnapshot("the parent idle, its child waiting", parent, func(s wire.Snapshot) bool {
