@@ -62,7 +62,7 @@ type Attempts interface {
 // composeMail builds the message: a plain-text and an HTML part, with the
 // links, and a Message-ID made from the idempotency key.
 func composeMail(m Message, l Links, from string, to []string, now time.Time) ([]byte, error) {
-	in := m.Interrupt
+	in := m
 	subject := fmt.Sprintf("Approval needed: %s (%s)", in.ToolName, in.Agent)
 	lead := fmt.Sprintf("The %s agent wants to run %s.", in.Agent, in.ToolName)
 	if in.Kind == wire.InterruptKindQuestion {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/dex-agents/dex-agent-worker/internal/approvaldigest"
 	"github.com/dex-agents/dex-agent-worker/internal/approvallink"
+	"github.com/dex-agents/dex-agent-worker/internal/session"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -53,33 +54,10 @@ type Channel struct {
 	Mail Mail
 }
 
-// Interrupt is what a notification is about: the session's input to the
-// SendNotification Step.
-type Interrupt struct {
-	SessionID    string   `json:"session_id"`
-	Agent        string   `json:"agent"`
-	InterruptID  string   `json:"interrupt_id"`
-	Kind         string   `json:"kind"`
-	ToolCallID   string   `json:"tool_call_id"`
-	ToolName     string   `json:"tool_name"`
-	Arguments    string   `json:"arguments,omitempty"`
-	ArgumentsRef string   `json:"arguments_ref,omitempty"`
-	Question     string   `json:"question,omitempty"`
-	Choices      []string `json:"choices,omitempty"`
-	Deadline     string   `json:"deadline,omitempty"`
-}
-
-// Message is one notification: the interrupt, the channel, whether it is
-// the first notice or an escalation, and its idempotency key.
-type Message struct {
-	Interrupt Interrupt `json:"interrupt"`
-	Channel   string    `json:"channel"`
-	// Escalation is set on the second notice, sent when nobody answered;
-	// Expiring on the notice that the deadline is near.
-	Escalation bool   `json:"escalation,omitempty"`
-	Expiring   bool   `json:"expiring,omitempty"`
-	Key        string `json:"key"`
-}
+// Message is one notification: the interrupt as the session gave it to
+// the SendNotification Step, its channel, whether it is the first notice,
+// the escalation or the deadline's warning, and its idempotency key.
+type Message = session.NotificationInput
 
 // Links are the links of a notification.
 type Links struct {
@@ -152,7 +130,7 @@ func (s *Sender) now() time.Time {
 
 // Links mints the links of m's interrupt.
 func (s *Sender) Links(m Message) (Links, error) {
-	in := m.Interrupt
+	in := m
 	var l Links
 	if s.BaseURL == "" {
 		return l, nil
@@ -236,7 +214,7 @@ func (s *Sender) SendWith(ctx context.Context, m Message, attempts Attempts) err
 }
 
 func (s *Sender) body(ch Channel, m Message, links Links) any {
-	in := m.Interrupt
+	in := m
 	b := Body{Type: BodyType, Escalation: m.Escalation, Expiring: m.Expiring, SessionID: in.SessionID, Agent: in.Agent, InterruptID: in.InterruptID, Kind: in.Kind,
 		ToolName: in.ToolName, Question: in.Question, Choices: in.Choices, Deadline: in.Deadline, Links: links}
 	if ch.IncludeArguments && in.Kind != wire.InterruptKindQuestion {

@@ -31,8 +31,8 @@ func sender(t *testing.T, channels ...Channel) (*Sender, *approvallink.Signer) {
 }
 
 func refund() Message {
-	return Message{Channel: "ops", Key: "s-1/call_7/ops/0", Interrupt: Interrupt{SessionID: "s-1", Agent: "orders", InterruptID: "call_7", Kind: "approval",
-		ToolCallID: "call_7", ToolName: "refund_order", Arguments: `{"order_id":"7","amount_cents":6250}`, Deadline: "2027-01-15T08:00:00Z"}}
+	return Message{Channel: "ops", Key: "s-1/call_7/ops/0", SessionID: "s-1", Agent: "orders", InterruptID: "call_7", Kind: "approval",
+		ToolCallID: "call_7", ToolName: "refund_order", Arguments: `{"order_id":"7","amount_cents":6250}`, Deadline: "2027-01-15T08:00:00Z"}
 }
 
 // TestWebhookIsSignedAndBindsItsLinks: the receiver verifies the body's
@@ -70,7 +70,7 @@ func TestWebhookIsSignedAndBindsItsLinks(t *testing.T) {
 		t.Fatal("a changed body verified")
 	}
 	s.Channels["ops"] = Channel{Name: "ops", Type: TypeWebhook, URL: srv.URL, Secret: secret, IncludeArguments: true}
-	if err := s.Send(context.Background(), refund()); err != nil || got.Arguments == nil || *got.Arguments != refund().Interrupt.Arguments {
+	if err := s.Send(context.Background(), refund()); err != nil || got.Arguments == nil || *got.Arguments != refund().Arguments {
 		t.Fatalf("with include_arguments: %v %+v", err, got.Arguments)
 	}
 }
@@ -150,10 +150,10 @@ func TestSlackPayloadHasTheDocumentedShape(t *testing.T) {
 	if len(got.Blocks) != 2 || got.Blocks[1].Elements[0].ActionID != "approve" || got.Blocks[1].Elements[1].Style != "danger" {
 		t.Fatalf("approval payload: %+v", got)
 	}
-	q := Message{Channel: "ops", Escalation: true, Key: "k", Interrupt: Interrupt{SessionID: "s-1", Agent: "orders", InterruptID: "q1", Kind: "question",
-		Question: "Which <order>?", Choices: []string{"order 1", strings.Repeat("long choice ", 20)}}}
+	q := Message{Channel: "ops", Escalation: true, Key: "k", SessionID: "s-1", Agent: "orders", InterruptID: "q1", Kind: "question",
+		Question: "Which <order>?", Choices: []string{"order 1", strings.Repeat("long choice ", 20)}}
 	for i := 0; i < 40; i++ {
-		q.Interrupt.Choices = append(q.Interrupt.Choices, "c"+strings.Repeat("x", i))
+		q.Choices = append(q.Choices, "c"+strings.Repeat("x", i))
 	}
 	if err := s.Send(context.Background(), q); err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestMailIsNotSentAgainAfterAnAttemptBeganIt(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	s, _ := sender(t, Channel{Name: "mail", Type: TypeEmail, SMTP: SMTP{Host: "127.0.0.1", Port: port, NoTLS: true}, Mail: Mail{From: "dex@example.com", To: []string{"ops@example.com"}}})
 	var perm *Permanent
-	if err := s.SendWith(context.Background(), Message{Channel: "mail", Key: "k", Interrupt: refund().Interrupt}, &fakeAttempts{earlier: true}); !errors.As(err, &perm) || !errors.Is(err, ErrMaybeSent) {
+	if err := s.SendWith(context.Background(), func() Message { m := refund(); m.Channel, m.Key = "mail", "k"; return m }(), &fakeAttempts{earlier: true}); !errors.As(err, &perm) || !errors.Is(err, ErrMaybeSent) {
 		t.Fatalf("err = %v, want ErrMaybeSent", err)
 	}
 	select {

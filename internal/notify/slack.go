@@ -61,7 +61,7 @@ func slackEscape(s string) string {
 }
 
 func slackBody(m Message, l Links) SlackPayload {
-	in := m.Interrupt
+	in := m
 	head := "*Approval needed*"
 	what := fmt.Sprintf("The %s agent wants to run `%s`.", slackEscape(in.Agent), slackEscape(in.ToolName))
 	if in.Kind == wire.InterruptKindQuestion {

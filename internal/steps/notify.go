@@ -26,14 +26,7 @@ func (a *Activities) SendNotification(ctx context.Context, in session.Notificati
 	attempts := newMailAttempts(ctx)
 	stop := attempts.beat(ctx)
 	defer stop()
-	err := a.Notify.SendWith(ctx, notify.Message{
-		Channel: in.Channel, Escalation: in.Escalation, Expiring: in.Expiring, Key: in.Key,
-		Interrupt: notify.Interrupt{
-			SessionID: in.SessionID, Agent: in.Agent, InterruptID: in.InterruptID, Kind: in.Kind, ToolCallID: in.ToolCallID,
-			ToolName: in.ToolName, Arguments: in.Arguments, ArgumentsRef: in.ArgumentsRef, Question: in.Question,
-			Choices: in.Choices, Deadline: in.Deadline,
-		},
-	}, attempts)
+	err := a.Notify.SendWith(ctx, in, attempts)
 	if err == nil {
 		a.stepLogger(ctx, "").Info("notification sent", "channel", in.Channel, "interrupt_id", in.InterruptID, "escalation", in.Escalation)
 		return nil
