@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dex-agents/dex-agent-worker/client"
 
@@ -335,5 +336,51 @@ func TestRecordSubAgentHistory(t *testing.T) {
 	if *updateHistories {
 		recordHistory(t, s, parent, "subagent_turns.json")
 		recordHistory(t, s, parent+".sub-1", "subagent_child_turns.json")
+	}
+}
+
+// TestRecordNotifyHistory records a session whose approval was notified
+// (a SendNotification Step), escalated on a timer, warned of at
+// interrupt_expiring and then answered, and whose notice to a refusing
+// channel failed.
+func TestRecordNotifyHistory(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	rc, hooks := newReceiver(t)
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	cfg := strings.Replace(testConfig(plugin), "    default_tool_effect: unclassified\n", `    default_tool_effect: unclassified
+    interrupt_deadline: 1m
+    interrupt_expiring_lead: 55s
+    notify:
+      - {kinds: [approval], channel: ops, escalate_after: 2s, escalate_to: oncall}
+      - {channel: broken}
+`, 1)
+	s := agenttest.NewStack(t, cfg+fmt.Sprintf(`notifications:
+  channels:
+    ops: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
+    oncall: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
+    broken: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
+`, hooks+"/ops", hooks+"/oncall", hooks+"/refuse"))
+	s.Setenv("DEX_E2E_HOOK_SECRET", hookSecret)
+	s.StartWorker()
+	id := start(t, s, "call:approve_write:H1")
+	snap := s.WaitForSnapshot("the approval", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+	// The first notice, the escalation (2 s), the expiring notice (5 s).
+	if err := agenttest.WaitFor(ctx(t), "three notices", 60*time.Second, func() (bool, error) {
+		return len(rc.got("/ops")) == 2 && len(rc.got("/oncall")) == 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ops := rc.got("/ops"); !ops[1].Expiring || ops[0].Expiring {
+		t.Fatalf("ops notices: %+v", ops)
+	}
+	if ok, err := s.Sessions.ResolveInterrupt(ctx(t), id, wire.ResolveInterruptRequest{InterruptID: snap.PendingInterrupts[0].InterruptID, Approved: true}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	s.WaitForSnapshot("the answer", id, idleWithAnswer)
+	if *updateHistories {
+		recordHistory(t, s, id, "notify_turns.json")
 	}
 }

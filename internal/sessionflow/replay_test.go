@@ -94,6 +94,10 @@ import (
 //     cancel_turn stopped (a sub_agent_control signal sent), and a
 //     background child whose answer, a queued message, started the next
 //     turn.
+//   - notify_turns.json: an approval notified to a webhook channel and to
+//     one that refused it (SendNotification Steps, the refusal reported),
+//     escalated by its timer after 2 s, notified again at
+//     interrupt_expiring, then approved (the escalation timer's cancel).
 //   - subagent_child_turns.json: the first child's history (workflow type
 //     TestAgentHelper): its start input's sub_agent, its reports to the
 //     parent (SignalExternalWorkflowExecution), its turn and its close.
