@@ -30,7 +30,7 @@ REPORT := $(CURDIR)/.test-report
 # the peer is missing and CI is not set (CI=true fails them instead).
 SKIPPED_PEERS := $(CURDIR)/.skipped-peers
 
-.PHONY: all build dev dev-frameworks dev-reset test test-unit test-integration test-fuzz test-summary test-peers fuzz bench soak proto lint clean
+.PHONY: all build dev dev-frameworks dev-reset mail-catcher test test-unit test-integration test-fuzz test-summary test-peers fuzz bench soak proto lint clean
 
 all: build
 
@@ -51,6 +51,12 @@ dev-frameworks: build
 	bash sdk/python/install.sh
 	bash examples/orders-openai-agents-ts/install.sh
 	./bin/dex-agent-worker dev --config configs/frameworks.yaml --data-dir .dex-frameworks
+
+# A mail catcher for the demo's approvals by mail: Python's aiosmtpd (in a
+# virtualenv it makes) on 127.0.0.1:1025, printing each mail it gets.
+mail-catcher:
+	bash internal/testpeer/smtp/install.sh
+	internal/testpeer/smtp/.venv/bin/python internal/testpeer/smtp/catcher.py --port 1025 --print
 
 # The demo from the start: deletes .dex (every session, message and demo
 # order) first, then runs it as make dev does.

@@ -65,7 +65,14 @@ func newDevCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			links, err := devApprovalLinks(cfg, abs, httpAddr)
+			if err != nil {
+				return err
+			}
 			logger := configuredLogger(g, cmd, cfg)
+			if links != "" {
+				logger.Info(links)
+			}
 			if userDataDir != "" && userDataDir != abs && cmd.Flags().Changed("data-dir") {
 				logger.Warn("--data-dir overrides DEX_DATA_DIR", "DEX_DATA_DIR", userDataDir, "data_dir", abs)
 			}
@@ -247,7 +254,7 @@ func writePrivate(path, text string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".api-token-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}

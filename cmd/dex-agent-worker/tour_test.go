@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
 
 // The README's five-minute tour runs here as written: its console blocks
@@ -242,6 +245,10 @@ func TestReadmeTourRunsAsWritten(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(work, "configs"), os.DirFS(filepath.Join("..", "..", "configs"))); err != nil {
 		t.Fatal(err)
 	}
+	// The tour's mail part: its config block on from the start, sending to
+	// a real SMTP server where make mail-catcher would run one.
+	catcher := testpeer.StartMailCatcher(t, testpeer.MailCatcherOptions{})
+	enableTourMail(t, filepath.Join(work, "configs", "dev.yaml"), catcher.Port)
 	// Nothing of the test's own environment may steer the commands.
 	var env []string
 	for _, kv := range os.Environ() {
@@ -291,6 +298,8 @@ func TestReadmeTourRunsAsWritten(t *testing.T) {
 		}
 	}
 
+	checkTourMail(t, sh, catcher, fmt.Sprintf("http://127.0.0.1:%d/", httpPort))
+
 	// make dev-reset starts the demo anew: no session is left.
 	if err := dev.stop(t); err != nil {
 		t.Fatalf("dev exited with %v after SIGINT, want 0", err)
@@ -306,4 +315,117 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// enableTourMail does to the demo config at path what the tour asks: it
+// uncomments the README's yaml block, which must be there commented out,
+// and points the mail channel, which must name make mail-catcher's port,
+// at port.
+func enableTourMail(t *testing.T, path string, port int) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)## Five-minute tour.*?```yaml\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README's tour has no yaml block (the config block that sends approvals by mail)")
+	}
+	block := strings.Split(strings.TrimSuffix(string(m[1]), "\n"), "\n")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	uncomment := regexp.MustCompile(`^(\s*)# ?`)
+	start := slices.IndexFunc(lines, func(l string) bool {
+		return uncomment.MatchString(l) && uncomment.ReplaceAllString(l, "$1") == block[0]
+	})
+	if start < 0 || start+len(block) > len(lines) {
+		t.Fatalf("configs/dev.yaml lacks the README's block commented out:\n%s", m[1])
+	}
+	for i, want := range block {
+		if l := lines[start+i]; !uncomment.MatchString(l) || uncomment.ReplaceAllString(l, "$1") != want {
+			t.Fatalf("configs/dev.yaml:%d: %q is not the README's %q commented out", start+i+1, l, want)
+		}
+		lines[start+i] = want
+	}
+	recipe, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := regexp.MustCompile(`(?m)^mail-catcher:\n(?:\t.*\n)*?\t.*catcher\.py --port (\d+)`).FindSubmatch(recipe)
+	if pm == nil {
+		t.Fatal("the Makefile has no mail-catcher target that runs catcher.py --port N")
+	}
+	text := strings.Join(lines, "\n")
+	smtp := fmt.Sprintf("smtp: {host: 127.0.0.1, port: %s, starttls: false}", pm[1])
+	if strings.Count(text, smtp) != 1 {
+		t.Fatalf("configs/dev.yaml's mail channel is not %q, where make mail-catcher listens", smtp)
+	}
+	text = strings.Replace(text, smtp, fmt.Sprintf("smtp: {host: 127.0.0.1, port: %d, starttls: false}", port), 1)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var tourApproveLink = regexp.MustCompile(`(?m)^Approve:\r?\n(\S+)`)
+
+// checkTourMail checks what the tour says of the mail: the session in
+// $MAIL had its approval mailed; the mail's Approve link shows the refund
+// on a GET and approves it on the first POST only, and the refund runs.
+func checkTourMail(t *testing.T, sh *tourShell, catcher *testpeer.MailCatcher, base string) {
+	t.Helper()
+	id, _ := sh.run("echo $MAIL")
+	id = strings.TrimSpace(id)
+	if !strings.HasPrefix(id, "session-") {
+		t.Fatalf("the tour set no MAIL session (echo $MAIL: %q)", id)
+	}
+	var link string
+	deadline := time.Now().Add(time.Minute)
+	for link == "" {
+		for _, m := range catcher.Mails(t) {
+			if text := m.Parts["text/plain"]; strings.Contains(text, "Session: "+id) {
+				if found := tourApproveLink.FindStringSubmatch(text); found != nil {
+					link = found[1]
+				}
+			}
+		}
+		if link == "" && time.Now().After(deadline) {
+			t.Fatalf("no mail with an Approve link for %s in a minute (%d mails)", id, len(catcher.Mails(t)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.HasPrefix(link, base+"v1/links/") {
+		t.Fatalf("the link %q does not start with dev's address %s", link, base)
+	}
+	get := func(method string) (int, string) {
+		req, err := http.NewRequest(method, link, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, page := get(http.MethodGet); code != http.StatusOK || !strings.Contains(page, "Refund $") || !strings.Contains(page, "order 5") {
+		t.Fatalf("GET the Approve link: %d\n%s", code, page)
+	}
+	if code, page := get(http.MethodPost); code != http.StatusOK || !strings.Contains(page, ">Approved<") {
+		t.Fatalf("POST the Approve link: %d\n%s", code, page)
+	}
+	if code, page := get(http.MethodPost); code != http.StatusConflict || strings.Contains(page, ">Approved<") {
+		t.Fatalf("POST the Approve link again: %d, want 409\n%s", code, page)
+	}
+	for out := ""; !strings.Contains(out, "Refunded $"); {
+		if time.Now().After(deadline.Add(time.Minute)) {
+			t.Fatalf("the refund approved by mail did not run:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+		out, _ = sh.run("./bin/dex-agent-worker session snapshot $MAIL")
+	}
 }

@@ -1,27 +1,10 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"math/big"
 	"mime"
-	"mime/multipart"
-	"net"
-	"net/mail"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,152 +14,9 @@ import (
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
-// mailCatcher is a real SMTP server (Python's aiosmtpd) on 127.0.0.1 that
-// requires STARTTLS with a certificate this test made, and writes each
-// message to Dir as <n>.eml.
-type mailCatcher struct {
-	Port   int
-	Dir    string
-	CAFile string
-}
-
-func startMailCatcher(t *testing.T) *mailCatcher {
-	t.Helper()
-	peer, _ := filepath.Abs(filepath.Join("..", "testpeer", "smtp"))
-	python := filepath.Join(peer, ".venv", "bin", "python")
-	if _, err := os.Stat(python); err != nil {
-		testpeer.Missing(t, "the SMTP test server (aiosmtpd)", "make test-peers (or bash internal/testpeer/smtp/install.sh)")
-	}
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	writeSelfSigned(t, cert, key)
-	mails := filepath.Join(dir, "mail")
-	if err := os.Mkdir(mails, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	port := agenttest.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, python, filepath.Join(peer, "catcher.py"), strconv.Itoa(port), mails, cert, key)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err == nil && !strings.HasPrefix(line, "listening") {
-			err = fmt.Errorf("the catcher said %q", line)
-		}
-		ready <- err
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatalf("the mail catcher did not start: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the mail catcher did not start in 30 s")
-	}
-	return &mailCatcher{Port: port, Dir: mails, CAFile: cert}
-}
-
-// writeSelfSigned writes a certificate for 127.0.0.1 and its key.
-func writeSelfSigned(t *testing.T, certPath, keyPath string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// received is a mail the catcher kept: its header and its parts by type.
-type received struct {
-	Header mail.Header
-	Parts  map[string]string
-}
-
-// mails reads what the catcher received, in order.
-func (m *mailCatcher) mails(t *testing.T) []received {
-	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(m.Dir, "*.eml"))
-	sort.Slice(names, func(i, j int) bool {
-		a, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(names[i]), ".eml"))
-		b, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(names[j]), ".eml"))
-		return a < b
-	})
-	var out []received
-	for _, n := range names {
-		f, err := os.Open(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := mail.ReadMessage(f)
-		if err != nil {
-			t.Fatalf("%s: %v", n, err)
-		}
-		r := received{Header: msg.Header, Parts: map[string]string{}}
-		_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-		if err != nil {
-			t.Fatalf("%s: content type: %v", n, err)
-		}
-		mr := multipart.NewReader(msg.Body, params["boundary"])
-		for {
-			p, err := mr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", n, err)
-			}
-			typ, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
-			b, _ := io.ReadAll(p) // quoted-printable is decoded by the reader
-			r.Parts[typ] = string(b)
-		}
-		f.Close()
-		out = append(out, r)
-	}
-	return out
-}
-
-func (m *mailCatcher) wait(t *testing.T, n int) []received {
-	t.Helper()
-	var got []received
-	if err := agenttest.WaitFor(ctx(t), fmt.Sprintf("%d mail(s)", n), 60*time.Second, func() (bool, error) {
-		got = m.mails(t)
-		return len(got) >= n, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
 // mailStack is the test agent whose approvals go to the mail catcher, with
 // approval links, and the HTTP API.
-func mailStack(t *testing.T, mc *mailCatcher) (*agenttest.Stack, string) {
+func mailStack(t *testing.T, mc *testpeer.MailCatcher) (*agenttest.Stack, string) {
 	t.Helper()
 	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
 	port := agenttest.FreePort(t)
@@ -214,12 +54,12 @@ func TestMailNotificationLinkInChromium(t *testing.T) {
 		t.Skip("integration test")
 	}
 	node := requireBrowser(t)
-	mc := startMailCatcher(t)
+	mc := testpeer.StartMailCatcher(t, testpeer.MailCatcherOptions{TLS: true})
 	s, base := mailStack(t, mc)
 	s.StartWorker()
 	waitForPage(t, base)
 	id := start(t, s, "call:approve_write:M1")
-	m := mc.wait(t, 1)[0]
+	m := mc.Wait(t, 1)[0]
 	if subj, _ := new(mime.WordDecoder).DecodeHeader(m.Header.Get("Subject")); subj != "Approval needed: approve_write (test)" || m.Header.Get("To") != "ops@example.com" {
 		t.Fatalf("mail header: %v", m.Header)
 	}
@@ -243,7 +83,7 @@ func TestMailSentOnceThroughAWorkerKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	mc := startMailCatcher(t)
+	mc := testpeer.StartMailCatcher(t, testpeer.MailCatcherOptions{TLS: true})
 	s, base := mailStack(t, mc)
 	gate := s.Gate("before-mail-mail")
 	if err := gate.Arm(); err != nil {
@@ -258,9 +98,9 @@ func TestMailSentOnceThroughAWorkerKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.StartWorker()
-	got := mc.wait(t, 1)
+	got := mc.Wait(t, 1)
 	time.Sleep(2 * time.Second) // a second copy would have come by now
-	if got = mc.mails(t); len(got) != 1 {
+	if got = mc.Mails(t); len(got) != 1 {
 		t.Fatalf("%d mails, want 1", len(got))
 	}
 	if got[0].Header.Get("Message-Id") == "" && got[0].Header.Get("Message-ID") == "" {
@@ -268,4 +108,33 @@ func TestMailSentOnceThroughAWorkerKill(t *testing.T) {
 	}
 	snap := s.WaitForSnapshot("the approval still pending", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 	_ = snap
+}
+
+// TestMailNotSentAgainWhenTheServerMayHaveIt SIGKILLs the worker after the
+// SMTP server has the mail and before it answered the end of the data: the
+// attempt had recorded that it was sending, so the next one does not send
+// again; it reports notification_failed ("it may have been delivered"), the
+// server holds 1 mail, and the approval still waits for its answer.
+func TestMailNotSentAgainWhenTheServerMayHaveIt(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	mc := testpeer.StartMailCatcher(t, testpeer.MailCatcherOptions{TLS: true})
+	mc.DelayReplies(t, time.Minute)
+	s, base := mailStack(t, mc)
+	w := s.StartWorker()
+	waitForPage(t, base)
+	id := start(t, s, "call:approve_write:K2")
+	mc.Wait(t, 1) // the server has it, and holds its answer
+	w.Kill()
+	s.StartWorker()
+	p := notificationFailed(t, base, id)
+	if p.Channel != "mail" || !strings.Contains(p.Reason, "it may have been delivered") {
+		t.Errorf("notification_failed: %+v", p)
+	}
+	if got := mc.Mails(t); len(got) != 1 {
+		t.Errorf("%d mails, want 1", len(got))
+	}
+	s.WaitForSnapshot("the approval still pending", id, func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
 }

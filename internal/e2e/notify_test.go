@@ -137,11 +137,7 @@ http:
 		t.Errorf("oncall got %d notifications, want 1 (the first approval was answered before its escalation)", n)
 	}
 	// The refusing channel was reported, and the session went on.
-	frames := readSSE(t, ctx(t), base+"/v1/sessions/"+id+"/events", tokenAll, "", func(f sseFrame) bool { return f.data["type"] == "notification_failed" })
-	var p wire.NotificationFailedPayload
-	if err := json.Unmarshal([]byte(frames[len(frames)-1].data["payload"].(string)), &p); err != nil {
-		t.Fatal(err)
-	}
+	p := notificationFailed(t, base, id)
 	if p.Channel != "broken" || !strings.Contains(p.Reason, "refused") {
 		t.Errorf("notification_failed: %+v", p)
 	}
@@ -158,4 +154,16 @@ http:
 	if n := s.Log().Count("tool", "approve_write"); n != 1 {
 		t.Errorf("approve_write ran %d times", n)
 	}
+}
+
+// notificationFailed reads the session's events until a
+// notification_failed one and returns its payload.
+func notificationFailed(t *testing.T, base, id string) wire.NotificationFailedPayload {
+	t.Helper()
+	frames := readSSE(t, ctx(t), base+"/v1/sessions/"+id+"/events", tokenAll, "", func(f sseFrame) bool { return f.data["type"] == "notification_failed" })
+	var p wire.NotificationFailedPayload
+	if err := json.Unmarshal([]byte(frames[len(frames)-1].data["payload"].(string)), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
