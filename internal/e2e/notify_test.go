@@ -167,3 +167,64 @@ func notificationFailed(t *testing.T, base, id string) wire.NotificationFailedPa
 	}
 	return p
 }
+
+// TestExpiringNoticeThenExpiryFailsClosed: an approval nobody answers is
+// notified when raised and again, marked expiring, interrupt_expiring_lead
+// before its deadline, under another webhook-id; at the deadline the call
+// is rejected and never runs, and a link sent for it changes nothing.
+func TestExpiringNoticeThenExpiryFailsClosed(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	rc, hooks := newReceiver(t)
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	port := agenttest.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg := strings.Replace(testConfig(plugin), "    default_tool_effect: unclassified\n", `    default_tool_effect: unclassified
+    interrupt_deadline: 8s
+    interrupt_expiring_lead: 4s
+    notify: [{kinds: [approval], channel: ops}]
+`, 1)
+	s := agenttest.NewStack(t, cfg+fmt.Sprintf(`approval_digest: {key_env: DEX_E2E_DIGEST_KEY, required: true}
+approval_links: {key_env: DEX_E2E_LINK_KEY, public_url: %q}
+notifications:
+  channels:
+    ops: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
+http:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{name: ops, token: %s}]
+`, base, hooks+"/ops", port, tokenAll))
+	s.Setenv("DEX_E2E_DIGEST_KEY", "e2e-approval-digest-key-0123456789")
+	s.Setenv("DEX_E2E_LINK_KEY", linkKey)
+	s.Setenv("DEX_E2E_HOOK_SECRET", hookSecret)
+	s.StartWorker()
+	waitForPage(t, base)
+
+	id := start(t, s, "call:approve_write:E1")
+	var got []notify.Body
+	if err := agenttest.WaitFor(ctx(t), "the first notice and the expiring one", 30*time.Second, func() (bool, error) {
+		got = rc.got("/ops")
+		return len(got) >= 2, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Expiring || !got[1].Expiring || got[1].InterruptID != got[0].InterruptID || got[1].SessionID != id || got[1].Links.Approve == "" {
+		t.Fatalf("the notices: %+v", got)
+	}
+	s.WaitForSnapshot("the approval expired", id, func(s wire.Snapshot) bool {
+		return len(s.PendingInterrupts) == 0 && s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage
+	})
+	if code, html := page(t, "POST", got[1].Links.Approve); code == 200 {
+		t.Fatalf("a link to an expired approval approved it: %d %s", code, html)
+	}
+	if n := s.Log().Count("tool", "approve_write"); n != 0 {
+		t.Errorf("approve_write ran %d times after its approval expired", n)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.ids) != 2 || len(rc.bad) > 0 {
+		t.Errorf("webhook-ids %v, bad signatures %v: want 2 distinct notifications, each once", rc.ids, rc.bad)
+	}
+}
