@@ -81,6 +81,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newSessionCmd(g),
 		newChatCmd(g),
 		newInboxCmd(g),
+		newReplayCheckCmd(g),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

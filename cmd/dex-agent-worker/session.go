@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dex-agents/dex-agent-worker/client"
 	"github.com/dex-agents/dex-agent-worker/internal/chat"
@@ -183,17 +184,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 			"else the temporal section of the worker config named by --config (or $DEX_CONFIG), else the\n" +
 			"defaults (localhost:7233, namespace default, task queue dex-agents, no TLS).",
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.address, "address", "", "Temporal frontend address (default $DEX_TEMPORAL_ADDRESS, else the config's, else localhost:7233)")
-	pf.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default $DEX_TEMPORAL_NAMESPACE, else the config's, else default)")
-	pf.StringVar(&f.taskQueue, "task-queue", "", "the workers' task queue (default the config's, else "+wire.DefaultTaskQueue+")")
-	pf.StringVar(&f.config, "config", "", "worker config: maps agent names to flow types and gives the Temporal settings (default $DEX_CONFIG)")
-	pf.StringVar(&f.tlsCert, "tls-cert", "", "TLS client certificate (PEM) for mTLS, with --tls-key")
-	pf.StringVar(&f.tlsKey, "tls-key", "", "TLS client key (PEM)")
-	pf.StringVar(&f.tlsCA, "tls-ca", "", "CA certificates (PEM) that verify the server; any --tls-* flag enables TLS")
-	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "server name the server's certificate must carry")
-	pf.StringVar(&f.dataDir, "data-dir", envOr("DEX_DATA_DIR", ".dex"), "dev's data dir, whose messages.db holds older messages when --config names no message_store (default $DEX_DATA_DIR, else .dex)")
-	pf.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable that holds a Temporal Cloud API key (enables TLS)")
+	f.addFlags(cmd.PersistentFlags())
 	cmd.AddCommand(
 		newSessionStartCmd(g, f),
 		withPlanFlag(newSessionSendCmd(g, f), g, f),
@@ -216,6 +207,20 @@ func newSessionCmd(g *globals) *cobra.Command {
 		newSessionListCmd(g, f),
 	)
 	return cmd
+}
+
+// addFlags adds the connection flags to fs.
+func (f *sessionFlags) addFlags(pf *pflag.FlagSet) {
+	pf.StringVar(&f.address, "address", "", "Temporal frontend address (default $DEX_TEMPORAL_ADDRESS, else the config's, else localhost:7233)")
+	pf.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default $DEX_TEMPORAL_NAMESPACE, else the config's, else default)")
+	pf.StringVar(&f.taskQueue, "task-queue", "", "the workers' task queue (default the config's, else "+wire.DefaultTaskQueue+")")
+	pf.StringVar(&f.config, "config", "", "worker config: maps agent names to flow types and gives the Temporal settings (default $DEX_CONFIG)")
+	pf.StringVar(&f.tlsCert, "tls-cert", "", "TLS client certificate (PEM) for mTLS, with --tls-key")
+	pf.StringVar(&f.tlsKey, "tls-key", "", "TLS client key (PEM)")
+	pf.StringVar(&f.tlsCA, "tls-ca", "", "CA certificates (PEM) that verify the server; any --tls-* flag enables TLS")
+	pf.StringVar(&f.tlsServerName, "tls-server-name", "", "server name the server's certificate must carry")
+	pf.StringVar(&f.dataDir, "data-dir", envOr("DEX_DATA_DIR", ".dex"), "dev's data dir, whose messages.db holds older messages when --config names no message_store (default $DEX_DATA_DIR, else .dex)")
+	pf.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable that holds a Temporal Cloud API key (enables TLS)")
 }
 
 // flowType maps an agent name to its flow type: through the --config file;

@@ -290,29 +290,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
-		rt := runtimeFor(a, sessionSink{sink}, searchAttrs)
+		rt := runtimeFor(cfg, a, sessionSink{sink}, searchAttrs)
 		rt.Approvals = approvals
 		rt.ModelCalls = canceller
-		if q := a.RunModelLimit.Queue; q != "" {
-			rt.Options.ModelTaskQueue = cfg.ModelTaskQueue(q)
-		}
 		if d.traces != nil {
 			rt.Tracer = d.traces
-		}
-		rt.Options.Messages = messageOptions(a)
-		rt.Options.RunnerPoliciesUntrusted = !cfg.Plugins[a.Runner].TrustsRunnerPolicies()
-		if len(a.BuiltInTools) > 0 {
-			rt.Options.BuiltInTools = append([]string(nil), a.BuiltInTools...)
-			rt.Options.MaxDurableWaitMs = a.MaxDurableWait.Milliseconds()
-			rt.Options.PlanModeEnabled = a.PlanModeEnabled
-		}
-		rt.Options.SubAgents = subAgentOptions(cfg, a)
-		rt.Options.Notify = notifyRules(a)
-		if c := a.Compaction; c != nil {
-			rt.Options.Compaction = &session.CompactionPolicy{
-				ContextWindowTokens: c.ContextWindowTokens, TriggerRatio: c.TriggerRatio,
-				KeepRatio: c.KeepRatio, ReservedInputTokens: c.ReservedInputTokens,
-			}
 		}
 		w.RegisterWorkflowWithOptions(sessionflow.Workflow(rt), workflow.RegisterOptions{Name: a.FlowType})
 	}
@@ -866,7 +848,32 @@ func PolicySet(a *config.Agent) pluginapi.PolicySet {
 	return policies
 }
 
-func runtimeFor(a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) sessionflow.Runtime {
+// runtimeFor is the session workflow's runtime for agent a: the settings
+// its new sessions record, and where their events go.
+func runtimeFor(cfg *config.Config, a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) sessionflow.Runtime {
+	rt := baseRuntime(a, sink, searchAttrs)
+	if q := a.RunModelLimit.Queue; q != "" {
+		rt.Options.ModelTaskQueue = cfg.ModelTaskQueue(q)
+	}
+	rt.Options.Messages = messageOptions(a)
+	rt.Options.RunnerPoliciesUntrusted = !cfg.Plugins[a.Runner].TrustsRunnerPolicies()
+	if len(a.BuiltInTools) > 0 {
+		rt.Options.BuiltInTools = append([]string(nil), a.BuiltInTools...)
+		rt.Options.MaxDurableWaitMs = a.MaxDurableWait.Milliseconds()
+		rt.Options.PlanModeEnabled = a.PlanModeEnabled
+	}
+	rt.Options.SubAgents = subAgentOptions(cfg, a)
+	rt.Options.Notify = notifyRules(a)
+	if c := a.Compaction; c != nil {
+		rt.Options.Compaction = &session.CompactionPolicy{
+			ContextWindowTokens: c.ContextWindowTokens, TriggerRatio: c.TriggerRatio,
+			KeepRatio: c.KeepRatio, ReservedInputTokens: c.ReservedInputTokens,
+		}
+	}
+	return rt
+}
+
+func baseRuntime(a *config.Agent, sink sessionflow.EventSink, searchAttrs bool) sessionflow.Runtime {
 	policies := PolicySet(a)
 	rm := session.DefaultRunModelLimits
 	rm.StartToClose = a.RunModelLimit.StartToCloseTimeout

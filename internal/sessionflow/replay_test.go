@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -260,13 +259,8 @@ func TestReplayDetectsAnIncompatibleHistory(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// childIDRe is a sub-agent's session ID: its parent's, then .sub-N.
-var childIDRe = regexp.MustCompile(`\.sub-\d+$`)
-
-// replayFile replays a recorded history as the session it was: a parent's
-// commands name its children by the parent's own ID (.sub-N after it), so
-// the replay runs under the ID its first child start shows. Other
-// histories replay under the replayer's ID, as their commands name none.
+// replayFile replays a recorded history as the session it was, under the
+// session ID its commands show (RecordedSessionID).
 func replayFile(r worker.WorkflowReplayer, logger log.Logger, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -278,12 +272,7 @@ func replayFile(r worker.WorkflowReplayer, logger log.Logger, path string) error
 		return err
 	}
 	var opts worker.ReplayWorkflowHistoryOptions
-	for _, e := range hist.Events {
-		if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
-			opts.OriginalExecution.ID = childIDRe.ReplaceAllString(a.GetWorkflowId(), "")
-			break
-		}
-	}
+	opts.OriginalExecution.ID = RecordedSessionID(hist)
 	if logger == nil {
 		logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	}
