@@ -82,6 +82,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newChatCmd(g),
 		newInboxCmd(g),
 		newReplayCheckCmd(g),
+		newEvalCmd(g),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version",

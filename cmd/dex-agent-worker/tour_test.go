@@ -228,34 +228,11 @@ func TestReadmeTourRunsAsWritten(t *testing.T) {
 		t.Skip("integration test")
 	}
 	steps := readmeTour(t)
-	// A working directory laid out like the repository after make build.
-	work := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(work, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, pkg := range map[string]string{
-		"dex-agent-worker":    "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker",
-		"dex-runner-orders":   "github.com/dex-agents/dex-agent-worker/examples/orders",
-		"dex-runner-stepwise": "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise",
-	} {
-		if err := os.Symlink(agenttest.BuildBinary(t, pkg), filepath.Join(work, "bin", name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.CopyFS(filepath.Join(work, "configs"), os.DirFS(filepath.Join("..", "..", "configs"))); err != nil {
-		t.Fatal(err)
-	}
+	work, env := demoWorkDir(t)
 	// The tour's mail part: its config block on from the start, sending to
 	// a real SMTP server where make mail-catcher would run one.
 	catcher := testpeer.StartMailCatcher(t, testpeer.MailCatcherOptions{})
 	enableTourMail(t, filepath.Join(work, "configs", "dev.yaml"), catcher.Port)
-	// Nothing of the test's own environment may steer the commands.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DEX_") {
-			env = append(env, kv)
-		}
-	}
 	temporalPort, httpPort := agenttest.FreePort(t), agenttest.FreePort(t)
 	// What make dev runs, on ports of the test's own: the commands below
 	// reach them through the variables the CLI reads.
@@ -428,4 +405,35 @@ func checkTourMail(t *testing.T, sh *tourShell, catcher *testpeer.MailCatcher, b
 		time.Sleep(200 * time.Millisecond)
 		out, _ = sh.run("./bin/dex-agent-worker session snapshot $MAIL")
 	}
+}
+
+// demoWorkDir makes a working directory laid out like the repository after
+// make build (bin/ with the binaries, configs/), and the environment of
+// the test without the DEX_ variables, so that nothing of the test's own
+// environment steers the commands.
+func demoWorkDir(t *testing.T) (string, []string) {
+	t.Helper()
+	work := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, pkg := range map[string]string{
+		"dex-agent-worker":    "github.com/dex-agents/dex-agent-worker/cmd/dex-agent-worker",
+		"dex-runner-orders":   "github.com/dex-agents/dex-agent-worker/examples/orders",
+		"dex-runner-stepwise": "github.com/dex-agents/dex-agent-worker/plugins/stepwise/cmd/dex-runner-stepwise",
+	} {
+		if err := os.Symlink(agenttest.BuildBinary(t, pkg), filepath.Join(work, "bin", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(filepath.Join(work, "configs"), os.DirFS(filepath.Join("..", "..", "configs"))); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEX_") {
+			env = append(env, kv)
+		}
+	}
+	return work, env
 }

@@ -194,7 +194,7 @@ func FromVisibility(ctx context.Context, c client.Client, namespace, query strin
 				break
 			}
 			id, run := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
-			h, err := history(ctx, c, id, run)
+			h, err := RunHistory(ctx, c, id, run)
 			if err != nil {
 				return nil, err
 			}
@@ -207,7 +207,8 @@ func FromVisibility(ctx context.Context, c client.Client, namespace, query strin
 	return out, nil
 }
 
-func history(ctx context.Context, c client.Client, id, run string) (*historypb.History, error) {
+// RunHistory reads the whole history of one run of a workflow.
+func RunHistory(ctx context.Context, c client.Client, id, run string) (*historypb.History, error) {
 	it := c.GetWorkflowHistory(ctx, id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	for it.HasNext() {

@@ -93,8 +93,11 @@ var builtInDefinitions = []contract.ToolDefinition{
 }
 
 // builtIn reports whether name is a built-in the session enabled.
-func (s *State) builtIn(name string) bool {
-	return (name == BuiltInAskUser || name == BuiltInDurableWait || name == BuiltInWriteTodos) && slices.Contains(s.Options.BuiltInTools, name)
+func (s *State) builtIn(name string) bool { return s.Options.builtIn(name) }
+
+// builtIn reports whether a session of these options runs the tool itself.
+func (o Options) builtIn(name string) bool {
+	return (name == BuiltInAskUser || name == BuiltInDurableWait || name == BuiltInWriteTodos) && slices.Contains(o.BuiltInTools, name)
 }
 
 // askUserArgs are ask_user's arguments.

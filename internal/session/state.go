@@ -550,8 +550,26 @@ func ruleDecision(out ModelOutcome, id string) *RuleDecision {
 
 // hostCall returns the host's decision about a call, or nil when the
 // runner runs it.
-func (s *State) hostCall(out ModelOutcome, id string) *HostCall {
-	if s.Options.Version < HostToolsVersion {
+// CallPolicy is the policy a session with these options gives a call the
+// model asked for (hc: the worker's own tool that runs it, or nil): the
+// effect that sets its retries, and whether it needs approval before the
+// agent's approval rules decide.
+func (o Options) CallPolicy(call contract.DeferredToolCall, hc *HostCall) contract.ToolPolicy {
+	switch {
+	case hc != nil:
+		return AuthorizeHostPolicy(o.Policies, call.ToolName, hc.Effect, call.Policy)
+	case o.Version < SettingsVersion:
+		return legacyPolicy(call.Policy)
+	case o.Version < RunnerPoliciesVersion || o.builtIn(call.ToolName):
+		return AuthorizePolicy(o.Policies, call.ToolName, call.Policy)
+	}
+	return AuthorizeRunnerPolicy(o.Policies, call.ToolName, call.Policy, !o.RunnerPoliciesUntrusted)
+}
+
+// HostCallOf is the host call of out with this ID, in a session of these
+// options (nil: the runner runs it).
+func (o Options) HostCallOf(out ModelOutcome, id string) *HostCall {
+	if o.Version < HostToolsVersion {
 		return nil
 	}
 	for i := range out.HostCalls {
@@ -561,6 +579,8 @@ func (s *State) hostCall(out ModelOutcome, id string) *HostCall {
 	}
 	return nil
 }
+
+func (s *State) hostCall(out ModelOutcome, id string) *HostCall { return s.Options.HostCallOf(out, id) }
 
 // modelStepDone applies a RunModel outcome. nowMs is the workflow clock in
 // Unix milliseconds, used for approval deadlines.
@@ -612,18 +632,11 @@ func (s *State) modelStepDone(out ModelOutcome, nowMs int64) []Command {
 	}
 	for _, call := range req.ToolCalls {
 		source := call.ToolSourceReference
-		var policy contract.ToolPolicy
-		switch hc := s.hostCall(out, call.ToolCallID); {
-		case hc != nil:
-			policy = AuthorizeHostPolicy(s.Options.Policies, call.ToolName, hc.Effect, call.Policy)
+		hc := s.hostCall(out, call.ToolCallID)
+		if hc != nil {
 			source = hc.Source
-		case s.Options.Version < SettingsVersion:
-			policy = legacyPolicy(call.Policy)
-		case s.Options.Version < RunnerPoliciesVersion || s.builtIn(call.ToolName):
-			policy = AuthorizePolicy(s.Options.Policies, call.ToolName, call.Policy)
-		default:
-			policy = AuthorizeRunnerPolicy(s.Options.Policies, call.ToolName, call.Policy, !s.Options.RunnerPoliciesUntrusted)
 		}
+		policy := s.Options.CallPolicy(call, hc)
 		rec := wire.ToolCall{
 			ToolCallID:          call.ToolCallID,
 			ToolName:            call.ToolName,

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/evals"
+	"github.com/dex-agents/dex-agent-worker/wire"
+)
+
+// TestEvalCaptureOfTheOrdersDemo captures real sessions of the orders demo
+// (what make dev runs): a refund approved, a question answered, and a
+// refund rejected with a message. The case holds each in order, with the
+// calls' arguments and the results the model saw, and --query finds the
+// session by its agent.
+const evalSecret = "eval-secret-0123456789"
+
+func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	work, env := demoWorkDir(t)
+	// A secret the worker's config grants its plugin: capture redacts it
+	// wherever it shows (here in a rejection's message).
+	cfgPath := filepath.Join(work, "configs", "dev.yaml")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := strings.Replace(string(b), "    command: ../bin/dex-runner-orders\n", "    command: ../bin/dex-runner-orders\n    env: [DEX_EVAL_SECRET]\n", 1)
+	if granted == string(b) {
+		t.Fatal("configs/dev.yaml has no orders plugin command to grant a variable to")
+	}
+	if err := os.WriteFile(cfgPath, []byte(granted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := agenttest.FreePort(t)
+	startDev(t, "./bin/dex-agent-worker", work, env, "--config", "configs/dev.yaml", "--data-dir", ".dex",
+		"--temporal-port", fmt.Sprint(port), "--ui-port", "0", "--http", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sessions := devSessions(t, ctx, port)
+	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent", InitialMessage: "refund order 7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func(kind string) wire.Interrupt {
+		t.Helper()
+		for {
+			snap, err := sessions.GetAgentSnapshot(ctx, id)
+			if err == nil && len(snap.PendingInterrupts) == 1 && snap.PendingInterrupts[0].Kind == kind {
+				return snap.PendingInterrupts[0]
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("no %s: %v", kind, ctx.Err())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	idle := func() {
+		t.Helper()
+		for {
+			snap, err := sessions.GetAgentSnapshot(ctx, id)
+			if err == nil && snap.State != nil && snap.State.Status == wire.StatusWaitingForUserMessage && len(snap.PendingInterrupts) == 0 && snap.QueuedCount == 0 {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the session did not go idle: %v", ctx.Err())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	in := pending(wire.InterruptKindApproval)
+	if ok, err := sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, Digest: in.Digest}); err != nil || !ok {
+		t.Fatalf("approve: %v %v", ok, err)
+	}
+	idle()
+	if ok, err := sessions.SendUserMessage(ctx, id, "refund my order"); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	q := pending(wire.InterruptKindQuestion)
+	if ok, err := sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: q.InterruptID, Answer: q.Choices[0]}); err != nil || !ok {
+		t.Fatalf("answer: %v %v", ok, err)
+	}
+	in = pending(wire.InterruptKindApproval)
+	if ok, err := sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: false, RejectionMessage: "not today " + evalSecret, Digest: in.Digest}); err != nil || !ok {
+		t.Fatalf("reject: %v %v", ok, err)
+	}
+	idle()
+
+	capture := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("./bin/dex-agent-worker", append([]string{"eval", "capture", "--config", "configs/dev.yaml"}, args...)...)
+		cmd.Dir, cmd.Env = work, append(env, fmt.Sprintf("DEX_TEMPORAL_ADDRESS=127.0.0.1:%d", port), "DEX_EVAL_SECRET="+evalSecret)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("eval capture %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := capture("--sessions", id, "--out", "cases")
+	if !strings.Contains(out, id+": 2 user message(s), 5 tool call(s), 2 approval(s), 1 question(s), 2 turn(s) -> cases/"+id+".jsonl") {
+		t.Fatalf("eval capture said:\n%s", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(work, "cases", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), evalSecret) {
+		t.Errorf("the case holds the secret:\n%s", raw)
+	}
+	f, err := os.Open(filepath.Join(work, "cases", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := evals.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Header.Agent != "orders" || c.Header.FlowType != "OrdersAgent" || c.Header.SessionID != id || c.Header.Runs != 1 || c.Header.Status != "running" {
+		t.Errorf("header: %+v", c.Header)
+	}
+	var got []string
+	for _, r := range c.Records {
+		switch r.Type {
+		case evals.TypeUserMessage:
+			got = append(got, "user: "+r.Text)
+		case evals.TypeToolCall:
+			got = append(got, fmt.Sprintf("call %s %s %s %s: %s", r.ToolName, r.Arguments, r.Effect, r.Status, r.Output))
+		case evals.TypeApproval:
+			got = append(got, fmt.Sprintf("approval %s %v %q", r.ToolName, *r.Approved, r.Message))
+		case evals.TypeQuestion:
+			got = append(got, fmt.Sprintf("question %q -> %s %q", r.Question, r.Resolution, r.Answer))
+		case evals.TypeTurn:
+			got = append(got, fmt.Sprintf("turn %s %s: %s", r.Turn, r.Status, r.Answer))
+			if r.Usage == nil || r.Usage.ModelCalls < 2 || r.ModelMs <= 0 {
+				t.Errorf("turn %s usage %+v, model %d ms", r.Turn, r.Usage, r.ModelMs)
+			}
+		}
+	}
+	want := []string{
+		"user: refund order 7",
+		`call lookup_order {"order_id":"7"} read succeeded: {"id":"7","customer":"customer-7","item":"office chair"`,
+		`call refund_order {"order_id":"7","amount_cents":6250} non_idempotent_write succeeded: Refunded $62.50 of order 7 (office chair); order status: refunded.`,
+		`approval refund_order true ""`,
+		"turn turn-1 completed: Done. Refunded $62.50 of order 7 (office chair); order status: refunded.",
+		"user: refund my order",
+		`call ask_user {"choices":[`,
+		`question "Which order should I refund?" -> answered "order 1: desk lamp ($17.50 left)"`,
+		`call lookup_order {"order_id":"1"} read succeeded: `,
+		`call refund_order {"order_id":"1","amount_cents":1750} non_idempotent_write rejected: not today <redacted>`,
+		`approval refund_order false "not today <redacted>"`,
+		"turn turn-2 completed: OK, I did not refund order 1. (not today <redacted>)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the case:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("record %d: %s\nwant it to start with: %s", i+1, got[i], want[i])
+		}
+	}
+	// The same session, found by its agent.
+	out = capture("--query", "agent=orders status=all", "--out", "by-query")
+	if !strings.Contains(out, id+": ") {
+		t.Errorf("--query agent=orders did not capture %s:\n%s", id, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "by-query", id+".jsonl")); err != nil {
+		t.Error(err)
+	}
+}
