@@ -35,6 +35,11 @@ export async function step(name, fn) {
 // problems collects what the page reported that is a bug.
 export const problems = [];
 
+// expected lists answers a step makes the page get on purpose: once the
+// user signed out, a request the page had open gets 401, and the page
+// shows the sign-in (which the step checks).
+export const expected = { unauthorized: false };
+
 // shotPath is SCREENSHOT with a suffix before its extension.
 export const shotPath = (suffix) => SCREENSHOT.replace(/\.png$/, '') + suffix + '.png';
 
@@ -76,7 +81,8 @@ export async function run(name, main, totalMs = 150_000) {
       const text = m.text();
       // 400, 404 and 409 are answers the page handles (409: a closed
       // session, a changed approval), which Chromium logs anyway.
-      if (m.type() === 'error' && !/Failed to load resource.*(404|400|409)/.test(text)) problems.push(`console error: ${text}`);
+      const handled = expected.unauthorized ? /Failed to load resource.*(404|400|409|401)/ : /Failed to load resource.*(404|400|409)/;
+      if (m.type() === 'error' && !handled.test(text)) problems.push(`console error: ${text}`);
       if (/Content Security Policy/i.test(text)) problems.push(`CSP violation: ${text}`);
     });
     await main(page);
