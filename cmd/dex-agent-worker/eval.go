@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dex-agents/dex-agent-worker/internal/config"
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/evalrun"
 	"github.com/dex-agents/dex-agent-worker/internal/evals"
 	"github.com/dex-agents/dex-agent-worker/internal/redact"
 	"github.com/dex-agents/dex-agent-worker/internal/sessionquery"
@@ -25,7 +28,101 @@ func newEvalCmd(g *globals) *cobra.Command {
 			"the user's messages, the tool calls with their arguments and results, the approvals and answers\n" +
 			"people gave, and each turn's answer, usage and cost.",
 	}
-	cmd.AddCommand(newEvalCaptureCmd(g))
+	cmd.AddCommand(newEvalCaptureCmd(g), newEvalRunCmd(g))
+	return cmd
+}
+
+func newEvalRunCmd(g *globals) *cobra.Command {
+	var dataset, cfgPath, agent, out, failOn, dataDir string
+	var liveReads bool
+	var caseTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "run --dataset DIR --config FILE --agent NAME [--out report.json] [--fail-on 'writes_added>0,cost_ratio>1.2']",
+		Short: "Replay captured cases against a changed agent and compare",
+		Long: "run replays each case of the dataset as a fresh session of the agent in --config (the changed one), on\n" +
+			"an embedded engine, and compares it with the record. The recorded user messages are sent in order.\n" +
+			"Tool calls are served from the record and never run: a call with the same tool and arguments (JSON\n" +
+			"compared with keys sorted, whitespace ignored and numbers by value) gets the recorded result; a read\n" +
+			"the record lacks runs only with --live-reads; any other call it lacks gets a tool error, is never\n" +
+			"run, and marks the case diverged. Approvals and questions get the recorded answers; one the record\n" +
+			"lacks is rejected or declined, and reported. Model calls go to the changed agent's model. Nothing\n" +
+			"else reaches outside: no HTTP API, no notifications.\n\n" +
+			"The report (--out, JSON, and a Markdown summary beside it, also printed) compares the tool calls,\n" +
+			"the approvals asked, the rule decisions, the answers (exact, and a similarity from 0 to 1), turns,\n" +
+			"tokens, cost and Step time, per case and in total. --fail-on checks metrics (" + strings.Join(evals.MetricNames, ", ") + ")\n" +
+			"and exits 1 when one holds.",
+		Example: "  dex-agent-worker eval run --dataset evals/orders --config configs/dev.yaml --agent orders --out report.json\n" +
+			"  dex-agent-worker eval run --dataset evals/orders --config new.yaml --agent orders --fail-on 'writes_added>0,cost_ratio>1.2'",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataset == "" || cfgPath == "" || agent == "" {
+				return errors.New("give --dataset DIR, --config FILE and --agent NAME")
+			}
+			checks, err := evals.ParseChecks(failOn)
+			if err != nil {
+				return fmt.Errorf("--fail-on: %w", err)
+			}
+			cases, err := evals.ReadDataset(dataset)
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			if _, ok := cfg.Agent(agent); !ok {
+				return fmt.Errorf("--agent %s: the config has no such agent", agent)
+			}
+			if dataDir == "" {
+				if dataDir, err = os.MkdirTemp("", "dex-eval-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(dataDir)
+			}
+			logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			reports, err := evalrun.Run(cmd.Context(), evalrun.RunOptions{Config: cfg, Agent: agent, LiveReads: liveReads,
+				DataDir: dataDir, CaseTimeout: caseTimeout, Logger: logger}, cases)
+			if err != nil {
+				return err
+			}
+			rep := evals.NewReport(dataset, agent, cfgPath, reports, checks)
+			if out != "" {
+				b, err := json.MarshalIndent(rep, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+					return err
+				}
+				md, err := os.Create(strings.TrimSuffix(out, filepath.Ext(out)) + ".md")
+				if err != nil {
+					return err
+				}
+				if err := rep.WriteMarkdown(md); err != nil {
+					md.Close()
+					return err
+				}
+				if err := md.Close(); err != nil {
+					return err
+				}
+			}
+			if err := rep.WriteMarkdown(g.stdout); err != nil {
+				return err
+			}
+			if !rep.Passed {
+				return exitError{1} // the report names the failed checks
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataset, "dataset", "", "directory of cases (*.jsonl), as eval capture writes them")
+	cmd.Flags().StringVar(&cfgPath, "config", "", "the worker config of the changed agent")
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent that replays every case")
+	cmd.Flags().StringVar(&out, "out", "", "write the report as JSON here, and its Markdown summary beside it (.md)")
+	cmd.Flags().StringVar(&failOn, "fail-on", "", "checks that fail the run (exit 1), comma-separated, such as 'writes_added>0,cost_ratio>1.2'")
+	cmd.Flags().BoolVar(&liveReads, "live-reads", false, "run the reads the record lacks (writes it lacks never run)")
+	cmd.Flags().DurationVar(&caseTimeout, "case-timeout", 5*time.Minute, "longest replay of one case")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where the embedded engine keeps its files (default: a temporary directory, deleted after)")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -177,5 +178,110 @@ func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "by-query", id+".jsonl")); err != nil {
 		t.Error(err)
+	}
+
+	// eval run: the unchanged agent replays the case with no difference.
+	evalRun := func(wantCode int, args ...string) (string, evals.Report) {
+		t.Helper()
+		cmd := exec.Command("./bin/dex-agent-worker", append([]string{"eval", "run", "--agent", "orders", "--out", "report.json"}, args...)...)
+		// The demo's orders, as make dev keeps them: the scripted model
+		// reads them (a question's choices) besides its tools.
+		cmd.Dir, cmd.Env = work, append(env, "DEX_DATA_DIR="+filepath.Join(work, ".dex"))
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != wantCode {
+			t.Fatalf("eval run %v: exit %d, want %d\n%s", args, code, wantCode, out)
+		}
+		var rep evals.Report
+		b, err := os.ReadFile(filepath.Join(work, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Cases) != 1 {
+			t.Fatalf("%d cases in the report\n%s", len(rep.Cases), out)
+		}
+		return string(out), rep
+	}
+	store := filepath.Join(work, ".dex", "orders.json")
+	before, err := os.ReadFile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, rep := evalRun(0, "--dataset", "cases", "--config", "configs/dev.yaml", "--fail-on", "calls_added>0,calls_removed>0,calls_changed>0,answers_changed>0,approvals_added>0,decisions_changed>0")
+	if c := rep.Cases[0]; c.Status != "same" || c.Replayed.ToolCalls != 5 || c.Replayed.Approvals != 2 || c.DivergedAt != nil || len(c.Unanswered) != 0 {
+		t.Fatalf("the unchanged agent: %+v\n%s", c, out)
+	}
+	if !strings.Contains(out, "1 case(s): 0 changed, 0 diverged, 0 failed. Checks passed.") {
+		t.Errorf("the summary:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "report.md")); err != nil {
+		t.Error(err)
+	}
+
+	// A rule that denies refunds: the decision changed, the approvals
+	// the record asked are not asked, and --fail-on fails the run.
+	b, err = os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny := strings.Replace(string(b), "    interrupt_deadline: 24h\n", "    interrupt_deadline: 24h\n    approval_rules:\n      - {tool: refund_order, decision: deny, reason: \"Refunds are closed today.\"}\n", 1)
+	if err := os.WriteFile(filepath.Join(work, "configs", "deny.yaml"), []byte(deny), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, rep = evalRun(1, "--dataset", "cases", "--config", "configs/deny.yaml", "--fail-on", "decisions_changed>0")
+	cr := rep.Cases[0]
+	if len(cr.Decisions) != 2 || cr.Decisions[0].Replayed != "deny" || cr.Decisions[0].Recorded != "" || cr.Status != "changed" {
+		t.Fatalf("the rule change: %+v\n%s", cr, out)
+	}
+	removed := 0
+	for _, a := range cr.Approvals {
+		if a.Change == "removed" {
+			removed++
+		}
+	}
+	if removed != 2 || !strings.Contains(out, "| `decisions_changed>0` | 2 | **failed** |") {
+		t.Errorf("approvals %+v\n%s", cr.Approvals, out)
+	}
+
+	// The record's refund had other arguments (as if the model now asked
+	// for a write the record does not hold): its approval has no recorded
+	// answer, so it is rejected and never run; the case diverged there,
+	// and the orders store is untouched.
+	raw, err = os.ReadFile(filepath.Join(work, "cases", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.ReplaceAll(string(raw), `{\"order_id\":\"7\",\"amount_cents\":6250}`, `{\"order_id\":\"7\",\"amount_cents\":100}`)
+	if edited == string(raw) {
+		t.Fatal("the case has no refund of order 7 to edit")
+	}
+	if err := os.MkdirAll(filepath.Join(work, "edited"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "edited", id+".jsonl"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, rep = evalRun(1, "--dataset", "edited", "--config", "configs/dev.yaml", "--fail-on", "diverged>0")
+	cr = rep.Cases[0]
+	if cr.Status != "diverged" || cr.DivergedAt == nil || cr.DivergedAt.Kind != "approval" || cr.DivergedAt.Tool != "refund_order" || cr.Replayed.Writes != 0 {
+		t.Fatalf("the invented write: %+v\n%s", cr, out)
+	}
+	if len(cr.Unanswered) != 1 || cr.Unanswered[0].Kind != "approval" {
+		t.Errorf("the write's approval, which the record did not hold: %+v", cr.Unanswered)
+	}
+	after, err := os.ReadFile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Errorf("the orders store changed during eval run:\nbefore %s\nafter  %s", before, after)
 	}
 }

@@ -66,6 +66,9 @@ type Options struct {
 	Events events.Sink
 	// Hooks stop Steps at exact points in tests.
 	Hooks steps.Hooks
+	// Tools, when set, may answer tool calls in place of the tools (eval
+	// run serves recorded calls).
+	Tools steps.ToolServer
 	// TemporalAddress overrides config.Temporal.Address (dev mode).
 	TemporalAddress string
 	// HTTPListen overrides config.HTTP.Listen ("" keeps it; the API is
@@ -305,6 +308,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		Events:      sink,
 		Logger:      logger.With("component", "steps"),
 		Hooks:       opts.Hooks,
+		Tools:       opts.Tools,
 		SpendPolicy: spendPolicies(cfg),
 		Limiter: &spend.Limiter{Ledger: ledgerOf(d.store), Logger: logger.With("component", "spend"),
 			Client: &http.Client{Transport: http.DefaultTransport}},

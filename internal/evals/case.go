@@ -12,6 +12,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -228,4 +231,33 @@ func (c *Case) Redact(f func(string) string) {
 			r.Rule.Reason = f(r.Rule.Reason)
 		}
 	}
+}
+
+// ReadDataset reads every case (*.jsonl) in dir, in name order.
+func ReadDataset(dir string) ([]*Case, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s holds no case (*.jsonl)", dir)
+	}
+	sort.Strings(paths)
+	var out []*Case
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		c, err := Read(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -84,6 +84,15 @@ type Hooks struct {
 	AfterStoreWork func(ctx context.Context, sessionID string, w *session.StoreWork, done *session.StoreResult)
 }
 
+// ToolServer answers tool calls instead of running them: eval run serves
+// the calls of a recorded session from its record. Production workers have
+// none.
+type ToolServer interface {
+	// Serve returns the call's outcome and true, or false to run the call
+	// as usual. arguments are the call's whole arguments.
+	Serve(ctx context.Context, in session.ToolInput, arguments string) (session.ToolOutcome, bool)
+}
+
 // Activities are the session's Steps that call out: the model, the tools and
 // the runner's message builders. Register them with Register.
 type Activities struct {
@@ -98,6 +107,8 @@ type Activities struct {
 	// them unchanged.
 	Redact func(string) string
 	Hooks  Hooks
+	// Tools, when set, may answer a tool call in place of the tool.
+	Tools ToolServer
 	// SpendPolicy returns the spend limits and prices of an agent's
 	// session started by an API token ("" for none); nil checks nothing.
 	SpendPolicy func(agent, token string) *spend.Policy
@@ -797,6 +808,11 @@ func (a *Activities) runTool(ctx context.Context, in session.ToolInput) (session
 	if in.ArgumentsRef != "" {
 		if call.Arguments, err = a.blob(ctx, in.SessionID, in.ArgumentsRef); err != nil {
 			return session.ToolOutcome{}, notStarted(err)
+		}
+	}
+	if a.Tools != nil {
+		if out, ok := a.Tools.Serve(ctx, in, call.Arguments); ok {
+			return a.keepOutcome(ctx, in, out)
 		}
 	}
 	// Record the started marker durably before the tool runs. Its answer

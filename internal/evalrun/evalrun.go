@@ -1,0 +1,230 @@
+// Package evalrun replays evaluation cases against a changed agent on an
+// embedded engine (eval run): each case runs as a fresh session whose tool
+// calls are served from the record and whose approvals and questions get
+// the recorded answers, and is compared with its record.
+package evalrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/dex-agents/dex-agent-worker/client"
+	"github.com/dex-agents/dex-agent-worker/internal/config"
+	"github.com/dex-agents/dex-agent-worker/internal/daemon"
+	"github.com/dex-agents/dex-agent-worker/internal/devserver"
+	"github.com/dex-agents/dex-agent-worker/internal/evals"
+	"github.com/dex-agents/dex-agent-worker/wire"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Config is the changed agent's worker config; Agent the agent that
+	// replays every case.
+	Config *config.Config
+	Agent  string
+	// LiveReads runs the reads the record lacks (Server.LiveReads).
+	LiveReads bool
+	// DataDir holds the embedded engine's SQLite files and the message
+	// store.
+	DataDir string
+	// CaseTimeout bounds one case's replay (default 5 minutes).
+	CaseTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Texts of the messages eval run gives people's side of a session.
+const (
+	UnrecordedApprovalText = "eval run: the recorded session has no answer for this approval, so it was rejected"
+)
+
+// Run replays each case as a fresh session of the changed agent on an
+// embedded engine, and compares each with its record. The config runs as
+// it is but for what would reach outside: no HTTP API, no notifications,
+// the message store and events kept in DataDir.
+func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseReport, error) {
+	if o.CaseTimeout <= 0 {
+		o.CaseTimeout = 5 * time.Minute
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	agent, ok := o.Config.Agent(o.Agent)
+	if !ok {
+		return nil, fmt.Errorf("the config has no agent %q", o.Agent)
+	}
+	cfg := *o.Config
+	cfg.HTTP.Listen = ""
+	cfg.Notifications = nil
+	cfg.MessageStore = nil
+	cfg.Events = config.Events{}
+	cfg.Agents = append([]config.Agent(nil), o.Config.Agents...)
+	for i := range cfg.Agents {
+		cfg.Agents[i].Notify = nil
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: o.DataDir, Namespace: cfg.Temporal.Namespace,
+		KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes}, Logger: logger.With("component", "devserver")})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = srv.Stop() }()
+	tools := &evals.Server{LiveReads: o.LiveReads}
+	d, err := daemon.Start(ctx, daemon.Options{Config: &cfg, Logger: logger, MessageStorePath: filepath.Join(o.DataDir, "messages.db"),
+		TemporalAddress: srv.FrontendAddress(), Tools: tools})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Stop()
+	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: srv.FrontendAddress(), Namespace: cfg.Temporal.Namespace,
+		Logger: nopLogger{}})
+	if err != nil {
+		return nil, err
+	}
+	defer tc.Close()
+	sessions := client.New(tc, cfg.Temporal.Namespace, cfg.Temporal.TaskQueue)
+	var reports []evals.CaseReport
+	for _, c := range cases {
+		rep := replayCase(ctx, tc, sessions, tools, agent.FlowType, c, o.CaseTimeout)
+		reports = append(reports, rep)
+		logger.Info("case replayed", "case", c.Header.SessionID, "status", rep.Status)
+		if ctx.Err() != nil {
+			return reports, ctx.Err()
+		}
+	}
+	return reports, nil
+}
+
+// replayCase drives one session through a case: the recorded user
+// messages in order, each once the session is idle, and the recorded
+// answers to its approvals and questions. Then it captures the session and
+// compares it with the record.
+func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.AgentSessionClient, tools *evals.Server, flowType string, c *evals.Case, timeout time.Duration) evals.CaseReport {
+	rep := evals.CaseReport{Case: c.Header.SessionID, Recorded: evals.TotalsOf(c)}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var msgs []evals.Record
+	for _, r := range c.Records {
+		if r.Type == evals.TypeUserMessage {
+			msgs = append(msgs, r)
+		}
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	id := "eval-" + hex.EncodeToString(b)
+	rep.Session = id
+	r := tools.Begin(id, c)
+	first := ""
+	next := 0
+	if len(msgs) > 0 && !msgs[0].PlanMode {
+		first, next = msgs[0].Text, 1
+	}
+	if _, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flowType, SessionID: id, InitialMessage: first, SessionSettings: c.Header.Settings}); err != nil {
+		rep.Status, rep.Error = "failed", "start the session: "+err.Error()
+		return rep
+	}
+	want := 0 // the turn count the session reaches once the last message's turn ran
+	if first != "" {
+		want = 1
+	}
+	for {
+		if ctx.Err() != nil {
+			rep.Status, rep.Error = "timed_out", fmt.Sprintf("the case did not finish within %s", timeout)
+			break
+		}
+		snap, err := sessions.GetAgentSnapshot(ctx, id)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if len(snap.PendingInterrupts) > 0 {
+			for _, in := range snap.PendingInterrupts {
+				if err := answer(ctx, sessions, r, id, in); err != nil && ctx.Err() == nil {
+					rep.Status, rep.Error = "failed", err.Error()
+				}
+			}
+			continue
+		}
+		st := snap.State
+		if st == nil || st.Status != wire.StatusWaitingForUserMessage || snap.QueuedCount > 0 || st.TurnCount < want {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if next == len(msgs) {
+			break
+		}
+		m := msgs[next]
+		next++
+		want = st.TurnCount + 1
+		if _, err := sessions.SendUserMessageWithOptions(ctx, id, m.Text, client.SendOptions{PlanMode: m.PlanMode}); err != nil {
+			rep.Status, rep.Error = "failed", "send a recorded message: "+err.Error()
+			break
+		}
+	}
+	if _, err := sessions.CloseSession(context.WithoutCancel(ctx), id); err != nil && rep.Error == "" {
+		rep.Error = "close the session: " + err.Error()
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer ccancel()
+	s, err := evals.FetchSession(cctx, tc, id)
+	if err != nil {
+		rep.Status, rep.Error = "failed", err.Error()
+		return rep
+	}
+	run, err := evals.Decode(cctx, s, nil, time.Now())
+	if err != nil {
+		rep.Status, rep.Error = "failed", err.Error()
+		return rep
+	}
+	full := evals.Compare(c, run)
+	full.Session, full.Error = id, rep.Error
+	r.Finish(&full)
+	if rep.Status != "" {
+		full.Status = rep.Status
+	}
+	return full
+}
+
+// answer gives an approval or a question its recorded answer, or rejects
+// or declines it when the record has none.
+func answer(ctx context.Context, sessions *client.AgentSessionClient, r *evals.Replay, id string, in wire.Interrupt) error {
+	var err error
+	switch in.Kind {
+	case wire.InterruptKindApproval:
+		req := wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Digest: in.Digest, SessionID: in.SessionID, ResolvedVia: "eval"}
+		if rec, ok := r.AnswerApproval(in.ToolName, in.Arguments); ok {
+			req.Approved = rec.Approved != nil && *rec.Approved
+			req.RejectionMessage = rec.Message
+		} else {
+			req.RejectionMessage = UnrecordedApprovalText
+		}
+		_, err = sessions.ResolveInterrupt(ctx, id, req)
+	case wire.InterruptKindQuestion:
+		rec, ok := r.AnswerQuestion(in.Question)
+		if ok && rec.Resolution == wire.QuestionAnswered {
+			_, err = sessions.AnswerQuestion(ctx, id, wire.AnswerQuestionRequest{InterruptID: in.InterruptID, Answer: rec.Answer, SessionID: in.SessionID, ResolvedVia: "eval"})
+		} else {
+			_, err = sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, SessionID: in.SessionID, ResolvedVia: "eval"})
+		}
+	default:
+		return fmt.Errorf("an interrupt of kind %q", in.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("answer %s: %w", in.InterruptID, err)
+	}
+	return nil
+}
+
+// nopLogger keeps the Temporal client quiet.
+type nopLogger struct{}
+
+func (nopLogger) Debug(string, ...any) {}
+func (nopLogger) Info(string, ...any)  {}
+func (nopLogger) Warn(string, ...any)  {}
+func (nopLogger) Error(string, ...any) {}
