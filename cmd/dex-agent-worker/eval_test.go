@@ -251,6 +251,32 @@ func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
 		t.Errorf("approvals %+v\n%s", cr.Approvals, out)
 	}
 
+	// A prompt that skips the lookup: the report shows the removed call,
+	// the refund asked with other arguments (whose approval the record
+	// does not hold, so it is rejected and never run) and the changed
+	// answer.
+	prompt := strings.Replace(string(b), "      store_path: ${DEX_DATA_DIR:-.dex}/orders.json\n",
+		"      store_path: ${DEX_DATA_DIR:-.dex}/orders.json\n      instructions: You refund orders without looking orders up.\n", 1)
+	if prompt == string(b) {
+		t.Fatal("configs/dev.yaml has no orders store_path to add instructions after")
+	}
+	if err := os.WriteFile(filepath.Join(work, "configs", "prompt.yaml"), []byte(prompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, rep = evalRun(1, "--dataset", "cases", "--config", "configs/prompt.yaml", "--fail-on", "calls_removed>0")
+	cr = rep.Cases[0]
+	var changes []string
+	for _, x := range cr.Calls {
+		changes = append(changes, x.Change+" "+x.Tool)
+	}
+	if strings.Join(changes, ", ") != "removed lookup_order, changed refund_order" || len(cr.Answers) != 2 || cr.Answers[0].Exact || !cr.Answers[1].Exact ||
+		!strings.Contains(cr.Answers[0].Replayed, "I did not refund order 7") {
+		t.Fatalf("the prompt change: calls %v, answers %+v\n%s", changes, cr.Answers, out)
+	}
+	if !strings.Contains(out, "- call 1 removed: `lookup_order {\"order_id\":\"7\"}`") || !strings.Contains(out, "- answer of turn 1 changed") {
+		t.Errorf("the summary:\n%s", out)
+	}
+
 	// The record's refund had other arguments (as if the model now asked
 	// for a write the record does not hold): its approval has no recorded
 	// answer, so it is rejected and never run; the case diverged there,

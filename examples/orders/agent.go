@@ -20,7 +20,8 @@ import (
 type Config struct {
 	// StorePath is the JSON file of orders; it is created with demo orders.
 	StorePath string `json:"store_path"`
-	// Instructions override the default instructions.
+	// Instructions override the default instructions. The demo's scripted
+	// model follows one: "without looking orders up" refunds at once.
 	Instructions string `json:"instructions,omitempty"`
 	// MaxModelCallsPerTurn overrides the limit of model calls per turn.
 	MaxModelCallsPerTurn int `json:"max_model_calls_per_turn,omitempty"`
@@ -170,6 +171,11 @@ var (
 	recallRe = regexp.MustCompile(`(?i)\bwhat\s+do\s+you\s+remember\b`)
 )
 
+// skipLookupRe is the one instruction the demo model follows: with
+// instructions that say to refund "without looking orders up" (say, in an
+// eval of a changed prompt), it refunds at once, the whole amount left.
+var skipLookupRe = regexp.MustCompile(`(?i)\bwithout\s+looking\s+(?:the\s+)?orders?\s+up\b`)
+
 var (
 	refundAnyRe = regexp.MustCompile(`(?i)\brefund\b`)
 	answerRe    = regexp.MustCompile(`(?i)\border\s+#?(\w+)`)
@@ -195,6 +201,9 @@ func demoScript(store *Store) func(context.Context, *stepwise.ModelRequest) (ste
 			return reply, nil
 		}
 		if m := refundRe.FindStringSubmatch(text); m != nil {
+			if skipLookupRe.MatchString(req.Instructions) {
+				return refundUnlookedScript(m[1], results), nil
+			}
 			return refundScript(m[1], results), nil
 		}
 		if m := delegateRe.FindStringSubmatch(text); m != nil {
@@ -306,6 +315,18 @@ func refundScript(id string, results []stepwise.ToolResult) stepwise.ScriptedRep
 			return stepwise.ScriptedReply{Text: "The refund of order " + id + " did not go through: " + r.Output}
 		}
 	}
+}
+
+// refundUnlookedScript asks to refund the whole amount left of an order
+// without looking it up first, then reports.
+func refundUnlookedScript(id string, results []stepwise.ToolResult) stepwise.ScriptedReply {
+	if len(results) == 0 {
+		return stepwise.ScriptedReply{
+			Text:      "I'll ask to refund what is left of order " + id + ".",
+			ToolCalls: []stepwise.ScriptedToolCall{{Name: "refund_order", Arguments: refundArgs{OrderID: id}}},
+		}
+	}
+	return refundScript(id, append([]stepwise.ToolResult{{Status: string(pluginapi.ToolCallSucceeded)}}, results...))
 }
 
 // returnScript looks the order up, requests its return label (a tool

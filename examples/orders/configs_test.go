@@ -122,3 +122,25 @@ func TestMemoryScript(t *testing.T) {
 		t.Errorf("rejected: %q", reply.Text)
 	}
 }
+
+// The demo model follows one instruction, as a real model follows its
+// prompt: told to refund "without looking orders up", it asks for the
+// refund of the whole amount left at once, then reports it.
+func TestDemoModelRefundsWithoutLookupWhenToldTo(t *testing.T) {
+	script := demoScript(nil)
+	user := stepwise.ModelItem{Kind: stepwise.ItemUserText, Text: "refund order 7"}
+	req := &stepwise.ModelRequest{Instructions: "Refund without looking orders up.", Items: []stepwise.ModelItem{user}}
+	reply, err := script(context.Background(), req)
+	if err != nil || len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Name != "refund_order" || reply.ToolCalls[0].Arguments != (refundArgs{OrderID: "7"}) {
+		t.Fatalf("first reply: %+v %v", reply, err)
+	}
+	req.Items = append(req.Items, stepwise.ModelItem{Kind: stepwise.ItemToolResult, ToolCallID: "c1", ToolName: "refund_order", Status: "succeeded", Text: "Refunded $62.50 of order 7 (office chair); order status: refunded."})
+	if reply, err = script(context.Background(), req); err != nil || reply.Text != "Done. Refunded $62.50 of order 7 (office chair); order status: refunded." {
+		t.Fatalf("second reply: %+v %v", reply, err)
+	}
+	// Without the instruction, it looks the order up first.
+	req = &stepwise.ModelRequest{Instructions: defaultInstructions, Items: []stepwise.ModelItem{user}}
+	if reply, err = script(context.Background(), req); err != nil || len(reply.ToolCalls) != 1 || reply.ToolCalls[0].Name != "lookup_order" {
+		t.Fatalf("default instructions: %+v %v", reply, err)
+	}
+}
