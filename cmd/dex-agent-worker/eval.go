@@ -33,7 +33,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 }
 
 func newEvalRunCmd(g *globals) *cobra.Command {
-	var dataset, cfgPath, agent, out, failOn, dataDir string
+	var dataset, cfgPath, agent, out, failOn, dataDir, cacheDir string
 	var liveReads bool
 	var caseTimeout time.Duration
 	cmd := &cobra.Command{
@@ -80,12 +80,23 @@ func newEvalRunCmd(g *globals) *cobra.Command {
 				defer os.RemoveAll(dataDir)
 			}
 			logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			var cache *evals.ModelCache
+			if cacheDir != "" {
+				cache = &evals.ModelCache{Dir: cacheDir}
+			}
 			reports, err := evalrun.Run(cmd.Context(), evalrun.RunOptions{Config: cfg, Agent: agent, LiveReads: liveReads,
-				DataDir: dataDir, CaseTimeout: caseTimeout, Logger: logger}, cases)
+				DataDir: dataDir, CaseTimeout: caseTimeout, Logger: logger, ModelCache: cache}, cases)
 			if err != nil {
 				return err
 			}
 			rep := evals.NewReport(dataset, agent, cfgPath, reports, checks)
+			if cache != nil {
+				hits, misses, err := cache.Stats()
+				if err != nil {
+					return err
+				}
+				rep.ModelCache = &evals.CacheStats{Dir: cacheDir, Hits: hits, Misses: misses}
+			}
 			if out != "" {
 				b, err := json.MarshalIndent(rep, "", "  ")
 				if err != nil {
@@ -122,6 +133,7 @@ func newEvalRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "checks that fail the run (exit 1), comma-separated, such as 'writes_added>0,cost_ratio>1.2'")
 	cmd.Flags().BoolVar(&liveReads, "live-reads", false, "run the reads the record lacks (writes it lacks never run)")
 	cmd.Flags().DurationVar(&caseTimeout, "case-timeout", 5*time.Minute, "longest replay of one case")
+	cmd.Flags().StringVar(&cacheDir, "model-cache", "", "keep the model's answers in DIR and answer a call asked before from it: a re-run is deterministic and makes no model call it made before")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where the embedded engine keeps its files (default: a temporary directory, deleted after)")
 	return cmd
 }

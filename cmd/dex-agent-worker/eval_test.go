@@ -226,6 +226,15 @@ func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
 		t.Error(err)
 	}
 
+	// --model-cache: the first run keeps each model answer, the second
+	// makes no model call, and both match the record.
+	for i, want := range []evals.CacheStats{{Dir: "model-cache", Hits: 0, Misses: 7}, {Dir: "model-cache", Hits: 7, Misses: 0}} {
+		out, rep = evalRun(0, "--dataset", "cases", "--config", "configs/dev.yaml", "--model-cache", "model-cache", "--fail-on", "cases_changed>0")
+		if rep.ModelCache == nil || *rep.ModelCache != want || rep.Cases[0].Status != "same" {
+			t.Fatalf("run %d with --model-cache: cache %+v, want %+v; status %s\n%s", i+1, rep.ModelCache, want, rep.Cases[0].Status, out)
+		}
+	}
+
 	// A rule that denies refunds: the decision changed, the approvals
 	// the record asked are not asked, and --fail-on fails the run.
 	b, err = os.ReadFile(cfgPath)

@@ -69,6 +69,9 @@ type Options struct {
 	// Tools, when set, may answer tool calls in place of the tools (eval
 	// run serves recorded calls).
 	Tools steps.ToolServer
+	// Models, when set, answers the model calls it kept (eval run's
+	// --model-cache).
+	Models steps.ModelCache
 	// TemporalAddress overrides config.Temporal.Address (dev mode).
 	TemporalAddress string
 	// HTTPListen overrides config.HTTP.Listen ("" keeps it; the API is
@@ -309,6 +312,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		Logger:      logger.With("component", "steps"),
 		Hooks:       opts.Hooks,
 		Tools:       opts.Tools,
+		Models:      opts.Models,
 		SpendPolicy: spendPolicies(cfg),
 		Limiter: &spend.Limiter{Ledger: ledgerOf(d.store), Logger: logger.With("component", "spend"),
 			Client: &http.Client{Transport: http.DefaultTransport}},

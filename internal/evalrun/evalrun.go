@@ -20,6 +20,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/daemon"
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
 	"github.com/dex-agents/dex-agent-worker/internal/evals"
+	"github.com/dex-agents/dex-agent-worker/internal/steps"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -34,6 +35,9 @@ type RunOptions struct {
 	// DataDir holds the embedded engine's SQLite files and the message
 	// store.
 	DataDir string
+	// ModelCache, when set, answers the model calls it kept and keeps the
+	// others (--model-cache).
+	ModelCache *evals.ModelCache
 	// CaseTimeout bounds one case's replay (default 5 minutes).
 	CaseTimeout time.Duration
 	Logger      *slog.Logger
@@ -77,7 +81,7 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 	defer func() { _ = srv.Stop() }()
 	tools := &evals.Server{LiveReads: o.LiveReads}
 	d, err := daemon.Start(ctx, daemon.Options{Config: &cfg, Logger: logger, MessageStorePath: filepath.Join(o.DataDir, "messages.db"),
-		TemporalAddress: srv.FrontendAddress(), Tools: tools})
+		TemporalAddress: srv.FrontendAddress(), Tools: tools, Models: modelCache(o.ModelCache)})
 	if err != nil {
 		return nil, err
 	}
@@ -228,3 +232,12 @@ func (nopLogger) Debug(string, ...any) {}
 func (nopLogger) Info(string, ...any)  {}
 func (nopLogger) Warn(string, ...any)  {}
 func (nopLogger) Error(string, ...any) {}
+
+// modelCache is the daemon's model cache: none when c is nil (a nil
+// pointer in the interface would be one).
+func modelCache(c *evals.ModelCache) steps.ModelCache {
+	if c == nil {
+		return nil
+	}
+	return c
+}

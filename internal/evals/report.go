@@ -20,6 +20,16 @@ type Report struct {
 	Checks  []CheckResult      `json:"checks"`
 	// Passed is false when a check failed.
 	Passed bool `json:"passed"`
+	// ModelCache counts the model calls answered from --model-cache and
+	// the ones made.
+	ModelCache *CacheStats `json:"model_cache,omitempty"`
+}
+
+// CacheStats count a model cache's answers.
+type CacheStats struct {
+	Dir    string `json:"dir"`
+	Hits   int    `json:"hits"`
+	Misses int    `json:"misses"`
 }
 
 // ReportFormat is the version of the report format.
@@ -59,6 +69,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	m := r.Metrics
 	fmt.Fprintf(&b, "%d case(s): %d changed, %d diverged, %d failed. Checks %s.\n\n", int(m["cases"]), int(m["cases_changed"]), int(m["diverged"]), int(m["failures"]), verdict)
+	if c := r.ModelCache; c != nil {
+		fmt.Fprintf(&b, "Model cache %s: %d call(s) answered from it, %d made.\n\n", c.Dir, c.Hits, c.Misses)
+	}
 	if len(r.Checks) > 0 {
 		b.WriteString("| Check | Value | Result |\n|---|---|---|\n")
 		for _, c := range r.Checks {

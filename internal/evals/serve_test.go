@@ -2,10 +2,15 @@ package evals
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
+	"github.com/dex-agents/dex-agent-worker/internal/steps"
+	"github.com/dex-agents/dex-agent-worker/pluginapi"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -90,5 +95,47 @@ func TestServerServesFromTheRecord(t *testing.T) {
 	// A session that replays no case runs nothing.
 	if out, ok := s.Serve(ctx, toolInput("other", "x", "lookup", wire.EffectRead), `{}`); !ok || out.Error == nil {
 		t.Errorf("another session: %+v %v", out, ok)
+	}
+}
+
+func TestModelCache(t *testing.T) {
+	turn := pluginapi.TurnContext{Agent: "orders", SessionID: "eval-1", TurnID: "turn-1", Attempt: 1,
+		Messages: []pluginapi.Message{{Sequence: 1, Role: pluginapi.RoleUser, Text: "refund order 7"}}}
+	key, err := steps.ModelCacheKey(turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another session replaying the same conversation, on a retry: the
+	// same call.
+	again := turn
+	again.SessionID, again.Attempt = "eval-2", 3
+	if k, _ := steps.ModelCacheKey(again); k != key {
+		t.Error("the key depends on the session or the attempt")
+	}
+	other := turn
+	other.Messages = []pluginapi.Message{{Sequence: 1, Role: pluginapi.RoleUser, Text: "refund order 8"}}
+	if k, _ := steps.ModelCacheKey(other); k == key {
+		t.Error("another message has the same key")
+	}
+	c := &ModelCache{Dir: t.TempDir()}
+	if _, ok := c.Get(key); ok {
+		t.Fatal("an empty cache answered")
+	}
+	resp := &pluginapi.RunModelStepResponse{TurnCompleted: &pluginapi.TurnCompleted{
+		NewMessages: []pluginapi.FrameworkMessage{{Role: pluginapi.RoleAssistant, Text: "Done."}}, Usage: pluginapi.Usage{ModelCalls: 1, InputTokens: 10}}}
+	c.Put(key, resp)
+	got, ok := c.Get(key)
+	if !ok || !reflect.DeepEqual(got, resp) {
+		t.Fatalf("Get after Put: %+v %v", got, ok)
+	}
+	if h, m, err := c.Stats(); h != 1 || m != 1 || err != nil {
+		t.Errorf("stats %d %d %v", h, m, err)
+	}
+	// A file that holds no answer is a miss, not an answer.
+	if err := os.WriteFile(filepath.Join(c.Dir, key+".json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Get(key); ok {
+		t.Error("an empty answer was used")
 	}
 }

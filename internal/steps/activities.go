@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -93,6 +94,30 @@ type ToolServer interface {
 	Serve(ctx context.Context, in session.ToolInput, arguments string) (session.ToolOutcome, bool)
 }
 
+// ModelCache keeps runners' answers to model calls by the turn they were
+// asked with, so that a call asked again gets the same answer without
+// calling the model: eval run's --model-cache. Production workers have
+// none.
+type ModelCache interface {
+	// Get returns the answer kept for key.
+	Get(key string) (*pluginapi.RunModelStepResponse, bool)
+	// Put keeps an answer.
+	Put(key string, resp *pluginapi.RunModelStepResponse)
+}
+
+// ModelCacheKey is the key of a model call: the turn the runner is asked
+// with, but for what differs between sessions that replay the same
+// conversation (the session's ID, the Step's attempt).
+func ModelCacheKey(turn pluginapi.TurnContext) (string, error) {
+	turn.SessionID, turn.Attempt = "", 0
+	b, err := json.Marshal(turn)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
 // Activities are the session's Steps that call out: the model, the tools and
 // the runner's message builders. Register them with Register.
 type Activities struct {
@@ -109,6 +134,8 @@ type Activities struct {
 	Hooks  Hooks
 	// Tools, when set, may answer a tool call in place of the tool.
 	Tools ToolServer
+	// Models, when set, answers model calls it has answers for.
+	Models ModelCache
 	// SpendPolicy returns the spend limits and prices of an agent's
 	// session started by an API token ("" for none); nil checks nothing.
 	SpendPolicy func(agent, token string) *spend.Policy
@@ -595,10 +622,24 @@ func (a *Activities) callModel(ctx context.Context, r pluginapi.Runner, caps plu
 		lim = a.Liveness(in.Agent)
 	}
 	err := a.withTranscript(ctx, caps, in, attempt, func(turn pluginapi.TurnContext) error {
+		var key string
+		if a.Models != nil {
+			var err error
+			if key, err = ModelCacheKey(turn); err != nil {
+				return err
+			}
+			if cached, ok := a.Models.Get(key); ok {
+				resp = cached
+				return nil
+			}
+		}
 		callCtx, events, stop := watchModelCall(ctx, lim, w)
 		defer stop()
 		var err error
 		resp, err = r.RunModelStep(callCtx, &pluginapi.RunModelStepRequest{Turn: turn, Events: events})
+		if err == nil && a.Models != nil && checkModelResponse(resp) == nil {
+			a.Models.Put(key, resp)
+		}
 		if cause := context.Cause(callCtx); err != nil && ctx.Err() == nil && errors.Is(cause, ErrModelCallStalled) {
 			// Retryable: the next attempt makes the call again.
 			return cause
@@ -622,7 +663,9 @@ func (a *Activities) withTranscript(ctx context.Context, caps pluginapi.Capabili
 		return err
 	}
 	tr := in.Transcript
-	if caps.TranscriptCache {
+	// With a model cache, every call carries the whole transcript: its key
+	// must not depend on what the plugin kept.
+	if caps.TranscriptCache && a.Models == nil {
 		if from, through, ok := a.sent.get(in.SessionID); ok && from <= tr.From && tr.From <= through && through <= tr.Last {
 			newer, err := a.loadTranscript(ctx, in.SessionID, &session.Transcript{From: through + 1, WindowFirst: max(tr.WindowFirst, through+1), Last: tr.Last})
 			if err != nil {
