@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dex-agents/dex-agent-worker/agenttest"
+	"github.com/dex-agents/dex-agent-worker/internal/evals"
 	"github.com/dex-agents/dex-agent-worker/internal/testpeer"
 )
 
@@ -303,4 +304,37 @@ http:
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitForPage(t, base)
 	runBrowserScript(t, node, "settings.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-settings.png"))
+}
+
+// TestWebEvalReportView opens a report of eval run in the page's report
+// view in headless Chromium (report.test.mjs): the summary, the failed
+// check and each case's changes show, a file that is no report gets an
+// error, and a replayed answer holding markup shows as text.
+func TestWebEvalReportView(t *testing.T) {
+	t.Parallel()
+	_, base, token, node := ordersWebStack(t, "")
+	checks, err := evals.ParseChecks("diverged>0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := evals.NewReport("evals/orders", "orders", "configs/dev.yaml", []evals.CaseReport{
+		{Case: "session-a", Session: "eval-1", Status: "diverged",
+			DivergedAt: &evals.Unrecorded{Kind: "approval", Tool: "refund_order", Arguments: `{"order_id":"7","amount_cents":100}`},
+			Calls:      []evals.CallChange{{Change: "removed", Index: 1, Tool: "lookup_order", Effect: "read", Recorded: `{"order_id":"7"}`}},
+			Answers:    []evals.AnswerChange{{Turn: 1, Similarity: 0.2, Recorded: "Done.", Replayed: `<img src=x onerror="window.__xss=1">`}}},
+		{Case: "session-b", Session: "eval-2", Status: "same", Answers: []evals.AnswerChange{{Turn: 1, Exact: true, Similarity: 1}}},
+	}, checks)
+	dir := t.TempDir()
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := filepath.Join(dir, "report.json"), filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runBrowserScriptEnv(t, node, "report.test.mjs", base, token, filepath.Join(t.TempDir(), "webui-report.png"), []string{"REPORT_FILE=" + good, "BAD_REPORT_FILE=" + bad})
 }

@@ -104,7 +104,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- error: %s\n", c.Error)
 		}
 		if d := c.DivergedAt; d != nil {
-			fmt.Fprintf(&b, "- **diverged** at `%s %s` (%s): not in the record, so it was not run\n", d.Tool, d.Arguments, d.Effect)
+			switch d.Kind {
+			case "call":
+				fmt.Fprintf(&b, "- **diverged** at call `%s %s` (%s): not in the record, so it was not run\n", d.Tool, d.Arguments, d.Effect)
+			case "approval":
+				fmt.Fprintf(&b, "- **diverged** at the approval of `%s %s`: the record has no answer, so it was rejected and not run\n", d.Tool, d.Arguments)
+			default:
+				fmt.Fprintf(&b, "- **diverged** at the question %q: the record has no answer, so it was declined\n", d.Question)
+			}
 		}
 		for _, x := range c.Calls {
 			switch x.Change {

@@ -356,12 +356,94 @@
     followChanges();
   }
 
+  // ---------------------------------------------------------------- eval report
+
+  // The report view renders a report.json of eval run, read in the
+  // browser: every value goes in as text, never as markup.
+  function showReportError(msg) {
+    $('report-error').textContent = msg;
+    $('report-body').hidden = true;
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function reportNumber(v) {
+    if (typeof v !== 'number') return String(v);
+    if (v >= 1e300) return 'inf';
+    return String(Math.round(v * 1000) / 1000);
+  }
+
+  function renderReport(r) {
+    $('report-error').textContent = '';
+    const m = r.metrics || {};
+    const passed = r.passed !== false;
+    $('report-summary').textContent = `${r.agent || '?'} against ${r.dataset || '?'}: ${m.cases || 0} case(s), ${m.cases_changed || 0} changed, ` +
+      `${m.diverged || 0} diverged, ${m.failures || 0} failed. Checks ${passed ? 'passed' : 'FAILED'}.`;
+    $('report-summary').dataset.passed = String(passed);
+    const checks = $('report-checks').querySelector('tbody');
+    checks.replaceChildren();
+    for (const c of r.checks || []) {
+      const tr = el('tr', c.failed ? 'failed' : '');
+      tr.append(el('td', 'mono', c.check), el('td', '', reportNumber(c.value)), el('td', '', c.failed ? 'failed' : 'ok'));
+      checks.append(tr);
+    }
+    $('report-checks').hidden = !(r.checks || []).length;
+    const metrics = $('report-metrics').querySelector('tbody');
+    metrics.replaceChildren();
+    for (const k of Object.keys(m).sort()) {
+      const tr = el('tr');
+      tr.append(el('td', 'mono', k), el('td', '', reportNumber(m[k])));
+      metrics.append(tr);
+    }
+    const list = $('report-cases');
+    list.replaceChildren();
+    for (const c of r.cases) {
+      const li = el('li', 'report-case');
+      li.dataset.status = c.status || '';
+      li.dataset.testid = 'report-case';
+      const head = el('div', 'report-case-head');
+      head.append(el('span', 'mono', c.case || '?'), el('span', `badge status-${c.status || 'unknown'}`, c.status || '?'));
+      li.append(head);
+      const rec = c.recorded || {}, run = c.replayed || {};
+      li.append(el('p', 'report-totals', `Turns ${rec.turns || 0} → ${run.turns || 0}, model calls ${rec.model_calls || 0} → ${run.model_calls || 0}, ` +
+        `tokens ${rec.total_tokens || 0} → ${run.total_tokens || 0}, Step time ${rec.latency_ms || 0} ms → ${run.latency_ms || 0} ms`));
+      const items = el('ul', 'report-changes');
+      const add = (text) => { const x = el('li', '', text); x.dataset.testid = 'report-change'; items.append(x); };
+      if (c.error) add(`error: ${c.error}`);
+      if (c.diverged_at) {
+        const d = c.diverged_at;
+        add(d.kind === 'call' ? `diverged at call ${d.tool} ${d.arguments}: not in the record, so it was not run`
+          : `diverged at ${d.kind} ${d.tool || ''} ${d.arguments || d.question || ''}: the record has no answer, so it was ${d.kind === 'question' ? 'declined' : 'rejected and not run'}`);
+      }
+      for (const x of c.calls || []) {
+        const args = x.change === 'changed' ? `${x.recorded_arguments} → ${x.replayed_arguments}` : (x.replayed_arguments || x.recorded_arguments || '');
+        add(`call ${x.index} ${x.change}: ${x.tool} ${args}${x.write ? ' (a write)' : ''}`);
+      }
+      for (const a of c.approvals || []) add(`approval ${a.change}: ${a.tool} ${a.arguments}`);
+      for (const d of c.decisions || []) add(`rule decision on ${d.tool} ${d.arguments}: ${d.recorded || 'none'} → ${d.replayed || 'none'}`);
+      for (const a of c.answers || []) {
+        if (!a.exact) add(`answer of turn ${a.turn} changed (similarity ${reportNumber(a.similarity)}): “${a.recorded || ''}” → “${a.replayed || ''}”`);
+      }
+      for (const u of c.unanswered || []) add(`${u.kind} with no recorded answer: ${u.tool || ''} ${u.arguments || u.question || ''}`);
+      if (!items.children.length) items.append(el('li', 'muted', 'No difference from the record.'));
+      li.append(items);
+      list.append(li);
+    }
+    $('report-body').hidden = false;
+  }
+
   // ---------------------------------------------------------------- views
 
   function showView(name) {
     $('signin-view').hidden = name !== 'signin';
     $('start-view').hidden = name !== 'start';
     $('inbox-view').hidden = name !== 'inbox';
+    $('report-view').hidden = name !== 'report';
     $('session-view').hidden = name !== 'session';
     if (name === 'inbox') $('inbox-link').setAttribute('aria-current', 'page'); else $('inbox-link').removeAttribute('aria-current');
     document.body.dataset.view = name;
@@ -903,6 +985,12 @@
     if (!app.token) { showView('signin'); return; }
     const params = new URL(location.href).searchParams;
     const id = params.get('session');
+    if (!id && params.get('view') === 'report') {
+      closeSession();
+      showView('report');
+      document.title = 'Eval report · Dex Agents';
+      return;
+    }
     if (!id && params.get('view') === 'inbox') {
       closeSession();
       showView('inbox');
@@ -2697,6 +2785,20 @@
     $('steer-button').addEventListener('click', () => { if (activeTurn(app.session)) sendMessage(null, 'steer'); });
     $('stop-button').addEventListener('click', () => { if (app.session) stopTurn(app.session); });
     $('inbox-link').addEventListener('click', (e) => { e.preventDefault(); navigate('', '', 'inbox'); });
+    $('report-link').addEventListener('click', (e) => { e.preventDefault(); navigate('', '', 'report'); });
+    $('report-file').addEventListener('change', () => {
+      const file = $('report-file').files[0];
+      if (!file) return;
+      file.text().then((text) => {
+        let report;
+        try { report = JSON.parse(text); } catch (err) { showReportError(`${file.name} is not JSON: ${err.message}`); return; }
+        if (!report || typeof report.format !== 'string' || !report.format.startsWith('dex-eval-report/1') || !Array.isArray(report.cases)) {
+          showReportError(`${file.name} is not an eval report (want "format": "dex-eval-report/1", as eval run --out writes it)`);
+          return;
+        }
+        renderReport(report);
+      }, (err) => showReportError(`cannot read ${file.name}: ${err.message}`));
+    });
     $('inbox-refresh').addEventListener('click', () => loadInbox(true));
     $('inbox-more').addEventListener('click', () => loadInbox(false, true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden && app.token) loadInbox(false); });
