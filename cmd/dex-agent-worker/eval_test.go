@@ -320,3 +320,84 @@ func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
 		t.Errorf("the orders store changed during eval run:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestEvalRunReplaysAPlan: a plan-mode message drafts a plan, the user runs
+// it (execute_plan) and approves its refunds; the case records the run of
+// the plan, and eval run runs its own draft at that point, with the same
+// calls and answers as the record.
+func TestEvalRunReplaysAPlan(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	work, env := demoWorkDir(t)
+	port := agenttest.FreePort(t)
+	startDev(t, "./bin/dex-agent-worker", work, env, "--config", "configs/dev.yaml", "--data-dir", ".dex",
+		"--temporal-port", fmt.Sprint(port), "--ui-port", "0", "--http", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sessions := devSessions(t, ctx, port)
+	id, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: "OrdersAgent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := sessions.SendUserMessageWithOptions(ctx, id, "refund orders 2 and 4", client.SendOptions{PlanMode: true}); err != nil || !ok {
+		t.Fatalf("send: %v %v", ok, err)
+	}
+	wait := func(what string, f func(wire.Snapshot) bool) wire.Snapshot {
+		t.Helper()
+		for {
+			snap, err := sessions.GetAgentSnapshot(ctx, id)
+			if err == nil && f(snap) {
+				return snap
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: %v", what, ctx.Err())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	snap := wait("the draft", func(s wire.Snapshot) bool {
+		return s.Plan != nil && s.Plan.Status == "draft" && s.State.Status == wire.StatusWaitingForUserMessage
+	})
+	if ok, err := sessions.ExecutePlan(ctx, id, snap.Plan.Revision); err != nil || !ok {
+		t.Fatalf("execute_plan: %v %v", ok, err)
+	}
+	for range 2 {
+		snap = wait("an approval", func(s wire.Snapshot) bool { return len(s.PendingInterrupts) == 1 })
+		in := snap.PendingInterrupts[0]
+		if ok, err := sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, Digest: in.Digest}); err != nil || !ok {
+			t.Fatalf("approve: %v %v", ok, err)
+		}
+		wait("the approval gone", func(s wire.Snapshot) bool {
+			return len(s.PendingInterrupts) == 0 || s.PendingInterrupts[0].InterruptID != in.InterruptID
+		})
+	}
+	wait("the plan done", func(s wire.Snapshot) bool {
+		return s.Plan != nil && s.Plan.Status == "completed" && s.State.Status == wire.StatusWaitingForUserMessage && len(s.PendingInterrupts) == 0
+	})
+
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("./bin/dex-agent-worker", args...)
+		cmd.Dir, cmd.Env = work, append(env, fmt.Sprintf("DEX_TEMPORAL_ADDRESS=127.0.0.1:%d", port), "DEX_DATA_DIR="+filepath.Join(work, ".dex"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("eval", "capture", "--config", "configs/dev.yaml", "--sessions", id, "--out", "plans")
+	raw, err := os.ReadFile(filepath.Join(work, "plans", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `{"type":"user_message","text":"refund orders 2 and 4","plan_mode":true}`) || !strings.Contains(string(raw), `{"type":"execute_plan","revision":`) {
+		t.Fatalf("the case:\n%s", raw)
+	}
+	out := run("eval", "run", "--dataset", "plans", "--config", "configs/dev.yaml", "--agent", "orders", "--out", "report.json",
+		"--fail-on", "cases_changed>0,unanswered>0")
+	if !strings.Contains(out, "1 case(s): 0 changed, 0 diverged, 0 failed. Checks passed.") {
+		t.Fatalf("eval run:\n%s", out)
+	}
+}

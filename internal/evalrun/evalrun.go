@@ -113,9 +113,10 @@ func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.
 	rep := evals.CaseReport{Case: c.Header.SessionID, Recorded: evals.TotalsOf(c)}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// What people did, in order: their messages and the plans they ran.
 	var msgs []evals.Record
 	for _, r := range c.Records {
-		if r.Type == evals.TypeUserMessage {
+		if r.Type == evals.TypeUserMessage || r.Type == evals.TypeExecutePlan {
 			msgs = append(msgs, r)
 		}
 	}
@@ -126,7 +127,7 @@ func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.
 	r := tools.Begin(id, c)
 	first := ""
 	next := 0
-	if len(msgs) > 0 && !msgs[0].PlanMode {
+	if len(msgs) > 0 && msgs[0].Type == evals.TypeUserMessage && !msgs[0].PlanMode {
 		first, next = msgs[0].Text, 1
 	}
 	if _, err := sessions.StartSession(ctx, client.StartSessionOptions{FlowType: flowType, SessionID: id, InitialMessage: first, SessionSettings: c.Header.Settings}); err != nil {
@@ -165,6 +166,19 @@ func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.
 		}
 		m := msgs[next]
 		next++
+		if m.Type == evals.TypeExecutePlan {
+			// The run's own draft, whatever its revision number.
+			if snap.Plan == nil || snap.Plan.Status != "draft" {
+				r.Depart(evals.Unrecorded{Kind: "execute_plan"})
+				continue
+			}
+			want = st.TurnCount + 1
+			if _, err := sessions.ExecutePlan(ctx, id, snap.Plan.Revision); err != nil {
+				rep.Status, rep.Error = "failed", "run the draft plan: "+err.Error()
+				break
+			}
+			continue
+		}
 		want = st.TurnCount + 1
 		if _, err := sessions.SendUserMessageWithOptions(ctx, id, m.Text, client.SendOptions{PlanMode: m.PlanMode}); err != nil {
 			rep.Status, rep.Error = "failed", "send a recorded message: "+err.Error()

@@ -245,6 +245,12 @@ func (d *decoder) update(in *updatepb.Input) error {
 		approved := r.Approved
 		d.c.Records = append(d.c.Records, Record{Type: TypeApproval, Turn: call.Turn, ToolCallID: call.ToolCallID, ToolName: call.ToolName,
 			Arguments: call.Arguments, Approved: &approved, Message: r.RejectionMessage, Via: r.ResolvedVia, Resolution: wire.QuestionAnswered})
+	case wire.UpdateExecutePlan:
+		var r wire.ExecutePlanRequest
+		if err := arg(&r); err != nil {
+			return err
+		}
+		d.c.Records = append(d.c.Records, Record{Type: TypeExecutePlan, Revision: r.Revision})
 	case wire.UpdateCancelTurn:
 		d.endRunningTurn("cancelled")
 	case wire.UpdateAnswerQuestion:

@@ -31,6 +31,9 @@ const (
 	TypeApproval    = "approval"
 	TypeQuestion    = "question"
 	TypeTurn        = "turn"
+	// TypeExecutePlan: the user ran the session's draft plan
+	// (execute_plan), after the plan-mode message that drafted it.
+	TypeExecutePlan = "execute_plan"
 )
 
 // Header is a case's first line.
@@ -65,6 +68,9 @@ type Record struct {
 	Text     string `json:"text,omitempty"`
 	PlanMode bool   `json:"plan_mode,omitempty"`
 	Steer    bool   `json:"steer,omitempty"`
+
+	// execute_plan: the plan revision run.
+	Revision int `json:"revision,omitempty"`
 
 	// tool_call, approval, question: the call.
 	ToolCallID string `json:"tool_call_id,omitempty"`
@@ -195,7 +201,7 @@ func Read(r io.Reader) (*Case, error) {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		switch rec.Type {
-		case TypeUserMessage, TypeToolCall, TypeApproval, TypeQuestion, TypeTurn:
+		case TypeUserMessage, TypeToolCall, TypeApproval, TypeQuestion, TypeTurn, TypeExecutePlan:
 		default:
 			return nil, fmt.Errorf("line %d: unknown record type %q", line, rec.Type)
 		}

@@ -40,6 +40,15 @@ func (r *Replay) depart(u Unrecorded) {
 	}
 }
 
+// Depart records that the run left the record where the driver could not
+// do what people did (an execute_plan with no draft to run).
+func (r *Replay) Depart(u Unrecorded) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.unanswered = append(r.unanswered, u)
+	r.depart(u)
+}
+
 // Begin serves the session sessionID from case c.
 func (s *Server) Begin(sessionID string, c *Case) *Replay {
 	s.mu.Lock()
