@@ -227,7 +227,7 @@ func newEvalCaptureCmd(g *globals) *cobra.Command {
 					return err
 				}
 				cs.Redact(redactor)
-				path := filepath.Join(out, id+".jsonl")
+				path := filepath.Join(out, caseFileName(id))
 				if err := writeCase(path, cs); err != nil {
 					return err
 				}
@@ -281,4 +281,15 @@ func describeCase(c *evals.Case) string {
 		parts = append(parts, fmt.Sprintf("%d text(s) cut", truncated))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// caseFileName is the file of a session's case: its ID, with the
+// characters a file name cannot hold escaped (a workflow ID may hold "/"),
+// and .jsonl.
+func caseFileName(id string) string {
+	name := strings.NewReplacer("%", "%25", "/", "%2F", "\\", "%5C", "\x00", "%00").Replace(id)
+	if name == "." || name == ".." {
+		name = strings.ReplaceAll(name, ".", "%2E")
+	}
+	return name + ".jsonl"
 }
