@@ -21,10 +21,10 @@ const (
 	devLinkKeyEnv     = "DEX_DEV_LINK_KEY"
 )
 
-// devApprovalLinks turns on approval digests and signed approval links
-// for a config that declares neither, as dev adds an API token to a config
-// without tokens, so that the demo's notifications carry links that
-// answer them. Their keys are made at random the first time and kept in
+// devApprovalLinks turns on signed approval links (and the approval
+// digests they need) for a config that declares no approval_links, as dev
+// adds an API token to a config without tokens, so that the demo's
+// notifications carry links that answer them. Their keys are made at random the first time and kept in
 // the data dir (mode 0600), so links and pending approvals keep working
 // across restarts; links start with dev's HTTP address. A config that
 // declares approval_links keeps its own; one that declares only
@@ -34,7 +34,7 @@ func devApprovalLinks(cfg *config.Config, dataDir, httpAddr string) (string, err
 	if cfg.ApprovalLinks != nil {
 		return "", nil
 	}
-	base, err := devPublicURL(httpAddr)
+	base, err := devPublicURL(httpAddr, cfg.HTTP.TLS != nil)
 	if err != nil {
 		return "", err
 	}
@@ -62,9 +62,13 @@ func devApprovalLinks(cfg *config.Config, dataDir, httpAddr string) (string, err
 	return "approval links on at " + base + ", signed with keys kept in " + dataDir, nil
 }
 
-// devPublicURL is the URL people reach dev's HTTP API at, from --http; ""
-// when its port is picked at start (0), which no link can name beforehand.
-func devPublicURL(httpAddr string) (string, error) {
+// devPublicURL is the URL people reach dev's HTTP API at, from --http
+// (https with the config's http.tls); "" when dev serves no HTTP or its
+// port is picked at start (0), which no link can name beforehand.
+func devPublicURL(httpAddr string, tls bool) (string, error) {
+	if httpAddr == "" {
+		return "", nil
+	}
 	host, port, err := net.SplitHostPort(httpAddr)
 	if err != nil {
 		return "", fmt.Errorf("--http %q: %w", httpAddr, err)
@@ -75,7 +79,11 @@ func devPublicURL(httpAddr string) (string, error) {
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port), nil
+	scheme := "http://"
+	if tls {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, port), nil
 }
 
 // devKeyPattern is the form of a key dev makes: 32 random bytes in hex.

@@ -97,3 +97,23 @@ func TestDevApprovalLinksRefusesAKeyItDidNotMake(t *testing.T) {
 		t.Errorf("the error shows the file's content: %v", err)
 	}
 }
+
+func TestDevPublicURL(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		tls  bool
+		want string
+	}{
+		{"127.0.0.1:8080", false, "http://127.0.0.1:8080"},
+		{":8080", false, "http://127.0.0.1:8080"},
+		{"0.0.0.0:8443", true, "https://127.0.0.1:8443"},
+		{"[::1]:8080", false, "http://[::1]:8080"},
+		{"localhost:9000", false, "http://localhost:9000"},
+		{"127.0.0.1:0", false, ""},
+		{"", false, ""},
+	} {
+		if got, err := devPublicURL(c.addr, c.tls); err != nil || got != c.want {
+			t.Errorf("devPublicURL(%q, %v) = %q, %v; want %q", c.addr, c.tls, got, err, c.want)
+		}
+	}
+}

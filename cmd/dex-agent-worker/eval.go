@@ -58,6 +58,9 @@ func newEvalRunCmd(g *globals) *cobra.Command {
 			if dataset == "" || cfgPath == "" || agent == "" {
 				return errors.New("give --dataset DIR, --config FILE and --agent NAME")
 			}
+			if strings.EqualFold(filepath.Ext(out), ".md") {
+				return fmt.Errorf("--out %s: name the JSON report (such as report.json); its Markdown summary is written beside it", out)
+			}
 			checks, err := evals.ParseChecks(failOn)
 			if err != nil {
 				return fmt.Errorf("--fail-on: %w", err)
@@ -177,7 +180,9 @@ func newEvalCaptureCmd(g *globals) *cobra.Command {
 				for _, a := range cfg.Agents {
 					agents[a.Name], names[a.FlowType] = a.FlowType, a.Name
 				}
-				redactor = redact.New(cfg.SecretValues()...).String
+				redactor = redact.New(secretForms(cfg.SecretValues())...).String
+			} else {
+				fmt.Fprintln(g.stderr, "warning: without --config (or $DEX_CONFIG), capture knows no secret, so it redacts nothing")
 			}
 			t, err := f.temporal()
 			if err != nil {
@@ -292,4 +297,21 @@ func caseFileName(id string) string {
 		name = strings.ReplaceAll(name, ".", "%2E")
 	}
 	return name + ".jsonl"
+}
+
+// secretForms are the secrets and the forms they take inside JSON text (a
+// tool's arguments and output are JSON): a secret holding a quote or a
+// backslash is written escaped there.
+func secretForms(values []string) []string {
+	out := append([]string(nil), values...)
+	for _, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		if esc := string(b[1 : len(b)-1]); esc != v {
+			out = append(out, esc)
+		}
+	}
+	return out
 }

@@ -19,3 +19,16 @@ func TestCaseFileNameStaysInItsDirectory(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretFormsInJSON(t *testing.T) {
+	got := secretForms([]string{`pa"ss\word-0123456789`, "plain-secret-0123456789"})
+	want := []string{`pa"ss\word-0123456789`, "plain-secret-0123456789", `pa\"ss\\word-0123456789`}
+	if len(got) != len(want) {
+		t.Fatalf("secretForms = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("secretForms[%d] = %q, want %q", i, got[i], want[i])
+		}
+	}
+}

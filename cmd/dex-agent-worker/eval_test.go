@@ -272,8 +272,13 @@ func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "configs", "prompt.yaml"), []byte(prompt), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, rep = evalRun(1, "--dataset", "cases", "--config", "configs/prompt.yaml", "--fail-on", "calls_removed>0")
+	// With the model cache the unchanged agent filled: the changed prompt
+	// gets none of its answers.
+	out, rep = evalRun(1, "--dataset", "cases", "--config", "configs/prompt.yaml", "--model-cache", "model-cache", "--fail-on", "calls_removed>0")
 	cr = rep.Cases[0]
+	if rep.ModelCache == nil || rep.ModelCache.Hits != 0 || rep.ModelCache.Misses == 0 {
+		t.Errorf("the changed prompt's model cache: %+v", rep.ModelCache)
+	}
 	var changes []string
 	for _, x := range cr.Calls {
 		changes = append(changes, x.Change+" "+x.Tool)

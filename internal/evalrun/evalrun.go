@@ -7,9 +7,14 @@ package evalrun
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -21,6 +26,7 @@ import (
 	"github.com/dex-agents/dex-agent-worker/internal/devserver"
 	"github.com/dex-agents/dex-agent-worker/internal/evals"
 	"github.com/dex-agents/dex-agent-worker/internal/steps"
+	"github.com/dex-agents/dex-agent-worker/internal/transcript"
 	"github.com/dex-agents/dex-agent-worker/wire"
 )
 
@@ -51,7 +57,9 @@ const (
 // Run replays each case as a fresh session of the changed agent on an
 // embedded engine, and compares each with its record. The config runs as
 // it is but for what would reach outside: no HTTP API, no notifications,
-// the message store and events kept in DataDir.
+// no spend hook, no metrics listener or traces, the message store and
+// events kept in DataDir. (MCP servers are started: their tools are
+// offered to the model; their calls are served from the record.)
 func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseReport, error) {
 	if o.CaseTimeout <= 0 {
 		o.CaseTimeout = 5 * time.Minute
@@ -69,9 +77,11 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 	cfg.Notifications = nil
 	cfg.MessageStore = nil
 	cfg.Events = config.Events{}
+	cfg.Telemetry = config.Telemetry{}
 	cfg.Agents = append([]config.Agent(nil), o.Config.Agents...)
 	for i := range cfg.Agents {
 		cfg.Agents[i].Notify = nil
+		cfg.Agents[i].SpendLimit = nil // the application's spend hook is not told of replays
 	}
 	srv, err := devserver.Start(ctx, devserver.Options{DataDir: o.DataDir, Namespace: cfg.Temporal.Namespace,
 		KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes}, Logger: logger.With("component", "devserver")})
@@ -80,6 +90,13 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 	}
 	defer func() { _ = srv.Stop() }()
 	tools := &evals.Server{LiveReads: o.LiveReads}
+	if o.ModelCache != nil {
+		scope, err := cacheScope(o.Config, agent)
+		if err != nil {
+			return nil, err
+		}
+		o.ModelCache.Scope = scope
+	}
 	d, err := daemon.Start(ctx, daemon.Options{Config: &cfg, Logger: logger, MessageStorePath: filepath.Join(o.DataDir, "messages.db"),
 		TemporalAddress: srv.FrontendAddress(), Tools: tools, Models: modelCache(o.ModelCache)})
 	if err != nil {
@@ -93,9 +110,16 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 	}
 	defer tc.Close()
 	sessions := client.New(tc, cfg.Temporal.Namespace, cfg.Temporal.TaskQueue)
+	// The replays' long texts, read from the embedded message store.
+	st, err := transcript.Open(ctx, transcript.Options{Driver: transcript.DriverSQLite, Path: filepath.Join(o.DataDir, "messages.db")})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	texts := evals.StoreTexts{Store: st}
 	var reports []evals.CaseReport
 	for _, c := range cases {
-		rep := replayCase(ctx, tc, sessions, tools, agent.FlowType, c, o.CaseTimeout)
+		rep := replayCase(ctx, tc, sessions, tools, texts, agent.FlowType, c, o.CaseTimeout)
 		reports = append(reports, rep)
 		logger.Info("case replayed", "case", c.Header.SessionID, "status", rep.Status)
 		if ctx.Err() != nil {
@@ -109,7 +133,7 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 // messages in order, each once the session is idle, and the recorded
 // answers to its approvals and questions. Then it captures the session and
 // compares it with the record.
-func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.AgentSessionClient, tools *evals.Server, flowType string, c *evals.Case, timeout time.Duration) evals.CaseReport {
+func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.AgentSessionClient, tools *evals.Server, texts evals.Texts, flowType string, c *evals.Case, timeout time.Duration) evals.CaseReport {
 	rep := evals.CaseReport{Case: c.Header.SessionID, Recorded: evals.TotalsOf(c)}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -134,7 +158,8 @@ func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.
 		rep.Status, rep.Error = "failed", "start the session: "+err.Error()
 		return rep
 	}
-	want := 0 // the turn count the session reaches once the last message's turn ran
+	answered := map[string]bool{} // interrupts answered, by session and ID
+	want := 0                     // the turn count the session reaches once the last message's turn ran
 	if first != "" {
 		want = 1
 	}
@@ -149,11 +174,24 @@ func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.
 			continue
 		}
 		if len(snap.PendingInterrupts) > 0 {
+			// Each interrupt is answered once: a sub-agent's stays in the
+			// snapshot until its answer reaches the child.
+			failed := false
 			for _, in := range snap.PendingInterrupts {
+				key := in.SessionID + "/" + in.InterruptID
+				if answered[key] {
+					continue
+				}
+				answered[key] = true
 				if err := answer(ctx, sessions, r, id, in); err != nil && ctx.Err() == nil {
 					rep.Status, rep.Error = "failed", err.Error()
+					failed = true
 				}
 			}
+			if failed {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		st := snap.State
@@ -195,7 +233,7 @@ func replayCase(ctx context.Context, tc temporalclient.Client, sessions *client.
 		rep.Status, rep.Error = "failed", err.Error()
 		return rep
 	}
-	run, err := evals.Decode(cctx, s, nil, time.Now())
+	run, err := evals.Decode(cctx, s, texts, time.Now())
 	if err != nil {
 		rep.Status, rep.Error = "failed", err.Error()
 		return rep
@@ -254,4 +292,29 @@ func modelCache(c *evals.ModelCache) steps.ModelCache {
 		return nil
 	}
 	return c
+}
+
+// cacheScope is what decides a model call's answer besides its turn: the
+// agent's config (its runner_config, prompt and model among it), its
+// plugin's config, and the plugin's executable, so that a changed prompt,
+// model or runner build never gets the answers kept for another.
+func cacheScope(cfg *config.Config, a *config.Agent) (string, error) {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(struct {
+		Agent  *config.Agent
+		Plugin config.Plugin
+	}{a, cfg.Plugins[a.Runner]}); err != nil {
+		return "", fmt.Errorf("the model cache's scope: %w", err)
+	}
+	if cmd, err := exec.LookPath(cfg.Plugins[a.Runner].Command); err == nil {
+		f, err := os.Open(cmd)
+		if err != nil {
+			return "", fmt.Errorf("the model cache's scope: %w", err)
+		}
+		defer f.Close()
+		if _, err := io.Copy(h, f); err != nil {
+			return "", fmt.Errorf("the model cache's scope: read %s: %w", cmd, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -148,3 +148,17 @@ func TestChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdownCodeSpansHoldAnyText(t *testing.T) {
+	for in, want := range map[string]string{
+		"refund {}":        "`refund {}`",
+		"a `b` c":          "``a `b` c``",
+		"x``y":             "```x``y```",
+		"`edge`":           "`` `edge` ``",
+		"two\nlines\r\nok": "`two lines ok`",
+	} {
+		if got := code(in); got != want {
+			t.Errorf("code(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package evals
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +17,10 @@ import (
 // no model call it made before. It implements steps.ModelCache.
 type ModelCache struct {
 	Dir string
+	// Scope is what besides the turn decides the model's answer: the
+	// agent's config and its runner (evalrun sets it). Answers kept under
+	// another scope are not used.
+	Scope string
 
 	mu           sync.Mutex
 	hits, misses int
@@ -23,7 +29,7 @@ type ModelCache struct {
 
 // Get returns the answer kept for key.
 func (c *ModelCache) Get(key string) (*pluginapi.RunModelStepResponse, bool) {
-	b, err := os.ReadFile(filepath.Join(c.Dir, key+".json"))
+	b, err := os.ReadFile(c.path(key))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var resp pluginapi.RunModelStepResponse
@@ -40,7 +46,7 @@ func (c *ModelCache) Get(key string) (*pluginapi.RunModelStepResponse, bool) {
 func (c *ModelCache) Put(key string, resp *pluginapi.RunModelStepResponse) {
 	b, err := json.Marshal(resp)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(c.Dir, key+".json"), b)
+		err = writeFileAtomic(c.path(key), b)
 	}
 	if err != nil {
 		c.mu.Lock()
@@ -49,6 +55,12 @@ func (c *ModelCache) Put(key string, resp *pluginapi.RunModelStepResponse) {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// path is the file of a call's answer: a hash of the scope and the key.
+func (c *ModelCache) path(key string) string {
+	sum := sha256.Sum256([]byte(c.Scope + "\x00" + key))
+	return filepath.Join(c.Dir, hex.EncodeToString(sum[:])+".json")
 }
 
 // Stats are the calls answered from the cache and the ones the model made.

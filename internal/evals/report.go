@@ -95,7 +95,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "\n## %s: %s\n\n", c.Case, c.Status)
 		if c.Session != "" {
-			fmt.Fprintf(&b, "Replayed as `%s`.", c.Session)
+			fmt.Fprintf(&b, "Replayed as %s.", code(c.Session))
 		}
 		fmt.Fprintf(&b, " Turns %d -> %d, model calls %d -> %d, tokens %d -> %d, cost %s -> %s, Step time %d ms -> %d ms.\n\n",
 			c.Recorded.Turns, c.Replayed.Turns, c.Recorded.ModelCalls, c.Replayed.ModelCalls, c.Recorded.TotalTokens, c.Replayed.TotalTokens,
@@ -106,9 +106,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if d := c.DivergedAt; d != nil {
 			switch d.Kind {
 			case "call":
-				fmt.Fprintf(&b, "- **diverged** at call `%s %s` (%s): not in the record, so it was not run\n", d.Tool, d.Arguments, d.Effect)
+				fmt.Fprintf(&b, "- **diverged** at call %s (%s): not in the record, so it was not run\n", code(d.Tool+" "+d.Arguments), d.Effect)
 			case "approval":
-				fmt.Fprintf(&b, "- **diverged** at the approval of `%s %s`: the record has no answer, so it was rejected and not run\n", d.Tool, d.Arguments)
+				fmt.Fprintf(&b, "- **diverged** at the approval of %s: the record has no answer, so it was rejected and not run\n", code(d.Tool+" "+d.Arguments))
 			default:
 				fmt.Fprintf(&b, "- **diverged** at the question %q: the record has no answer, so it was declined\n", d.Question)
 			}
@@ -116,18 +116,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		for _, x := range c.Calls {
 			switch x.Change {
 			case "added":
-				fmt.Fprintf(&b, "- call %d added: `%s %s`%s\n", x.Index, x.Tool, x.Replayed, writeMark(x.Write))
+				fmt.Fprintf(&b, "- call %d added: %s%s\n", x.Index, code(x.Tool+" "+x.Replayed), writeMark(x.Write))
 			case "removed":
-				fmt.Fprintf(&b, "- call %d removed: `%s %s`%s\n", x.Index, x.Tool, x.Recorded, writeMark(x.Write))
+				fmt.Fprintf(&b, "- call %d removed: %s%s\n", x.Index, code(x.Tool+" "+x.Recorded), writeMark(x.Write))
 			case "changed":
-				fmt.Fprintf(&b, "- call %d changed: `%s` `%s` -> `%s`%s\n", x.Index, x.Tool, x.Recorded, x.Replayed, writeMark(x.Write))
+				fmt.Fprintf(&b, "- call %d changed: %s %s -> %s%s\n", x.Index, code(x.Tool), code(x.Recorded), code(x.Replayed), writeMark(x.Write))
 			}
 		}
 		for _, a := range c.Approvals {
-			fmt.Fprintf(&b, "- approval %s: `%s %s`\n", a.Change, a.Tool, a.Arguments)
+			fmt.Fprintf(&b, "- approval %s: %s\n", a.Change, code(a.Tool+" "+a.Arguments))
 		}
 		for _, d := range c.Decisions {
-			fmt.Fprintf(&b, "- rule decision on `%s %s`: %s -> %s\n", d.Tool, d.Arguments, orNone(d.Recorded), orNone(d.Replayed))
+			fmt.Fprintf(&b, "- rule decision on %s: %s -> %s\n", code(d.Tool+" "+d.Arguments), orNone(d.Recorded), orNone(d.Replayed))
 		}
 		for _, a := range c.Answers {
 			if !a.Exact {
@@ -135,7 +135,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 		for _, u := range c.Unanswered {
-			fmt.Fprintf(&b, "- %s with no recorded answer: `%s%s%s`\n", u.Kind, u.Tool, u.Arguments, u.Question)
+			fmt.Fprintf(&b, "- %s with no recorded answer: %s\n", u.Kind, code(strings.TrimSpace(u.Tool+" "+u.Arguments+u.Question)))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -174,3 +174,27 @@ func num(v float64) string {
 }
 
 func usd(micros int64) string { return fmt.Sprintf("$%.4f", float64(micros)/1e6) }
+
+// code is text as a Markdown code span: on one line, fenced with more
+// backticks than it holds in a row, so no text of a report (arguments are
+// the model's) can end it early or add markup.
+func code(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if r := []rune(s); len(r) > 500 {
+		s = string(r[:500]) + "…"
+	}
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}

@@ -2,7 +2,9 @@ package evals
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/dex-agents/dex-agent-worker/internal/session"
@@ -27,7 +29,7 @@ type Replay struct {
 	s          *Server
 	rec        *Case
 	used       []bool         // by index into rec.Records
-	served     map[string]int // tool call ID -> record served (a Step's retry gets it again)
+	served     map[string]int // turn/tool call ID -> record served (a Step's retry gets it again)
 	unrecorded []Unrecorded
 	unanswered []Unrecorded
 	// firstDeparture is where the run first left the record.
@@ -73,7 +75,8 @@ func (s *Server) Serve(_ context.Context, in session.ToolInput, arguments string
 		msg := "eval run: this session replays no recorded case, so no tool runs in it"
 		return session.ToolOutcome{Error: &msg}, true
 	}
-	i, ok := r.served[in.ToolCall.ToolCallID]
+	call := in.TurnID + "/" + in.ToolCall.ToolCallID // call IDs are unique within a turn
+	i, ok := r.served[call]
 	if !ok {
 		i = -1
 		want := Canonical(arguments)
@@ -88,7 +91,7 @@ func (s *Server) Serve(_ context.Context, in session.ToolInput, arguments string
 		}
 		if i >= 0 {
 			r.used[i] = true
-			r.served[in.ToolCall.ToolCallID] = i
+			r.served[call] = i
 		}
 	}
 	if i < 0 {
@@ -98,8 +101,8 @@ func (s *Server) Serve(_ context.Context, in session.ToolInput, arguments string
 			r.unrecorded = append(r.unrecorded, u)
 			return session.ToolOutcome{}, false
 		}
-		if _, seen := r.served[in.ToolCall.ToolCallID]; !seen {
-			r.served[in.ToolCall.ToolCallID] = -1
+		if _, seen := r.served[call]; !seen {
+			r.served[call] = -1
 			r.unrecorded = append(r.unrecorded, u)
 			r.depart(u)
 		}
@@ -123,8 +126,14 @@ func (r *Replay) AnswerApproval(tool, arguments string) (Record, bool) {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	want := Canonical(arguments)
+	// Long arguments reach the driver as their beginning (the snapshot's
+	// preview): they match a recorded call's arguments that begin with it.
+	preview := len(arguments) >= session.PreviewBytes-4 && !json.Valid([]byte(arguments))
 	for k, rec := range r.rec.Records {
-		if !r.used[k] && rec.Type == TypeApproval && rec.ToolName == tool && Canonical(rec.Arguments) == want {
+		if r.used[k] || rec.Type != TypeApproval || rec.ToolName != tool {
+			continue
+		}
+		if Canonical(rec.Arguments) == want || preview && strings.HasPrefix(rec.Arguments, arguments) {
 			r.used[k] = true
 			return rec, true
 		}
@@ -163,11 +172,12 @@ func (r *Replay) Finish(rep *CaseReport) {
 	// The run left the record at the first call it could not be served
 	// (a read that ran live did not) or the first approval or question
 	// the record had no answer for, whichever came first.
-	first := r.firstDeparture
-	if first != nil {
+	if first := r.firstDeparture; first != nil {
 		u := *first
 		rep.DivergedAt = &u
-		rep.Status = "diverged"
+		if rep.Status == "same" || rep.Status == "changed" || rep.Status == "" {
+			rep.Status = "diverged" // a failed turn stays the case's status
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package evals
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -131,11 +130,45 @@ func TestModelCache(t *testing.T) {
 	if h, m, err := c.Stats(); h != 1 || m != 1 || err != nil {
 		t.Errorf("stats %d %d %v", h, m, err)
 	}
+	// Another scope (a changed prompt, model or runner) does not use it.
+	if _, ok := (&ModelCache{Dir: c.Dir, Scope: "changed"}).Get(key); ok {
+		t.Error("an answer kept under another scope was used")
+	}
 	// A file that holds no answer is a miss, not an answer.
-	if err := os.WriteFile(filepath.Join(c.Dir, key+".json"), []byte(`{}`), 0o644); err != nil {
+	if err := os.WriteFile(c.path(key), []byte(`{}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.Get(key); ok {
 		t.Error("an empty answer was used")
+	}
+}
+
+// Call IDs repeat across turns (a runner may number them per turn): a
+// call is known by its turn and ID. A case whose turn failed stays failed
+// when it also left the record.
+func TestServerKnowsACallByItsTurn(t *testing.T) {
+	rec := &Case{Records: []Record{
+		{Type: TypeToolCall, ToolName: "lookup", Arguments: `{"id":"1"}`, Status: "succeeded", Output: "one"},
+		{Type: TypeToolCall, ToolName: "lookup", Arguments: `{"id":"2"}`, Status: "succeeded", Output: "two"},
+	}}
+	s := &Server{}
+	r := s.Begin("eval-1", rec)
+	in := toolInput("eval-1", "call_1_0", "lookup", wire.EffectRead)
+	in.TurnID = "turn-1"
+	if out, ok := s.Serve(context.Background(), in, `{"id":"1"}`); !ok || *out.Output != "one" {
+		t.Fatalf("turn 1: %+v", out)
+	}
+	in.TurnID = "turn-2"
+	if out, ok := s.Serve(context.Background(), in, `{"id":"2"}`); !ok || out.Output == nil || *out.Output != "two" {
+		t.Fatalf("turn 2, the same call ID: %+v", out)
+	}
+	in.TurnID = "turn-3"
+	if out, _ := s.Serve(context.Background(), in, `{"id":"3"}`); out.Error == nil {
+		t.Fatal("an unrecorded read was served")
+	}
+	rep := CaseReport{Status: "failed"}
+	r.Finish(&rep)
+	if rep.Status != "failed" || rep.DivergedAt == nil {
+		t.Errorf("a failed case that also diverged: %+v", rep)
 	}
 }

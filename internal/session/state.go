@@ -548,8 +548,6 @@ func ruleDecision(out ModelOutcome, id string) *RuleDecision {
 	return nil
 }
 
-// hostCall returns the host's decision about a call, or nil when the
-// runner runs it.
 // CallPolicy is the policy a session with these options gives a call the
 // model asked for (hc: the worker's own tool that runs it, or nil): the
 // effect that sets its retries, and whether it needs approval before the
@@ -580,6 +578,8 @@ func (o Options) HostCallOf(out ModelOutcome, id string) *HostCall {
 	return nil
 }
 
+// hostCall returns the host's decision about a call, or nil when the
+// runner runs it.
 func (s *State) hostCall(out ModelOutcome, id string) *HostCall { return s.Options.HostCallOf(out, id) }
 
 // modelStepDone applies a RunModel outcome. nowMs is the workflow clock in
