@@ -469,6 +469,22 @@ func (v *sessionView) ToolCall(id string) (wire.ToolCall, bool) {
 	return c, ok
 }
 
+// SettledToolCall implements uistream.SettledSession: the snapshot read
+// for a batch of events may predate the event that settled a call, so a
+// call not final there is read once more.
+func (v *sessionView) SettledToolCall(id string) (wire.ToolCall, bool) {
+	if c, ok := v.calls[id]; ok && c.Status.Final() {
+		return c, true
+	}
+	ctx, cancel := context.WithTimeout(v.ctx, v.s.opts.UpdateTimeout)
+	defer cancel()
+	if _, err := v.refresh(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		v.s.log.Warn("UI stream: the session's snapshot failed", "session_id", v.id, "error", err)
+	}
+	c, ok := v.calls[id]
+	return c, ok
+}
+
 // Plan implements uistream.Session.
 func (v *sessionView) Plan() *wire.Plan {
 	v.maybeRefresh()

@@ -552,8 +552,19 @@ func (t *Translator) input(id, name string) []Chunk {
 	return []Chunk{{Type: "tool-input-available", ToolCallID: id, ToolName: name, Input: json.RawMessage(args)}}
 }
 
+// SettledSession is a Session that can read a call's record again when
+// the one it holds is older than the event that settled the call.
+type SettledSession interface {
+	SettledToolCall(id string) (wire.ToolCall, bool)
+}
+
 func (t *Translator) output(id, name string, status wire.ToolCallStatus) []Chunk {
 	rec, ok := t.session.ToolCall(id)
+	if s, can := t.session.(SettledSession); can && (!ok || !rec.Status.Final()) {
+		// The event says the call settled; the record read for this batch
+		// of events may predate it.
+		rec, ok = s.SettledToolCall(id)
+	}
 	if !ok {
 		rec = wire.ToolCall{ToolCallID: id, ToolName: name}
 	}

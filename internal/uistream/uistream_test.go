@@ -497,3 +497,38 @@ func TestSubAgentParts(t *testing.T) {
 		t.Error("the child's turn_completed ended the parent's turn")
 	}
 }
+
+// settlingSession's records for the batch predate the call's end; read
+// again, the call has its output.
+type settlingSession struct {
+	fakeSession
+	settled map[string]wire.ToolCall
+	reads   int
+}
+
+func (s *settlingSession) SettledToolCall(id string) (wire.ToolCall, bool) {
+	s.reads++
+	c, ok := s.settled[id]
+	return c, ok
+}
+
+func TestAFinishedCallsOutputIsReadAgainWhenTheRecordPredatesIt(t *testing.T) {
+	s := &settlingSession{
+		fakeSession: fakeSession{calls: map[string]wire.ToolCall{"c1": {ToolCallID: "c1", ToolName: "refund", Arguments: `{"id":"7"}`, Status: wire.ToolCallApproved}}},
+		settled:     map[string]wire.ToolCall{"c1": {ToolCallID: "c1", ToolName: "refund", Arguments: `{"id":"7"}`, Status: wire.ToolCallSucceeded, Output: "Refunded $62.50"}},
+	}
+	tr := New(Options{}, s)
+	var out []Chunk
+	for _, e := range []events.Event{started, deferred("c1", "refund"), finished("c1", "refund", "succeeded")} {
+		out = append(out, tr.Add(e)...)
+	}
+	var got string
+	for _, c := range out {
+		if c.Type == "tool-output-available" {
+			got = string(c.Output)
+		}
+	}
+	if got != `"Refunded $62.50"` || s.reads != 1 {
+		t.Fatalf("output %s after %d reads; chunks: %s", got, s.reads, render(out))
+	}
+}

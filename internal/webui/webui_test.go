@@ -2,6 +2,7 @@ package webui
 
 import (
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -129,5 +130,27 @@ func TestMethodsAndRevalidation(t *testing.T) {
 	r = get(t, h, http.MethodGet, "/assets/app.js", http.Header{"If-None-Match": {etag}})
 	if r.StatusCode != http.StatusNotModified {
 		t.Errorf("If-None-Match: status %d, want 304", r.StatusCode)
+	}
+}
+
+// A function declared twice in the page's script is a silent bug: the
+// later declaration replaces the earlier one everywhere in its scope (the
+// report view's helper once broke every list of the page this way).
+func TestAppJSDeclaresEachFunctionOnce(t *testing.T) {
+	b, err := fs.ReadFile(static, "static/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := regexp.MustCompile(`(?m)^(\s*)(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(`)
+	seen := map[string]int{}
+	for i, m := range decl.FindAllSubmatch(b, -1) {
+		key := string(m[1]) + string(m[2]) // same indentation: the same scope, in this file's style
+		if first, ok := seen[key]; ok {
+			t.Errorf("app.js declares function %s twice at the same depth (declarations %d and %d)", m[2], first+1, i+1)
+		}
+		seen[key] = i
+	}
+	if len(seen) < 50 {
+		t.Fatalf("found %d function declarations in app.js; the pattern is broken", len(seen))
 	}
 }

@@ -365,11 +365,8 @@
     $('report-body').hidden = true;
   }
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
+  function reportNode(tag, cls, text) {
+    return el(tag, { class: cls || undefined, text });
   }
 
   function reportNumber(v) {
@@ -388,32 +385,32 @@
     const checks = $('report-checks').querySelector('tbody');
     checks.replaceChildren();
     for (const c of r.checks || []) {
-      const tr = el('tr', c.failed ? 'failed' : '');
-      tr.append(el('td', 'mono', c.check), el('td', '', reportNumber(c.value)), el('td', '', c.failed ? 'failed' : 'ok'));
+      const tr = reportNode('tr', c.failed ? 'failed' : '');
+      tr.append(reportNode('td', 'mono', c.check), reportNode('td', '', reportNumber(c.value)), reportNode('td', '', c.failed ? 'failed' : 'ok'));
       checks.append(tr);
     }
     $('report-checks').hidden = !(r.checks || []).length;
     const metrics = $('report-metrics').querySelector('tbody');
     metrics.replaceChildren();
     for (const k of Object.keys(m).sort()) {
-      const tr = el('tr');
-      tr.append(el('td', 'mono', k), el('td', '', reportNumber(m[k])));
+      const tr = reportNode('tr');
+      tr.append(reportNode('td', 'mono', k), reportNode('td', '', reportNumber(m[k])));
       metrics.append(tr);
     }
     const list = $('report-cases');
     list.replaceChildren();
     for (const c of r.cases) {
-      const li = el('li', 'report-case');
+      const li = reportNode('li', 'report-case');
       li.dataset.status = c.status || '';
       li.dataset.testid = 'report-case';
-      const head = el('div', 'report-case-head');
-      head.append(el('span', 'mono', c.case || '?'), el('span', `badge status-${c.status || 'unknown'}`, c.status || '?'));
+      const head = reportNode('div', 'report-case-head');
+      head.append(reportNode('span', 'mono', c.case || '?'), reportNode('span', `badge status-${c.status || 'unknown'}`, c.status || '?'));
       li.append(head);
       const rec = c.recorded || {}, run = c.replayed || {};
-      li.append(el('p', 'report-totals', `Turns ${rec.turns || 0} → ${run.turns || 0}, model calls ${rec.model_calls || 0} → ${run.model_calls || 0}, ` +
+      li.append(reportNode('p', 'report-totals', `Turns ${rec.turns || 0} → ${run.turns || 0}, model calls ${rec.model_calls || 0} → ${run.model_calls || 0}, ` +
         `tokens ${rec.total_tokens || 0} → ${run.total_tokens || 0}, Step time ${rec.latency_ms || 0} ms → ${run.latency_ms || 0} ms`));
-      const items = el('ul', 'report-changes');
-      const add = (text) => { const x = el('li', '', text); x.dataset.testid = 'report-change'; items.append(x); };
+      const items = reportNode('ul', 'report-changes');
+      const add = (text) => { const x = reportNode('li', '', text); x.dataset.testid = 'report-change'; items.append(x); };
       if (c.error) add(`error: ${c.error}`);
       if (c.diverged_at) {
         const d = c.diverged_at;
@@ -430,7 +427,7 @@
         if (!a.exact) add(`answer of turn ${a.turn} changed (similarity ${reportNumber(a.similarity)}): “${a.recorded || ''}” → “${a.replayed || ''}”`);
       }
       for (const u of c.unanswered || []) add(`${u.kind} with no recorded answer: ${u.tool || ''} ${u.arguments || u.question || ''}`);
-      if (!items.children.length) items.append(el('li', 'muted', 'No difference from the record.'));
+      if (!items.children.length) items.append(reportNode('li', 'muted', 'No difference from the record.'));
       li.append(items);
       list.append(li);
     }
