@@ -33,7 +33,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 }
 
 func newEvalRunCmd(g *globals) *cobra.Command {
-	var dataset, cfgPath, agent, out, failOn, dataDir, cacheDir string
+	var dataset, cfgPath, agent, out, failOn, dataDir, cacheDir, address, namespace string
 	var liveReads bool
 	var caseTimeout time.Duration
 	cmd := &cobra.Command{
@@ -88,7 +88,7 @@ func newEvalRunCmd(g *globals) *cobra.Command {
 				cache = &evals.ModelCache{Dir: cacheDir}
 			}
 			reports, err := evalrun.Run(cmd.Context(), evalrun.RunOptions{Config: cfg, Agent: agent, LiveReads: liveReads,
-				DataDir: dataDir, CaseTimeout: caseTimeout, Logger: logger, ModelCache: cache}, cases)
+				DataDir: dataDir, CaseTimeout: caseTimeout, Logger: logger, ModelCache: cache, Address: address, Namespace: namespace}, cases)
 			if err != nil {
 				return err
 			}
@@ -138,6 +138,9 @@ func newEvalRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&caseTimeout, "case-timeout", 5*time.Minute, "longest replay of one case")
 	cmd.Flags().StringVar(&cacheDir, "model-cache", "", "keep the model's answers in DIR and answer a call asked before from it: a re-run is deterministic and makes no model call it made before")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where the embedded engine keeps its files (default: a temporary directory, deleted after)")
+	cmd.Flags().StringVar(&address, "address", "", "replay on this Temporal frontend instead of an embedded engine (with the config's temporal TLS and API key),\n"+
+		"on a task queue of the replay's own, so the deployment's workers never take the replays")
+	cmd.Flags().StringVar(&namespace, "namespace", "", "with --address: the namespace (default the config's)")
 	return cmd
 }
 

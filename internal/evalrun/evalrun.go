@@ -44,6 +44,13 @@ type RunOptions struct {
 	// ModelCache, when set, answers the model calls it kept and keeps the
 	// others (--model-cache).
 	ModelCache *evals.ModelCache
+	// Address, when set, is a Temporal frontend to replay on instead of
+	// an embedded engine, with the config's temporal TLS and API key and
+	// Namespace (default the config's). The replays run on a task queue
+	// of their own (dex-eval-<random>), so the deployment's workers never
+	// take them, and stay there as closed sessions.
+	Address   string
+	Namespace string
 	// CaseTimeout bounds one case's replay (default 5 minutes).
 	CaseTimeout time.Duration
 	Logger      *slog.Logger
@@ -83,12 +90,23 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 		cfg.Agents[i].Notify = nil
 		cfg.Agents[i].SpendLimit = nil // the application's spend hook is not told of replays
 	}
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: o.DataDir, Namespace: cfg.Temporal.Namespace,
-		KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes}, Logger: logger.With("component", "devserver")})
-	if err != nil {
-		return nil, err
+	cfg.Temporal.Deployment = nil // replays are no version of a deployment
+	if o.Address == "" {
+		srv, err := devserver.Start(ctx, devserver.Options{DataDir: o.DataDir, Namespace: cfg.Temporal.Namespace,
+			KeywordListSearchAttributes: []string{wire.SearchAttributeActiveStepTypes}, Logger: logger.With("component", "devserver")})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = srv.Stop() }()
+		cfg.Temporal.Address, cfg.Temporal.TLS, cfg.Temporal.APIKey = srv.FrontendAddress(), nil, ""
+	} else {
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		cfg.Temporal.Address, cfg.Temporal.TaskQueue = o.Address, "dex-eval-"+hex.EncodeToString(b)
+		if o.Namespace != "" {
+			cfg.Temporal.Namespace = o.Namespace
+		}
 	}
-	defer func() { _ = srv.Stop() }()
 	tools := &evals.Server{LiveReads: o.LiveReads}
 	if o.ModelCache != nil {
 		scope, err := cacheScope(o.Config, agent)
@@ -98,13 +116,12 @@ func Run(ctx context.Context, o RunOptions, cases []*evals.Case) ([]evals.CaseRe
 		o.ModelCache.Scope = scope
 	}
 	d, err := daemon.Start(ctx, daemon.Options{Config: &cfg, Logger: logger, MessageStorePath: filepath.Join(o.DataDir, "messages.db"),
-		TemporalAddress: srv.FrontendAddress(), Tools: tools, Models: modelCache(o.ModelCache)})
+		TemporalAddress: cfg.Temporal.Address, Tools: tools, Models: modelCache(o.ModelCache)})
 	if err != nil {
 		return nil, err
 	}
 	defer d.Stop()
-	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: srv.FrontendAddress(), Namespace: cfg.Temporal.Namespace,
-		Logger: nopLogger{}})
+	tc, err := daemon.Dial(ctx, cfg.Temporal, "", logger)
 	if err != nil {
 		return nil, err
 	}
@@ -276,14 +293,6 @@ func answer(ctx context.Context, sessions *client.AgentSessionClient, r *evals.R
 	}
 	return nil
 }
-
-// nopLogger keeps the Temporal client quiet.
-type nopLogger struct{}
-
-func (nopLogger) Debug(string, ...any) {}
-func (nopLogger) Info(string, ...any)  {}
-func (nopLogger) Warn(string, ...any)  {}
-func (nopLogger) Error(string, ...any) {}
 
 // modelCache is the daemon's model cache: none when c is nil (a nil
 // pointer in the interface would be one).
