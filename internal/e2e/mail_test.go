@@ -18,28 +18,12 @@ import (
 // approval links, and the HTTP API.
 func mailStack(t *testing.T, mc *testpeer.MailCatcher) (*agenttest.Stack, string) {
 	t.Helper()
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	port := agenttest.FreePort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cfg := strings.Replace(testConfig(plugin), "    default_tool_effect: unclassified\n",
-		"    default_tool_effect: unclassified\n    notify: [{kinds: [approval], channel: mail}]\n", 1)
-	s := agenttest.NewStack(t, cfg+fmt.Sprintf(`approval_digest: {key_env: DEX_E2E_DIGEST_KEY, required: true}
-approval_links: {key_env: DEX_E2E_LINK_KEY, public_url: %q}
-notifications:
-  channels:
-    mail:
+	return notifyStack(t, "    notify: [{kinds: [approval], channel: mail}]\n", fmt.Sprintf(`    mail:
       type: email
       smtp: {host: 127.0.0.1, port: %d, ca_file: %q}
       from: "Dex <dex@example.com>"
       to: [ops@example.com]
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens: [{name: ops, token: %s}]
-`, base, mc.Port, mc.CAFile, port, tokenAll))
-	s.Setenv("DEX_E2E_DIGEST_KEY", "e2e-approval-digest-key-0123456789")
-	s.Setenv("DEX_E2E_LINK_KEY", linkKey)
-	return s, base
+`, mc.Port, mc.CAFile))
 }
 
 var approveLinkRe = regexp.MustCompile(`(?m)^Approve:\r?\n(\S+)`)

@@ -69,30 +69,14 @@ func TestWebhookNotificationsAndEscalation(t *testing.T) {
 		t.Skip("integration test")
 	}
 	rc, hooks := newReceiver(t)
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	port := agenttest.FreePort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cfg := strings.Replace(testConfig(plugin), "    default_tool_effect: unclassified\n", `    default_tool_effect: unclassified
-    interrupt_deadline: 1m
+	s, base := notifyStack(t, `    interrupt_deadline: 1m
     notify:
       - {kinds: [approval], channel: ops, escalate_after: 2s, escalate_to: oncall}
       - {channel: broken}
-`, 1)
-	s := agenttest.NewStack(t, cfg+fmt.Sprintf(`approval_digest: {key_env: DEX_E2E_DIGEST_KEY, required: true}
-approval_links: {key_env: DEX_E2E_LINK_KEY, public_url: %q}
-notifications:
-  channels:
-    ops: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET, include_arguments: true}
+`, fmt.Sprintf(`    ops: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET, include_arguments: true}
     oncall: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
     broken: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens: [{name: ops, token: %s}]
-`, base, hooks+"/ops", hooks+"/oncall", hooks+"/refuse", port, tokenAll))
-	s.Setenv("DEX_E2E_DIGEST_KEY", "e2e-approval-digest-key-0123456789")
-	s.Setenv("DEX_E2E_LINK_KEY", linkKey)
-	s.Setenv("DEX_E2E_HOOK_SECRET", hookSecret)
+`, hooks+"/ops", hooks+"/oncall", hooks+"/refuse"))
 	s.StartWorker()
 	waitForPage(t, base)
 
@@ -178,27 +162,10 @@ func TestExpiringNoticeThenExpiryFailsClosed(t *testing.T) {
 		t.Skip("integration test")
 	}
 	rc, hooks := newReceiver(t)
-	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
-	port := agenttest.FreePort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cfg := strings.Replace(testConfig(plugin), "    default_tool_effect: unclassified\n", `    default_tool_effect: unclassified
-    interrupt_deadline: 8s
+	s, base := notifyStack(t, `    interrupt_deadline: 8s
     interrupt_expiring_lead: 4s
     notify: [{kinds: [approval], channel: ops}]
-`, 1)
-	s := agenttest.NewStack(t, cfg+fmt.Sprintf(`approval_digest: {key_env: DEX_E2E_DIGEST_KEY, required: true}
-approval_links: {key_env: DEX_E2E_LINK_KEY, public_url: %q}
-notifications:
-  channels:
-    ops: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}
-http:
-  listen: 127.0.0.1:%d
-  auth:
-    tokens: [{name: ops, token: %s}]
-`, base, hooks+"/ops", port, tokenAll))
-	s.Setenv("DEX_E2E_DIGEST_KEY", "e2e-approval-digest-key-0123456789")
-	s.Setenv("DEX_E2E_LINK_KEY", linkKey)
-	s.Setenv("DEX_E2E_HOOK_SECRET", hookSecret)
+`, fmt.Sprintf("    ops: {type: webhook, url: %q, secret_env: DEX_E2E_HOOK_SECRET}\n", hooks+"/ops"))
 	s.StartWorker()
 	waitForPage(t, base)
 
@@ -227,4 +194,30 @@ http:
 	if len(rc.ids) != 2 || len(rc.bad) > 0 {
 		t.Errorf("webhook-ids %v, bad signatures %v: want 2 distinct notifications, each once", rc.ids, rc.bad)
 	}
+}
+
+// notifyStack is the test agent with agentLines added to it (its notify
+// rules, its deadline), the notification channels channels declares
+// (lines under notifications.channels), approval digests and links, and
+// the HTTP API at the returned base URL. The channels' secret is
+// DEX_E2E_HOOK_SECRET (hookSecret).
+func notifyStack(t *testing.T, agentLines, channels string) (*agenttest.Stack, string) {
+	t.Helper()
+	plugin := agenttest.BuildBinary(t, "github.com/dex-agents/dex-agent-worker/internal/e2e/testrunner")
+	port := agenttest.FreePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg := strings.Replace(testConfig(plugin), "    default_tool_effect: unclassified\n", "    default_tool_effect: unclassified\n"+agentLines, 1)
+	s := agenttest.NewStack(t, cfg+fmt.Sprintf(`approval_digest: {key_env: DEX_E2E_DIGEST_KEY, required: true}
+approval_links: {key_env: DEX_E2E_LINK_KEY, public_url: %q}
+notifications:
+  channels:
+%shttp:
+  listen: 127.0.0.1:%d
+  auth:
+    tokens: [{name: ops, token: %s}]
+`, base, channels, port, tokenAll))
+	s.Setenv("DEX_E2E_DIGEST_KEY", "e2e-approval-digest-key-0123456789")
+	s.Setenv("DEX_E2E_LINK_KEY", linkKey)
+	s.Setenv("DEX_E2E_HOOK_SECRET", hookSecret)
+	return s, base
 }
