@@ -1,15 +1,11 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -219,33 +215,16 @@ func devAccess(cfg *config.Config, flag string, flagSet bool, env, tokenFile str
 	case env != "":
 		return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: env, Operator: true}}, source: "from $DEX_API_TOKEN", token: env}, nil
 	}
-	if !rotate {
-		b, err := os.ReadFile(tokenFile)
-		switch token := strings.TrimSpace(string(b)); {
-		case err == nil && devTokenPattern.MatchString(token):
-			if err := os.Chmod(tokenFile, 0o600); err != nil {
-				return apiAccess{}, fmt.Errorf("keep the API token private: %w", err)
-			}
-			return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: "kept in " + tokenFile + " (--new-token replaces it)", token: token, generated: true}, nil
-		case err == nil:
-			return apiAccess{}, fmt.Errorf("%s does not hold a token dev made (48 hex digits): remove it, or pass --new-token to replace it", tokenFile)
-		case !errors.Is(err, fs.ErrNotExist):
-			return apiAccess{}, fmt.Errorf("read the API token: %w", err)
-		}
-	}
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
+	token, made, err := keptSecret(tokenFile, 24, rotate, "API token", "remove it, or pass --new-token to replace it")
+	if err != nil {
 		return apiAccess{}, err
 	}
-	token := hex.EncodeToString(b)
-	if err := writePrivate(tokenFile, token+"\n"); err != nil {
-		return apiAccess{}, fmt.Errorf("keep the API token in the data dir: %w", err)
+	source := "kept in " + tokenFile + " (--new-token replaces it)"
+	if made {
+		source = "generated and kept in " + tokenFile + " (printed below)"
 	}
-	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: "generated and kept in " + tokenFile + " (printed below)", token: token, generated: true}, nil
+	return apiAccess{tokens: []httpapi.Token{{Name: "dev", Value: token, Operator: true}}, source: source, token: token, generated: true}, nil
 }
-
-// devTokenPattern is the form of a token dev makes.
-var devTokenPattern = regexp.MustCompile(`^[0-9a-f]{48}$`)
 
 // writePrivate writes text to path (mode 0600, in a directory made with
 // mode 0700 if needed), through a temporary file, so a crash leaves the

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/dex-agents/dex-agent-worker/internal/config"
@@ -86,28 +85,48 @@ func devPublicURL(httpAddr string, tls bool) (string, error) {
 	return scheme + net.JoinHostPort(host, port), nil
 }
 
-// devKeyPattern is the form of a key dev makes: 32 random bytes in hex.
-var devKeyPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// keptKey returns the key kept in path, made and written (mode 0600) the
-// first time.
-func keptKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	switch key := strings.TrimSpace(string(b)); {
-	case err == nil && devKeyPattern.MatchString(key):
-		return key, os.Chmod(path, 0o600)
-	case err == nil:
-		return "", fmt.Errorf("%s does not hold a key dev made (64 hex digits): remove it, and dev makes a new one", path)
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", err
+// keptSecret returns the secret kept in path: nBytes random bytes in hex,
+// made and written (mode 0600) the first time, or anew with rotate. made
+// reports a new one. what names it in errors; fix says what to do with a
+// file dev did not write.
+func keptSecret(path string, nBytes int, rotate bool, what, fix string) (secret string, made bool, err error) {
+	if !rotate {
+		b, err := os.ReadFile(path)
+		switch s := strings.TrimSpace(string(b)); {
+		case err == nil && len(s) == 2*nBytes && isLowerHex(s):
+			if err := os.Chmod(path, 0o600); err != nil {
+				return "", false, fmt.Errorf("keep the %s private: %w", what, err)
+			}
+			return s, false, nil
+		case err == nil:
+			kind := what[strings.LastIndex(what, " ")+1:] // "token", "key"
+			return "", false, fmt.Errorf("%s does not hold a %s dev made (%d hex digits): %s", path, kind, 2*nBytes, fix)
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", false, fmt.Errorf("read the %s: %w", what, err)
+		}
 	}
-	raw := make([]byte, 32)
+	raw := make([]byte, nBytes)
 	if _, err := rand.Read(raw); err != nil {
-		return "", err
+		return "", false, err
 	}
-	key := hex.EncodeToString(raw)
-	if err := writePrivate(path, key+"\n"); err != nil {
-		return "", err
+	secret = hex.EncodeToString(raw)
+	if err := writePrivate(path, secret+"\n"); err != nil {
+		return "", false, fmt.Errorf("keep the %s in the data dir: %w", what, err)
 	}
-	return key, nil
+	return secret, true, nil
+}
+
+func isLowerHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// keptKey is a 32-byte key kept in path (see keptSecret).
+func keptKey(path string) (string, error) {
+	key, _, err := keptSecret(path, 32, false, "key", "remove it, and dev makes a new one")
+	return key, err
 }

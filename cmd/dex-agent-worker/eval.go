@@ -236,7 +236,7 @@ func newEvalCaptureCmd(g *globals) *cobra.Command {
 				}
 				cs.Redact(redactor)
 				path := filepath.Join(out, caseFileName(id))
-				if err := writeCase(path, cs); err != nil {
+				if err := cs.WriteFile(path); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.stdout, "%s: %s -> %s\n", id, describeCase(cs), path)
@@ -250,22 +250,6 @@ func newEvalCaptureCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 100, "with --query: at most this many sessions, newest first")
 	cmd.Flags().StringVar(&out, "out", "", "directory the cases are written to (<session>.jsonl)")
 	return cmd
-}
-
-func writeCase(path string, c *evals.Case) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".case-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := c.Write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // describeCase counts what a case holds, for the command's output.

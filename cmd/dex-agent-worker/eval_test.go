@@ -56,29 +56,15 @@ func TestEvalCaptureOfTheOrdersDemo(t *testing.T) {
 	}
 	pending := func(kind string) wire.Interrupt {
 		t.Helper()
-		for {
-			snap, err := sessions.GetAgentSnapshot(ctx, id)
-			if err == nil && len(snap.PendingInterrupts) == 1 && snap.PendingInterrupts[0].Kind == kind {
-				return snap.PendingInterrupts[0]
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("no %s: %v", kind, ctx.Err())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return waitSnapshot(t, ctx, sessions, id, "a pending "+kind, func(s wire.Snapshot) bool {
+			return len(s.PendingInterrupts) == 1 && s.PendingInterrupts[0].Kind == kind
+		}).PendingInterrupts[0]
 	}
 	idle := func() {
 		t.Helper()
-		for {
-			snap, err := sessions.GetAgentSnapshot(ctx, id)
-			if err == nil && snap.State != nil && snap.State.Status == wire.StatusWaitingForUserMessage && len(snap.PendingInterrupts) == 0 && snap.QueuedCount == 0 {
-				return
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("the session did not go idle: %v", ctx.Err())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitSnapshot(t, ctx, sessions, id, "the session idle", func(s wire.Snapshot) bool {
+			return s.State != nil && s.State.Status == wire.StatusWaitingForUserMessage && len(s.PendingInterrupts) == 0 && s.QueuedCount == 0
+		})
 	}
 	in := pending(wire.InterruptKindApproval)
 	if ok, err := sessions.ResolveInterrupt(ctx, id, wire.ResolveInterruptRequest{InterruptID: in.InterruptID, Approved: true, Digest: in.Digest}); err != nil || !ok {
@@ -351,16 +337,7 @@ func TestEvalRunReplaysAPlan(t *testing.T) {
 	}
 	wait := func(what string, f func(wire.Snapshot) bool) wire.Snapshot {
 		t.Helper()
-		for {
-			snap, err := sessions.GetAgentSnapshot(ctx, id)
-			if err == nil && f(snap) {
-				return snap
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: %v", what, ctx.Err())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return waitSnapshot(t, ctx, sessions, id, what, f)
 	}
 	snap := wait("the draft", func(s wire.Snapshot) bool {
 		return s.Plan != nil && s.Plan.Status == "draft" && s.State.Status == wire.StatusWaitingForUserMessage
@@ -404,5 +381,20 @@ func TestEvalRunReplaysAPlan(t *testing.T) {
 		"--fail-on", "cases_changed>0,unanswered>0")
 	if !strings.Contains(out, "1 case(s): 0 changed, 0 diverged, 0 failed. Checks passed.") {
 		t.Fatalf("eval run:\n%s", out)
+	}
+}
+
+// waitSnapshot polls a session's snapshot until f holds, and returns it.
+func waitSnapshot(t *testing.T, ctx context.Context, sessions *client.AgentSessionClient, id, what string, f func(wire.Snapshot) bool) wire.Snapshot {
+	t.Helper()
+	for {
+		snap, err := sessions.GetAgentSnapshot(ctx, id)
+		if err == nil && f(snap) {
+			return snap
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %v (last error %v)", what, ctx.Err(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

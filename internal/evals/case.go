@@ -166,6 +166,16 @@ func (c *Case) Write(w io.Writer) error {
 	return nil
 }
 
+// WriteFile writes c to path, through a temporary file, so that a file
+// at path is always a whole case.
+func (c *Case) WriteFile(path string) error {
+	var b bytes.Buffer
+	if err := c.Write(&b); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, b.Bytes())
+}
+
 // MaxLineBytes bounds one line of a case file.
 const MaxLineBytes = 64 << 20
 

@@ -91,16 +91,13 @@ type Unrecorded struct {
 
 // Totals are what one side spent and did.
 type Totals struct {
-	Turns        int   `json:"turns"`
-	FailedTurns  int   `json:"failed_turns"`
-	ToolCalls    int   `json:"tool_calls"`
-	Writes       int   `json:"writes"`
-	Approvals    int   `json:"approvals"`
-	ModelCalls   int64 `json:"model_calls"`
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
-	CostMicros   int64 `json:"cost_micros"`
+	Turns       int   `json:"turns"`
+	FailedTurns int   `json:"failed_turns"`
+	ToolCalls   int   `json:"tool_calls"`
+	Writes      int   `json:"writes"`
+	Approvals   int   `json:"approvals"`
+	Usage             // model calls and tokens
+	CostMicros  int64 `json:"cost_micros"`
 	// LatencyMs is the time the model and tool Steps took.
 	LatencyMs int64 `json:"latency_ms"`
 }
@@ -111,10 +108,7 @@ func (t *Totals) add(u Totals) {
 	t.ToolCalls += u.ToolCalls
 	t.Writes += u.Writes
 	t.Approvals += u.Approvals
-	t.ModelCalls += u.ModelCalls
-	t.InputTokens += u.InputTokens
-	t.OutputTokens += u.OutputTokens
-	t.TotalTokens += u.TotalTokens
+	t.Usage.add(u.Usage)
 	t.CostMicros += u.CostMicros
 	t.LatencyMs += u.LatencyMs
 }
@@ -134,10 +128,7 @@ func totals(c *Case) Totals {
 				t.FailedTurns++
 			}
 			if r.Usage != nil {
-				t.ModelCalls += r.Usage.ModelCalls
-				t.InputTokens += r.Usage.InputTokens
-				t.OutputTokens += r.Usage.OutputTokens
-				t.TotalTokens += r.Usage.TotalTokens
+				t.Usage.add(*r.Usage)
 			}
 			t.CostMicros += r.CostMicros
 			t.LatencyMs += r.ModelMs + r.ToolMs
